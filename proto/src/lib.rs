@@ -1,0 +1,23 @@
+//! Generated Rust types, clients and server traits for the two gRPC packages:
+//! `adk.session.v1` (session-svc) and `adk.memory.v1` (memory-svc).
+//!
+//! The `.proto` files beside this crate are the contract; this crate only compiles them.
+
+/// The session service contract.
+pub mod session {
+    /// Version 1 of `adk.session.v1`.
+    pub mod v1 {
+        tonic::include_proto!("adk.session.v1");
+    }
+}
+
+/// The memory service contract.
+pub mod memory {
+    /// Version 1 of `adk.memory.v1`.
+    pub mod v1 {
+        tonic::include_proto!("adk.memory.v1");
+    }
+}
+
+/// Encoded `FileDescriptorSet` of both packages and their imports, for server reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("adk_descriptor");
