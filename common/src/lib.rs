@@ -1,8 +1,10 @@
 //! Building blocks shared by `session-svc` and `memory-svc`.
 //!
 //! # Layout
+//! - [`durability`]: group commit, so concurrent writers share one flush to disk.
 //! - [`keys`]: order-preserving, self-delimiting encoding of composite sled keys.
 //! - [`page`]: opaque page tokens and cursors that cannot leave the scope they were issued for.
 
+pub mod durability;
 pub mod keys;
 pub mod page;

@@ -1,0 +1,100 @@
+//! Group commit: writes that commit at about the same time share one flush to disk.
+//!
+//! A writer commits its sled transaction, then awaits [`GroupCommit::wait_durable`]. One
+//! background task takes every writer waiting at that moment, flushes sled once (on the blocking
+//! pool), and releases them all; writers arriving during a flush are served by the next one. So
+//! the cost of an fsync is shared by all concurrent writers instead of paid by each.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+
+/// When a write counts as done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum SyncMode {
+    /// Reply only after the write is flushed to disk (the default).
+    #[default]
+    Sync,
+    /// Reply once the write is committed in memory; sled flushes in the background every
+    /// `flush_every_ms`, so a crash may lose the last moments of acknowledged writes.
+    Periodic,
+}
+
+/// The flush failed; the write may not be durable.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("flushing the store to disk failed: {0}")]
+pub struct FlushError(Arc<str>);
+
+type Waiter = oneshot::Sender<Result<(), FlushError>>;
+
+/// Handle to the flusher task of one sled database. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct GroupCommit {
+    mode: SyncMode,
+    waiters: mpsc::UnboundedSender<Waiter>,
+}
+
+impl GroupCommit {
+    /// Starts the flusher task for `db`; it ends when the last handle is dropped. Must be called
+    /// inside a tokio runtime.
+    pub fn start(db: sled::Db, mode: SyncMode) -> Self {
+        let (waiters, rx) = mpsc::unbounded_channel();
+        tokio::spawn(flush_loop(db, rx));
+        Self { mode, waiters }
+    }
+
+    /// Resolves once every write committed before this call is on disk (in [`SyncMode::Sync`]).
+    pub async fn wait_durable(&self) -> Result<(), FlushError> {
+        if self.mode == SyncMode::Periodic {
+            return Ok(());
+        }
+        let (tx, rx) = oneshot::channel();
+        let stopped = || FlushError("the flusher has stopped".into());
+        self.waiters.send(tx).map_err(|_| stopped())?;
+        rx.await.map_err(|_| stopped())?
+    }
+}
+
+async fn flush_loop(db: sled::Db, mut rx: mpsc::UnboundedReceiver<Waiter>) {
+    let mut batch = Vec::new();
+    while rx.recv_many(&mut batch, usize::MAX).await > 0 {
+        let db = db.clone();
+        let result = match tokio::task::spawn_blocking(move || db.flush()).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(FlushError(e.to_string().into())),
+            Err(e) => Err(FlushError(e.to_string().into())),
+        };
+        for waiter in batch.drain(..) {
+            // A waiter that went away (cancelled request) needs no answer.
+            let _ = waiter.send(result.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn concurrent_waiters_are_all_released() {
+        let dir = std::env::temp_dir().join(format!("gc-test-{}", std::process::id()));
+        let db = sled::open(&dir).unwrap();
+        let gc = GroupCommit::start(db.clone(), SyncMode::Sync);
+        let tasks: Vec<_> = (0..32u32)
+            .map(|i| {
+                let (db, gc) = (db.clone(), gc.clone());
+                tokio::spawn(async move {
+                    db.insert(i.to_be_bytes(), &[1]).unwrap();
+                    gc.wait_durable().await
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        assert_eq!(db.len(), 32);
+        drop(db);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
