@@ -10,8 +10,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 /// When a write counts as done.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum SyncMode {
     /// Reply only after the write is flushed to disk (the default).
     #[default]

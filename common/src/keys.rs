@@ -46,7 +46,8 @@ impl Key {
     pub fn timestamp(mut self, t: &Timestamp) -> Self {
         self.0
             .extend_from_slice(&((t.seconds as u64) ^ (1 << 63)).to_be_bytes());
-        self.0.extend_from_slice(&(t.nanos.max(0) as u32).to_be_bytes());
+        self.0
+            .extend_from_slice(&(t.nanos.max(0) as u32).to_be_bytes());
         self
     }
 
@@ -62,6 +63,12 @@ impl Key {
 impl AsRef<[u8]> for Key {
     fn as_ref(&self) -> &[u8] {
         &self.0
+    }
+}
+
+impl From<Key> for sled::IVec {
+    fn from(key: Key) -> Self {
+        key.0.into()
     }
 }
 
@@ -140,7 +147,13 @@ mod tests {
 
     #[test]
     fn components_never_alias() {
-        let pairs = [("a/b", "c"), ("a", "b/c"), ("a\0", "b"), ("a", "\0b"), ("", "ab")];
+        let pairs = [
+            ("a/b", "c"),
+            ("a", "b/c"),
+            ("a\0", "b"),
+            ("a", "\0b"),
+            ("", "ab"),
+        ];
         for (i, (a1, b1)) in pairs.iter().enumerate() {
             for (a2, b2) in &pairs[i + 1..] {
                 let k1 = Key::new().str(a1).str(b1);
@@ -168,7 +181,10 @@ mod tests {
 
     #[test]
     fn reader_round_trips() {
-        let ts = Timestamp { seconds: -3, nanos: 42 };
+        let ts = Timestamp {
+            seconds: -3,
+            nanos: 42,
+        };
         let key = Key::new().str("a\0b").u64(9).timestamp(&ts).str("");
         let mut r = KeyReader::new(key.as_bytes());
         assert_eq!(r.str().as_deref(), Some("a\0b"));

@@ -49,6 +49,9 @@ mod tests {
         assert_eq!(decode(&token, b"other/"), Err(PageTokenError::OtherScope));
         assert_eq!(decode("", b"scope/"), Ok(None));
         assert_eq!(decode("%%%", b"scope/"), Err(PageTokenError::Malformed));
-        assert_eq!(decode(&encode(b"scope/"), b"scope/"), Err(PageTokenError::Malformed));
+        assert_eq!(
+            decode(&encode(b"scope/"), b"scope/"),
+            Err(PageTokenError::Malformed)
+        );
     }
 }

@@ -1,0 +1,122 @@
+//! Input checks shared by both services: identifiers, JSON text fields and page sizes.
+//!
+//! Every failure names the offending field, so a client sees exactly what to fix.
+
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
+
+/// The longest identifier (app name, user id, session id, memory id) accepted, in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// Page size when a request leaves it at 0.
+pub const DEFAULT_PAGE_SIZE: usize = 20;
+
+/// Largest page a listing returns; larger requests are served this many.
+pub const MAX_PAGE_SIZE: usize = 100;
+
+/// A request field that is malformed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct InvalidArgument {
+    pub field: String,
+    pub reason: String,
+}
+
+impl InvalidArgument {
+    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A JSON object whose values are kept as the exact text they were sent as.
+pub type JsonObject = BTreeMap<String, Box<RawValue>>;
+
+/// Checks a required identifier: non-empty, at most [`MAX_ID_BYTES`], no control characters.
+pub fn identifier<'a>(field: &str, value: &'a str) -> Result<&'a str, InvalidArgument> {
+    if value.is_empty() {
+        return Err(InvalidArgument::new(field, "must not be empty"));
+    }
+    if value.len() > MAX_ID_BYTES {
+        return Err(InvalidArgument::new(
+            field,
+            format!("is {} bytes; the limit is {MAX_ID_BYTES}", value.len()),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(InvalidArgument::new(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    Ok(value)
+}
+
+/// Parses a JSON-object text field; an empty string is an empty object.
+pub fn json_object(field: &str, text: &str) -> Result<JsonObject, InvalidArgument> {
+    if text.is_empty() {
+        return Ok(JsonObject::new());
+    }
+    serde_json::from_str(text)
+        .map_err(|e| InvalidArgument::new(field, format!("is not a JSON object: {e}")))
+}
+
+/// Checks that a text field holds one valid JSON object (or is empty), without keeping it.
+pub fn json_object_text(field: &str, text: &str) -> Result<(), InvalidArgument> {
+    if text.is_empty() {
+        return Ok(());
+    }
+    let value: &RawValue = serde_json::from_str(text)
+        .map_err(|e| InvalidArgument::new(field, format!("is not valid JSON: {e}")))?;
+    if !value.get().starts_with('{') {
+        return Err(InvalidArgument::new(field, "must be a JSON object"));
+    }
+    Ok(())
+}
+
+/// Resolves a requested page size: 0 means [`DEFAULT_PAGE_SIZE`], larger than
+/// [`MAX_PAGE_SIZE`] is served as the maximum, negative is an error.
+pub fn page_size(field: &str, requested: i32) -> Result<usize, InvalidArgument> {
+    match requested {
+        0 => Ok(DEFAULT_PAGE_SIZE),
+        n if n < 0 => Err(InvalidArgument::new(field, "must not be negative")),
+        n => Ok((n as usize).min(MAX_PAGE_SIZE)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers() {
+        assert!(identifier("app_name", "my-app/ü").is_ok());
+        assert_eq!(identifier("app_name", "").unwrap_err().field, "app_name");
+        assert!(identifier("user_id", "a\nb").is_err());
+        assert!(identifier("user_id", &"x".repeat(MAX_ID_BYTES + 1)).is_err());
+    }
+
+    #[test]
+    fn json_objects_keep_value_text() {
+        let obj = json_object("state", r#"{"n": 1, "big": 9007199254740993, "f": 1.0}"#).unwrap();
+        assert_eq!(obj["big"].get(), "9007199254740993");
+        assert_eq!(obj["f"].get(), "1.0");
+        assert!(json_object("state", "").unwrap().is_empty());
+        assert!(json_object("state", "[1]").is_err());
+        assert!(json_object("state", "{").is_err());
+        assert!(json_object_text("custom_metadata", r#"{"a":[1]}"#).is_ok());
+        assert!(json_object_text("custom_metadata", "3").is_err());
+        assert!(json_object_text("custom_metadata", "nope").is_err());
+    }
+
+    #[test]
+    fn page_sizes() {
+        assert_eq!(page_size("page_size", 0), Ok(DEFAULT_PAGE_SIZE));
+        assert_eq!(page_size("page_size", 7), Ok(7));
+        assert_eq!(page_size("page_size", 1000), Ok(MAX_PAGE_SIZE));
+        assert!(page_size("page_size", -1).is_err());
+    }
+}

@@ -1,0 +1,45 @@
+//! Command-line flags, each with an environment-variable fallback.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use adk_common::{durability::SyncMode, server::LogFormat};
+use clap::Parser;
+
+/// gRPC session service for agents: sessions, ordered events and scoped state on sled.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "session-svc", version)]
+pub struct Config {
+    /// Address to listen on; port 0 picks a free port (the address is printed once ready).
+    #[arg(long, env = "SESSION_SVC_LISTEN", default_value = "0.0.0.0:50051")]
+    pub listen: SocketAddr,
+
+    /// Directory of the sled database.
+    #[arg(long, env = "SESSION_SVC_DATA_DIR", default_value = "./data/session")]
+    pub data_dir: PathBuf,
+
+    /// `sync`: reply after writes reach disk. `periodic`: reply after commit, flush in the
+    /// background (faster; a crash may lose the last ~500 ms of acknowledged writes).
+    #[arg(long, env = "SESSION_SVC_SYNC", value_enum, default_value_t)]
+    pub sync: SyncMode,
+
+    /// Largest event AppendEvent accepts, in bytes (events may carry images).
+    #[arg(long, env = "SESSION_SVC_MAX_EVENT_BYTES", default_value_t = 16 << 20)]
+    pub max_event_bytes: usize,
+
+    /// Log line format.
+    #[arg(long, env = "SESSION_SVC_LOG_FORMAT", value_enum, default_value_t)]
+    pub log_format: LogFormat,
+}
+
+impl Config {
+    /// Defaults for `data_dir`, listening on an ephemeral loopback port (tests, scripts).
+    pub fn ephemeral(data_dir: PathBuf) -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            data_dir,
+            sync: SyncMode::Sync,
+            max_event_bytes: 16 << 20,
+            log_format: LogFormat::Plain,
+        }
+    }
+}

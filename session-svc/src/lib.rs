@@ -1,0 +1,20 @@
+//! session-svc: a gRPC session service with the semantics of Google ADK's SessionService.
+//!
+//! # Layout
+//! - [`config`]: command-line flags with environment fallbacks.
+//! - [`grpc`]: tonic handlers (thin) and the mapping of errors to statuses.
+//! - [`sessions`]: the domain: request checks and ADK's rules, free of transport types.
+//! - [`state`]: splitting state deltas by scope and merging scopes back.
+//! - [`event`]: checks of incoming events.
+//! - [`store`]: the storage trait and its sled implementation.
+//! - [`server`]: assembling and running the server (health, reflection).
+//! - [`error`]: the one error type.
+
+pub mod config;
+pub mod error;
+pub mod event;
+pub mod grpc;
+pub mod server;
+pub mod sessions;
+pub mod state;
+pub mod store;

@@ -1,0 +1,179 @@
+//! State scopes (ADK rules S0.1-S0.5): splitting a delta by key prefix, and merging the three
+//! stored scopes back into the view a client sees.
+//!
+//! Values are JSON text kept byte-for-byte; only top-level keys are looked at.
+
+use adk_common::validate::{json_object, InvalidArgument, JsonObject};
+
+pub const APP_PREFIX: &str = "app:";
+pub const USER_PREFIX: &str = "user:";
+pub const TEMP_PREFIX: &str = "temp:";
+
+/// The longest state key accepted, in bytes.
+pub const MAX_KEY_BYTES: usize = 1024;
+
+/// One stored key and its JSON value text.
+pub type Entry = (String, String);
+
+/// A state delta split by scope, with prefixes removed and `temp:` keys dropped (S0.2).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ScopedDelta {
+    pub app: Vec<Entry>,
+    pub user: Vec<Entry>,
+    pub session: Vec<Entry>,
+}
+
+impl ScopedDelta {
+    pub fn is_empty(&self) -> bool {
+        self.app.is_empty() && self.user.is_empty() && self.session.is_empty()
+    }
+}
+
+/// A parsed state or state delta object.
+#[derive(Debug)]
+pub struct Delta {
+    object: JsonObject,
+    has_temp: bool,
+}
+
+impl Delta {
+    /// Parses and checks a JSON-object field: keys must be non-empty, at most
+    /// [`MAX_KEY_BYTES`], and a scope prefix must be followed by a name.
+    pub fn parse(field: &str, text: &str) -> Result<Self, InvalidArgument> {
+        let object = json_object(field, text)?;
+        let mut has_temp = false;
+        for key in object.keys() {
+            if key.len() > MAX_KEY_BYTES {
+                return Err(InvalidArgument::new(
+                    field,
+                    format!("key is {} bytes; the limit is {MAX_KEY_BYTES}", key.len()),
+                ));
+            }
+            let name = [APP_PREFIX, USER_PREFIX, TEMP_PREFIX]
+                .iter()
+                .find_map(|p| key.strip_prefix(p))
+                .unwrap_or(key);
+            if name.is_empty() {
+                return Err(InvalidArgument::new(
+                    field,
+                    format!("key {key:?} names no state key"),
+                ));
+            }
+            has_temp |= key.starts_with(TEMP_PREFIX);
+        }
+        Ok(Self { object, has_temp })
+    }
+
+    /// The delta as JSON text without its `temp:` keys (S6.2), or `None` when it has none and
+    /// the original text can be kept untouched.
+    pub fn trimmed_text(&self) -> Option<String> {
+        if !self.has_temp {
+            return None;
+        }
+        let kept = self
+            .object
+            .iter()
+            .filter(|(k, _)| !k.starts_with(TEMP_PREFIX));
+        Some(write_object(kept.map(|(k, v)| ("", k.as_str(), v.get()))))
+    }
+
+    /// Splits the delta by scope (S0.2).
+    pub fn split(self) -> ScopedDelta {
+        let mut out = ScopedDelta::default();
+        for (key, value) in self.object {
+            let value = String::from(Box::<str>::from(value));
+            if let Some(name) = key.strip_prefix(APP_PREFIX) {
+                out.app.push((name.to_owned(), value));
+            } else if let Some(name) = key.strip_prefix(USER_PREFIX) {
+                out.user.push((name.to_owned(), value));
+            } else if !key.starts_with(TEMP_PREFIX) {
+                out.session.push((key, value));
+            }
+        }
+        out
+    }
+}
+
+/// The merged view of S0.4: session keys, then `app:` keys, then `user:` keys.
+pub fn merge(session: &[Entry], app: &[Entry], user: &[Entry]) -> String {
+    write_object(
+        prefixed("", session)
+            .chain(prefixed(APP_PREFIX, app))
+            .chain(prefixed(USER_PREFIX, user)),
+    )
+}
+
+/// A JSON object from one scope's entries, keys without prefix (S7).
+pub fn object(entries: &[Entry]) -> String {
+    write_object(prefixed("", entries))
+}
+
+fn prefixed<'a>(
+    prefix: &'a str,
+    entries: &'a [Entry],
+) -> impl Iterator<Item = (&'a str, &'a str, &'a str)> {
+    entries
+        .iter()
+        .map(move |(k, v)| (prefix, k.as_str(), v.as_str()))
+}
+
+/// Writes `{"<prefix><key>": <value>, ...}` with each value's text untouched.
+fn write_object<'a>(entries: impl Iterator<Item = (&'a str, &'a str, &'a str)>) -> String {
+    let mut out = String::from("{");
+    for (i, (prefix, key, value)) in entries.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        // A String always serializes as a JSON string; there is no failure to handle.
+        out.push_str(&serde_json::Value::String(format!("{prefix}{key}")).to_string());
+        out.push(':');
+        out.push_str(value);
+    }
+    out.push('}');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_by_prefix_s0_2() {
+        let delta = Delta::parse(
+            "state",
+            r#"{"app:k":1,"user:k":2,"temp:k":3,"k":4,"session:c":5}"#,
+        )
+        .unwrap();
+        let split = delta.split();
+        assert_eq!(split.app, vec![("k".into(), "1".into())]);
+        assert_eq!(split.user, vec![("k".into(), "2".into())]);
+        assert_eq!(
+            split.session,
+            vec![("k".into(), "4".into()), ("session:c".into(), "5".into())]
+        );
+    }
+
+    #[test]
+    fn temp_keys_are_trimmed_and_other_text_kept() {
+        let kept = Delta::parse("state_delta", r#"{"a": 1.0}"#).unwrap();
+        assert_eq!(kept.trimmed_text(), None);
+        let trimmed = Delta::parse("state_delta", r#"{"temp:x": 1, "a": 1.0}"#).unwrap();
+        assert_eq!(trimmed.trimmed_text().as_deref(), Some(r#"{"a":1.0}"#));
+    }
+
+    #[test]
+    fn bad_keys_are_named() {
+        for text in [r#"{"": 1}"#, r#"{"app:": 1}"#, r#"{"temp:": 1}"#] {
+            assert_eq!(Delta::parse("state", text).unwrap_err().field, "state");
+        }
+    }
+
+    #[test]
+    fn merge_s0_4() {
+        let s = vec![("k".to_owned(), "4".to_owned())];
+        let a = vec![("k".to_owned(), "1".to_owned())];
+        let u = vec![("k\"q".to_owned(), "null".to_owned())];
+        assert_eq!(merge(&s, &a, &u), r#"{"k":4,"app:k":1,"user:k\"q":null}"#);
+        assert_eq!(object(&[]), "{}");
+    }
+}

@@ -1,0 +1,128 @@
+//! Storage of sessions, events and scoped state.
+//!
+//! [`SessionStore`] is what the domain ([`crate::sessions`]) talks to; [`sled_store::SledStore`] is
+//! the embedded implementation. Every method that writes is atomic and durable when it returns.
+
+pub mod sled_store;
+
+use std::future::Future;
+
+use adk_proto::session::v1::{Event, Session};
+use prost_types::Timestamp;
+
+use crate::{
+    error::Result,
+    state::{Entry, ScopedDelta},
+};
+
+/// The full name of a session. Fields are validated before a key reaches the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionKey {
+    pub app_name: String,
+    pub user_id: String,
+    pub session_id: String,
+}
+
+/// A session to create.
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    pub key: SessionKey,
+    pub create_time: Timestamp,
+    pub expire_time: Option<Timestamp>,
+    pub state: ScopedDelta,
+}
+
+/// Which events a read returns: the trailing events with `timestamp >= after`, at most
+/// `num_recent` of them. Both `None`: all events.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EventWindow {
+    pub num_recent: Option<usize>,
+    pub after: Option<Timestamp>,
+}
+
+impl EventWindow {
+    /// No events at all (listings, existence checks).
+    pub const NONE: Self = Self {
+        num_recent: Some(0),
+        after: None,
+    };
+}
+
+/// An event to append, already checked and normalised by the domain.
+#[derive(Debug, Clone)]
+pub struct Append {
+    /// `temp:` keys trimmed, id and timestamp filled in, sequence 0.
+    pub event: Event,
+    /// False when the server filled in the timestamp; a retry is then matched without it.
+    pub timestamp_given: bool,
+    pub delta: ScopedDelta,
+    pub expected_last_sequence: Option<u64>,
+}
+
+/// The outcome of an append (or of a retried append that was already stored).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Appended {
+    pub event: Event,
+    pub last_sequence: u64,
+    pub last_update_time: Timestamp,
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    /// Empty on the last page.
+    pub next_page_token: String,
+}
+
+/// Where sessions live. Implementations keep the semantics documented on each method.
+pub trait SessionStore: Send + Sync + 'static {
+    /// Creates a session and applies its initial app/user state, or fails with
+    /// `SessionExists`. Returns the stored session with its merged state.
+    fn create(&self, session: NewSession) -> impl Future<Output = Result<Session>> + Send;
+
+    /// Reads a live session with the events `window` selects, reading no other events.
+    fn get(
+        &self,
+        key: &SessionKey,
+        window: EventWindow,
+    ) -> impl Future<Output = Result<Option<Session>>> + Send;
+
+    /// Lists live sessions without events, ordered by (last_update_time, user_id, id).
+    fn list(
+        &self,
+        app_name: &str,
+        user_id: Option<&str>,
+        page_size: usize,
+        page_token: &str,
+    ) -> impl Future<Output = Result<Page<Session>>> + Send;
+
+    /// Deletes a session, its events and its session state; a no-op when missing.
+    fn delete(&self, key: &SessionKey) -> impl Future<Output = Result<()>> + Send;
+
+    /// Appends an event and applies its delta to all three scopes in one transaction.
+    fn append(
+        &self,
+        key: &SessionKey,
+        append: Append,
+    ) -> impl Future<Output = Result<Appended>> + Send;
+
+    /// Stored events with `sequence > after_sequence`, in sequence order.
+    fn list_events(
+        &self,
+        key: &SessionKey,
+        after_sequence: u64,
+        page_size: usize,
+        page_token: &str,
+    ) -> impl Future<Output = Result<Page<Event>>> + Send;
+
+    /// The user scope's entries, keys without prefix.
+    fn user_state(
+        &self,
+        app_name: &str,
+        user_id: &str,
+    ) -> impl Future<Output = Result<Vec<Entry>>> + Send;
+
+    /// The app scope's entries, keys without prefix.
+    fn app_state(&self, app_name: &str) -> impl Future<Output = Result<Vec<Entry>>> + Send;
+}

@@ -1,0 +1,622 @@
+//! The embedded store: sessions in sled.
+//!
+//! # Layout
+//! Keys are [`adk_common::keys::Key`]s, so no identifier can alias another and prefix scans
+//! stay inside one app, user or session.
+//!
+//! | tree            | key                                  | value                        |
+//! |-----------------|--------------------------------------|------------------------------|
+//! | `sessions`      | app, user, session                   | [`SessionRecord`]            |
+//! | `session_state` | app, user, session, state key        | JSON value text              |
+//! | `events`        | app, user, session, sequence (u64)   | encoded `Event`              |
+//! | `event_ids`     | app, user, session, event id         | sequence (u64)               |
+//! | `app_state`     | app, state key                       | JSON value text              |
+//! | `user_state`    | app, user, state key                 | JSON value text              |
+//! | `by_time`       | app, last_update_time, user, session | (empty): ListSessions index  |
+//! | `by_user_time`  | app, user, last_update_time, session | (empty): ListSessions index  |
+//!
+//! Every write is one sled transaction over the trees it touches, followed by a group-commit
+//! flush, so it is atomic and durable before the caller hears of it.
+
+use std::{ops::Bound, path::Path, time::SystemTime};
+
+use adk_common::{
+    durability::{GroupCommit, SyncMode},
+    keys::{prefix_end, Key, KeyReader},
+    page,
+};
+use adk_proto::session::v1::{Event, Session};
+use prost::Message;
+use prost_types::Timestamp;
+use sled::{
+    transaction::{ConflictableTransactionError, TransactionError, TransactionalTree},
+    Transactional, Tree,
+};
+
+use super::{Append, Appended, EventWindow, NewSession, Page, SessionKey, SessionStore};
+use crate::{
+    error::{Result, SessionError},
+    state::{self, Entry},
+};
+
+/// What the `sessions` tree holds per session.
+#[derive(Clone, PartialEq, prost::Message)]
+struct SessionRecord {
+    /// Distinguishes a session from an earlier one of the same name that was deleted.
+    #[prost(uint64, tag = "1")]
+    incarnation: u64,
+    #[prost(message, optional, tag = "2")]
+    create_time: Option<Timestamp>,
+    #[prost(message, optional, tag = "3")]
+    last_update_time: Option<Timestamp>,
+    #[prost(uint64, tag = "4")]
+    last_sequence: u64,
+    #[prost(message, optional, tag = "5")]
+    expire_time: Option<Timestamp>,
+}
+
+impl SessionRecord {
+    fn is_live(&self, now: &Timestamp) -> bool {
+        self.expire_time
+            .as_ref()
+            .is_none_or(|t| (t.seconds, t.nanos) > (now.seconds, now.nanos))
+    }
+
+    fn last_update_time(&self) -> Timestamp {
+        self.last_update_time.unwrap_or_default()
+    }
+}
+
+/// Session store on a sled database.
+#[derive(Debug, Clone)]
+pub struct SledStore {
+    db: sled::Db,
+    sessions: Tree,
+    session_state: Tree,
+    events: Tree,
+    event_ids: Tree,
+    app_state: Tree,
+    user_state: Tree,
+    by_time: Tree,
+    by_user_time: Tree,
+    commit: GroupCommit,
+}
+
+impl SledStore {
+    /// Opens (or creates) the store in `dir`. Must be called inside a tokio runtime.
+    pub fn open(dir: &Path, sync: SyncMode) -> Result<Self> {
+        let db = sled::Config::new().path(dir).open()?;
+        Ok(Self {
+            sessions: db.open_tree("sessions")?,
+            session_state: db.open_tree("session_state")?,
+            events: db.open_tree("events")?,
+            event_ids: db.open_tree("event_ids")?,
+            app_state: db.open_tree("app_state")?,
+            user_state: db.open_tree("user_state")?,
+            by_time: db.open_tree("by_time")?,
+            by_user_time: db.open_tree("by_user_time")?,
+            commit: GroupCommit::start(db.clone(), sync),
+            db,
+        })
+    }
+
+    /// Flushes everything to disk (used at shutdown).
+    pub async fn flush(&self) -> Result<()> {
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
+    fn record(&self, key: &[u8]) -> Result<Option<SessionRecord>> {
+        self.sessions
+            .get(key)?
+            .map(|bytes| decode_record(&bytes))
+            .transpose()
+    }
+
+    fn live_record(&self, key: &[u8]) -> Result<Option<SessionRecord>> {
+        let now = now();
+        Ok(self.record(key)?.filter(|r| r.is_live(&now)))
+    }
+
+    /// Builds a session from its record, reading its state and the events `window` selects.
+    fn assemble(
+        &self,
+        key: &SessionKey,
+        record: &SessionRecord,
+        app_state: &[Entry],
+        window: EventWindow,
+    ) -> Result<Session> {
+        let skey = session_key(key);
+        let session_state = scan_entries(&self.session_state, skey.as_bytes())?;
+        let user_state = scan_entries(&self.user_state, user_prefix(key).as_bytes())?;
+        Ok(Session {
+            id: key.session_id.clone(),
+            app_name: key.app_name.clone(),
+            user_id: key.user_id.clone(),
+            state: state::merge(&session_state, app_state, &user_state),
+            events: self.read_events(&skey, record.last_sequence, window)?,
+            create_time: record.create_time,
+            last_update_time: record.last_update_time,
+            last_sequence: record.last_sequence,
+            expire_time: record.expire_time,
+        })
+    }
+
+    /// Reads events 1..=last_sequence as `window` selects, walking back from the end when only
+    /// trailing events are wanted, so it reads only what it returns (plus one to stop).
+    fn read_events(&self, skey: &Key, last: u64, window: EventWindow) -> Result<Vec<Event>> {
+        if window.num_recent == Some(0) || last == 0 {
+            return Ok(Vec::new());
+        }
+        let range = self
+            .events
+            .range(event_key(skey, 1)..=event_key(skey, last));
+        if window.num_recent.is_none() && window.after.is_none() {
+            return range.map(|kv| decode_event(&kv?.1)).collect();
+        }
+        let limit = window.num_recent.unwrap_or(usize::MAX);
+        let mut events = Vec::new();
+        for kv in range.rev() {
+            if events.len() == limit {
+                break;
+            }
+            let event = decode_event(&kv?.1)?;
+            if let Some(after) = &window.after {
+                let ts = event.timestamp.unwrap_or_default();
+                if (ts.seconds, ts.nanos) < (after.seconds, after.nanos) {
+                    break;
+                }
+            }
+            events.push(event);
+        }
+        events.reverse();
+        Ok(events)
+    }
+
+    /// Removes a session if it still is the version `expected` describes; `false` if it
+    /// changed meanwhile (the caller re-reads and tries again).
+    fn delete_version(&self, key: &SessionKey, expected: &SessionRecord) -> Result<bool> {
+        let skey = session_key(key);
+        // Transactions cannot scan, so the keys are gathered first; the transaction then
+        // checks that no append slipped in between (any append bumps last_sequence).
+        let state_keys = scan_keys(&self.session_state, skey.as_bytes())?;
+        let id_keys = scan_keys(&self.event_ids, skey.as_bytes())?;
+        let trees = (
+            &self.sessions,
+            &self.session_state,
+            &self.events,
+            &self.event_ids,
+            &self.by_time,
+            &self.by_user_time,
+        );
+        let done = trees.transaction(
+            |(sessions, session_state, events, event_ids, by_time, by_user_time)| {
+                let Some(bytes) = sessions.get(skey.as_bytes())? else {
+                    return Ok(true);
+                };
+                let current = decode_record(&bytes).map_err(ConflictableTransactionError::Abort)?;
+                if current.incarnation != expected.incarnation
+                    || current.last_sequence != expected.last_sequence
+                {
+                    return Ok(false);
+                }
+                for k in &state_keys {
+                    session_state.remove(k.as_slice())?;
+                }
+                for k in &id_keys {
+                    event_ids.remove(k.as_slice())?;
+                }
+                for seq in 1..=current.last_sequence {
+                    events.remove(event_key(&skey, seq))?;
+                }
+                let ts = current.last_update_time();
+                by_time.remove(by_time_key(key, &ts))?;
+                by_user_time.remove(by_user_time_key(key, &ts))?;
+                sessions.remove(skey.as_bytes())?;
+                Ok(true)
+            },
+        );
+        tx_result(done)
+    }
+}
+
+impl SessionStore for SledStore {
+    async fn create(&self, new: NewSession) -> Result<Session> {
+        let key = &new.key;
+        let skey = session_key(key);
+        // An expired session that the sweeper has not removed yet must not block its name.
+        if let Some(old) = self.record(skey.as_bytes())? {
+            if !old.is_live(&now()) {
+                self.delete(key).await?;
+            }
+        }
+        let record = SessionRecord {
+            incarnation: self.db.generate_id()?,
+            create_time: Some(new.create_time),
+            last_update_time: Some(new.create_time),
+            last_sequence: 0,
+            expire_time: new.expire_time,
+        };
+        let trees = (
+            &self.sessions,
+            &self.session_state,
+            &self.app_state,
+            &self.user_state,
+            &self.by_time,
+            &self.by_user_time,
+        );
+        let created = trees.transaction(
+            |(sessions, session_state, app_state, user_state, by_time, by_user_time)| {
+                if sessions.get(skey.as_bytes())?.is_some() {
+                    return abort(SessionError::SessionExists {
+                        session_id: key.session_id.clone(),
+                    });
+                }
+                apply_delta(key, &new.state, session_state, app_state, user_state)?;
+                by_time.insert(by_time_key(key, &new.create_time), &[])?;
+                by_user_time.insert(by_user_time_key(key, &new.create_time), &[])?;
+                sessions.insert(skey.as_bytes(), record.encode_to_vec())?;
+                Ok(())
+            },
+        );
+        tx_result(created)?;
+        self.commit.wait_durable().await?;
+        let app_state = scan_entries(&self.app_state, app_prefix(&key.app_name).as_bytes())?;
+        self.assemble(key, &record, &app_state, EventWindow::NONE)
+    }
+
+    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
+        let Some(record) = self.live_record(session_key(key).as_bytes())? else {
+            return Ok(None);
+        };
+        let app_state = scan_entries(&self.app_state, app_prefix(&key.app_name).as_bytes())?;
+        self.assemble(key, &record, &app_state, window).map(Some)
+    }
+
+    async fn list(
+        &self,
+        app_name: &str,
+        user_id: Option<&str>,
+        page_size: usize,
+        page_token: &str,
+    ) -> Result<Page<Session>> {
+        let (index, prefix) = match user_id {
+            Some(user) => (&self.by_user_time, Key::new().str(app_name).str(user)),
+            None => (&self.by_time, app_prefix(app_name)),
+        };
+        let start =
+            match page::decode(page_token, prefix.as_bytes()).map_err(SessionError::page_token)? {
+                Some(last) => Bound::Excluded(last),
+                None => Bound::Included(prefix.as_bytes().to_vec()),
+            };
+        let end = Bound::Excluded(prefix_end(prefix.as_bytes()));
+        let app_state = scan_entries(&self.app_state, app_prefix(app_name).as_bytes())?;
+        let now = now();
+        let mut items = Vec::with_capacity(page_size);
+        let mut next_page_token = String::new();
+        let mut last_key = None;
+        for kv in index.range::<Vec<u8>, _>((start, end)) {
+            let (index_key, _) = kv?;
+            if items.len() == page_size {
+                // The token names the last entry read, so the next page starts right after it.
+                next_page_token = last_key.as_deref().map(page::encode).unwrap_or_default();
+                break;
+            }
+            let key = parse_index_key(&index_key[prefix.as_bytes().len()..], app_name, user_id)
+                .ok_or_else(|| SessionError::Corrupt("unreadable ListSessions index key".into()))?;
+            // Expired sessions stay in the index until swept; they are not shown.
+            if let Some(record) = self
+                .record(session_key(&key).as_bytes())?
+                .filter(|r| r.is_live(&now))
+            {
+                items.push(self.assemble(&key, &record, &app_state, EventWindow::NONE)?);
+            }
+            last_key = Some(index_key.to_vec());
+        }
+        Ok(Page {
+            items,
+            next_page_token,
+        })
+    }
+
+    async fn delete(&self, key: &SessionKey) -> Result<()> {
+        let skey = session_key(key);
+        while let Some(record) = self.record(skey.as_bytes())? {
+            if self.delete_version(key, &record)? {
+                break;
+            }
+        }
+        self.commit.wait_durable().await?;
+        Ok(())
+    }
+
+    async fn append(&self, key: &SessionKey, append: Append) -> Result<Appended> {
+        let skey = session_key(key);
+        let id_key = skey.clone().str(&append.event.id);
+        let now = now();
+        let trees = (
+            &self.sessions,
+            &self.session_state,
+            &self.events,
+            &self.event_ids,
+            &self.app_state,
+            &self.user_state,
+            &self.by_time,
+            &self.by_user_time,
+        );
+        let appended = trees.transaction(
+            |(
+                sessions,
+                session_state,
+                events,
+                event_ids,
+                app_state,
+                user_state,
+                by_time,
+                by_user_time,
+            )| {
+                let record = sessions
+                    .get(skey.as_bytes())?
+                    .map(|bytes| decode_record(&bytes))
+                    .transpose()
+                    .map_err(ConflictableTransactionError::Abort)?
+                    .filter(|r| r.is_live(&now));
+                let Some(mut record) = record else {
+                    return abort(SessionError::SessionNotFound {
+                        session_id: key.session_id.clone(),
+                    });
+                };
+                if let Some(seq) = event_ids.get(id_key.as_bytes())? {
+                    let seq = decode_u64(&seq).map_err(ConflictableTransactionError::Abort)?;
+                    let stored = events
+                        .get(event_key(&skey, seq))?
+                        .ok_or_else(|| SessionError::Corrupt(format!("event {seq} is missing")))
+                        .and_then(|bytes| decode_event(&bytes))
+                        .map_err(ConflictableTransactionError::Abort)?;
+                    if !is_retry_of(&stored, &append) {
+                        return abort(SessionError::EventIdTaken {
+                            event_id: append.event.id.clone(),
+                        });
+                    }
+                    return Ok(Appended {
+                        event: stored,
+                        last_sequence: record.last_sequence,
+                        last_update_time: record.last_update_time(),
+                    });
+                }
+                if let Some(expected) = append.expected_last_sequence {
+                    if expected != record.last_sequence {
+                        return abort(SessionError::Stale {
+                            expected,
+                            current: record.last_sequence,
+                        });
+                    }
+                }
+                let sequence = record.last_sequence + 1;
+                let mut event = append.event.clone();
+                event.sequence = sequence;
+                let timestamp = event.timestamp.unwrap_or_default();
+                events.insert(event_key(&skey, sequence), event.encode_to_vec())?;
+                event_ids.insert(id_key.as_bytes(), &sequence.to_be_bytes())?;
+                apply_delta(key, &append.delta, session_state, app_state, user_state)?;
+                let previous = record.last_update_time();
+                by_time.remove(by_time_key(key, &previous))?;
+                by_user_time.remove(by_user_time_key(key, &previous))?;
+                by_time.insert(by_time_key(key, &timestamp), &[])?;
+                by_user_time.insert(by_user_time_key(key, &timestamp), &[])?;
+                record.last_sequence = sequence;
+                record.last_update_time = Some(timestamp);
+                sessions.insert(skey.as_bytes(), record.encode_to_vec())?;
+                Ok(Appended {
+                    event,
+                    last_sequence: sequence,
+                    last_update_time: timestamp,
+                })
+            },
+        );
+        let appended = tx_result(appended)?;
+        self.commit.wait_durable().await?;
+        Ok(appended)
+    }
+
+    async fn list_events(
+        &self,
+        key: &SessionKey,
+        after_sequence: u64,
+        page_size: usize,
+        page_token: &str,
+    ) -> Result<Page<Event>> {
+        let skey = session_key(key);
+        let Some(record) = self.live_record(skey.as_bytes())? else {
+            return Err(SessionError::SessionNotFound {
+                session_id: key.session_id.clone(),
+            });
+        };
+        let token_after =
+            match page::decode(page_token, skey.as_bytes()).map_err(SessionError::page_token)? {
+                Some(last) => KeyReader::new(&last[skey.as_bytes().len()..])
+                    .u64()
+                    .ok_or_else(|| SessionError::page_token(page::PageTokenError::Malformed))?,
+                None => 0,
+            };
+        let after = after_sequence.max(token_after);
+        let mut items = Vec::new();
+        let mut next_page_token = String::new();
+        if let Some(first) = after.checked_add(1).filter(|f| *f <= record.last_sequence) {
+            let range = self
+                .events
+                .range(event_key(&skey, first)..=event_key(&skey, record.last_sequence));
+            for kv in range {
+                if items.len() == page_size {
+                    let last: &Event = &items[page_size - 1];
+                    next_page_token = page::encode(&event_key(&skey, last.sequence));
+                    break;
+                }
+                items.push(decode_event(&kv?.1)?);
+            }
+        }
+        Ok(Page {
+            items,
+            next_page_token,
+        })
+    }
+
+    async fn user_state(&self, app_name: &str, user_id: &str) -> Result<Vec<Entry>> {
+        scan_entries(
+            &self.user_state,
+            Key::new().str(app_name).str(user_id).as_bytes(),
+        )
+    }
+
+    async fn app_state(&self, app_name: &str) -> Result<Vec<Entry>> {
+        scan_entries(&self.app_state, app_prefix(app_name).as_bytes())
+    }
+}
+
+// === keys ===
+
+fn session_key(key: &SessionKey) -> Key {
+    Key::new()
+        .str(&key.app_name)
+        .str(&key.user_id)
+        .str(&key.session_id)
+}
+
+fn app_prefix(app_name: &str) -> Key {
+    Key::new().str(app_name)
+}
+
+fn user_prefix(key: &SessionKey) -> Key {
+    Key::new().str(&key.app_name).str(&key.user_id)
+}
+
+fn event_key(skey: &Key, sequence: u64) -> Vec<u8> {
+    skey.clone().u64(sequence).into_vec()
+}
+
+fn by_time_key(key: &SessionKey, ts: &Timestamp) -> Key {
+    Key::new()
+        .str(&key.app_name)
+        .timestamp(ts)
+        .str(&key.user_id)
+        .str(&key.session_id)
+}
+
+fn by_user_time_key(key: &SessionKey, ts: &Timestamp) -> Key {
+    Key::new()
+        .str(&key.app_name)
+        .str(&key.user_id)
+        .timestamp(ts)
+        .str(&key.session_id)
+}
+
+/// Reads the session named by the part of a ListSessions index key after its scan prefix.
+fn parse_index_key(rest: &[u8], app_name: &str, user_id: Option<&str>) -> Option<SessionKey> {
+    let mut r = KeyReader::new(rest);
+    r.timestamp()?;
+    let user_id = match user_id {
+        Some(user) => user.to_owned(),
+        None => r.str()?,
+    };
+    let session_id = r.str()?;
+    r.is_empty().then(|| SessionKey {
+        app_name: app_name.to_owned(),
+        user_id,
+        session_id,
+    })
+}
+
+// === encoding ===
+
+fn decode_record(bytes: &[u8]) -> Result<SessionRecord> {
+    SessionRecord::decode(bytes).map_err(|e| SessionError::Corrupt(format!("session record: {e}")))
+}
+
+fn decode_event(bytes: &[u8]) -> Result<Event> {
+    Event::decode(bytes).map_err(|e| SessionError::Corrupt(format!("event: {e}")))
+}
+
+fn decode_u64(bytes: &[u8]) -> Result<u64> {
+    let array = <[u8; 8]>::try_from(bytes)
+        .map_err(|_| SessionError::Corrupt("sequence is not 8 bytes".into()))?;
+    Ok(u64::from_be_bytes(array))
+}
+
+/// All entries under `prefix` whose key ends with one string component (a state key).
+fn scan_entries(tree: &Tree, prefix: &[u8]) -> Result<Vec<Entry>> {
+    tree.scan_prefix(prefix)
+        .map(|kv| {
+            let (k, v) = kv?;
+            let name = KeyReader::new(&k[prefix.len()..])
+                .str()
+                .ok_or_else(|| SessionError::Corrupt("unreadable state key".into()))?;
+            let value = String::from_utf8(v.to_vec())
+                .map_err(|_| SessionError::Corrupt(format!("state value of {name:?}")))?;
+            Ok((name, value))
+        })
+        .collect()
+}
+
+fn scan_keys(tree: &Tree, prefix: &[u8]) -> Result<Vec<Vec<u8>>> {
+    tree.scan_prefix(prefix)
+        .keys()
+        .map(|k| Ok(k?.to_vec()))
+        .collect()
+}
+
+// === transactions ===
+
+type TxResult<T> = std::result::Result<T, ConflictableTransactionError<SessionError>>;
+
+fn abort<T>(e: SessionError) -> TxResult<T> {
+    Err(ConflictableTransactionError::Abort(e))
+}
+
+fn tx_result<T>(r: std::result::Result<T, TransactionError<SessionError>>) -> Result<T> {
+    r.map_err(|e| match e {
+        TransactionError::Abort(e) => e,
+        TransactionError::Storage(e) => SessionError::Storage(e),
+    })
+}
+
+/// Writes a split delta into the three scopes: a shallow replace per key (S0.5).
+fn apply_delta(
+    key: &SessionKey,
+    delta: &state::ScopedDelta,
+    session_state: &TransactionalTree,
+    app_state: &TransactionalTree,
+    user_state: &TransactionalTree,
+) -> TxResult<()> {
+    for (name, value) in &delta.session {
+        session_state.insert(session_key(key).str(name).into_vec(), value.as_bytes())?;
+    }
+    for (name, value) in &delta.app {
+        app_state.insert(
+            app_prefix(&key.app_name).str(name).into_vec(),
+            value.as_bytes(),
+        )?;
+    }
+    for (name, value) in &delta.user {
+        user_state.insert(user_prefix(key).str(name).into_vec(), value.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Whether `stored` is the event `append` carries, sent again (a safe retry). When the server
+/// filled in the timestamp, the retry got a new one, so timestamps are not compared.
+fn is_retry_of(stored: &Event, append: &Append) -> bool {
+    let mut stored = stored.clone();
+    stored.sequence = 0;
+    if append.timestamp_given {
+        stored == append.event
+    } else {
+        stored.timestamp = None;
+        let mut sent = append.event.clone();
+        sent.timestamp = None;
+        stored == sent
+    }
+}
+
+fn now() -> Timestamp {
+    Timestamp::from(SystemTime::now())
+}
