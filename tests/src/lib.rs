@@ -1,0 +1,194 @@
+//! Test harness: boots the services in-process on an ephemeral loopback port with a fresh
+//! data directory, and offers small builders for requests.
+//!
+//! Helpers panic on failure: they run only inside tests, where a panic is the failure report.
+
+use std::path::{Path, PathBuf};
+
+use adk_proto::session::v1::{
+    part::Data, session_service_client::SessionServiceClient, AppendEventRequest,
+    AppendEventResponse, Content, CreateSessionRequest, Event, EventActions, GetSessionRequest,
+    Part, Session,
+};
+use prost_types::Timestamp;
+use session_svc::{config::Config, server};
+use tempfile::TempDir;
+use tonic::transport::Channel;
+
+pub use adk_common::durability::SyncMode;
+
+/// A session-svc running in this process.
+pub struct SessionServer {
+    pub addr: std::net::SocketAddr,
+    pub client: SessionServiceClient<Channel>,
+    running: Option<server::Running>,
+    dir: Dir,
+}
+
+enum Dir {
+    Owned(TempDir),
+    Borrowed(PathBuf),
+}
+
+impl Dir {
+    fn path(&self) -> &Path {
+        match self {
+            Dir::Owned(d) => d.path(),
+            Dir::Borrowed(p) => p,
+        }
+    }
+}
+
+impl SessionServer {
+    /// A server with durable writes on a fresh temporary directory.
+    pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    /// A server on a fresh temporary directory, with `configure` applied to its config.
+    pub async fn start_with(configure: impl FnOnce(&mut Config)) -> Self {
+        let dir = TempDir::new().expect("temp dir");
+        Self::boot(Dir::Owned(dir), configure).await
+    }
+
+    /// A server on an existing data directory (for restarts).
+    pub async fn start_in(path: &Path) -> Self {
+        Self::boot(Dir::Borrowed(path.to_owned()), |_| {}).await
+    }
+
+    async fn boot(dir: Dir, configure: impl FnOnce(&mut Config)) -> Self {
+        let mut config = Config::ephemeral(dir.path().to_owned());
+        configure(&mut config);
+        let running = server::start(config).await.expect("server starts");
+        let addr = running.addr;
+        let client = SessionServiceClient::connect(format!("http://{addr}"))
+            .await
+            .expect("client connects")
+            .max_decoding_message_size(64 << 20)
+            .max_encoding_message_size(64 << 20);
+        Self {
+            addr,
+            client,
+            running: Some(running),
+            dir,
+        }
+    }
+
+    /// Stops the server (flushing its store) and starts a new one on the same directory.
+    pub async fn restart(mut self) -> Self {
+        if let Some(running) = self.running.take() {
+            running.shutdown().await.expect("clean shutdown");
+        }
+        let dir = std::mem::replace(&mut self.dir, Dir::Borrowed(PathBuf::new()));
+        Self::boot(dir, |_| {}).await
+    }
+
+    /// A new client on its own connection.
+    pub async fn connect(&self) -> SessionServiceClient<Channel> {
+        SessionServiceClient::connect(format!("http://{}", self.addr))
+            .await
+            .expect("client connects")
+    }
+
+    /// Creates a session with an initial state (a JSON value) and returns it.
+    pub async fn create(
+        &self,
+        app: &str,
+        user: &str,
+        id: &str,
+        state: serde_json::Value,
+    ) -> Session {
+        self.client
+            .clone()
+            .create_session(CreateSessionRequest {
+                app_name: app.into(),
+                user_id: user.into(),
+                session_id: id.into(),
+                state: state.to_string(),
+                ..Default::default()
+            })
+            .await
+            .expect("create_session")
+            .into_inner()
+    }
+
+    /// Appends an event and returns the response.
+    pub async fn append(
+        &self,
+        app: &str,
+        user: &str,
+        id: &str,
+        event: Event,
+    ) -> AppendEventResponse {
+        self.client
+            .clone()
+            .append_event(append_request(app, user, id, event))
+            .await
+            .expect("append_event")
+            .into_inner()
+    }
+
+    /// Gets a session with all its events.
+    pub async fn get(&self, app: &str, user: &str, id: &str) -> Session {
+        self.client
+            .clone()
+            .get_session(GetSessionRequest {
+                app_name: app.into(),
+                user_id: user.into(),
+                session_id: id.into(),
+                ..Default::default()
+            })
+            .await
+            .expect("get_session")
+            .into_inner()
+    }
+}
+
+/// An AppendEventRequest without concurrency check.
+pub fn append_request(app: &str, user: &str, id: &str, event: Event) -> AppendEventRequest {
+    AppendEventRequest {
+        app_name: app.into(),
+        user_id: user.into(),
+        session_id: id.into(),
+        event: Some(event),
+        expected_last_sequence: None,
+    }
+}
+
+/// A text event by `author`.
+pub fn text_event(author: &str, text: &str) -> Event {
+    Event {
+        author: author.into(),
+        invocation_id: "e-test".into(),
+        content: Some(Content {
+            role: Some(if author == "user" { "user" } else { "model" }.into()),
+            parts: vec![Part {
+                data: Some(Data::Text(text.into())),
+                ..Default::default()
+            }],
+        }),
+        ..Default::default()
+    }
+}
+
+/// An event whose only effect is a state delta.
+pub fn delta_event(delta: serde_json::Value) -> Event {
+    Event {
+        author: "agent".into(),
+        actions: Some(EventActions {
+            state_delta: delta.to_string(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// A timestamp `seconds` after the epoch.
+pub fn ts(seconds: i64) -> Timestamp {
+    Timestamp { seconds, nanos: 0 }
+}
+
+/// Parses a JSON text field of a response.
+pub fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).expect("valid JSON")
+}
