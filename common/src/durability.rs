@@ -15,8 +15,9 @@ pub enum SyncMode {
     /// Reply only after the write is flushed to disk (the default).
     #[default]
     Sync,
-    /// Reply once the write is committed in memory; sled flushes in the background every
-    /// `flush_every_ms`, so a crash may lose the last moments of acknowledged writes.
+    /// Reply once the write is committed; sled fsyncs in the background every
+    /// `flush_every_ms`, so a crash of the machine (not of the process) may lose the last
+    /// moments of acknowledged writes.
     Periodic,
 }
 

@@ -6,6 +6,8 @@
 /// The session service contract.
 pub mod session {
     /// Version 1 of `adk.session.v1`.
+    // Generated: `WatchSessionResponse.change` holds a whole Event beside an empty marker.
+    #[allow(clippy::large_enum_variant)]
     pub mod v1 {
         tonic::include_proto!("adk.session.v1");
     }

@@ -17,8 +17,9 @@ pub struct Config {
     #[arg(long, env = "SESSION_SVC_DATA_DIR", default_value = "./data/session")]
     pub data_dir: PathBuf,
 
-    /// `sync`: reply after writes reach disk. `periodic`: reply after commit, flush in the
-    /// background (faster; a crash may lose the last ~500 ms of acknowledged writes).
+    /// `sync`: reply after writes are flushed to disk (fsync). `periodic`: reply after commit
+    /// and fsync in the background every ~500 ms: acknowledged writes survive a crash of the
+    /// process, but a crash of the machine may lose the last moments of them.
     #[arg(long, env = "SESSION_SVC_SYNC", value_enum, default_value_t)]
     pub sync: SyncMode,
 
