@@ -143,15 +143,30 @@ async fn acknowledged_appends_survive_sigkill() {
         let stored = session.events.len();
         // Each writer appends in order, so what is stored is exactly events 1..=stored: all the
         // acknowledged ones, plus at most the one in flight at the kill.
-        assert!(stored >= acked.len(), "writer {w}: {stored} stored, {} acked", acked.len());
-        assert!(stored <= acked.len() + 1, "writer {w}: nothing beyond the in-flight append");
+        assert!(
+            stored >= acked.len(),
+            "writer {w}: {stored} stored, {} acked",
+            acked.len()
+        );
+        assert!(
+            stored <= acked.len() + 1,
+            "writer {w}: nothing beyond the in-flight append"
+        );
         for (k, e) in session.events.iter().enumerate() {
             assert_eq!(e.sequence, k as u64 + 1, "contiguous sequences");
-            assert_eq!(e.id, format!("w{w}-{}", k + 1), "each event exactly once, in order");
+            assert_eq!(
+                e.id,
+                format!("w{w}-{}", k + 1),
+                "each event exactly once, in order"
+            );
         }
         assert_eq!(session.last_sequence, stored as u64);
         let state: Value = serde_json::from_str(&session.state).unwrap();
-        assert_eq!(state["n"], json!(stored), "session state is the fold of stored events");
+        assert_eq!(
+            state["n"],
+            json!(stored),
+            "session state is the fold of stored events"
+        );
         assert_eq!(state[format!("app:last_w{w}")], json!(stored));
         assert_eq!(user_state[format!("last_w{w}")], json!(stored));
     }
