@@ -1,9 +1,12 @@
-//! Input checks shared by both services: identifiers, JSON text fields and page sizes.
+//! Input checks shared by both services: identifiers, JSON text fields, message content,
+//! timestamps and page sizes.
 //!
 //! Every failure names the offending field, so a client sees exactly what to fix.
 
 use std::collections::BTreeMap;
 
+use adk_proto::session::v1::{part::Data, Content};
+use prost_types::Timestamp;
 use serde_json::value::RawValue;
 
 /// The longest identifier (app name, user id, session id, memory id) accepted, in bytes.
@@ -84,6 +87,37 @@ pub fn page_size(field: &str, requested: i32) -> Result<usize, InvalidArgument> 
         0 => Ok(DEFAULT_PAGE_SIZE),
         n if n < 0 => Err(InvalidArgument::new(field, "must not be negative")),
         n => Ok((n as usize).min(MAX_PAGE_SIZE)),
+    }
+}
+
+/// Checks the JSON fields of every part of a content.
+pub fn content(field: &str, content: &Content) -> Result<(), InvalidArgument> {
+    for (i, part) in content.parts.iter().enumerate() {
+        let at = |name: &str| format!("{field}.parts[{i}].{name}");
+        json_object_text(&at("extra"), &part.extra)?;
+        match &part.data {
+            Some(Data::FunctionCall(call)) => {
+                json_object_text(&at("function_call.args"), &call.args)?;
+                json_object_text(&at("function_call.extra"), &call.extra)?;
+            }
+            Some(Data::FunctionResponse(response)) => {
+                json_object_text(&at("function_response.response"), &response.response)?;
+                json_object_text(&at("function_response.extra"), &response.extra)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A timestamp, if present, must have nanos in 0..1e9.
+pub fn timestamp(field: &str, t: Option<&Timestamp>) -> Result<(), InvalidArgument> {
+    match t {
+        Some(t) if !(0..1_000_000_000).contains(&t.nanos) => Err(InvalidArgument::new(
+            field,
+            "nanos must be between 0 and 999,999,999",
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -1,9 +1,8 @@
 //! Checks of an incoming event: every JSON text field must hold a JSON object, timestamps must
 //! be well-formed, and the server-assigned `sequence` must not be forced by the client.
 
-use adk_common::validate::{identifier, json_object_text, InvalidArgument};
-use adk_proto::session::v1::{part::Data, Content, Event};
-use prost_types::Timestamp;
+use adk_common::validate::{self, identifier, json_object_text, timestamp, InvalidArgument};
+use adk_proto::session::v1::Event;
 
 /// Checks everything about `event` except its state delta (parsed separately by the caller).
 pub fn check(event: &Event) -> Result<(), InvalidArgument> {
@@ -27,7 +26,7 @@ pub fn check(event: &Event) -> Result<(), InvalidArgument> {
         json_object_text(field, text)?;
     }
     if let Some(content) = &event.content {
-        self::content("event.content", content)?;
+        validate::content("event.content", content)?;
     }
     if let Some(actions) = &event.actions {
         for (field, text) in [
@@ -54,40 +53,9 @@ pub fn check(event: &Event) -> Result<(), InvalidArgument> {
                 compaction.end_timestamp.as_ref(),
             )?;
             if let Some(content) = &compaction.compacted_content {
-                self::content("event.actions.compaction.compacted_content", content)?;
+                validate::content("event.actions.compaction.compacted_content", content)?;
             }
         }
     }
     Ok(())
-}
-
-/// Checks the JSON fields of every part of a content.
-pub fn content(field: &str, content: &Content) -> Result<(), InvalidArgument> {
-    for (i, part) in content.parts.iter().enumerate() {
-        let at = |name: &str| format!("{field}.parts[{i}].{name}");
-        json_object_text(&at("extra"), &part.extra)?;
-        match &part.data {
-            Some(Data::FunctionCall(call)) => {
-                json_object_text(&at("function_call.args"), &call.args)?;
-                json_object_text(&at("function_call.extra"), &call.extra)?;
-            }
-            Some(Data::FunctionResponse(response)) => {
-                json_object_text(&at("function_response.response"), &response.response)?;
-                json_object_text(&at("function_response.extra"), &response.extra)?;
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// A timestamp, if present, must have nanos in 0..1e9.
-pub fn timestamp(field: &str, t: Option<&Timestamp>) -> Result<(), InvalidArgument> {
-    match t {
-        Some(t) if !(0..1_000_000_000).contains(&t.nanos) => Err(InvalidArgument::new(
-            field,
-            "nanos must be between 0 and 999,999,999",
-        )),
-        _ => Ok(()),
-    }
 }

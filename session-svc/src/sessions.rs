@@ -5,7 +5,7 @@
 
 use std::time::SystemTime;
 
-use adk_common::validate::{identifier, page_size, InvalidArgument};
+use adk_common::validate::{identifier, page_size, timestamp, InvalidArgument};
 use adk_proto::session::v1::{
     AppendEventRequest, CreateSessionRequest, DeleteSessionRequest, Event, GetAppStateRequest,
     GetSessionRequest, GetUserStateRequest, ListEventsRequest, ListSessionsRequest, Session,
@@ -65,7 +65,7 @@ impl<S: SessionStore> Sessions<S> {
                 Some(add(&create_time, &ttl))
             }
             (None, Some(t)) => {
-                event::timestamp("expire_time", Some(&t))?;
+                timestamp("expire_time", Some(&t))?;
                 if !is_before(&create_time, &t) {
                     return Err(InvalidArgument::new("expire_time", "is in the past").into());
                 }
@@ -94,7 +94,7 @@ impl<S: SessionStore> Sessions<S> {
                 })
             })
             .transpose()?;
-        event::timestamp("after_timestamp", req.after_timestamp.as_ref())?;
+        timestamp("after_timestamp", req.after_timestamp.as_ref())?;
         let window = EventWindow {
             num_recent,
             after: req.after_timestamp,

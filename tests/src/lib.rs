@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use adk_proto::memory::v1::memory_service_client::MemoryServiceClient;
 use adk_proto::session::v1::{
     part::Data, session_service_client::SessionServiceClient, AppendEventRequest,
     AppendEventResponse, Content, CreateSessionRequest, Event, EventActions, GetSessionRequest,
@@ -21,7 +22,7 @@ pub use adk_common::durability::SyncMode;
 pub struct SessionServer {
     pub addr: std::net::SocketAddr,
     pub client: SessionServiceClient<Channel>,
-    running: Option<server::Running>,
+    running: Option<adk_common::server::Running>,
     dir: Dir,
 }
 
@@ -141,6 +142,52 @@ impl SessionServer {
             .await
             .expect("get_session")
             .into_inner()
+    }
+}
+
+/// A memory-svc running in this process.
+pub struct MemoryServer {
+    pub addr: std::net::SocketAddr,
+    pub client: MemoryServiceClient<Channel>,
+    running: Option<adk_common::server::Running>,
+    dir: Dir,
+    session_endpoint: String,
+}
+
+impl MemoryServer {
+    /// A server with durable writes on a fresh temporary directory, resolving session
+    /// references at `session_endpoint`.
+    pub async fn start(session_endpoint: &str) -> Self {
+        let dir = TempDir::new().expect("temp dir");
+        Self::boot(Dir::Owned(dir), session_endpoint.to_owned()).await
+    }
+
+    async fn boot(dir: Dir, session_endpoint: String) -> Self {
+        let config =
+            memory_svc::config::Config::ephemeral(dir.path().to_owned(), session_endpoint.clone());
+        let running = memory_svc::server::start(config)
+            .await
+            .expect("server starts");
+        let addr = running.addr;
+        let client = MemoryServiceClient::connect(format!("http://{addr}"))
+            .await
+            .expect("client connects");
+        Self {
+            addr,
+            client,
+            running: Some(running),
+            dir,
+            session_endpoint,
+        }
+    }
+
+    /// Stops the server (flushing its store) and starts a new one on the same directory.
+    pub async fn restart(mut self) -> Self {
+        if let Some(running) = self.running.take() {
+            running.shutdown().await.expect("clean shutdown");
+        }
+        let dir = std::mem::replace(&mut self.dir, Dir::Borrowed(PathBuf::new()));
+        Self::boot(dir, self.session_endpoint.clone()).await
     }
 }
 

@@ -1,0 +1,26 @@
+//! The error type of memory-svc. The domain produces it (wrapping store failures);
+//! `grpc::status` turns it into a `tonic::Status`.
+
+use adk_common::validate::InvalidArgument;
+
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error(transparent)]
+    InvalidArgument(#[from] InvalidArgument),
+
+    #[error("Session {session_id} not found.")]
+    SessionNotFound { session_id: String },
+
+    #[error("session-svc at {endpoint} is unavailable: {reason}")]
+    SessionServiceUnavailable { endpoint: String, reason: String },
+
+    #[error("session-svc at {endpoint} refused the request: {reason}")]
+    SessionServiceFailed { endpoint: String, reason: String },
+
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub type Result<T, E = MemoryError> = std::result::Result<T, E>;

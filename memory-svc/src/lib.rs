@@ -1,0 +1,21 @@
+//! memory-svc: a gRPC memory service with the semantics of Google ADK's MemoryService,
+//! answering ranked (BM25), multilingual keyword searches from a persistent index.
+//!
+//! # Layout
+//! - [`config`]: command-line flags with environment fallbacks.
+//! - [`grpc`]: tonic handlers (thin) and the mapping of errors to statuses.
+//! - [`memories`]: the domain: request checks and ADK's memory rules, free of transport types.
+//! - [`session_source`]: fetching sessions from session-svc for ingestion by reference.
+//! - [`text`]: the tokenizer shared by indexing and queries.
+//! - [`store`]: the storage trait and its sled implementation (entries, postings, statistics).
+//! - [`server`]: assembling and running the server (health, reflection).
+//! - [`error`]: the error type.
+
+pub mod config;
+pub mod error;
+pub mod grpc;
+pub mod memories;
+pub mod server;
+pub mod session_source;
+pub mod store;
+pub mod text;

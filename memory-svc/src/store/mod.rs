@@ -1,0 +1,155 @@
+//! Storage of memory entries and their search index.
+//!
+//! [`MemoryStore`] is what the domain talks to; [`sled::SledMemoryStore`] is the embedded
+//! implementation. Everything lives in one (app, user) [`Scope`]: no call reads or changes
+//! another user's memory. Every method that writes is atomic, and durable when it returns.
+
+pub mod sled;
+
+use std::future::Future;
+
+use adk_common::{durability::FlushError, page::PageTokenError};
+use adk_proto::session::v1::Content;
+use prost_types::Timestamp;
+
+/// Whose memory a call is about. Fields are validated before they reach the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scope<'a> {
+    pub app_name: &'a str,
+    pub user_id: &'a str,
+}
+
+/// One remembered piece of content.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Entry {
+    /// The event id for ingested events; assigned by the caller for direct writes.
+    pub id: String,
+    /// The session the entry came from; empty for none.
+    pub session_id: String,
+    pub author: String,
+    pub timestamp: Option<Timestamp>,
+    /// JSON object text; empty for none.
+    pub custom_metadata: String,
+    pub content: Content,
+}
+
+/// A search result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub entry: Entry,
+    /// BM25 relevance; higher is better.
+    pub score: f64,
+}
+
+/// A ranked keyword search.
+#[derive(Debug, Clone, Default)]
+pub struct SearchQuery {
+    pub text: String,
+    /// The most hits to return.
+    pub limit: usize,
+    /// Only entries with `timestamp >= after`.
+    pub after: Option<Timestamp>,
+    /// Only entries with `timestamp < before`.
+    pub before: Option<Timestamp>,
+    /// Only entries by this author.
+    pub author: Option<String>,
+}
+
+impl SearchQuery {
+    /// Whether `entry` passes the author and time filters. An entry without a timestamp fails
+    /// every time filter, since nothing is known about when it happened.
+    pub fn admits(&self, entry: &Entry) -> bool {
+        let time = entry.timestamp.as_ref().map(|t| (t.seconds, t.nanos));
+        let bound = |t: &Timestamp| (t.seconds, t.nanos);
+        self.author.as_ref().is_none_or(|a| *a == entry.author)
+            && self.after.as_ref().is_none_or(|a| time >= Some(bound(a)))
+            && self
+                .before
+                .as_ref()
+                .is_none_or(|b| time.is_some_and(|t| t < bound(b)))
+    }
+}
+
+/// What [`MemoryStore::delete`] removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeleteTarget {
+    /// Every entry of the user with this id, in any session; if there was one, the id is
+    /// tombstoned so that ingesting sessions or events does not bring it back (ADK M1.6).
+    MemoryId(String),
+    /// Every entry that came from this session.
+    Session(String),
+    /// The user's whole memory, tombstones included.
+    All,
+}
+
+/// Why a store call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("storage failure: {0}")]
+    Storage(#[from] ::sled::Error),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    #[error("page_token {0}")]
+    InvalidPageToken(#[from] PageTokenError),
+    #[error(transparent)]
+    Durability(#[from] FlushError),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Where memories live. Entries are kept per (session id, entry id) "bucket" slot: a session
+/// holds at most one entry per id, and an entry rewritten in its slot keeps its place in
+/// ingestion order (the order of listings and of equal search scores).
+pub trait MemoryStore: Send + Sync + 'static {
+    /// Makes `entries` the session's whole memory (ADK M1.2): entries no longer present are
+    /// removed, tombstoned ids are skipped, and of several entries with one id the first is
+    /// kept. Returns the number of entries the session now holds.
+    fn replace_session(
+        &self,
+        scope: Scope<'_>,
+        session_id: &str,
+        entries: Vec<Entry>,
+    ) -> impl Future<Output = Result<u32>> + Send;
+
+    /// Appends the entries whose id is neither in the session (`""`: no session) nor
+    /// tombstoned; the first copy of an id wins (ADK M1.3). Returns the number added.
+    fn add_events(
+        &self,
+        scope: Scope<'_>,
+        session_id: &str,
+        entries: Vec<Entry>,
+    ) -> impl Future<Output = Result<u32>> + Send;
+
+    /// Direct writes, each into the slot of its own `session_id` and `id`: an entry already
+    /// there is replaced, and of several entries with one id the last wins. An explicit write
+    /// lifts a tombstone of its id.
+    fn add_memories(
+        &self,
+        scope: Scope<'_>,
+        entries: Vec<Entry>,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Entries matching any query term, best BM25 score first, equal scores in ingestion
+    /// order, filtered by [`SearchQuery::admits`], at most `limit`.
+    fn search(
+        &self,
+        scope: Scope<'_>,
+        query: &SearchQuery,
+    ) -> impl Future<Output = Result<Vec<Hit>>> + Send;
+
+    /// Removes what `target` names and returns the number of entries removed.
+    fn delete(
+        &self,
+        scope: Scope<'_>,
+        target: &DeleteTarget,
+    ) -> impl Future<Output = Result<u32>> + Send;
+
+    /// One page of the user's entries in ingestion order, and the token of the next page
+    /// (empty after the last one).
+    fn list(
+        &self,
+        scope: Scope<'_>,
+        page_size: usize,
+        page_token: &str,
+    ) -> impl Future<Output = Result<(Vec<Entry>, String)>> + Send;
+}
