@@ -27,6 +27,11 @@ pub struct Config {
     #[arg(long, env = "SESSION_SVC_MAX_EVENT_BYTES", default_value_t = 16 << 20)]
     pub max_event_bytes: usize,
 
+    /// How long WatchEvents keeps the app change feed, in seconds: a consumer can resume from
+    /// a cursor this old; older cursors get OUT_OF_RANGE.
+    #[arg(long, env = "SESSION_SVC_CHANGE_RETENTION_SECS", default_value_t = 24 * 3600)]
+    pub change_retention_secs: u64,
+
     /// Log line format.
     #[arg(long, env = "SESSION_SVC_LOG_FORMAT", value_enum, default_value_t)]
     pub log_format: LogFormat,
@@ -40,6 +45,7 @@ impl Config {
             data_dir,
             sync: SyncMode::Sync,
             max_event_bytes: 16 << 20,
+            change_retention_secs: 24 * 3600,
             log_format: LogFormat::Plain,
         }
     }

@@ -30,6 +30,12 @@ pub enum SessionError {
     )]
     Stale { expected: u64, current: u64 },
 
+    #[error(
+        "cursor position {position} is older than the change feed's retention window \
+         (oldest retained position: {oldest})"
+    )]
+    CursorExpired { position: u64, oldest: u64 },
+
     #[error("storage error: {0}")]
     Storage(#[from] sled::Error),
 

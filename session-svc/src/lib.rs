@@ -4,6 +4,7 @@
 //! - [`config`]: command-line flags with environment fallbacks.
 //! - [`grpc`]: tonic handlers (thin) and the mapping of errors to statuses.
 //! - [`sessions`]: the domain: request checks and ADK's rules, free of transport types.
+//! - [`hub`]: in-process change notifications for watchers.
 //! - [`state`]: splitting state deltas by scope and merging scopes back.
 //! - [`event`]: checks of incoming events.
 //! - [`store`]: the storage trait and its sled implementation.
@@ -14,6 +15,7 @@ pub mod config;
 pub mod error;
 pub mod event;
 pub mod grpc;
+pub mod hub;
 pub mod server;
 pub mod sessions;
 pub mod state;

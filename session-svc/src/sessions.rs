@@ -1,42 +1,87 @@
-//! The session domain: checks each request, applies ADK's rules (S0-S8), and calls the store.
+//! The session domain: checks each request, applies ADK's rules (S0-S8), calls the store, and
+//! tells watchers (through the [`Hub`]) what changed.
 //!
 //! Requests and results are the protobuf messages of `adk.session.v1` (plain data); nothing
 //! here knows about gRPC transport.
 
-use std::time::SystemTime;
+use std::{
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
 
-use adk_common::validate::{identifier, page_size, timestamp, InvalidArgument};
+use adk_common::{
+    keys::{Key, KeyReader},
+    page,
+    validate::{identifier, page_size, timestamp, InvalidArgument},
+};
 use adk_proto::session::v1::{
     AppendEventRequest, CreateSessionRequest, DeleteSessionRequest, Event, GetAppStateRequest,
     GetSessionRequest, GetUserStateRequest, ListEventsRequest, ListSessionsRequest, Session,
+    WatchEventsRequest, WatchSessionRequest,
 };
 use prost::Message;
 use prost_types::Timestamp;
+use tokio::sync::{broadcast, mpsc};
 
 use crate::{
     error::{Result, SessionError},
     event,
+    hub::{AppWatch, Hub, SessionWatch},
     state::{self, Delta, ScopedDelta},
     store::{Append, Appended, EventWindow, NewSession, Page, SessionKey, SessionStore},
 };
 
-/// Limits on what a client may send.
+/// Events a watcher reads from the store at a time while catching up.
+const WATCH_PAGE: usize = 100;
+
+/// Messages buffered for a watcher's connection; a slower watcher simply reads the store later.
+const WATCH_BUFFER: usize = 16;
+
+/// Limits on what a client may send, and how long the change feed is kept.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// The largest encoded event accepted by AppendEvent.
     pub max_event_bytes: usize,
+    /// How long WatchEvents can resume from a cursor.
+    pub change_retention: Duration,
 }
+
+/// One change of a watched session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionChange {
+    Event(Box<Event>),
+    /// The session is gone; nothing follows.
+    Deleted,
+}
+
+/// One committed event of an app's feed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppEvent {
+    pub user_id: String,
+    pub session_id: String,
+    pub event: Event,
+    /// Resumes the feed right after this event.
+    pub cursor: String,
+}
+
+/// A stream of results fed by a background task; it ends when the task does.
+pub type Feed<T> = mpsc::Receiver<Result<T>>;
 
 /// Session operations over a store.
 #[derive(Debug)]
 pub struct Sessions<S> {
     store: S,
     limits: Limits,
+    hub: Arc<Hub>,
 }
 
 impl<S: SessionStore> Sessions<S> {
     pub fn new(store: S, limits: Limits) -> Self {
-        Self { store, limits }
+        Self {
+            store,
+            limits,
+            hub: Arc::default(),
+        }
     }
 
     /// S1: create with a client id (whitespace stripped) or a fresh uuid4; initial state split
@@ -132,7 +177,9 @@ impl<S: SessionStore> Sessions<S> {
     /// S5: idempotent; app and user state are kept.
     pub async fn delete(&self, req: DeleteSessionRequest) -> Result<()> {
         let key = session_key(&req.app_name, &req.user_id, &req.session_id)?;
-        self.store.delete(&key).await
+        self.store.delete(&key).await?;
+        self.hub.deleted(&key);
+        Ok(())
     }
 
     /// S6: append one event and apply its state delta atomically.
@@ -172,7 +219,8 @@ impl<S: SessionStore> Sessions<S> {
         if !timestamp_given {
             event.timestamp = Some(now());
         }
-        self.store
+        let appended = self
+            .store
             .append(
                 &key,
                 Append {
@@ -182,7 +230,10 @@ impl<S: SessionStore> Sessions<S> {
                     expected_last_sequence: req.expected_last_sequence,
                 },
             )
-            .await
+            .await?;
+        self.hub
+            .committed(&key, appended.last_sequence, appended.change);
+        Ok(appended)
     }
 
     /// S6.1: a partial event is neither stored nor applied; it is answered as sent.
@@ -192,11 +243,77 @@ impl<S: SessionStore> Sessions<S> {
             .get(key, EventWindow::NONE)
             .await?
             .ok_or_else(|| not_found(key))?;
+        self.hub.partial(key, &event);
         Ok(Appended {
             event,
             last_sequence: session.last_sequence,
             last_update_time: session.last_update_time.unwrap_or_default(),
+            change: 0,
         })
+    }
+
+    /// Stored events after `after_sequence`, then live appends (and live partial events when
+    /// asked), ending with [`SessionChange::Deleted`] if the session is deleted.
+    pub async fn watch_session(&self, req: WatchSessionRequest) -> Result<Feed<SessionChange>> {
+        let key = session_key(&req.app_name, &req.user_id, &req.session_id)?;
+        // Subscribe before the first read: whatever commits after it wakes the watcher.
+        let watch = self.hub.watch_session(&key);
+        self.store
+            .get(&key, EventWindow::NONE)
+            .await?
+            .ok_or_else(|| not_found(&key))?;
+        let (tx, rx) = mpsc::channel(WATCH_BUFFER);
+        let follower = SessionFollower {
+            store: self.store.clone(),
+            key,
+            watch,
+            last: req.after_sequence,
+            include_partial: req.include_partial,
+            tx,
+        };
+        tokio::spawn(follower.run());
+        Ok(rx)
+    }
+
+    /// Every committed event of an app (or of one user) after `cursor` (empty: from now).
+    pub async fn watch_events(&self, req: WatchEventsRequest) -> Result<Feed<AppEvent>> {
+        let app_name = identifier("app_name", &req.app_name)?.to_owned();
+        let user_id = match req.user_id.as_str() {
+            "" => None,
+            user => Some(identifier("user_id", user)?.to_owned()),
+        };
+        let watch = self.hub.watch_app(&app_name);
+        let head = self.store.changes(&app_name, 0, 0).await?;
+        let last = match req.cursor.as_str() {
+            "" => head.head,
+            cursor => {
+                let position = decode_cursor(&app_name, cursor)?;
+                if position > head.head {
+                    return Err(InvalidArgument::new("cursor", "is ahead of the feed").into());
+                }
+                position
+            }
+        };
+        check_retained(last, head.oldest)?;
+        let (tx, rx) = mpsc::channel(WATCH_BUFFER);
+        let follower = AppFollower {
+            store: self.store.clone(),
+            app_name,
+            user_id,
+            watch,
+            last,
+            tx,
+        };
+        tokio::spawn(follower.run());
+        Ok(rx)
+    }
+
+    /// Forgets change-feed entries older than the retention window; returns how many.
+    pub async fn trim_changes(&self) -> Result<usize> {
+        let cutoff = SystemTime::now()
+            .checked_sub(self.limits.change_retention)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        self.store.trim_changes(Timestamp::from(cutoff)).await
     }
 
     /// A page of stored events after `after_sequence`.
@@ -222,6 +339,177 @@ impl<S: SessionStore> Sessions<S> {
         let app_name = identifier("app_name", &req.app_name)?;
         Ok(state::object(&self.store.app_state(app_name).await?))
     }
+}
+
+/// Follows one session for a WatchSession stream.
+struct SessionFollower<S> {
+    store: S,
+    key: SessionKey,
+    watch: SessionWatch,
+    /// The last sequence delivered: the next event delivered is `last + 1`, never a repeat.
+    last: u64,
+    include_partial: bool,
+    tx: mpsc::Sender<Result<SessionChange>>,
+}
+
+impl<S: SessionStore> SessionFollower<S> {
+    async fn run(mut self) {
+        if let Err(e) = self.follow().await {
+            let _ = self.tx.send(Err(e)).await;
+        }
+    }
+
+    /// Ends (with `Ok`) when the session is deleted or the client goes away.
+    async fn follow(&mut self) -> Result<()> {
+        let mut partials: Option<broadcast::Receiver<Event>> = None;
+        loop {
+            if self.watch.current().deleted || !self.catch_up().await? {
+                let _ = self.tx.send(Ok(SessionChange::Deleted)).await;
+                return Ok(());
+            }
+            // Partial events are live only: they start once the replay is done.
+            if self.include_partial && partials.is_none() {
+                partials = Some(self.watch.partials());
+            }
+            tokio::select! {
+                _ = self.watch.changed() => {}
+                _ = self.tx.closed() => return Ok(()),
+                Some(partial) = next_partial(&mut partials) => {
+                    if self.tx.send(Ok(SessionChange::Event(Box::new(partial)))).await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends every stored event after `last`, a page at a time, waiting for the client between
+    /// sends; `false` if the session no longer exists.
+    async fn catch_up(&mut self) -> Result<bool> {
+        loop {
+            let page = match self
+                .store
+                .list_events(&self.key, self.last, WATCH_PAGE, "")
+                .await
+            {
+                Ok(page) => page,
+                Err(SessionError::SessionNotFound { .. }) => return Ok(false),
+                Err(e) => return Err(e),
+            };
+            let full = page.items.len() == WATCH_PAGE;
+            for event in page.items {
+                self.last = event.sequence;
+                if self.tx.send(Ok(SessionChange::Event(Box::new(event)))).await.is_err() {
+                    return Ok(true);
+                }
+            }
+            if !full {
+                return Ok(true);
+            }
+        }
+    }
+}
+
+/// The next live partial event; pending forever when there is no subscription. A watcher that
+/// lagged behind the ring skips the fragments it missed.
+async fn next_partial(partials: &mut Option<broadcast::Receiver<Event>>) -> Option<Event> {
+    let Some(rx) = partials else {
+        return std::future::pending().await;
+    };
+    loop {
+        match rx.recv().await {
+            Ok(event) => return Some(event),
+            Err(broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(broadcast::error::RecvError::Closed) => return std::future::pending().await,
+        }
+    }
+}
+
+/// Follows an app's change feed for a WatchEvents stream.
+struct AppFollower<S> {
+    store: S,
+    app_name: String,
+    user_id: Option<String>,
+    watch: AppWatch,
+    /// The last feed position read.
+    last: u64,
+    tx: mpsc::Sender<Result<AppEvent>>,
+}
+
+impl<S: SessionStore> AppFollower<S> {
+    async fn run(mut self) {
+        if let Err(e) = self.follow().await {
+            let _ = self.tx.send(Err(e)).await;
+        }
+    }
+
+    async fn follow(&mut self) -> Result<()> {
+        loop {
+            self.watch.mark_seen();
+            loop {
+                let changes = self
+                    .store
+                    .changes(&self.app_name, self.last, WATCH_PAGE)
+                    .await?;
+                // A watcher slower than the retention window has lost events: say so.
+                check_retained(self.last, changes.oldest)?;
+                let full = changes.items.len() == WATCH_PAGE;
+                for change in changes.items {
+                    self.last = change.position;
+                    let wanted = self.user_id.as_ref().is_none_or(|u| *u == change.user_id);
+                    // Events of sessions deleted since are gone; the position moves on.
+                    let Some(event) = change.event.filter(|_| wanted) else {
+                        continue;
+                    };
+                    let item = AppEvent {
+                        user_id: change.user_id,
+                        session_id: change.session_id,
+                        event,
+                        cursor: encode_cursor(&self.app_name, change.position),
+                    };
+                    if self.tx.send(Ok(item)).await.is_err() {
+                        return Ok(());
+                    }
+                }
+                if !full {
+                    break;
+                }
+            }
+            tokio::select! {
+                _ = self.watch.changed() => {}
+                _ = self.tx.closed() => return Ok(()),
+            }
+        }
+    }
+}
+
+/// Cursors are opaque tokens naming (app, position), so one app's cursor is refused by another.
+fn encode_cursor(app_name: &str, position: u64) -> String {
+    page::encode(Key::new().str(app_name).u64(position).as_bytes())
+}
+
+fn decode_cursor(app_name: &str, cursor: &str) -> Result<u64> {
+    let prefix = Key::new().str(app_name);
+    let invalid = |reason: String| SessionError::from(InvalidArgument::new("cursor", reason));
+    let key = page::decode(cursor, prefix.as_bytes())
+        .map_err(|e| invalid(e.to_string()))?
+        .ok_or_else(|| invalid("is empty".into()))?;
+    let mut reader = KeyReader::new(&key[prefix.as_bytes().len()..]);
+    match (reader.u64(), reader.is_empty()) {
+        (Some(position), true) => Ok(position),
+        _ => Err(invalid("is not a cursor issued by this service".into())),
+    }
+}
+
+/// Resuming after `last` needs every position from `last + 1` on.
+fn check_retained(last: u64, oldest: u64) -> Result<()> {
+    if last.saturating_add(1) < oldest {
+        return Err(SessionError::CursorExpired {
+            position: last,
+            oldest,
+        });
+    }
+    Ok(())
 }
 
 /// Checks a session's full name; the session id is stripped of surrounding whitespace (S1.1).

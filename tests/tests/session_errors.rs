@@ -3,7 +3,7 @@
 use adk_proto::session::v1::{
     part::Data, AppendEventRequest, Blob, Content, CreateSessionRequest, Event, EventActions,
     FunctionCall, GetAppStateRequest, GetSessionRequest, GetUserStateRequest, ListEventsRequest,
-    ListSessionsRequest, Part, WatchEventsRequest, WatchSessionRequest,
+    ListSessionsRequest, Part,
 };
 use adk_tests::{append_request, delta_event, json, text_event, SessionServer};
 use serde_json::json;
@@ -320,26 +320,6 @@ async fn default_limit_accepts_events_carrying_images() {
     });
     let resp = srv.append("app", "u", "s", e).await;
     assert_eq!(resp.last_sequence, 1);
-}
-
-#[tokio::test]
-async fn streaming_rpcs_answer_unimplemented_for_now() {
-    let srv = SessionServer::start().await;
-    let mut c = srv.client.clone();
-    let watch = c
-        .watch_session(WatchSessionRequest {
-            app_name: "a".into(),
-            ..Default::default()
-        })
-        .await;
-    assert_eq!(watch.unwrap_err().code(), Code::Unimplemented);
-    let feed = c
-        .watch_events(WatchEventsRequest {
-            app_name: "a".into(),
-            ..Default::default()
-        })
-        .await;
-    assert_eq!(feed.unwrap_err().code(), Code::Unimplemented);
 }
 
 #[tokio::test]

@@ -6,18 +6,26 @@ pub mod status;
 use std::{pin::Pin, sync::Arc};
 
 use adk_proto::session::v1::{
-    session_service_server::SessionService, AppendEventRequest, AppendEventResponse,
-    CreateSessionRequest, DeleteSessionRequest, GetAppStateRequest, GetSessionRequest,
-    GetUserStateRequest, ListEventsRequest, ListEventsResponse, ListSessionsRequest,
-    ListSessionsResponse, Session, StateResponse, WatchEventsRequest, WatchEventsResponse,
-    WatchSessionRequest, WatchSessionResponse,
+    session_service_server::SessionService, watch_session_response::Change, AppendEventRequest,
+    AppendEventResponse, CreateSessionRequest, DeleteSessionRequest, GetAppStateRequest,
+    GetSessionRequest, GetUserStateRequest, ListEventsRequest, ListEventsResponse,
+    ListSessionsRequest, ListSessionsResponse, Session, SessionDeleted, StateResponse,
+    WatchEventsRequest, WatchEventsResponse, WatchSessionRequest, WatchSessionResponse,
 };
-use tokio_stream::Stream;
+use tokio::sync::mpsc;
+use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::{sessions::Sessions, store::SessionStore};
+use crate::{
+    error::{Result as DomainResult, SessionError},
+    sessions::{SessionChange, Sessions},
+    store::{Appended, SessionStore},
+};
 
 type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+/// Responses an AppendEvents stream buffers ahead of a slow client.
+const STREAM_BUFFER: usize = 32;
 
 /// The tonic service over a shared [`Sessions`].
 #[derive(Debug)]
@@ -75,22 +83,34 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         request: Request<AppendEventRequest>,
     ) -> Result<Response<AppendEventResponse>, Status> {
         let appended = self.sessions.append(request.into_inner()).await?;
-        Ok(Response::new(AppendEventResponse {
-            event: Some(appended.event),
-            last_sequence: appended.last_sequence,
-            last_update_time: Some(appended.last_update_time),
-            code: 0,
-            message: String::new(),
-        }))
+        Ok(Response::new(append_response(Ok(appended))))
     }
 
     type AppendEventsStream = ResponseStream<AppendEventResponse>;
 
     async fn append_events(
         &self,
-        _request: Request<Streaming<AppendEventRequest>>,
+        request: Request<Streaming<AppendEventRequest>>,
     ) -> Result<Response<Self::AppendEventsStream>, Status> {
-        Err(Status::unimplemented("AppendEvents is not available yet"))
+        let mut requests = request.into_inner();
+        let sessions = self.sessions.clone();
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        // One request at a time, in order: each response answers the request before it.
+        tokio::spawn(async move {
+            loop {
+                let response = match requests.message().await {
+                    Ok(Some(request)) => Ok(append_response(sessions.append(request).await)),
+                    Ok(None) => return,
+                    // The request stream itself broke (e.g. an undecodable message).
+                    Err(status) => Err(status),
+                };
+                let stop = response.is_err();
+                if tx.send(response).await.is_err() || stop {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
     async fn list_events(
@@ -108,18 +128,38 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
 
     async fn watch_session(
         &self,
-        _request: Request<WatchSessionRequest>,
+        request: Request<WatchSessionRequest>,
     ) -> Result<Response<Self::WatchSessionStream>, Status> {
-        Err(Status::unimplemented("WatchSession is not available yet"))
+        let feed = self.sessions.watch_session(request.into_inner()).await?;
+        let stream = ReceiverStream::new(feed).map(|item| {
+            let change = match item? {
+                SessionChange::Event(event) => Change::Event(*event),
+                SessionChange::Deleted => Change::Deleted(SessionDeleted {}),
+            };
+            Ok(WatchSessionResponse {
+                change: Some(change),
+            })
+        });
+        Ok(Response::new(Box::pin(stream)))
     }
 
     type WatchEventsStream = ResponseStream<WatchEventsResponse>;
 
     async fn watch_events(
         &self,
-        _request: Request<WatchEventsRequest>,
+        request: Request<WatchEventsRequest>,
     ) -> Result<Response<Self::WatchEventsStream>, Status> {
-        Err(Status::unimplemented("WatchEvents is not available yet"))
+        let feed = self.sessions.watch_events(request.into_inner()).await?;
+        let stream = ReceiverStream::new(feed).map(|item| {
+            let item = item?;
+            Ok(WatchEventsResponse {
+                user_id: item.user_id,
+                session_id: item.session_id,
+                event: Some(item.event),
+                cursor: item.cursor,
+            })
+        });
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn get_user_state(
@@ -136,5 +176,33 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
     ) -> Result<Response<StateResponse>, Status> {
         let state = self.sessions.app_state(request.into_inner()).await?;
         Ok(Response::new(StateResponse { state }))
+    }
+}
+
+/// An append's outcome as a response: in the stream form a failure is answered in-band.
+fn append_response(result: DomainResult<Appended>) -> AppendEventResponse {
+    match result {
+        Ok(appended) => AppendEventResponse {
+            event: Some(appended.event),
+            last_sequence: appended.last_sequence,
+            last_update_time: Some(appended.last_update_time),
+            code: 0,
+            message: String::new(),
+        },
+        Err(e) => {
+            // A conflict tells the writer where the session is now, as the unary form's
+            // trailer does.
+            let last_sequence = match &e {
+                SessionError::Stale { current, .. } => *current,
+                _ => 0,
+            };
+            let status = Status::from(e);
+            AppendEventResponse {
+                last_sequence,
+                code: status.code() as i32,
+                message: status.message().to_owned(),
+                ..Default::default()
+            }
+        }
     }
 }

@@ -18,6 +18,7 @@ impl From<SessionError> for Status {
                 Code::AlreadyExists
             }
             SessionError::Stale { .. } => Code::Aborted,
+            SessionError::CursorExpired { .. } => Code::OutOfRange,
             SessionError::Durability(_) => Code::Unavailable,
             SessionError::Storage(_) | SessionError::Corrupt(_) => Code::Internal,
         };

@@ -16,7 +16,7 @@ use crate::{
 };
 
 /// The full name of a session. Fields are validated before a key reaches the store.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SessionKey {
     pub app_name: String,
     pub user_id: String,
@@ -65,6 +65,29 @@ pub struct Appended {
     pub event: Event,
     pub last_sequence: u64,
     pub last_update_time: Timestamp,
+    /// The append's position in its app's change log (the latest position for a retry).
+    pub change: u64,
+}
+
+/// One committed event in an app's change log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// Positions are 1, 2, 3... per app, in commit order, with no gaps.
+    pub position: u64,
+    pub user_id: String,
+    pub session_id: String,
+    /// `None` once the session has been deleted.
+    pub event: Option<Event>,
+}
+
+/// A stretch of an app's change log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Changes {
+    pub items: Vec<Change>,
+    /// The oldest position still retained (`head + 1` when none is).
+    pub oldest: u64,
+    /// The latest position (0 before the app's first append).
+    pub head: u64,
 }
 
 /// One page of a listing.
@@ -76,7 +99,7 @@ pub struct Page<T> {
 }
 
 /// Where sessions live. Implementations keep the semantics documented on each method.
-pub trait SessionStore: Send + Sync + 'static {
+pub trait SessionStore: Clone + Send + Sync + 'static {
     /// Creates a session and applies its initial app/user state, or fails with
     /// `SessionExists`. Returns the stored session with its merged state.
     fn create(&self, session: NewSession) -> impl Future<Output = Result<Session>> + Send;
@@ -115,6 +138,17 @@ pub trait SessionStore: Send + Sync + 'static {
         page_size: usize,
         page_token: &str,
     ) -> impl Future<Output = Result<Page<Event>>> + Send;
+
+    /// Up to `limit` changes of an app after position `after`, oldest first.
+    fn changes(
+        &self,
+        app_name: &str,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Changes>> + Send;
+
+    /// Forgets changes committed before `before`; returns how many.
+    fn trim_changes(&self, before: Timestamp) -> impl Future<Output = Result<usize>> + Send;
 
     /// The user scope's entries, keys without prefix.
     fn user_state(

@@ -14,6 +14,8 @@
 //! | `user_state`    | app, user, state key                 | JSON value text              |
 //! | `by_time`       | app, last_update_time, user, session | (empty): ListSessions index  |
 //! | `by_user_time`  | app, user, last_update_time, session | (empty): ListSessions index  |
+//! | `changes`       | app, position (u64)                  | [`ChangeRecord`]: WatchEvents |
+//! | `change_heads`  | app                                  | latest position (u64)        |
 //!
 //! Every write is one sled transaction over the trees it touches, followed by a group-commit
 //! flush, so it is atomic and durable before the caller hears of it.
@@ -33,7 +35,9 @@ use sled::{
     Transactional, Tree,
 };
 
-use super::{Append, Appended, EventWindow, NewSession, Page, SessionKey, SessionStore};
+use super::{
+    Append, Appended, Change, Changes, EventWindow, NewSession, Page, SessionKey, SessionStore,
+};
 use crate::{
     error::{Result, SessionError},
     state::{self, Entry},
@@ -67,6 +71,19 @@ impl SessionRecord {
     }
 }
 
+/// What the `changes` tree holds per committed event: where to find it.
+#[derive(Clone, PartialEq, prost::Message)]
+struct ChangeRecord {
+    #[prost(string, tag = "1")]
+    user_id: String,
+    #[prost(string, tag = "2")]
+    session_id: String,
+    #[prost(uint64, tag = "3")]
+    sequence: u64,
+    #[prost(message, optional, tag = "4")]
+    commit_time: Option<Timestamp>,
+}
+
 /// Session store on a sled database.
 #[derive(Debug, Clone)]
 pub struct SledStore {
@@ -79,6 +96,8 @@ pub struct SledStore {
     user_state: Tree,
     by_time: Tree,
     by_user_time: Tree,
+    changes: Tree,
+    change_heads: Tree,
     commit: GroupCommit,
 }
 
@@ -95,6 +114,8 @@ impl SledStore {
             user_state: db.open_tree("user_state")?,
             by_time: db.open_tree("by_time")?,
             by_user_time: db.open_tree("by_user_time")?,
+            changes: db.open_tree("changes")?,
+            change_heads: db.open_tree("change_heads")?,
             commit: GroupCommit::start(db.clone(), sync),
             db,
         })
@@ -343,7 +364,10 @@ impl SessionStore for SledStore {
             &self.user_state,
             &self.by_time,
             &self.by_user_time,
+            &self.changes,
+            &self.change_heads,
         );
+        let app_key = app_prefix(&key.app_name);
         let appended = trees.transaction(
             |(
                 sessions,
@@ -354,6 +378,8 @@ impl SessionStore for SledStore {
                 user_state,
                 by_time,
                 by_user_time,
+                changes,
+                change_heads,
             )| {
                 let record = sessions
                     .get(skey.as_bytes())?
@@ -382,6 +408,7 @@ impl SessionStore for SledStore {
                         event: stored,
                         last_sequence: record.last_sequence,
                         last_update_time: record.last_update_time(),
+                        change: 0,
                     });
                 }
                 if let Some(expected) = append.expected_last_sequence {
@@ -407,10 +434,30 @@ impl SessionStore for SledStore {
                 record.last_sequence = sequence;
                 record.last_update_time = Some(timestamp);
                 sessions.insert(skey.as_bytes(), record.encode_to_vec())?;
+                // The head is read and bumped inside the transaction, so positions follow
+                // commit order with no gaps.
+                let change = match change_heads.get(app_key.as_bytes())? {
+                    Some(head) => {
+                        decode_u64(&head).map_err(ConflictableTransactionError::Abort)? + 1
+                    }
+                    None => 1,
+                };
+                change_heads.insert(app_key.as_bytes(), &change.to_be_bytes())?;
+                let change_record = ChangeRecord {
+                    user_id: key.user_id.clone(),
+                    session_id: key.session_id.clone(),
+                    sequence,
+                    commit_time: Some(now),
+                };
+                changes.insert(
+                    app_key.clone().u64(change).into_vec(),
+                    change_record.encode_to_vec(),
+                )?;
                 Ok(Appended {
                     event,
                     last_sequence: sequence,
                     last_update_time: timestamp,
+                    change,
                 })
             },
         );
@@ -459,6 +506,83 @@ impl SessionStore for SledStore {
             items,
             next_page_token,
         })
+    }
+
+    async fn changes(&self, app_name: &str, after: u64, limit: usize) -> Result<Changes> {
+        let prefix = app_prefix(app_name);
+        let head = self
+            .change_heads
+            .get(prefix.as_bytes())?
+            .map(|h| decode_u64(&h))
+            .transpose()?
+            .unwrap_or(0);
+        let mut oldest = head + 1;
+        if let Some(kv) = self.changes.scan_prefix(prefix.as_bytes()).next() {
+            oldest = change_position(&kv?.0, &prefix)?;
+        }
+        let mut items = Vec::with_capacity(limit.min(head.saturating_sub(after) as usize));
+        if let Some(first) = after.checked_add(1) {
+            let range = self
+                .changes
+                .range(prefix.clone().u64(first).into_vec()..prefix_end(prefix.as_bytes()));
+            for kv in range.take(limit) {
+                let (k, v) = kv?;
+                let record = ChangeRecord::decode(&v[..])
+                    .map_err(|e| SessionError::Corrupt(format!("change record: {e}")))?;
+                let key = SessionKey {
+                    app_name: app_name.to_owned(),
+                    user_id: record.user_id,
+                    session_id: record.session_id,
+                };
+                let event = self
+                    .events
+                    .get(event_key(&session_key(&key), record.sequence))?
+                    .map(|bytes| decode_event(&bytes))
+                    .transpose()?;
+                items.push(Change {
+                    position: change_position(&k, &prefix)?,
+                    user_id: key.user_id,
+                    session_id: key.session_id,
+                    event,
+                });
+            }
+        }
+        Ok(Changes {
+            items,
+            oldest,
+            head,
+        })
+    }
+
+    async fn trim_changes(&self, before: Timestamp) -> Result<usize> {
+        let mut trimmed = 0;
+        let mut next_app = Vec::new();
+        // Positions of an app follow commit order, so each app's expired changes are a prefix
+        // of its range: trim from the front until the first one to keep, then skip to the next
+        // app.
+        while let Some(kv) = self.changes.range(next_app.clone()..).next() {
+            let (first, _) = kv?;
+            let app_name = KeyReader::new(&first)
+                .str()
+                .ok_or_else(|| SessionError::Corrupt("unreadable change key".into()))?;
+            let prefix = app_prefix(&app_name);
+            for kv in self.changes.scan_prefix(prefix.as_bytes()) {
+                let (k, v) = kv?;
+                let record = ChangeRecord::decode(&v[..])
+                    .map_err(|e| SessionError::Corrupt(format!("change record: {e}")))?;
+                let committed = record.commit_time.unwrap_or_default();
+                if (committed.seconds, committed.nanos) >= (before.seconds, before.nanos) {
+                    break;
+                }
+                self.changes.remove(k)?;
+                trimmed += 1;
+            }
+            next_app = prefix_end(prefix.as_bytes());
+        }
+        if trimmed > 0 {
+            self.commit.wait_durable().await?;
+        }
+        Ok(trimmed)
     }
 
     async fn user_state(&self, app_name: &str, user_id: &str) -> Result<Vec<Entry>> {
@@ -534,6 +658,12 @@ fn decode_record(bytes: &[u8]) -> Result<SessionRecord> {
 
 fn decode_event(bytes: &[u8]) -> Result<Event> {
     Event::decode(bytes).map_err(|e| SessionError::Corrupt(format!("event: {e}")))
+}
+
+fn change_position(key: &[u8], app_prefix: &Key) -> Result<u64> {
+    KeyReader::new(&key[app_prefix.as_bytes().len()..])
+        .u64()
+        .ok_or_else(|| SessionError::Corrupt("unreadable change position".into()))
 }
 
 fn decode_u64(bytes: &[u8]) -> Result<u64> {
