@@ -60,11 +60,13 @@ async fn flush_loop(db: sled::Db, mut rx: mpsc::UnboundedReceiver<Waiter>) {
     let mut batch = Vec::new();
     while rx.recv_many(&mut batch, usize::MAX).await > 0 {
         let db = db.clone();
+        let start = std::time::Instant::now();
         let result = match tokio::task::spawn_blocking(move || db.flush()).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(FlushError(e.to_string().into())),
             Err(e) => Err(FlushError(e.to_string().into())),
         };
+        crate::metrics::record_flush(batch.len(), start.elapsed().as_secs_f64());
         for waiter in batch.drain(..) {
             // A waiter that went away (cancelled request) needs no answer.
             let _ = waiter.send(result.clone());

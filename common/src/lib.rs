@@ -1,14 +1,18 @@
 //! Building blocks shared by `session-svc` and `memory-svc`.
 //!
 //! # Layout
+//! - [`auth`]: bearer tokens scoped to apps and users.
 //! - [`durability`]: group commit, so concurrent writers share one flush to disk.
 //! - [`keys`]: order-preserving, self-delimiting encoding of composite sled keys.
+//! - [`metrics`]: Prometheus metrics of every RPC and the `/metrics` endpoint.
 //! - [`page`]: opaque page tokens and cursors that cannot leave the scope they were issued for.
 //! - [`server`]: logging setup, reflection, shutdown signal.
 //! - [`validate`]: checks of identifiers, JSON text fields and page sizes.
 
+pub mod auth;
 pub mod durability;
 pub mod keys;
+pub mod metrics;
 pub mod page;
 pub mod server;
 pub mod validate;

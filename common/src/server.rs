@@ -1,11 +1,25 @@
 //! What both servers do the same way: logging setup, serving a service beside health and
 //! reflection, and stopping on a signal.
 
-use std::{future::Future, io::IsTerminal, net::SocketAddr, process::ExitCode};
+use std::{
+    future::Future, io::IsTerminal, net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc,
+    time::Duration,
+};
 
-use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
+use crate::{
+    auth::{Authenticator, TokensFileError},
+    durability::SyncMode,
+};
+use tokio::{
+    net::TcpListener,
+    sync::{oneshot, watch},
+    task::JoinHandle,
+};
 use tokio_stream::wrappers::TcpListenerStream;
-use tonic::service::Routes;
+use tonic::{
+    service::Routes,
+    transport::{Certificate, Identity, ServerTlsConfig},
+};
 use tonic_health::ServingStatus;
 
 use tonic_reflection::server::{
@@ -16,6 +30,99 @@ use tonic_reflection::server::{
     },
 };
 use tracing_subscriber::EnvFilter;
+
+/// Flags every server has. Each flag also reads an environment variable (see [`parse_flags`]).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeFlags {
+    /// `sync`: reply after writes are flushed to disk (fsync). `periodic`: reply after commit
+    /// and fsync in the background every ~500 ms: acknowledged writes survive a crash of the
+    /// process, but a crash of the machine may lose the last moments of them.
+    #[arg(long, value_enum, default_value_t)]
+    pub sync: SyncMode,
+
+    /// Serve Prometheus metrics at http://ADDR/metrics.
+    #[arg(long)]
+    pub metrics_listen: Option<SocketAddr>,
+
+    /// TLS certificate chain (PEM). With --tls-key the server accepts TLS only.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// TLS private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// CA certificate (PEM): clients must present a certificate it signed (mutual TLS).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+
+    /// JSON file of bearer tokens and the apps (and users) each may access. Without it, no
+    /// authentication.
+    #[arg(long)]
+    pub tokens_file: Option<PathBuf>,
+
+    /// Seconds that in-flight calls and streams get to finish after SIGTERM.
+    #[arg(long, default_value_t = 10)]
+    pub shutdown_grace_secs: u64,
+
+    /// Log line format; the level comes from RUST_LOG (default `info`).
+    #[arg(long, value_enum, default_value_t)]
+    pub log_format: LogFormat,
+}
+
+impl Default for ServeFlags {
+    fn default() -> Self {
+        Self {
+            sync: SyncMode::Sync,
+            metrics_listen: None,
+            tls_cert: None,
+            tls_key: None,
+            tls_client_ca: None,
+            tokens_file: None,
+            shutdown_grace_secs: 10,
+            log_format: LogFormat::Plain,
+        }
+    }
+}
+
+impl ServeFlags {
+    pub fn options(&self) -> ServeOptions {
+        let tls = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: self.tls_client_ca.clone(),
+            }),
+            _ => None,
+        };
+        ServeOptions {
+            grace: Duration::from_secs(self.shutdown_grace_secs),
+            tls,
+            metrics_listen: self.metrics_listen,
+        }
+    }
+
+    pub fn authenticator(&self) -> Result<Authenticator, TokensFileError> {
+        match &self.tokens_file {
+            Some(path) => Authenticator::from_file(path),
+            None => Ok(Authenticator::open()),
+        }
+    }
+}
+
+/// Parses a server's command line. Every long flag falls back to an environment variable named
+/// `{prefix}_{FLAG}`: `--data-dir` reads `SESSION_SVC_DATA_DIR` for prefix `SESSION_SVC`.
+pub fn parse_flags<T: clap::Parser>(prefix: &str) -> T {
+    let command = T::command().mut_args(|arg| {
+        if arg.get_long().is_some() && arg.get_id() != "help" && arg.get_id() != "version" {
+            let name = format!("{prefix}_{}", arg.get_id().as_str().to_uppercase());
+            arg.env(name)
+        } else {
+            arg
+        }
+    });
+    T::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
+}
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -45,17 +152,89 @@ pub fn init_logging(format: LogFormat) {
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// Files of a TLS server identity; with `client_ca`, clients must present a certificate it
+/// signed (mutual TLS).
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub client_ca: Option<PathBuf>,
+}
+
+/// How a server runs, beside its own service.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// How long in-flight calls and streams may run on after a shutdown request.
+    pub grace: Duration,
+    pub tls: Option<TlsFiles>,
+    /// Where to serve Prometheus `/metrics`, if anywhere.
+    pub metrics_listen: Option<SocketAddr>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            grace: Duration::from_secs(10),
+            tls: None,
+            metrics_listen: None,
+        }
+    }
+}
+
+/// Tells long-running work (watch streams, stream readers) that the server is stopping.
+#[derive(Debug, Clone)]
+pub struct Stopping(watch::Receiver<bool>);
+
+impl Stopping {
+    /// Resolves once the server starts shutting down.
+    pub async fn wait(&mut self) {
+        // An error means the server is gone altogether, which is stopping too.
+        let _ = self.0.wait_for(|stopping| *stopping).await;
+    }
+
+    /// A signal that never fires (for code driven outside a server).
+    pub fn never() -> Self {
+        let (tx, rx) = watch::channel(false);
+        // Keep the channel open forever: the sender lives as long as the process.
+        std::mem::forget(tx);
+        Self(rx)
+    }
+}
+
+/// The trigger of a server's [`Stopping`] signal.
+#[derive(Debug)]
+pub struct Shutdown(watch::Sender<bool>);
+
+impl Shutdown {
+    pub fn new() -> Self {
+        Self(watch::Sender::new(false))
+    }
+
+    /// The signal handed to the server's service before it starts.
+    pub fn signal(&self) -> Stopping {
+        Stopping(self.0.subscribe())
+    }
+}
+
+impl Default for Shutdown {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// A server running in the background.
 #[derive(Debug)]
 pub struct Running {
     pub addr: SocketAddr,
+    /// Where `/metrics` is served, if it is.
+    pub metrics_addr: Option<SocketAddr>,
     stop: oneshot::Sender<()>,
     task: JoinHandle<Result<(), BoxError>>,
 }
 
 impl Running {
-    /// Turns health to NOT_SERVING, stops accepting, lets in-flight calls finish, then runs
-    /// the server's `on_stop` (flushing its store).
+    /// Turns health to NOT_SERVING, stops accepting, tells streams to end, lets in-flight calls
+    /// finish within the grace period, then runs the server's `on_stop` (flushing its store).
     pub async fn shutdown(self) -> Result<(), BoxError> {
         let _ = self.stop.send(());
         self.task.await?
@@ -63,38 +242,85 @@ impl Running {
 }
 
 /// Serves `routes` (the service named `service_name`) on `listener`, beside
-/// `grpc.health.v1.Health` (SERVING from the start: the caller opened its store already) and
-/// reflection. Runs in a background task until [`Running::shutdown`], then awaits `on_stop`.
-pub fn spawn(
+/// `grpc.health.v1.Health` (SERVING from the start: the caller opened its store already),
+/// reflection and, if asked, `/metrics`. Runs in a background task until [`Running::shutdown`],
+/// then awaits `on_stop`.
+pub async fn spawn(
     listener: TcpListener,
     service_name: &'static str,
     routes: Routes,
+    options: ServeOptions,
+    shutdown: Shutdown,
+    refresh_metrics: Arc<dyn Fn() + Send + Sync>,
     on_stop: impl Future<Output = Result<(), BoxError>> + Send + 'static,
 ) -> Result<Running, BoxError> {
     let addr = listener.local_addr()?;
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = &options.tls {
+        builder = builder.tls_config(tls_config(tls)?)?;
+    }
+    let (metrics_addr, metrics_task) = match options.metrics_listen {
+        Some(listen) => {
+            let (addr, task) =
+                crate::metrics::serve(TcpListener::bind(listen).await?, refresh_metrics)?;
+            (Some(addr), Some(task))
+        }
+        None => (None, None),
+    };
     let (stop, stopped) = oneshot::channel::<()>();
     let (reflection_v1, reflection_v1alpha) = reflection(&[service_name])?;
     let (health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_service_status(service_name, ServingStatus::Serving)
+        .await;
+    let routes = routes
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha);
+    let mut stopping = shutdown.signal();
     let task = tokio::spawn(async move {
-        health
-            .set_service_status(service_name, ServingStatus::Serving)
-            .await;
-        let routes = routes
-            .add_service(health_service)
-            .add_service(reflection_v1)
-            .add_service(reflection_v1alpha);
-        tonic::transport::Server::builder()
+        let serve = builder
+            .layer(crate::metrics::RpcMetricsLayer)
             .add_routes(routes)
             .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
                 let _ = stopped.await;
                 health
                     .set_service_status(service_name, ServingStatus::NotServing)
                     .await;
-            })
-            .await?;
+                // Streams end themselves; unary calls in flight run to completion.
+                let _ = shutdown.0.send(true);
+            });
+        tokio::pin!(serve);
+        tokio::select! {
+            served = &mut serve => served?,
+            _ = async {
+                stopping.wait().await;
+                tokio::time::sleep(options.grace).await;
+            } => tracing::warn!("shutdown grace period over; closing the remaining connections"),
+        }
+        if let Some(task) = metrics_task {
+            task.abort();
+        }
         on_stop.await
     });
-    Ok(Running { addr, stop, task })
+    Ok(Running {
+        addr,
+        metrics_addr,
+        stop,
+        task,
+    })
+}
+
+fn tls_config(files: &TlsFiles) -> Result<ServerTlsConfig, BoxError> {
+    let read = |path: &PathBuf| {
+        std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    };
+    let mut config =
+        ServerTlsConfig::new().identity(Identity::from_pem(read(&files.cert)?, read(&files.key)?));
+    if let Some(ca) = &files.client_ca {
+        config = config.client_ca_root(Certificate::from_pem(read(ca)?));
+    }
+    Ok(config)
 }
 
 /// Reflection in both protocol versions (`v1`, and `v1alpha`, which widely deployed grpcurl
@@ -133,7 +359,7 @@ pub async fn run_until_signal(name: &str, started: Result<Running, BoxError>) ->
     };
     // Scripts wait for this line (and read the port from it when listening on port 0).
     println!("{name} listening on {}", running.addr);
-    tracing::info!(addr = %running.addr, "{name} serving");
+    tracing::info!(addr = %running.addr, metrics = ?running.metrics_addr, "{name} serving");
     shutdown_signal().await;
     tracing::info!("{name} shutting down");
     match running.shutdown().await {

@@ -5,7 +5,11 @@ use std::time::Duration;
 use adk_proto::session::v1::{
     session_service_client::SessionServiceClient, GetSessionRequest, Session,
 };
-use tonic::{transport::Channel, Code};
+use tonic::{
+    metadata::{Ascii, MetadataValue},
+    transport::{Certificate, Channel, ClientTlsConfig},
+    Code, Request,
+};
 
 use crate::error::{MemoryError, Result};
 
@@ -15,33 +19,62 @@ use crate::error::{MemoryError, Result};
 pub struct SessionSource {
     endpoint: String,
     client: SessionServiceClient<Channel>,
+    /// `Bearer <token>`, when session-svc requires one.
+    authorization: Option<MetadataValue<Ascii>>,
+}
+
+/// How to reach session-svc securely.
+#[derive(Debug, Clone, Default)]
+pub struct SessionAccess {
+    /// The bearer token to present.
+    pub token: Option<String>,
+    /// CA certificate (PEM) for an `https://` endpoint.
+    pub ca_pem: Option<Vec<u8>>,
 }
 
 impl SessionSource {
-    /// A source for `endpoint` (e.g. `http://127.0.0.1:50051`); fails only on a malformed URL.
-    pub fn new(endpoint: &str) -> Result<Self> {
-        let channel = Channel::from_shared(endpoint.to_owned())
-            .map_err(|e| MemoryError::SessionServiceUnavailable {
-                endpoint: endpoint.to_owned(),
-                reason: format!("not a valid endpoint URL: {e}"),
-            })?
+    /// A source for `endpoint` (e.g. `http://127.0.0.1:50051`); fails only on a malformed URL,
+    /// token or certificate.
+    pub fn new(endpoint: &str, access: SessionAccess) -> Result<Self> {
+        let invalid = |reason: String| MemoryError::SessionServiceUnavailable {
+            endpoint: endpoint.to_owned(),
+            reason,
+        };
+        let mut channel = Channel::from_shared(endpoint.to_owned())
+            .map_err(|e| invalid(format!("not a valid endpoint URL: {e}")))?
             .connect_timeout(Duration::from_secs(3))
-            .timeout(Duration::from_secs(30))
-            .connect_lazy();
+            .timeout(Duration::from_secs(30));
+        if let Some(ca) = access.ca_pem {
+            channel = channel
+                .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)))
+                .map_err(|e| invalid(format!("bad TLS settings: {e}")))?;
+        }
+        let authorization = access
+            .token
+            .map(|t| format!("Bearer {}", t.trim()).parse())
+            .transpose()
+            .map_err(|_| invalid("the token is not a valid header value".into()))?;
         Ok(Self {
             endpoint: endpoint.to_owned(),
-            client: SessionServiceClient::new(channel).max_decoding_message_size(usize::MAX),
+            client: SessionServiceClient::new(channel.connect_lazy())
+                .max_decoding_message_size(usize::MAX),
+            authorization,
         })
     }
 
     /// The whole session (state and every event).
     pub async fn get(&self, app_name: &str, user_id: &str, session_id: &str) -> Result<Session> {
-        let request = GetSessionRequest {
+        let mut request = Request::new(GetSessionRequest {
             app_name: app_name.to_owned(),
             user_id: user_id.to_owned(),
             session_id: session_id.to_owned(),
             ..Default::default()
-        };
+        });
+        if let Some(authorization) = &self.authorization {
+            request
+                .metadata_mut()
+                .insert("authorization", authorization.clone());
+        }
         match self.client.clone().get_session(request).await {
             Ok(response) => Ok(response.into_inner()),
             Err(status) => Err(match status.code() {

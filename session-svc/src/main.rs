@@ -2,13 +2,12 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use session_svc::{config::Config, server};
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let config = Config::parse();
-    adk_common::server::init_logging(config.log_format);
+    let config = Config::from_env();
+    adk_common::server::init_logging(config.serve.log_format);
     tracing::info!(?config, "starting");
     adk_common::server::run_until_signal("session-svc", server::start(config).await).await
 }

@@ -3,10 +3,10 @@
 
 use std::{sync::Arc, time::Duration};
 
-use adk_common::server::{spawn, BoxError, Running};
+use adk_common::server::{spawn, BoxError, Running, Shutdown};
 use adk_proto::session::v1::session_service_server::SessionServiceServer;
 use tokio::net::TcpListener;
-use tonic::service::Routes;
+use tonic::service::{interceptor::InterceptedService, Routes};
 
 use crate::{
     config::Config,
@@ -22,44 +22,67 @@ const REQUEST_OVERHEAD_BYTES: usize = 1 << 20;
 /// How often the change feed is trimmed, at most.
 const TRIM_INTERVAL: Duration = Duration::from_secs(60);
 
+/// How often expired sessions are looked for.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+
 /// Opens the store, binds the listener and serves in a background task.
 pub async fn start(config: Config) -> Result<Running, BoxError> {
+    let authenticator = config.serve.authenticator()?;
     let listener = TcpListener::bind(config.listen).await?;
-    let store = SledStore::open(&config.data_dir, config.sync)?;
+    let store = SledStore::open(&config.data_dir, config.serve.sync)?;
     let change_retention = Duration::from_secs(config.change_retention_secs);
+    let shutdown = Shutdown::new();
     let sessions = Arc::new(Sessions::new(
         store.clone(),
         Limits {
             max_event_bytes: config.max_event_bytes,
             change_retention,
+            default_ttl: (config.default_session_ttl_secs > 0)
+                .then(|| Duration::from_secs(config.default_session_ttl_secs)),
         },
+        shutdown.signal(),
     ));
-    let trimmer = tokio::spawn(trim_changes(
+    let housekeeping = tokio::spawn(housekeeping(
         sessions.clone(),
         (change_retention / 4).clamp(Duration::from_millis(100), TRIM_INTERVAL),
     ));
     let service = SessionServiceServer::new(SessionGrpc::new(sessions))
         .max_decoding_message_size(config.max_event_bytes + REQUEST_OVERHEAD_BYTES);
+    let service = InterceptedService::new(service, authenticator);
+    let db_size = store.clone();
     spawn(
         listener,
         "adk.session.v1.SessionService",
         Routes::new(service),
+        config.serve.options(),
+        shutdown,
+        Arc::new(move || db_size.record_size()),
         async move {
-            trimmer.abort();
+            housekeeping.abort();
             Ok(store.flush().await?)
         },
     )
+    .await
 }
 
-/// Keeps the WatchEvents change feed within its retention window.
-async fn trim_changes(sessions: Arc<Sessions<SledStore>>, every: Duration) {
-    let mut ticks = tokio::time::interval(every);
+/// Deletes expired sessions (each second: expired ones are already invisible, this reclaims
+/// their space and ends their watches) and keeps the WatchEvents change feed within its
+/// retention window (every `trim_every`).
+async fn housekeeping(sessions: Arc<Sessions<SledStore>>, trim_every: Duration) {
+    let mut sweeps = tokio::time::interval(SWEEP_INTERVAL);
+    let mut trims = tokio::time::interval(trim_every);
     loop {
-        ticks.tick().await;
-        match sessions.trim_changes().await {
-            Ok(0) => {}
-            Ok(n) => tracing::debug!(trimmed = n, "change feed trimmed"),
-            Err(e) => tracing::warn!(error = %e, "trimming the change feed failed"),
+        tokio::select! {
+            _ = sweeps.tick() => match sessions.sweep_expired().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(deleted = n, "expired sessions deleted"),
+                Err(e) => tracing::warn!(error = %e, "deleting expired sessions failed"),
+            },
+            _ = trims.tick() => match sessions.trim_changes().await {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(trimmed = n, "change feed trimmed"),
+                Err(e) => tracing::warn!(error = %e, "trimming the change feed failed"),
+            },
         }
     }
 }

@@ -12,6 +12,7 @@ use std::{
 use adk_common::{
     keys::{Key, KeyReader},
     page,
+    server::Stopping,
     validate::{identifier, page_size, timestamp, InvalidArgument},
 };
 use adk_proto::session::v1::{
@@ -31,6 +32,9 @@ use crate::{
     store::{Append, Appended, EventWindow, NewSession, Page, SessionKey, SessionStore},
 };
 
+/// Expired sessions deleted per sweep step.
+const SWEEP_BATCH: usize = 100;
+
 /// Events a watcher reads from the store at a time while catching up.
 const WATCH_PAGE: usize = 100;
 
@@ -44,6 +48,8 @@ pub struct Limits {
     pub max_event_bytes: usize,
     /// How long WatchEvents can resume from a cursor.
     pub change_retention: Duration,
+    /// Lifetime of sessions created without their own.
+    pub default_ttl: Option<Duration>,
 }
 
 /// One change of a watched session.
@@ -73,15 +79,23 @@ pub struct Sessions<S> {
     store: S,
     limits: Limits,
     hub: Arc<Hub>,
+    /// Ends watch streams when the server shuts down.
+    stopping: Stopping,
 }
 
 impl<S: SessionStore> Sessions<S> {
-    pub fn new(store: S, limits: Limits) -> Self {
+    pub fn new(store: S, limits: Limits, stopping: Stopping) -> Self {
         Self {
             store,
             limits,
             hub: Arc::default(),
+            stopping,
         }
+    }
+
+    /// Fires when the server starts shutting down (streams end then).
+    pub fn stopping(&self) -> Stopping {
+        self.stopping.clone()
     }
 
     /// S1: create with a client id (whitespace stripped) or a fresh uuid4; initial state split
@@ -116,7 +130,10 @@ impl<S: SessionStore> Sessions<S> {
                 }
                 Some(t)
             }
-            (None, None) => None,
+            (None, None) => self
+                .limits
+                .default_ttl
+                .map(|ttl| Timestamp::from(SystemTime::now() + ttl)),
         };
         self.store
             .create(NewSession {
@@ -269,6 +286,7 @@ impl<S: SessionStore> Sessions<S> {
             watch,
             last: req.after_sequence,
             include_partial: req.include_partial,
+            stopping: self.stopping.clone(),
             tx,
         };
         tokio::spawn(follower.run());
@@ -302,10 +320,27 @@ impl<S: SessionStore> Sessions<S> {
             user_id,
             watch,
             last,
+            stopping: self.stopping.clone(),
             tx,
         };
         tokio::spawn(follower.run());
         Ok(rx)
+    }
+
+    /// Deletes expired sessions (they are invisible already) and ends their watches; returns
+    /// how many went.
+    pub async fn sweep_expired(&self) -> Result<usize> {
+        let mut total = 0;
+        loop {
+            let swept = self.store.sweep_expired(now(), SWEEP_BATCH).await?;
+            for key in &swept {
+                self.hub.deleted(key);
+            }
+            total += swept.len();
+            if swept.len() < SWEEP_BATCH {
+                return Ok(total);
+            }
+        }
     }
 
     /// Forgets change-feed entries older than the retention window; returns how many.
@@ -349,6 +384,7 @@ struct SessionFollower<S> {
     /// The last sequence delivered: the next event delivered is `last + 1`, never a repeat.
     last: u64,
     include_partial: bool,
+    stopping: Stopping,
     tx: mpsc::Sender<Result<SessionChange>>,
 }
 
@@ -374,6 +410,7 @@ impl<S: SessionStore> SessionFollower<S> {
             tokio::select! {
                 _ = self.watch.changed() => {}
                 _ = self.tx.closed() => return Ok(()),
+                _ = self.stopping.wait() => return Ok(()),
                 Some(partial) = next_partial(&mut partials) => {
                     if self.tx.send(Ok(SessionChange::Event(Box::new(partial)))).await.is_err() {
                         return Ok(());
@@ -399,7 +436,12 @@ impl<S: SessionStore> SessionFollower<S> {
             let full = page.items.len() == WATCH_PAGE;
             for event in page.items {
                 self.last = event.sequence;
-                if self.tx.send(Ok(SessionChange::Event(Box::new(event)))).await.is_err() {
+                if self
+                    .tx
+                    .send(Ok(SessionChange::Event(Box::new(event))))
+                    .await
+                    .is_err()
+                {
                     return Ok(true);
                 }
             }
@@ -433,6 +475,7 @@ struct AppFollower<S> {
     watch: AppWatch,
     /// The last feed position read.
     last: u64,
+    stopping: Stopping,
     tx: mpsc::Sender<Result<AppEvent>>,
 }
 
@@ -478,6 +521,7 @@ impl<S: SessionStore> AppFollower<S> {
             tokio::select! {
                 _ = self.watch.changed() => {}
                 _ = self.tx.closed() => return Ok(()),
+                _ = self.stopping.wait() => return Ok(()),
             }
         }
     }

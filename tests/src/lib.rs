@@ -84,6 +84,18 @@ impl SessionServer {
         Self::boot(dir, |_| {}).await
     }
 
+    /// Where this server serves `/metrics`, if configured.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.running.as_ref().and_then(|r| r.metrics_addr)
+    }
+
+    /// Shuts the server down (SIGTERM's path) and waits until it has stopped.
+    pub async fn shutdown(mut self) {
+        if let Some(running) = self.running.take() {
+            running.shutdown().await.expect("clean shutdown");
+        }
+    }
+
     /// A new client on its own connection.
     pub async fn connect(&self) -> SessionServiceClient<Channel> {
         SessionServiceClient::connect(format!("http://{}", self.addr))

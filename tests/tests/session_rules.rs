@@ -178,7 +178,7 @@ async fn s2_3_s2_4_num_recent_events_and_inclusive_after_timestamp() {
 #[tokio::test]
 async fn s2_3_last_events_of_a_10000_event_session() {
     // Durability is not under test here; periodic flushing keeps the setup quick.
-    let srv = SessionServer::start_with(|c| c.sync = SyncMode::Periodic).await;
+    let srv = SessionServer::start_with(|c| c.serve.sync = SyncMode::Periodic).await;
     srv.create("app", "u", "long", json!({})).await;
     let mut tasks = Vec::new();
     for worker in 0..8 {
@@ -321,7 +321,7 @@ async fn s4_4_s6_8_list_order_follows_last_update_time_even_backwards() {
 
 #[tokio::test]
 async fn s4_pagination_through_250_sessions() {
-    let srv = SessionServer::start_with(|c| c.sync = SyncMode::Periodic).await;
+    let srv = SessionServer::start_with(|c| c.serve.sync = SyncMode::Periodic).await;
     for i in 0..250 {
         let user = if i % 2 == 0 { "even" } else { "odd" };
         srv.create("app", user, &format!("s{i:03}"), json!({"i": i}))

@@ -164,7 +164,7 @@ async fn watchers_joining_during_concurrent_appends_see_every_event_once_in_orde
     const WRITERS: u64 = 4;
     const PER_WRITER: u64 = 60;
     const TOTAL: u64 = WRITERS * PER_WRITER;
-    let srv = SessionServer::start_with(|c| c.sync = SyncMode::Periodic).await;
+    let srv = SessionServer::start_with(|c| c.serve.sync = SyncMode::Periodic).await;
     srv.create("app", "u", "s", json!({})).await;
     let writers: Vec<_> = (0..WRITERS)
         .map(|w| {
@@ -261,7 +261,7 @@ async fn deleting_the_session_ends_watches_with_a_marker() {
 
 #[tokio::test]
 async fn a_slow_watcher_is_caught_up_from_the_store_without_losses() {
-    let srv = SessionServer::start_with(|c| c.sync = SyncMode::Periodic).await;
+    let srv = SessionServer::start_with(|c| c.serve.sync = SyncMode::Periodic).await;
     srv.create("app", "u", "s", json!({})).await;
     let mut stream = watch(&mut srv.client.clone(), "s", 0, false).await;
     // The watcher reads nothing while 1,000 events are appended.

@@ -5,6 +5,8 @@ pub mod status;
 
 use std::sync::Arc;
 
+use adk_common::auth::grant;
+use adk_proto::memory::v1::add_session_to_memory_request::Source;
 use adk_proto::memory::v1::{
     memory_service_server::MemoryService, AddEventsToMemoryRequest, AddEventsToMemoryResponse,
     AddMemoryRequest, AddMemoryResponse, AddSessionToMemoryRequest, AddSessionToMemoryResponse,
@@ -36,6 +38,15 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         &self,
         request: Request<AddSessionToMemoryRequest>,
     ) -> Result<Response<AddSessionToMemoryResponse>, Status> {
+        let scope = match &request.get_ref().source {
+            Some(Source::Session(s)) => Some((&s.app_name, &s.user_id)),
+            Some(Source::SessionRef(r)) => Some((&r.app_name, &r.user_id)),
+            // The domain refuses a request without a source.
+            None => None,
+        };
+        if let Some((app_name, user_id)) = scope {
+            grant(&request)?.check(app_name, Some(user_id))?;
+        }
         let entries = self.memories.add_session(request.into_inner()).await?;
         Ok(Response::new(AddSessionToMemoryResponse { entries }))
     }
@@ -44,6 +55,7 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         &self,
         request: Request<AddEventsToMemoryRequest>,
     ) -> Result<Response<AddEventsToMemoryResponse>, Status> {
+        allow(&request, |r| (&r.app_name, &r.user_id))?;
         let entries = self.memories.add_events(request.into_inner()).await?;
         Ok(Response::new(AddEventsToMemoryResponse { entries }))
     }
@@ -52,6 +64,7 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         &self,
         request: Request<AddMemoryRequest>,
     ) -> Result<Response<AddMemoryResponse>, Status> {
+        allow(&request, |r| (&r.app_name, &r.user_id))?;
         let ids = self.memories.add_memories(request.into_inner()).await?;
         Ok(Response::new(AddMemoryResponse { ids }))
     }
@@ -60,6 +73,7 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         &self,
         request: Request<SearchMemoryRequest>,
     ) -> Result<Response<SearchMemoryResponse>, Status> {
+        allow(&request, |r| (&r.app_name, &r.user_id))?;
         let hits = self.memories.search(request.into_inner()).await?;
         let memories = hits
             .into_iter()
@@ -72,6 +86,7 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         &self,
         request: Request<DeleteMemoryRequest>,
     ) -> Result<Response<DeleteMemoryResponse>, Status> {
+        allow(&request, |r| (&r.app_name, &r.user_id))?;
         let deleted = self.memories.delete(request.into_inner()).await?;
         Ok(Response::new(DeleteMemoryResponse { deleted }))
     }
@@ -80,6 +95,7 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         &self,
         request: Request<ListMemoriesRequest>,
     ) -> Result<Response<ListMemoriesResponse>, Status> {
+        allow(&request, |r| (&r.app_name, &r.user_id))?;
         let (entries, next_page_token) = self.memories.list(request.into_inner()).await?;
         let memories = entries.into_iter().map(|e| memory_entry(e, 0.0)).collect();
         Ok(Response::new(ListMemoriesResponse {
@@ -87,6 +103,15 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
             next_page_token,
         }))
     }
+}
+
+/// Checks the caller's token against the app and user a request names.
+fn allow<T>(
+    request: &Request<T>,
+    scope: impl FnOnce(&T) -> (&String, &String),
+) -> Result<(), Status> {
+    let (app_name, user_id) = scope(request.get_ref());
+    grant(request)?.check(app_name, Some(user_id))
 }
 
 fn memory_entry(entry: Entry, score: f64) -> MemoryEntry {

@@ -177,6 +177,13 @@ impl SledMemoryStore {
     }
 
     /// Flushes every write to disk, whatever the sync mode (at shutdown).
+    /// Publishes the database's size on disk as a gauge (read at each metrics scrape).
+    pub fn record_size(&self) {
+        if let Ok(bytes) = self.db.size_on_disk() {
+            metrics::gauge!("store_size_bytes", "service" => "memory-svc").set(bytes as f64);
+        }
+    }
+
     pub async fn flush(&self) -> Result<()> {
         self.db.flush_async().await?;
         Ok(())

@@ -5,6 +5,7 @@ pub mod status;
 
 use std::{pin::Pin, sync::Arc};
 
+use adk_common::auth::grant;
 use adk_proto::session::v1::{
     session_service_server::SessionService, watch_session_response::Change, AppendEventRequest,
     AppendEventResponse, CreateSessionRequest, DeleteSessionRequest, GetAppStateRequest,
@@ -45,6 +46,7 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<CreateSessionRequest>,
     ) -> Result<Response<Session>, Status> {
+        allow(&request, |r| (&r.app_name, Some(&r.user_id)))?;
         Ok(Response::new(
             self.sessions.create(request.into_inner()).await?,
         ))
@@ -54,6 +56,7 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<GetSessionRequest>,
     ) -> Result<Response<Session>, Status> {
+        allow(&request, |r| (&r.app_name, Some(&r.user_id)))?;
         Ok(Response::new(
             self.sessions.get(request.into_inner()).await?,
         ))
@@ -63,6 +66,7 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<ListSessionsRequest>,
     ) -> Result<Response<ListSessionsResponse>, Status> {
+        allow(&request, |r| (&r.app_name, r.user_id.as_ref()))?;
         let page = self.sessions.list(request.into_inner()).await?;
         Ok(Response::new(ListSessionsResponse {
             sessions: page.items,
@@ -74,6 +78,7 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<DeleteSessionRequest>,
     ) -> Result<Response<()>, Status> {
+        allow(&request, |r| (&r.app_name, Some(&r.user_id)))?;
         self.sessions.delete(request.into_inner()).await?;
         Ok(Response::new(()))
     }
@@ -82,6 +87,7 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<AppendEventRequest>,
     ) -> Result<Response<AppendEventResponse>, Status> {
+        allow(&request, |r| (&r.app_name, Some(&r.user_id)))?;
         let appended = self.sessions.append(request.into_inner()).await?;
         Ok(Response::new(append_response(Ok(appended))))
     }
@@ -92,14 +98,26 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<Streaming<AppendEventRequest>>,
     ) -> Result<Response<Self::AppendEventsStream>, Status> {
+        let grant = grant(&request)?.clone();
         let mut requests = request.into_inner();
         let sessions = self.sessions.clone();
+        let mut stopping = sessions.stopping();
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-        // One request at a time, in order: each response answers the request before it.
+        // One request at a time, in order: each response answers the request before it. At
+        // shutdown the append in progress completes and the stream then ends.
         tokio::spawn(async move {
             loop {
-                let response = match requests.message().await {
-                    Ok(Some(request)) => Ok(append_response(sessions.append(request).await)),
+                let next = tokio::select! {
+                    next = requests.message() => next,
+                    _ = stopping.wait() => return,
+                };
+                let response = match next {
+                    Ok(Some(request)) => Ok(
+                        match grant.check(&request.app_name, Some(&request.user_id)) {
+                            Ok(()) => append_response(sessions.append(request).await),
+                            Err(denied) => status_response(denied, 0),
+                        },
+                    ),
                     Ok(None) => return,
                     // The request stream itself broke (e.g. an undecodable message).
                     Err(status) => Err(status),
@@ -117,6 +135,7 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<ListEventsRequest>,
     ) -> Result<Response<ListEventsResponse>, Status> {
+        allow(&request, |r| (&r.app_name, Some(&r.user_id)))?;
         let page = self.sessions.list_events(request.into_inner()).await?;
         Ok(Response::new(ListEventsResponse {
             events: page.items,
@@ -130,6 +149,7 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<WatchSessionRequest>,
     ) -> Result<Response<Self::WatchSessionStream>, Status> {
+        allow(&request, |r| (&r.app_name, Some(&r.user_id)))?;
         let feed = self.sessions.watch_session(request.into_inner()).await?;
         let stream = ReceiverStream::new(feed).map(|item| {
             let change = match item? {
@@ -149,6 +169,9 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<WatchEventsRequest>,
     ) -> Result<Response<Self::WatchEventsStream>, Status> {
+        allow(&request, |r| {
+            (&r.app_name, Some(&r.user_id).filter(|u| !u.is_empty()))
+        })?;
         let feed = self.sessions.watch_events(request.into_inner()).await?;
         let stream = ReceiverStream::new(feed).map(|item| {
             let item = item?;
@@ -166,6 +189,7 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<GetUserStateRequest>,
     ) -> Result<Response<StateResponse>, Status> {
+        allow(&request, |r| (&r.app_name, Some(&r.user_id)))?;
         let state = self.sessions.user_state(request.into_inner()).await?;
         Ok(Response::new(StateResponse { state }))
     }
@@ -174,6 +198,7 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<GetAppStateRequest>,
     ) -> Result<Response<StateResponse>, Status> {
+        grant(&request)?.check_app(&request.get_ref().app_name)?;
         let state = self.sessions.app_state(request.into_inner()).await?;
         Ok(Response::new(StateResponse { state }))
     }
@@ -196,13 +221,25 @@ fn append_response(result: DomainResult<Appended>) -> AppendEventResponse {
                 SessionError::Stale { current, .. } => *current,
                 _ => 0,
             };
-            let status = Status::from(e);
-            AppendEventResponse {
-                last_sequence,
-                code: status.code() as i32,
-                message: status.message().to_owned(),
-                ..Default::default()
-            }
+            status_response(Status::from(e), last_sequence)
         }
     }
+}
+
+fn status_response(status: Status, last_sequence: u64) -> AppendEventResponse {
+    AppendEventResponse {
+        last_sequence,
+        code: status.code() as i32,
+        message: status.message().to_owned(),
+        ..Default::default()
+    }
+}
+
+/// Checks the caller's token against the app and user a request names.
+fn allow<T>(
+    request: &Request<T>,
+    scope: impl FnOnce(&T) -> (&String, Option<&String>),
+) -> Result<(), Status> {
+    let (app_name, user_id) = scope(request.get_ref());
+    grant(request)?.check(app_name, user_id.map(String::as_str))
 }

@@ -150,6 +150,13 @@ pub trait SessionStore: Clone + Send + Sync + 'static {
     /// Forgets changes committed before `before`; returns how many.
     fn trim_changes(&self, before: Timestamp) -> impl Future<Output = Result<usize>> + Send;
 
+    /// Deletes up to `limit` sessions whose expire_time is before `now`; returns their keys.
+    fn sweep_expired(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<SessionKey>>> + Send;
+
     /// The user scope's entries, keys without prefix.
     fn user_state(
         &self,

@@ -14,6 +14,7 @@
 //! | `user_state`    | app, user, state key                 | JSON value text              |
 //! | `by_time`       | app, last_update_time, user, session | (empty): ListSessions index  |
 //! | `by_user_time`  | app, user, last_update_time, session | (empty): ListSessions index  |
+//! | `by_expiry`     | expire_time, app, user, session      | (empty): TTL sweeper index   |
 //! | `changes`       | app, position (u64)                  | [`ChangeRecord`]: WatchEvents |
 //! | `change_heads`  | app                                  | latest position (u64)        |
 //!
@@ -96,6 +97,7 @@ pub struct SledStore {
     user_state: Tree,
     by_time: Tree,
     by_user_time: Tree,
+    by_expiry: Tree,
     changes: Tree,
     change_heads: Tree,
     commit: GroupCommit,
@@ -114,11 +116,19 @@ impl SledStore {
             user_state: db.open_tree("user_state")?,
             by_time: db.open_tree("by_time")?,
             by_user_time: db.open_tree("by_user_time")?,
+            by_expiry: db.open_tree("by_expiry")?,
             changes: db.open_tree("changes")?,
             change_heads: db.open_tree("change_heads")?,
             commit: GroupCommit::start(db.clone(), sync),
             db,
         })
+    }
+
+    /// Publishes the database's size on disk as a gauge (read at each metrics scrape).
+    pub fn record_size(&self) {
+        if let Ok(bytes) = self.db.size_on_disk() {
+            metrics::gauge!("store_size_bytes", "service" => "session-svc").set(bytes as f64);
+        }
     }
 
     /// Flushes everything to disk (used at shutdown).
@@ -209,9 +219,10 @@ impl SledStore {
             &self.event_ids,
             &self.by_time,
             &self.by_user_time,
+            &self.by_expiry,
         );
         let done = trees.transaction(
-            |(sessions, session_state, events, event_ids, by_time, by_user_time)| {
+            |(sessions, session_state, events, event_ids, by_time, by_user_time, by_expiry)| {
                 let Some(bytes) = sessions.get(skey.as_bytes())? else {
                     return Ok(true);
                 };
@@ -233,6 +244,9 @@ impl SledStore {
                 let ts = current.last_update_time();
                 by_time.remove(by_time_key(key, &ts))?;
                 by_user_time.remove(by_user_time_key(key, &ts))?;
+                if let Some(expire) = &current.expire_time {
+                    by_expiry.remove(by_expiry_key(key, expire))?;
+                }
                 sessions.remove(skey.as_bytes())?;
                 Ok(true)
             },
@@ -265,9 +279,10 @@ impl SessionStore for SledStore {
             &self.user_state,
             &self.by_time,
             &self.by_user_time,
+            &self.by_expiry,
         );
         let created = trees.transaction(
-            |(sessions, session_state, app_state, user_state, by_time, by_user_time)| {
+            |(sessions, session_state, app_state, user_state, by_time, by_user_time, by_expiry)| {
                 if sessions.get(skey.as_bytes())?.is_some() {
                     return abort(SessionError::SessionExists {
                         session_id: key.session_id.clone(),
@@ -276,6 +291,9 @@ impl SessionStore for SledStore {
                 apply_delta(key, &new.state, session_state, app_state, user_state)?;
                 by_time.insert(by_time_key(key, &new.create_time), &[])?;
                 by_user_time.insert(by_user_time_key(key, &new.create_time), &[])?;
+                if let Some(expire) = &new.expire_time {
+                    by_expiry.insert(by_expiry_key(key, expire), &[])?;
+                }
                 sessions.insert(skey.as_bytes(), record.encode_to_vec())?;
                 Ok(())
             },
@@ -585,6 +603,41 @@ impl SessionStore for SledStore {
         Ok(trimmed)
     }
 
+    async fn sweep_expired(&self, now: Timestamp, limit: usize) -> Result<Vec<SessionKey>> {
+        let end = Key::new().timestamp(&now);
+        let mut swept = Vec::new();
+        let mut stale_index = Vec::new();
+        for kv in self.by_expiry.range(..end.as_bytes()).take(limit) {
+            let (index_key, _) = kv?;
+            let mut r = KeyReader::new(&index_key);
+            let key = r.timestamp().and_then(|_| {
+                Some(SessionKey {
+                    app_name: r.str()?,
+                    user_id: r.str()?,
+                    session_id: r.str()?,
+                })
+            });
+            let key =
+                key.ok_or_else(|| SessionError::Corrupt("unreadable expiry index key".into()))?;
+            // Only a session that has expired goes; a newer one of the same name stays.
+            match self.record(session_key(&key).as_bytes())? {
+                Some(record) if !record.is_live(&now) => {
+                    if self.delete_version(&key, &record)? {
+                        swept.push(key);
+                    }
+                }
+                _ => stale_index.push(index_key),
+            }
+        }
+        for k in stale_index {
+            self.by_expiry.remove(k)?;
+        }
+        if !swept.is_empty() {
+            self.commit.wait_durable().await?;
+        }
+        Ok(swept)
+    }
+
     async fn user_state(&self, app_name: &str, user_id: &str) -> Result<Vec<Entry>> {
         scan_entries(
             &self.user_state,
@@ -622,6 +675,14 @@ fn by_time_key(key: &SessionKey, ts: &Timestamp) -> Key {
     Key::new()
         .str(&key.app_name)
         .timestamp(ts)
+        .str(&key.user_id)
+        .str(&key.session_id)
+}
+
+fn by_expiry_key(key: &SessionKey, expire: &Timestamp) -> Key {
+    Key::new()
+        .timestamp(expire)
+        .str(&key.app_name)
         .str(&key.user_id)
         .str(&key.session_id)
 }

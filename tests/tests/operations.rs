@@ -1,0 +1,604 @@
+//! What an operator relies on: token authentication scoped to apps and users, TLS, graceful
+//! shutdown, session expiry, and the Prometheus endpoint.
+
+use std::time::Duration;
+
+use adk_proto::{
+    memory::v1::{memory_service_client::MemoryServiceClient, SearchMemoryRequest},
+    session::v1::{
+        session_service_client::SessionServiceClient, watch_session_response::Change,
+        CreateSessionRequest, GetAppStateRequest, GetSessionRequest, ListSessionsRequest,
+        WatchEventsRequest, WatchSessionRequest,
+    },
+};
+use adk_tests::{append_request, json, text_event, SessionServer};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{
+    metadata::MetadataValue,
+    service::{interceptor::InterceptedService, Interceptor},
+    transport::{Certificate, Channel, ClientTlsConfig, Identity},
+    Code, Request, Status,
+};
+
+const TOKENS: &str = r#"{"tokens": [
+    {"name": "app-a", "token": "token-for-app-a", "apps": ["a"]},
+    {"name": "alice", "token": "token-for-alice", "apps": ["a"], "users": ["alice"]}
+]}"#;
+
+/// Presents a bearer token (or none) on every call.
+#[derive(Clone)]
+struct Bearer(Option<&'static str>);
+
+impl Interceptor for Bearer {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        if let Some(token) = self.0 {
+            let value: MetadataValue<_> = format!("Bearer {token}").parse().unwrap();
+            request.metadata_mut().insert("authorization", value);
+        }
+        Ok(request)
+    }
+}
+
+async fn client_with_token(
+    addr: std::net::SocketAddr,
+    token: Option<&'static str>,
+) -> SessionServiceClient<InterceptedService<Channel, Bearer>> {
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    SessionServiceClient::with_interceptor(channel, Bearer(token))
+}
+
+fn create(app: &str, user: &str, id: &str) -> CreateSessionRequest {
+    CreateSessionRequest {
+        app_name: app.into(),
+        user_id: user.into(),
+        session_id: id.into(),
+        state: r#"{"app:shared": 1}"#.into(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn tokens_confine_callers_to_their_apps_and_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.json");
+    std::fs::write(&tokens, TOKENS).unwrap();
+    let tokens_for_memory = tokens.clone();
+    let srv = SessionServer::start_with(|c| c.serve.tokens_file = Some(tokens)).await;
+
+    let mut anonymous = client_with_token(srv.addr, None).await;
+    let err = anonymous
+        .create_session(create("a", "alice", "s"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unauthenticated);
+    let mut forged = client_with_token(srv.addr, Some("not-a-real-token")).await;
+    assert_eq!(
+        forged
+            .create_session(create("a", "alice", "s"))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::Unauthenticated
+    );
+
+    let mut app_a = client_with_token(srv.addr, Some("token-for-app-a")).await;
+    app_a.create_session(create("a", "bob", "s")).await.unwrap();
+    // Everything about app b is out of reach: write, read, list, watch, stream.
+    let denied = |r: Result<tonic::Response<_>, Status>| {
+        let err = r.map(|_: tonic::Response<()>| ()).unwrap_err();
+        assert_eq!(err.code(), Code::PermissionDenied, "{}", err.message());
+    };
+    denied(
+        app_a
+            .create_session(create("b", "bob", "s"))
+            .await
+            .map(|r| r.map(|_| ())),
+    );
+    let get_b = GetSessionRequest {
+        app_name: "b".into(),
+        user_id: "bob".into(),
+        session_id: "s".into(),
+        ..Default::default()
+    };
+    denied(app_a.get_session(get_b).await.map(|r| r.map(|_| ())));
+    let list_b = ListSessionsRequest {
+        app_name: "b".into(),
+        ..Default::default()
+    };
+    denied(app_a.list_sessions(list_b).await.map(|r| r.map(|_| ())));
+    denied(
+        app_a
+            .get_app_state(GetAppStateRequest {
+                app_name: "b".into(),
+            })
+            .await
+            .map(|r| r.map(|_| ())),
+    );
+    let watch_b = WatchSessionRequest {
+        app_name: "b".into(),
+        user_id: "bob".into(),
+        session_id: "s".into(),
+        ..Default::default()
+    };
+    denied(app_a.watch_session(watch_b).await.map(|r| r.map(|_| ())));
+    let feed_b = WatchEventsRequest {
+        app_name: "b".into(),
+        ..Default::default()
+    };
+    denied(app_a.watch_events(feed_b).await.map(|r| r.map(|_| ())));
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    let mut responses = app_a
+        .append_events(ReceiverStream::new(rx))
+        .await
+        .unwrap()
+        .into_inner();
+    tx.send(append_request(
+        "b",
+        "bob",
+        "s",
+        text_event("user", "sneaky"),
+    ))
+    .await
+    .unwrap();
+    tx.send(append_request("a", "bob", "s", text_event("user", "fine")))
+        .await
+        .unwrap();
+    assert_eq!(
+        responses.message().await.unwrap().unwrap().code,
+        Code::PermissionDenied as i32
+    );
+    assert_eq!(responses.message().await.unwrap().unwrap().code, 0);
+
+    // A token limited to one user: that user only, and no listing across users.
+    let mut alice = client_with_token(srv.addr, Some("token-for-alice")).await;
+    alice
+        .create_session(create("a", "alice", "mine"))
+        .await
+        .unwrap();
+    denied(
+        alice
+            .create_session(create("a", "bob", "theirs"))
+            .await
+            .map(|r| r.map(|_| ())),
+    );
+    let list_all = ListSessionsRequest {
+        app_name: "a".into(),
+        ..Default::default()
+    };
+    denied(alice.list_sessions(list_all).await.map(|r| r.map(|_| ())));
+    let list_mine = ListSessionsRequest {
+        app_name: "a".into(),
+        user_id: Some("alice".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        alice
+            .list_sessions(list_mine)
+            .await
+            .unwrap()
+            .into_inner()
+            .sessions
+            .len(),
+        1
+    );
+    let app_state = alice
+        .get_app_state(GetAppStateRequest {
+            app_name: "a".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(json(&app_state.into_inner().state), json!({"shared": 1}));
+
+    // memory-svc enforces the same file.
+    let memory = {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = memory_svc::config::Config::ephemeral(
+            dir.path().to_owned(),
+            format!("http://{}", srv.addr),
+        );
+        config.serve.tokens_file = Some(tokens_for_memory);
+        (memory_svc::server::start(config).await.unwrap(), dir)
+    };
+    let channel = Channel::from_shared(format!("http://{}", memory.0.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let search = |app: &str| SearchMemoryRequest {
+        app_name: app.into(),
+        user_id: "bob".into(),
+        query: "x".into(),
+        ..Default::default()
+    };
+    let mut plain = MemoryServiceClient::new(channel.clone());
+    assert_eq!(
+        plain.search_memory(search("a")).await.unwrap_err().code(),
+        Code::Unauthenticated
+    );
+    let mut with_token =
+        MemoryServiceClient::with_interceptor(channel, Bearer(Some("token-for-app-a")));
+    with_token.search_memory(search("a")).await.unwrap();
+    assert_eq!(
+        with_token
+            .search_memory(search("b"))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::PermissionDenied
+    );
+    memory.0.shutdown().await.unwrap();
+}
+
+struct Pki {
+    ca_pem: String,
+    cert_pem: String,
+    key_pem: String,
+}
+
+/// A CA and a certificate for `localhost` signed by it.
+fn pki() -> Pki {
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["localhost".to_owned()])
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    Pki {
+        ca_pem: ca.pem(),
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    }
+}
+
+async fn tls_channel(
+    addr: std::net::SocketAddr,
+    ca_pem: &str,
+    identity: Option<&Pki>,
+) -> Result<Channel, tonic::transport::Error> {
+    let mut tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(ca_pem))
+        .domain_name("localhost");
+    if let Some(id) = identity {
+        tls = tls.identity(Identity::from_pem(&id.cert_pem, &id.key_pem));
+    }
+    Channel::from_shared(format!("https://{addr}"))
+        .unwrap()
+        .tls_config(tls)?
+        .connect()
+        .await
+}
+
+#[tokio::test]
+async fn tls_and_mutual_tls() {
+    let server_pki = pki();
+    let client_pki = pki();
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let (cert, key) = (
+        write("cert.pem", &server_pki.cert_pem),
+        write("key.pem", &server_pki.key_pem),
+    );
+    let client_ca = write("client-ca.pem", &client_pki.ca_pem);
+    let srv = SessionServer::start_with(|c| {
+        c.serve.tls_cert = Some(cert.clone());
+        c.serve.tls_key = Some(key.clone());
+    })
+    .await;
+    let channel = tls_channel(srv.addr, &server_pki.ca_pem, None)
+        .await
+        .unwrap();
+    SessionServiceClient::new(channel)
+        .create_session(create("a", "u", "s"))
+        .await
+        .unwrap();
+    // A client trusting another CA refuses the server.
+    let other = pki();
+    let wrong = match tls_channel(srv.addr, &other.ca_pem, None).await {
+        Err(_) => true,
+        Ok(channel) => SessionServiceClient::new(channel)
+            .create_session(create("a", "u", "t"))
+            .await
+            .is_err(),
+    };
+    assert!(wrong, "a client with the wrong CA must not get through");
+
+    let mtls = SessionServer::start_with(|c| {
+        c.serve.tls_cert = Some(cert.clone());
+        c.serve.tls_key = Some(key.clone());
+        c.serve.tls_client_ca = Some(client_ca.clone());
+    })
+    .await;
+    let anonymous = match tls_channel(mtls.addr, &server_pki.ca_pem, None).await {
+        Err(_) => true,
+        Ok(channel) => SessionServiceClient::new(channel)
+            .create_session(create("a", "u", "s"))
+            .await
+            .is_err(),
+    };
+    assert!(
+        anonymous,
+        "mutual TLS refuses a client without a certificate"
+    );
+    let channel = tls_channel(mtls.addr, &server_pki.ca_pem, Some(&client_pki))
+        .await
+        .unwrap();
+    SessionServiceClient::new(channel)
+        .create_session(create("a", "u", "s"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn shutdown_ends_streams_cleanly_and_keeps_every_acknowledged_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = SessionServer::start_in(dir.path()).await;
+    srv.create("app", "u", "s", json!({})).await;
+    let mut watch = srv
+        .client
+        .clone()
+        .watch_session(WatchSessionRequest {
+            app_name: "app".into(),
+            user_id: "u".into(),
+            session_id: "s".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let mut c = srv.client.clone();
+            tokio::spawn(async move {
+                let mut acked = Vec::new();
+                for i in 0..200 {
+                    let mut e = text_event("user", "x");
+                    e.id = format!("w{w}-{i}");
+                    match c.append_event(append_request("app", "u", "s", e)).await {
+                        Ok(_) => acked.push(format!("w{w}-{i}")),
+                        Err(_) => break,
+                    }
+                }
+                acked
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = std::time::Instant::now();
+    srv.shutdown().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "well within the grace period"
+    );
+    // The watch ends with OK (end of stream), not an error, after the events it had.
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match watch.message().await {
+                Ok(Some(change)) => assert!(matches!(change.change, Some(Change::Event(_)))),
+                Ok(None) => return true,
+                Err(status) => panic!("the watch ended with an error: {status}"),
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert!(ended);
+    let mut acked = Vec::new();
+    for w in writers {
+        acked.extend(w.await.unwrap());
+    }
+    let srv = SessionServer::start_in(dir.path()).await;
+    let stored: std::collections::HashSet<String> = srv
+        .get("app", "u", "s")
+        .await
+        .events
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert!(
+        acked.iter().all(|id| stored.contains(id)),
+        "every acknowledged append survived"
+    );
+}
+
+#[tokio::test]
+async fn expired_sessions_vanish_and_are_swept() {
+    let srv = SessionServer::start_with(|c| c.default_session_ttl_secs = 3600).await;
+    let mut c = srv.client.clone();
+    let mut short = create("app", "u", "short");
+    short.ttl = Some(prost_types::Duration {
+        seconds: 1,
+        nanos: 0,
+    });
+    let created = c.create_session(short).await.unwrap().into_inner();
+    assert!(created.expire_time.is_some());
+    let long = c
+        .create_session(create("app", "u", "long"))
+        .await
+        .unwrap()
+        .into_inner();
+    let default_expiry = long.expire_time.unwrap().seconds - long.create_time.unwrap().seconds;
+    assert!(
+        (3599..=3601).contains(&default_expiry),
+        "--default-session-ttl-secs applies"
+    );
+
+    let mut watch = c
+        .watch_session(WatchSessionRequest {
+            app_name: "app".into(),
+            user_id: "u".into(),
+            session_id: "short".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let get = GetSessionRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        session_id: "short".into(),
+        ..Default::default()
+    };
+    assert_eq!(
+        c.get_session(get).await.unwrap_err().code(),
+        Code::NotFound,
+        "invisible once expired"
+    );
+    let listed = c
+        .list_sessions(ListSessionsRequest {
+            app_name: "app".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<_> = listed
+        .into_inner()
+        .sessions
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids, ["long"]);
+    let err = c
+        .append_event(append_request(
+            "app",
+            "u",
+            "short",
+            text_event("user", "late"),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound);
+    // The sweeper deletes it for good, which ends its watchers.
+    let change = tokio::time::timeout(Duration::from_secs(5), watch.message())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(matches!(change.change, Some(Change::Deleted(_))));
+    // Its name is free again.
+    c.create_session(create("app", "u", "short")).await.unwrap();
+}
+
+/// GETs `/metrics` with a bare HTTP/1.1 request.
+async fn scrape(addr: std::net::SocketAddr) -> String {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: metrics\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    body.to_owned()
+}
+
+/// The value of the sample with this name whose labels contain every `label`.
+fn sample(exposition: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    exposition.lines().find_map(|line| {
+        let (series, value) = line.rsplit_once(' ')?;
+        let matches = (series == name || series.starts_with(&format!("{name}{{")))
+            && labels.iter().all(|l| series.contains(l));
+        matches.then(|| value.parse().unwrap())
+    })
+}
+
+#[tokio::test]
+async fn metrics_are_exposed_for_prometheus() {
+    let srv =
+        SessionServer::start_with(|c| c.serve.metrics_listen = Some(([127, 0, 0, 1], 0).into()))
+            .await;
+    srv.create("metrics-app", "u", "s", json!({})).await;
+    for _ in 0..3 {
+        srv.append("metrics-app", "u", "s", text_event("user", "hi"))
+            .await;
+    }
+    let missing = GetSessionRequest {
+        app_name: "metrics-app".into(),
+        user_id: "u".into(),
+        session_id: "nope".into(),
+        ..Default::default()
+    };
+    srv.client.clone().get_session(missing).await.unwrap_err();
+    let _watch = srv
+        .client
+        .clone()
+        .watch_session(WatchSessionRequest {
+            app_name: "metrics-app".into(),
+            user_id: "u".into(),
+            session_id: "s".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let body = scrape(srv.metrics_addr().unwrap()).await;
+
+    // Every sample line parses: `name{labels} value`.
+    for line in body
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let (_, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("bad line {line:?}"));
+        assert!(
+            value.parse::<f64>().is_ok() || value == "+Inf",
+            "bad value in {line:?}"
+        );
+    }
+    let append = "method=\"adk.session.v1.SessionService/AppendEvent\"";
+    assert!(
+        sample(
+            &body,
+            "grpc_server_requests_total",
+            &[append, "code=\"Ok\""]
+        )
+        .unwrap()
+            >= 3.0
+    );
+    let get = "method=\"adk.session.v1.SessionService/GetSession\"";
+    assert!(
+        sample(
+            &body,
+            "grpc_server_requests_total",
+            &[get, "code=\"NotFound\""]
+        )
+        .unwrap()
+            >= 1.0
+    );
+    assert!(
+        sample(
+            &body,
+            "grpc_server_request_duration_seconds_count",
+            &[append]
+        )
+        .unwrap()
+            >= 3.0
+    );
+    assert!(sample(
+        &body,
+        "grpc_server_request_duration_seconds_bucket",
+        &[append, "le=\"+Inf\""]
+    )
+    .is_some());
+    assert!(sample(&body, "store_flush_batch_size_count", &[]).unwrap() >= 1.0);
+    assert!(sample(&body, "store_size_bytes", &["service=\"session-svc\""]).unwrap() > 0.0);
+    let watch = "method=\"adk.session.v1.SessionService/WatchSession\"";
+    assert!(
+        sample(&body, "grpc_server_in_flight", &[watch]).unwrap() >= 1.0,
+        "open streams count"
+    );
+}
