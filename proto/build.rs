@@ -5,7 +5,11 @@ use std::{env, error::Error, fs, path::PathBuf};
 
 use prost::Message;
 
-const PROTOS: [&str; 2] = ["adk/session/v1/session.proto", "adk/memory/v1/memory.proto"];
+const PROTOS: [&str; 3] = [
+    "adk/session/v1/session.proto",
+    "adk/memory/v1/memory.proto",
+    "adk/admin/v1/admin.proto",
+];
 
 fn main() -> Result<(), Box<dyn Error>> {
     // tonic-prost-build 0.14 no longer emits these itself.

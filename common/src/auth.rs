@@ -75,6 +75,18 @@ impl Grant {
         }
     }
 
+    /// Checks that the token may access everything (whole-store operations such as backups).
+    pub fn check_everything(&self) -> Result<(), Status> {
+        if self.apps.is_none() && self.users.is_none() {
+            Ok(())
+        } else {
+            Err(Status::permission_denied(format!(
+                "token {:?} is not granted every app (\"*\")",
+                self.name
+            )))
+        }
+    }
+
     /// Checks access to what an app shares with all its users (app state).
     pub fn check_app(&self, app_name: &str) -> Result<(), Status> {
         let app_ok = self

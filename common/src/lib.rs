@@ -6,6 +6,7 @@
 //! - [`keys`]: order-preserving, self-delimiting encoding of composite sled keys.
 //! - [`metrics`]: Prometheus metrics of every RPC and the `/metrics` endpoint.
 //! - [`page`]: opaque page tokens and cursors that cannot leave the scope they were issued for.
+//! - [`snapshot`]: online backups (snapshot format, AdminService, snapshot/restore commands).
 //! - [`server`]: logging setup, reflection, shutdown signal.
 //! - [`validate`]: checks of identifiers, JSON text fields and page sizes.
 
@@ -15,4 +16,5 @@ pub mod keys;
 pub mod metrics;
 pub mod page;
 pub mod server;
+pub mod snapshot;
 pub mod validate;

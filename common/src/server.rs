@@ -268,7 +268,8 @@ pub async fn spawn(
         None => (None, None),
     };
     let (stop, stopped) = oneshot::channel::<()>();
-    let (reflection_v1, reflection_v1alpha) = reflection(&[service_name])?;
+    let (reflection_v1, reflection_v1alpha) =
+        reflection(&[service_name, "adk.admin.v1.AdminService"])?;
     let (health, health_service) = tonic_health::server::health_reporter();
     health
         .set_service_status(service_name, ServingStatus::Serving)

@@ -3,7 +3,7 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use adk_common::server::ServeFlags;
+use adk_common::{server::ServeFlags, snapshot::AdminCommand};
 use clap::Parser;
 
 /// gRPC memory service for agents: per-(app, user) long-term memory with ranked keyword search.
@@ -36,6 +36,10 @@ pub struct Config {
 
     #[command(flatten)]
     pub serve: ServeFlags,
+
+    /// Backup commands instead of serving.
+    #[command(subcommand)]
+    pub admin: Option<AdminCommand>,
 }
 
 impl Config {
@@ -54,6 +58,7 @@ impl Config {
             session_token_file: None,
             session_ca: None,
             serve: ServeFlags::default(),
+            admin: None,
         }
     }
 }

@@ -3,7 +3,11 @@
 
 use std::sync::Arc;
 
-use adk_common::server::{spawn, BoxError, Running, Shutdown};
+use adk_common::{
+    server::{spawn, BoxError, Running, Shutdown},
+    snapshot::AdminGrpc,
+};
+use adk_proto::admin::v1::admin_service_server::AdminServiceServer;
 use adk_proto::memory::v1::memory_service_server::MemoryServiceServer;
 use tokio::net::TcpListener;
 use tonic::service::{interceptor::InterceptedService, Routes};
@@ -35,11 +39,17 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
     let memories = Arc::new(Memories::new(store.clone(), sessions));
     let service = MemoryServiceServer::new(MemoryGrpc::new(memories))
         .max_decoding_message_size(config.max_request_bytes);
+    let admin = AdminServiceServer::new(AdminGrpc::new(
+        Arc::new(store.clone()),
+        config.data_dir.join("snapshots"),
+    ));
+    let routes = Routes::new(InterceptedService::new(service, authenticator.clone()))
+        .add_service(InterceptedService::new(admin, authenticator));
     let db_size = store.clone();
     spawn(
         listener,
         "adk.memory.v1.MemoryService",
-        Routes::new(InterceptedService::new(service, authenticator)),
+        routes,
         config.serve.options(),
         Shutdown::new(),
         Arc::new(move || db_size.record_size()),

@@ -1,5 +1,5 @@
 //! Generated Rust types, clients and server traits for the two gRPC packages:
-//! `adk.session.v1` (session-svc) and `adk.memory.v1` (memory-svc).
+//! `adk.session.v1` (session-svc), `adk.memory.v1` (memory-svc) and `adk.admin.v1` (both).
 //!
 //! The `.proto` files beside this crate are the contract; this crate only compiles them.
 
@@ -18,6 +18,14 @@ pub mod memory {
     /// Version 1 of `adk.memory.v1`.
     pub mod v1 {
         tonic::include_proto!("adk.memory.v1");
+    }
+}
+
+/// The administration contract (online snapshots), served by both servers.
+pub mod admin {
+    /// Version 1 of `adk.admin.v1`.
+    pub mod v1 {
+        tonic::include_proto!("adk.admin.v1");
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use adk_common::server::ServeFlags;
+use adk_common::{server::ServeFlags, snapshot::AdminCommand};
 use clap::Parser;
 
 /// gRPC session service for agents: sessions, ordered events and scoped state on sled.
@@ -33,6 +33,10 @@ pub struct Config {
 
     #[command(flatten)]
     pub serve: ServeFlags,
+
+    /// Backup commands instead of serving.
+    #[command(subcommand)]
+    pub admin: Option<AdminCommand>,
 }
 
 impl Config {
@@ -50,6 +54,7 @@ impl Config {
             change_retention_secs: 24 * 3600,
             default_session_ttl_secs: 0,
             serve: ServeFlags::default(),
+            admin: None,
         }
     }
 }

@@ -7,6 +7,9 @@ use session_svc::{config::Config, server};
 #[tokio::main]
 async fn main() -> ExitCode {
     let config = Config::from_env();
+    if let Some(command) = config.admin {
+        return command.run().await;
+    }
     adk_common::server::init_logging(config.serve.log_format);
     tracing::info!(?config, "starting");
     adk_common::server::run_until_signal("session-svc", server::start(config).await).await

@@ -3,7 +3,11 @@
 
 use std::{sync::Arc, time::Duration};
 
-use adk_common::server::{spawn, BoxError, Running, Shutdown};
+use adk_common::{
+    server::{spawn, BoxError, Running, Shutdown},
+    snapshot::AdminGrpc,
+};
+use adk_proto::admin::v1::admin_service_server::AdminServiceServer;
 use adk_proto::session::v1::session_service_server::SessionServiceServer;
 use tokio::net::TcpListener;
 use tonic::service::{interceptor::InterceptedService, Routes};
@@ -48,12 +52,17 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
     ));
     let service = SessionServiceServer::new(SessionGrpc::new(sessions))
         .max_decoding_message_size(config.max_event_bytes + REQUEST_OVERHEAD_BYTES);
-    let service = InterceptedService::new(service, authenticator);
+    let admin = AdminServiceServer::new(AdminGrpc::new(
+        Arc::new(store.clone()),
+        config.data_dir.join("snapshots"),
+    ));
+    let routes = Routes::new(InterceptedService::new(service, authenticator.clone()))
+        .add_service(InterceptedService::new(admin, authenticator));
     let db_size = store.clone();
     spawn(
         listener,
         "adk.session.v1.SessionService",
-        Routes::new(service),
+        routes,
         config.serve.options(),
         shutdown,
         Arc::new(move || db_size.record_size()),

@@ -368,7 +368,11 @@ async fn health_and_reflection_in_both_versions() {
     names.sort();
     assert_eq!(
         names,
-        ["adk.session.v1.SessionService", "grpc.health.v1.Health"]
+        [
+            "adk.admin.v1.AdminService",
+            "adk.session.v1.SessionService",
+            "grpc.health.v1.Health"
+        ]
     );
 
     let mut alpha = v1alpha::server_reflection_client::ServerReflectionClient::new(channel);

@@ -29,17 +29,20 @@ use std::{
     convert::Infallible,
     ops::Bound,
     path::Path,
+    sync::Arc,
 };
 
 use adk_common::{
     durability::{GroupCommit, SyncMode},
     keys::{prefix_end, Key, KeyReader},
     page,
+    snapshot::{self, SnapshotError, Snapshotter},
 };
 use adk_proto::session::v1::{part, Content};
 use prost::Message;
 use prost_types::Timestamp;
 use sled::{transaction::TransactionError, Batch, IVec, Transactional, Tree};
+use tokio::sync::RwLock;
 
 use super::{DeleteTarget, Entry, Hit, MemoryStore, Result, Scope, SearchQuery, StoreError};
 use crate::text;
@@ -154,6 +157,8 @@ pub struct SledMemoryStore {
     tombstones: Tree,
     stats: Tree,
     commit: GroupCommit,
+    /// Writers share it; a snapshot takes it alone, so it sees no write half done.
+    gate: Arc<RwLock<()>>,
 }
 
 impl SledMemoryStore {
@@ -172,6 +177,7 @@ impl SledMemoryStore {
             tombstones: db.open_tree("tombstones")?,
             stats: db.open_tree("stats")?,
             commit: GroupCommit::start(db.clone(), sync),
+            gate: Arc::default(),
             db,
         })
     }
@@ -197,6 +203,7 @@ impl SledMemoryStore {
         scope: Scope<'_>,
         plan: impl Fn(&mut Plan<'_>) -> Result<T>,
     ) -> Result<T> {
+        let writing = self.gate.read().await;
         let out = loop {
             let mut p = Plan::new(self, scope)?;
             let out = plan(&mut p)?;
@@ -204,6 +211,7 @@ impl SledMemoryStore {
                 break out;
             }
         };
+        drop(writing);
         // Also when nothing changed: the answer may rest on a concurrent write not yet flushed.
         self.commit.wait_durable().await?;
         Ok(out)
@@ -227,6 +235,19 @@ impl SledMemoryStore {
 }
 
 /// The writes of one call, gathered against the scope's stats as they were when planning began.
+impl Snapshotter for SledMemoryStore {
+    async fn snapshot(&self, path: &Path) -> std::result::Result<u64, SnapshotError> {
+        let paused = self.gate.clone().write_owned().await;
+        let (db, path) = (self.db.clone(), path.to_owned());
+        tokio::task::spawn_blocking(move || {
+            let _paused = paused;
+            snapshot::write(&db, std::fs::File::create(path)?)
+        })
+        .await
+        .map_err(|e| SnapshotError::Io(std::io::Error::other(e)))?
+    }
+}
+
 struct Plan<'s> {
     store: &'s SledMemoryStore,
     scope: Key,

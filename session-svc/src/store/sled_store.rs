@@ -21,12 +21,13 @@
 //! Every write is one sled transaction over the trees it touches, followed by a group-commit
 //! flush, so it is atomic and durable before the caller hears of it.
 
-use std::{ops::Bound, path::Path, time::SystemTime};
+use std::{ops::Bound, path::Path, sync::Arc, time::SystemTime};
 
 use adk_common::{
     durability::{GroupCommit, SyncMode},
     keys::{prefix_end, Key, KeyReader},
     page,
+    snapshot::{self, SnapshotError, Snapshotter},
 };
 use adk_proto::session::v1::{Event, Session};
 use prost::Message;
@@ -35,6 +36,7 @@ use sled::{
     transaction::{ConflictableTransactionError, TransactionError, TransactionalTree},
     Transactional, Tree,
 };
+use tokio::sync::RwLock;
 
 use super::{
     Append, Appended, Change, Changes, EventWindow, NewSession, Page, SessionKey, SessionStore,
@@ -101,6 +103,8 @@ pub struct SledStore {
     changes: Tree,
     change_heads: Tree,
     commit: GroupCommit,
+    /// Writers share it; a snapshot takes it alone, so it sees no write half done.
+    gate: Arc<RwLock<()>>,
 }
 
 impl SledStore {
@@ -120,6 +124,7 @@ impl SledStore {
             changes: db.open_tree("changes")?,
             change_heads: db.open_tree("change_heads")?,
             commit: GroupCommit::start(db.clone(), sync),
+            gate: Arc::default(),
             db,
         })
     }
@@ -265,6 +270,7 @@ impl SessionStore for SledStore {
                 self.delete(key).await?;
             }
         }
+        let writing = self.gate.read().await;
         let record = SessionRecord {
             incarnation: self.db.generate_id()?,
             create_time: Some(new.create_time),
@@ -299,6 +305,7 @@ impl SessionStore for SledStore {
             },
         );
         tx_result(created)?;
+        drop(writing);
         self.commit.wait_durable().await?;
         let app_state = scan_entries(&self.app_state, app_prefix(&key.app_name).as_bytes())?;
         self.assemble(key, &record, &app_state, EventWindow::NONE)
@@ -360,11 +367,13 @@ impl SessionStore for SledStore {
 
     async fn delete(&self, key: &SessionKey) -> Result<()> {
         let skey = session_key(key);
+        let writing = self.gate.read().await;
         while let Some(record) = self.record(skey.as_bytes())? {
             if self.delete_version(key, &record)? {
                 break;
             }
         }
+        drop(writing);
         self.commit.wait_durable().await?;
         Ok(())
     }
@@ -386,6 +395,7 @@ impl SessionStore for SledStore {
             &self.change_heads,
         );
         let app_key = app_prefix(&key.app_name);
+        let writing = self.gate.read().await;
         let appended = trees.transaction(
             |(
                 sessions,
@@ -480,6 +490,7 @@ impl SessionStore for SledStore {
             },
         );
         let appended = tx_result(appended)?;
+        drop(writing);
         self.commit.wait_durable().await?;
         Ok(appended)
     }
@@ -573,6 +584,7 @@ impl SessionStore for SledStore {
     }
 
     async fn trim_changes(&self, before: Timestamp) -> Result<usize> {
+        let writing = self.gate.read().await;
         let mut trimmed = 0;
         let mut next_app = Vec::new();
         // Positions of an app follow commit order, so each app's expired changes are a prefix
@@ -597,6 +609,7 @@ impl SessionStore for SledStore {
             }
             next_app = prefix_end(prefix.as_bytes());
         }
+        drop(writing);
         if trimmed > 0 {
             self.commit.wait_durable().await?;
         }
@@ -605,6 +618,7 @@ impl SessionStore for SledStore {
 
     async fn sweep_expired(&self, now: Timestamp, limit: usize) -> Result<Vec<SessionKey>> {
         let end = Key::new().timestamp(&now);
+        let writing = self.gate.read().await;
         let mut swept = Vec::new();
         let mut stale_index = Vec::new();
         for kv in self.by_expiry.range(..end.as_bytes()).take(limit) {
@@ -632,6 +646,7 @@ impl SessionStore for SledStore {
         for k in stale_index {
             self.by_expiry.remove(k)?;
         }
+        drop(writing);
         if !swept.is_empty() {
             self.commit.wait_durable().await?;
         }
@@ -647,6 +662,19 @@ impl SessionStore for SledStore {
 
     async fn app_state(&self, app_name: &str) -> Result<Vec<Entry>> {
         scan_entries(&self.app_state, app_prefix(app_name).as_bytes())
+    }
+}
+
+impl Snapshotter for SledStore {
+    async fn snapshot(&self, path: &Path) -> Result<u64, SnapshotError> {
+        let paused = self.gate.clone().write_owned().await;
+        let (db, path) = (self.db.clone(), path.to_owned());
+        tokio::task::spawn_blocking(move || {
+            let _paused = paused;
+            snapshot::write(&db, std::fs::File::create(path)?)
+        })
+        .await
+        .map_err(|e| SnapshotError::Io(std::io::Error::other(e)))?
     }
 }
 
