@@ -7,6 +7,7 @@
 //! - [`metrics`]: Prometheus metrics of every RPC and the `/metrics` endpoint.
 //! - [`page`]: opaque page tokens and cursors that cannot leave the scope they were issued for.
 //! - [`snapshot`]: online backups (snapshot format, AdminService, snapshot/restore commands).
+//! - [`rpc`]: per-request access checks and log spans.
 //! - [`server`]: logging setup, reflection, shutdown signal.
 //! - [`validate`]: checks of identifiers, JSON text fields and page sizes.
 
@@ -15,6 +16,7 @@ pub mod durability;
 pub mod keys;
 pub mod metrics;
 pub mod page;
+pub mod rpc;
 pub mod server;
 pub mod snapshot;
 pub mod validate;

@@ -170,10 +170,12 @@ impl Drop for Call {
             .code
             .map_or_else(|| "Cancelled".to_owned(), |c| format!("{c:?}"));
         let method = std::mem::take(&mut self.method);
+        let seconds = self.start.elapsed().as_secs_f64();
+        tracing::debug!(%method, %code, seconds, "rpc finished");
         counter!("grpc_server_requests_total", "method" => method.clone(), "code" => code)
             .increment(1);
         histogram!("grpc_server_request_duration_seconds", "method" => method.clone())
-            .record(self.start.elapsed().as_secs_f64());
+            .record(seconds);
         gauge!("grpc_server_in_flight", "method" => method).decrement(1.0);
     }
 }

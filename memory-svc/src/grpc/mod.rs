@@ -5,8 +5,7 @@ pub mod status;
 
 use std::sync::Arc;
 
-use adk_common::auth::grant;
-use adk_proto::memory::v1::add_session_to_memory_request::Source;
+use adk_common::rpc::{admit, traced};
 use adk_proto::memory::v1::{
     memory_service_server::MemoryService, AddEventsToMemoryRequest, AddEventsToMemoryResponse,
     AddMemoryRequest, AddMemoryResponse, AddSessionToMemoryRequest, AddSessionToMemoryResponse,
@@ -38,16 +37,8 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         &self,
         request: Request<AddSessionToMemoryRequest>,
     ) -> Result<Response<AddSessionToMemoryResponse>, Status> {
-        let scope = match &request.get_ref().source {
-            Some(Source::Session(s)) => Some((&s.app_name, &s.user_id)),
-            Some(Source::SessionRef(r)) => Some((&r.app_name, &r.user_id)),
-            // The domain refuses a request without a source.
-            None => None,
-        };
-        if let Some((app_name, user_id)) = scope {
-            grant(&request)?.check(app_name, Some(user_id))?;
-        }
-        let entries = self.memories.add_session(request.into_inner()).await?;
+        let (request, span) = admit(request, "AddSessionToMemory")?;
+        let entries = traced(span, self.memories.add_session(request)).await?;
         Ok(Response::new(AddSessionToMemoryResponse { entries }))
     }
 
@@ -55,8 +46,8 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         &self,
         request: Request<AddEventsToMemoryRequest>,
     ) -> Result<Response<AddEventsToMemoryResponse>, Status> {
-        allow(&request, |r| (&r.app_name, &r.user_id))?;
-        let entries = self.memories.add_events(request.into_inner()).await?;
+        let (request, span) = admit(request, "AddEventsToMemory")?;
+        let entries = traced(span, self.memories.add_events(request)).await?;
         Ok(Response::new(AddEventsToMemoryResponse { entries }))
     }
 
@@ -64,8 +55,8 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         &self,
         request: Request<AddMemoryRequest>,
     ) -> Result<Response<AddMemoryResponse>, Status> {
-        allow(&request, |r| (&r.app_name, &r.user_id))?;
-        let ids = self.memories.add_memories(request.into_inner()).await?;
+        let (request, span) = admit(request, "AddMemory")?;
+        let ids = traced(span, self.memories.add_memories(request)).await?;
         Ok(Response::new(AddMemoryResponse { ids }))
     }
 
@@ -73,8 +64,8 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         &self,
         request: Request<SearchMemoryRequest>,
     ) -> Result<Response<SearchMemoryResponse>, Status> {
-        allow(&request, |r| (&r.app_name, &r.user_id))?;
-        let hits = self.memories.search(request.into_inner()).await?;
+        let (request, span) = admit(request, "SearchMemory")?;
+        let hits = traced(span, self.memories.search(request)).await?;
         let memories = hits
             .into_iter()
             .map(|hit| memory_entry(hit.entry, hit.score))
@@ -86,8 +77,8 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         &self,
         request: Request<DeleteMemoryRequest>,
     ) -> Result<Response<DeleteMemoryResponse>, Status> {
-        allow(&request, |r| (&r.app_name, &r.user_id))?;
-        let deleted = self.memories.delete(request.into_inner()).await?;
+        let (request, span) = admit(request, "DeleteMemory")?;
+        let deleted = traced(span, self.memories.delete(request)).await?;
         Ok(Response::new(DeleteMemoryResponse { deleted }))
     }
 
@@ -95,23 +86,14 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         &self,
         request: Request<ListMemoriesRequest>,
     ) -> Result<Response<ListMemoriesResponse>, Status> {
-        allow(&request, |r| (&r.app_name, &r.user_id))?;
-        let (entries, next_page_token) = self.memories.list(request.into_inner()).await?;
+        let (request, span) = admit(request, "ListMemories")?;
+        let (entries, next_page_token) = traced(span, self.memories.list(request)).await?;
         let memories = entries.into_iter().map(|e| memory_entry(e, 0.0)).collect();
         Ok(Response::new(ListMemoriesResponse {
             memories,
             next_page_token,
         }))
     }
-}
-
-/// Checks the caller's token against the app and user a request names.
-fn allow<T>(
-    request: &Request<T>,
-    scope: impl FnOnce(&T) -> (&String, &String),
-) -> Result<(), Status> {
-    let (app_name, user_id) = scope(request.get_ref());
-    grant(request)?.check(app_name, Some(user_id))
 }
 
 fn memory_entry(entry: Entry, score: f64) -> MemoryEntry {

@@ -5,7 +5,10 @@ pub mod status;
 
 use std::{pin::Pin, sync::Arc};
 
-use adk_common::auth::grant;
+use adk_common::{
+    auth::grant,
+    rpc::{admit, span, traced, Scoped},
+};
 use adk_proto::session::v1::{
     session_service_server::SessionService, watch_session_response::Change, AppendEventRequest,
     AppendEventResponse, CreateSessionRequest, DeleteSessionRequest, GetAppStateRequest,
@@ -16,6 +19,7 @@ use adk_proto::session::v1::{
 use tokio::sync::mpsc;
 use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
+use tracing::Instrument;
 
 use crate::{
     error::{Result as DomainResult, SessionError},
@@ -46,28 +50,26 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<CreateSessionRequest>,
     ) -> Result<Response<Session>, Status> {
-        allow(&request, |r| (&r.app_name, Some(&r.user_id)))?;
-        Ok(Response::new(
-            self.sessions.create(request.into_inner()).await?,
-        ))
+        let (request, span) = admit(request, "CreateSession")?;
+        let session = traced(span, self.sessions.create(request)).await?;
+        Ok(Response::new(session))
     }
 
     async fn get_session(
         &self,
         request: Request<GetSessionRequest>,
     ) -> Result<Response<Session>, Status> {
-        allow(&request, |r| (&r.app_name, Some(&r.user_id)))?;
-        Ok(Response::new(
-            self.sessions.get(request.into_inner()).await?,
-        ))
+        let (request, span) = admit(request, "GetSession")?;
+        let session = traced(span, self.sessions.get(request)).await?;
+        Ok(Response::new(session))
     }
 
     async fn list_sessions(
         &self,
         request: Request<ListSessionsRequest>,
     ) -> Result<Response<ListSessionsResponse>, Status> {
-        allow(&request, |r| (&r.app_name, r.user_id.as_ref()))?;
-        let page = self.sessions.list(request.into_inner()).await?;
+        let (request, span) = admit(request, "ListSessions")?;
+        let page = traced(span, self.sessions.list(request)).await?;
         Ok(Response::new(ListSessionsResponse {
             sessions: page.items,
             next_page_token: page.next_page_token,
@@ -78,8 +80,8 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<DeleteSessionRequest>,
     ) -> Result<Response<()>, Status> {
-        allow(&request, |r| (&r.app_name, Some(&r.user_id)))?;
-        self.sessions.delete(request.into_inner()).await?;
+        let (request, span) = admit(request, "DeleteSession")?;
+        traced(span, self.sessions.delete(request)).await?;
         Ok(Response::new(()))
     }
 
@@ -87,8 +89,8 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<AppendEventRequest>,
     ) -> Result<Response<AppendEventResponse>, Status> {
-        allow(&request, |r| (&r.app_name, Some(&r.user_id)))?;
-        let appended = self.sessions.append(request.into_inner()).await?;
+        let (request, span) = admit(request, "AppendEvent")?;
+        let appended = traced(span, self.sessions.append(request)).await?;
         Ok(Response::new(append_response(Ok(appended))))
     }
 
@@ -112,12 +114,13 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
                     _ = stopping.wait() => return,
                 };
                 let response = match next {
-                    Ok(Some(request)) => Ok(
-                        match grant.check(&request.app_name, Some(&request.user_id)) {
-                            Ok(()) => append_response(sessions.append(request).await),
-                            Err(denied) => status_response(denied, 0),
-                        },
-                    ),
+                    Ok(Some(request)) => Ok(match request.check(&grant) {
+                        Ok(()) => {
+                            let span = span("AppendEvents", &request);
+                            append_response(sessions.append(request).instrument(span).await)
+                        }
+                        Err(denied) => status_response(denied, 0),
+                    }),
                     Ok(None) => return,
                     // The request stream itself broke (e.g. an undecodable message).
                     Err(status) => Err(status),
@@ -135,8 +138,8 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<ListEventsRequest>,
     ) -> Result<Response<ListEventsResponse>, Status> {
-        allow(&request, |r| (&r.app_name, Some(&r.user_id)))?;
-        let page = self.sessions.list_events(request.into_inner()).await?;
+        let (request, span) = admit(request, "ListEvents")?;
+        let page = traced(span, self.sessions.list_events(request)).await?;
         Ok(Response::new(ListEventsResponse {
             events: page.items,
             next_page_token: page.next_page_token,
@@ -149,8 +152,8 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<WatchSessionRequest>,
     ) -> Result<Response<Self::WatchSessionStream>, Status> {
-        allow(&request, |r| (&r.app_name, Some(&r.user_id)))?;
-        let feed = self.sessions.watch_session(request.into_inner()).await?;
+        let (request, span) = admit(request, "WatchSession")?;
+        let feed = traced(span, self.sessions.watch_session(request)).await?;
         let stream = ReceiverStream::new(feed).map(|item| {
             let change = match item? {
                 SessionChange::Event(event) => Change::Event(*event),
@@ -169,10 +172,8 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<WatchEventsRequest>,
     ) -> Result<Response<Self::WatchEventsStream>, Status> {
-        allow(&request, |r| {
-            (&r.app_name, Some(&r.user_id).filter(|u| !u.is_empty()))
-        })?;
-        let feed = self.sessions.watch_events(request.into_inner()).await?;
+        let (request, span) = admit(request, "WatchEvents")?;
+        let feed = traced(span, self.sessions.watch_events(request)).await?;
         let stream = ReceiverStream::new(feed).map(|item| {
             let item = item?;
             Ok(WatchEventsResponse {
@@ -189,8 +190,8 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<GetUserStateRequest>,
     ) -> Result<Response<StateResponse>, Status> {
-        allow(&request, |r| (&r.app_name, Some(&r.user_id)))?;
-        let state = self.sessions.user_state(request.into_inner()).await?;
+        let (request, span) = admit(request, "GetUserState")?;
+        let state = traced(span, self.sessions.user_state(request)).await?;
         Ok(Response::new(StateResponse { state }))
     }
 
@@ -198,8 +199,8 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         &self,
         request: Request<GetAppStateRequest>,
     ) -> Result<Response<StateResponse>, Status> {
-        grant(&request)?.check_app(&request.get_ref().app_name)?;
-        let state = self.sessions.app_state(request.into_inner()).await?;
+        let (request, span) = admit(request, "GetAppState")?;
+        let state = traced(span, self.sessions.app_state(request)).await?;
         Ok(Response::new(StateResponse { state }))
     }
 }
@@ -233,13 +234,4 @@ fn status_response(status: Status, last_sequence: u64) -> AppendEventResponse {
         message: status.message().to_owned(),
         ..Default::default()
     }
-}
-
-/// Checks the caller's token against the app and user a request names.
-fn allow<T>(
-    request: &Request<T>,
-    scope: impl FnOnce(&T) -> (&String, Option<&String>),
-) -> Result<(), Status> {
-    let (app_name, user_id) = scope(request.get_ref());
-    grant(request)?.check(app_name, user_id.map(String::as_str))
 }
