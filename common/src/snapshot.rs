@@ -19,7 +19,7 @@ use std::{
 
 use adk_proto::admin::v1::{admin_service_server::AdminService, SnapshotChunk, SnapshotRequest};
 use prost::Message;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, RwLock, RwLockReadGuard};
 use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
 use tonic::{transport::Channel, Request, Response, Status};
 
@@ -53,6 +53,30 @@ struct Record {
     key: Vec<u8>,
     #[prost(bytes = "vec", tag = "3")]
     value: Vec<u8>,
+}
+
+/// Lets a store's writers run together and a snapshot run alone, so the snapshot sees no write
+/// half applied.
+#[derive(Debug, Clone, Default)]
+pub struct WriteGate(Arc<RwLock<()>>);
+
+impl WriteGate {
+    /// Hold the returned guard while applying a write.
+    pub async fn writing(&self) -> RwLockReadGuard<'_, ()> {
+        self.0.read().await
+    }
+
+    /// Writes a snapshot of `db` to `path` with writers paused; returns the entry count.
+    pub async fn snapshot(&self, db: &sled::Db, path: &Path) -> Result<u64, SnapshotError> {
+        let paused = self.0.clone().write_owned().await;
+        let (db, path) = (db.clone(), path.to_owned());
+        tokio::task::spawn_blocking(move || {
+            let _paused = paused;
+            write(&db, File::create(path)?)
+        })
+        .await
+        .map_err(|e| SnapshotError::Io(std::io::Error::other(e)))?
+    }
 }
 
 /// A store that can write a consistent snapshot of itself.

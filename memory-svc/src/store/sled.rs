@@ -29,20 +29,18 @@ use std::{
     convert::Infallible,
     ops::Bound,
     path::Path,
-    sync::Arc,
 };
 
 use adk_common::{
     durability::{GroupCommit, SyncMode},
     keys::{prefix_end, Key, KeyReader},
     page,
-    snapshot::{self, SnapshotError, Snapshotter},
+    snapshot::{SnapshotError, Snapshotter, WriteGate},
 };
 use adk_proto::session::v1::{part, Content};
 use prost::Message;
 use prost_types::Timestamp;
 use sled::{transaction::TransactionError, Batch, IVec, Transactional, Tree};
-use tokio::sync::RwLock;
 
 use super::{DeleteTarget, Entry, Hit, MemoryStore, Result, Scope, SearchQuery, StoreError};
 use crate::text;
@@ -157,8 +155,7 @@ pub struct SledMemoryStore {
     tombstones: Tree,
     stats: Tree,
     commit: GroupCommit,
-    /// Writers share it; a snapshot takes it alone, so it sees no write half done.
-    gate: Arc<RwLock<()>>,
+    gate: WriteGate,
 }
 
 impl SledMemoryStore {
@@ -177,12 +174,11 @@ impl SledMemoryStore {
             tombstones: db.open_tree("tombstones")?,
             stats: db.open_tree("stats")?,
             commit: GroupCommit::start(db.clone(), sync),
-            gate: Arc::default(),
+            gate: WriteGate::default(),
             db,
         })
     }
 
-    /// Flushes every write to disk, whatever the sync mode (at shutdown).
     /// Publishes the database's size on disk as a gauge (read at each metrics scrape).
     pub fn record_size(&self) {
         if let Ok(bytes) = self.db.size_on_disk() {
@@ -190,6 +186,7 @@ impl SledMemoryStore {
         }
     }
 
+    /// Flushes every write to disk, whatever the sync mode (at shutdown).
     pub async fn flush(&self) -> Result<()> {
         self.db.flush_async().await?;
         Ok(())
@@ -203,7 +200,7 @@ impl SledMemoryStore {
         scope: Scope<'_>,
         plan: impl Fn(&mut Plan<'_>) -> Result<T>,
     ) -> Result<T> {
-        let writing = self.gate.read().await;
+        let writing = self.gate.writing().await;
         let out = loop {
             let mut p = Plan::new(self, scope)?;
             let out = plan(&mut p)?;
@@ -237,14 +234,7 @@ impl SledMemoryStore {
 /// The writes of one call, gathered against the scope's stats as they were when planning began.
 impl Snapshotter for SledMemoryStore {
     async fn snapshot(&self, path: &Path) -> std::result::Result<u64, SnapshotError> {
-        let paused = self.gate.clone().write_owned().await;
-        let (db, path) = (self.db.clone(), path.to_owned());
-        tokio::task::spawn_blocking(move || {
-            let _paused = paused;
-            snapshot::write(&db, std::fs::File::create(path)?)
-        })
-        .await
-        .map_err(|e| SnapshotError::Io(std::io::Error::other(e)))?
+        self.gate.snapshot(&self.db, path).await
     }
 }
 

@@ -21,13 +21,13 @@
 //! Every write is one sled transaction over the trees it touches, followed by a group-commit
 //! flush, so it is atomic and durable before the caller hears of it.
 
-use std::{ops::Bound, path::Path, sync::Arc, time::SystemTime};
+use std::{ops::Bound, path::Path, time::SystemTime};
 
 use adk_common::{
     durability::{GroupCommit, SyncMode},
     keys::{prefix_end, Key, KeyReader},
     page,
-    snapshot::{self, SnapshotError, Snapshotter},
+    snapshot::{SnapshotError, Snapshotter, WriteGate},
 };
 use adk_proto::session::v1::{Event, Session};
 use prost::Message;
@@ -36,7 +36,6 @@ use sled::{
     transaction::{ConflictableTransactionError, TransactionError, TransactionalTree},
     Transactional, Tree,
 };
-use tokio::sync::RwLock;
 
 use super::{
     Append, Appended, Change, Changes, EventWindow, NewSession, Page, SessionKey, SessionStore,
@@ -103,8 +102,7 @@ pub struct SledStore {
     changes: Tree,
     change_heads: Tree,
     commit: GroupCommit,
-    /// Writers share it; a snapshot takes it alone, so it sees no write half done.
-    gate: Arc<RwLock<()>>,
+    gate: WriteGate,
 }
 
 impl SledStore {
@@ -124,7 +122,7 @@ impl SledStore {
             changes: db.open_tree("changes")?,
             change_heads: db.open_tree("change_heads")?,
             commit: GroupCommit::start(db.clone(), sync),
-            gate: Arc::default(),
+            gate: WriteGate::default(),
             db,
         })
     }
@@ -270,7 +268,7 @@ impl SessionStore for SledStore {
                 self.delete(key).await?;
             }
         }
-        let writing = self.gate.read().await;
+        let writing = self.gate.writing().await;
         let record = SessionRecord {
             incarnation: self.db.generate_id()?,
             create_time: Some(new.create_time),
@@ -367,7 +365,7 @@ impl SessionStore for SledStore {
 
     async fn delete(&self, key: &SessionKey) -> Result<()> {
         let skey = session_key(key);
-        let writing = self.gate.read().await;
+        let writing = self.gate.writing().await;
         while let Some(record) = self.record(skey.as_bytes())? {
             if self.delete_version(key, &record)? {
                 break;
@@ -395,7 +393,7 @@ impl SessionStore for SledStore {
             &self.change_heads,
         );
         let app_key = app_prefix(&key.app_name);
-        let writing = self.gate.read().await;
+        let writing = self.gate.writing().await;
         let appended = trees.transaction(
             |(
                 sessions,
@@ -584,7 +582,7 @@ impl SessionStore for SledStore {
     }
 
     async fn trim_changes(&self, before: Timestamp) -> Result<usize> {
-        let writing = self.gate.read().await;
+        let writing = self.gate.writing().await;
         let mut trimmed = 0;
         let mut next_app = Vec::new();
         // Positions of an app follow commit order, so each app's expired changes are a prefix
@@ -618,7 +616,7 @@ impl SessionStore for SledStore {
 
     async fn sweep_expired(&self, now: Timestamp, limit: usize) -> Result<Vec<SessionKey>> {
         let end = Key::new().timestamp(&now);
-        let writing = self.gate.read().await;
+        let writing = self.gate.writing().await;
         let mut swept = Vec::new();
         let mut stale_index = Vec::new();
         for kv in self.by_expiry.range(..end.as_bytes()).take(limit) {
@@ -667,14 +665,7 @@ impl SessionStore for SledStore {
 
 impl Snapshotter for SledStore {
     async fn snapshot(&self, path: &Path) -> Result<u64, SnapshotError> {
-        let paused = self.gate.clone().write_owned().await;
-        let (db, path) = (self.db.clone(), path.to_owned());
-        tokio::task::spawn_blocking(move || {
-            let _paused = paused;
-            snapshot::write(&db, std::fs::File::create(path)?)
-        })
-        .await
-        .map_err(|e| SnapshotError::Io(std::io::Error::other(e)))?
+        self.gate.snapshot(&self.db, path).await
     }
 }
 
