@@ -1,0 +1,540 @@
+"""Lossless mapping between ADK objects and the ``adk.session.v1`` messages.
+
+Covers ``google.adk.events.Event`` (with its ``EventActions``), ``google.genai.types.Content``
+and ``google.adk.sessions.Session``. Every field of an event survives ``event_to_proto`` followed
+by ``event_from_proto``, including fields the contract has no typed field for.
+
+How: an ADK object is first dumped the way ADK's database backend stores it
+(``model_dump(mode="json", exclude_none=True)``: snake_case, bytes as URL-safe base64, enums by
+name, sets as sorted lists). The typed proto fields are filled from that dict. The dict is then
+rebuilt from the typed fields alone, and whatever differs from the original goes into the
+message's ``extra`` JSON object, which decoding merges back over the typed fields (objects key by
+key, any other value replaced). So ``extra`` holds exactly what typed fields cannot express: ADK
+fields without a proto field (``node_info``, ``output``, transcriptions, ``route`` ...), a second
+data field of a Part whose oneof is taken, an empty ``parts`` list, or a timestamp that a
+nanosecond ``Timestamp`` cannot hold exactly. Decoding validates the merged dict with ADK's own
+model (``model_validate_json``), the inverse of the dump.
+
+JSON values travel as JSON text. ``json`` keeps ints as ints of any size and writes floats with
+``repr``, so ``1`` stays ``1``, ``1.0`` stays ``1.0`` and ``2**53 + 1`` stays exact. Free-form
+values (state, tool arguments and responses, metadata) come back as the JSON data they were
+written as, as with ADK's database backend: a datetime becomes its ISO text, a pydantic object
+inside a dict becomes a dict, and a value that is not JSON-serializable becomes ``str(value)``
+(pydantic's ``serialize_unknown``, which ADK uses; for a function or a plain object that is its
+repr).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from google.adk.events.event import Event
+from google.adk.sessions.session import Session
+from google.genai import types
+from google.protobuf.message import Message
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+from . import timestamps
+from ._proto.adk.session.v1 import session_pb2 as pb
+
+JsonObject = dict[str, Any]
+
+# Where a Session carries the sequence of its last stored event; see session_marker().
+_MARKER_PREFIX = "seq:"
+
+_EVENT_STRINGS = ("id", "invocation_id", "author")
+_EVENT_OPTIONALS = (
+    "branch",
+    "partial",
+    "turn_complete",
+    "error_code",
+    "error_message",
+    "interrupted",
+    "model_version",
+    "finish_reason",
+)
+_EVENT_JSON = ("custom_metadata", "usage_metadata", "grounding_metadata", "citation_metadata")
+_ACTIONS_OPTIONALS = (
+    "skip_summarization",
+    "transfer_to_agent",
+    "transfer_reason",
+    "escalate",
+    "end_of_agent",
+    "rewind_before_invocation_id",
+)
+# EventActions dicts that ADK always has (default {}); sent as "" when empty, read back as {}.
+_ACTIONS_DEFAULT_JSON = ("state_delta", "requested_auth_configs", "requested_tool_confirmations")
+_CALL_OPTIONALS = ("id", "name", "will_continue")
+_INT64 = range(-(2**63), 2**63)
+# Event fields at ADK's default (node_info={"path": ""} on nearly every event) need not travel in
+# extra: validation restores them. id and timestamp are never left to a default.
+_EVENT_DEFAULTS = {
+    k: v
+    for k, v in Event().model_dump(mode="json", exclude_none=True).items()
+    if k not in ("id", "timestamp")
+}
+
+
+# --------------------------------------------------------------------------------------------
+# JSON text
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text; NaN/Infinity are refused since the servers accept only strict JSON."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def loads_object(text: str, field: str) -> JsonObject:
+    """Parses a JSON-object text field; the empty string means absent, read as ``{}``."""
+    if not text:
+        return {}
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"{field} holds JSON that is not an object: {text[:80]!r}")
+    return value
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as plain JSON data, as ADK's ``make_json_safe_state`` makes state."""
+    return to_jsonable_python(value, serialize_unknown=True)
+
+
+def _dump(model: BaseModel) -> JsonObject:
+    # fallback=str is what serialize_unknown does in json_safe(), so state values in events and
+    # in sessions become the same text.
+    return model.model_dump(mode="json", exclude_none=True, fallback=str)
+
+
+# --------------------------------------------------------------------------------------------
+# Public conversions
+
+
+def event_to_proto(event: Event) -> pb.Event:
+    """The ``adk.session.v1.Event`` for ``event`` (``sequence`` left 0 for the server)."""
+    data = _dump(event)
+    if event.actions.requested_auth_configs:
+        # An AuthConfig holds FastAPI OpenAPI models (auth_scheme) whose fields such as `type_`
+        # are read back only by their aliases; their by-alias form (ADK's REST form) is the one
+        # that validates back to an equal object.
+        data["actions"]["requested_auth_configs"] = {
+            key: config.model_dump(mode="json", exclude_none=True, by_alias=True, fallback=str)
+            if isinstance(config, BaseModel)
+            else json_safe(config)
+            for key, config in event.actions.requested_auth_configs.items()
+        }
+    return _event_message(data)
+
+
+def event_from_proto(message: pb.Event) -> Event:
+    """The ADK Event a message holds, every field as it was sent."""
+    return Event.model_validate_json(dumps(_event_data(message)))
+
+
+def content_to_proto(content: types.Content) -> pb.Content:
+    """The ``adk.session.v1.Content`` for a genai Content.
+
+    Content has no ``extra`` of its own: inside an event, what it cannot hold travels in the
+    event's ``extra``; on its own (a memory entry) only a Content-level field unknown to the
+    contract would be lost, and genai 2.x has none (role and parts).
+    """
+    return _content_message(_dump(content))
+
+
+def content_from_proto(message: pb.Content) -> types.Content:
+    """The genai Content a message holds."""
+    return types.Content.model_validate_json(dumps(_content_data(message)))
+
+
+def session_marker(last_sequence: int) -> str:
+    """The ``Session._storage_update_marker`` for a session whose last stored event has
+    ``last_sequence``.
+
+    ADK's Session has a private revision marker that its database backend fills in and that
+    takes part in ``==``; carrying the sequence there makes ``get_session() == create_session()``
+    hold and travels with ``model_copy``, so two copies of one snapshot both know which revision
+    they were loaded at.
+    """
+    return f"{_MARKER_PREFIX}{last_sequence}"
+
+
+def sequence_of(session: Session) -> int | None:
+    """The last sequence a session was loaded or last appended at, if it came from this package."""
+    marker = session._storage_update_marker
+    if marker is None or not marker.startswith(_MARKER_PREFIX):
+        return None
+    digits = marker[len(_MARKER_PREFIX) :]
+    return int(digits) if digits.isdigit() else None
+
+
+def session_from_proto(message: pb.Session) -> Session:
+    """The ADK Session a message holds, with its sequence in the storage marker."""
+    events = [event_from_proto(e) for e in message.events]
+    last_update_time = timestamps.to_seconds(message.last_update_time)
+    # last_update_time is the last event's timestamp (S6.8); when that event is here, its exact
+    # float is known even where a nanosecond Timestamp cannot hold it.
+    if message.events and message.events[-1].sequence == message.last_sequence > 0:
+        last_update_time = events[-1].timestamp
+    session = Session(
+        id=message.id,
+        app_name=message.app_name,
+        user_id=message.user_id,
+        state=loads_object(message.state, "Session.state"),
+        events=events,
+        last_update_time=last_update_time,
+    )
+    session._storage_update_marker = session_marker(message.last_sequence)
+    return session
+
+
+def session_to_proto(session: Session) -> pb.Session:
+    """The ``adk.session.v1.Session`` for a Session held by the caller (sent by value)."""
+    return pb.Session(
+        id=session.id,
+        app_name=session.app_name,
+        user_id=session.user_id,
+        state=dumps(json_safe(session.state)),
+        events=[event_to_proto(e) for e in session.events],
+        last_update_time=timestamps.to_timestamp(session.last_update_time),
+        last_sequence=sequence_of(session) or 0,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Events and actions: dict (ADK's JSON dump) <-> message
+
+
+def _event_message(data: JsonObject) -> pb.Event:
+    message = pb.Event()
+    for name in _EVENT_STRINGS:
+        _put(message, data, name)
+    for name in _EVENT_OPTIONALS:
+        _put(message, data, name)
+    for name in _EVENT_JSON:
+        _put_json(message, data, name)
+    if _is_number(data.get("timestamp")):
+        message.timestamp.CopyFrom(timestamps.to_timestamp(data["timestamp"]))
+    ids = data.get("long_running_tool_ids")
+    if isinstance(ids, list) and all(isinstance(i, str) for i in ids):
+        message.long_running_tool_ids.extend(ids)
+    if isinstance(data.get("content"), dict):
+        message.content.CopyFrom(_content_message(data["content"]))
+    if isinstance(data.get("actions"), dict):
+        message.actions.CopyFrom(_actions_message(data["actions"]))
+    _set_extra(message, data, _event_data, "Event", defaults=_EVENT_DEFAULTS)
+    return message
+
+
+def _event_data(message: pb.Event) -> JsonObject:
+    data: JsonObject = {name: getattr(message, name) for name in _EVENT_STRINGS}
+    _get_optionals(message, _EVENT_OPTIONALS, data)
+    for name in _EVENT_JSON:
+        _get_json(message, name, data)
+    if message.HasField("timestamp"):
+        data["timestamp"] = timestamps.to_seconds(message.timestamp)
+    if message.long_running_tool_ids:
+        data["long_running_tool_ids"] = list(message.long_running_tool_ids)
+    if message.HasField("content"):
+        data["content"] = _content_data(message.content)
+    if message.HasField("actions"):
+        data["actions"] = _actions_data(message.actions)
+    return _with_extra(data, message.extra, "Event.extra")
+
+
+def _actions_message(data: JsonObject) -> pb.EventActions:
+    message = pb.EventActions()
+    for name in _ACTIONS_OPTIONALS:
+        _put(message, data, name)
+    for name in _ACTIONS_DEFAULT_JSON:
+        if data.get(name):
+            _put_json(message, data, name)
+    _put_json(message, data, "agent_state")
+    artifacts = data.get("artifact_delta")
+    if isinstance(artifacts, dict) and all(
+        type(v) is int and v in _INT64 for v in artifacts.values()
+    ):
+        message.artifact_delta.update(artifacts)
+    compaction = data.get("compaction")
+    if isinstance(compaction, dict):
+        target = message.compaction
+        target.SetInParent()
+        for name in ("start_timestamp", "end_timestamp"):
+            if _is_number(compaction.get(name)):
+                getattr(target, name).CopyFrom(timestamps.to_timestamp(compaction[name]))
+        if isinstance(compaction.get("compacted_content"), dict):
+            target.compacted_content.CopyFrom(_content_message(compaction["compacted_content"]))
+    _set_extra(message, data, _actions_data, "EventActions")
+    return message
+
+
+def _actions_data(message: pb.EventActions) -> JsonObject:
+    data: JsonObject = {}
+    _get_optionals(message, _ACTIONS_OPTIONALS, data)
+    for name in _ACTIONS_DEFAULT_JSON:
+        data[name] = loads_object(getattr(message, name), f"EventActions.{name}")
+    _get_json(message, "agent_state", data)
+    data["artifact_delta"] = dict(message.artifact_delta)
+    if message.HasField("compaction"):
+        source = message.compaction
+        compaction: JsonObject = {}
+        for name in ("start_timestamp", "end_timestamp"):
+            if source.HasField(name):
+                compaction[name] = timestamps.to_seconds(getattr(source, name))
+        if source.HasField("compacted_content"):
+            compaction["compacted_content"] = _content_data(source.compacted_content)
+        data["compaction"] = compaction
+    return _with_extra(data, message.extra, "EventActions.extra")
+
+
+# --------------------------------------------------------------------------------------------
+# Content and parts
+
+
+def _content_message(data: JsonObject) -> pb.Content:
+    message = pb.Content()
+    _put(message, data, "role")
+    parts = data.get("parts")
+    if isinstance(parts, list) and all(isinstance(p, dict) for p in parts):
+        message.parts.extend(_part_message(p) for p in parts)
+    return message
+
+
+def _content_data(message: pb.Content) -> JsonObject:
+    data: JsonObject = {}
+    _get_optionals(message, ("role",), data)
+    if message.parts:
+        data["parts"] = [_part_data(p) for p in message.parts]
+    return data
+
+
+def _part_message(data: JsonObject) -> pb.Part:
+    message = pb.Part()
+    # The contract's oneof holds one data field; genai allows several, and any further one
+    # (rare) travels in extra.
+    for name, fill in _PART_DATA:
+        if name in data and fill(message, data[name]):
+            break
+    _put(message, data, "thought")
+    signature = data.get("thought_signature")
+    if isinstance(signature, str):
+        try:
+            message.thought_signature = _from_base64(signature)
+        except ValueError:
+            message.ClearField("thought_signature")
+    _set_extra(message, data, _part_data, "Part")
+    return message
+
+
+def _part_data(message: pb.Part) -> JsonObject:
+    data: JsonObject = {}
+    kind = message.WhichOneof("data")
+    if kind == "text":
+        data["text"] = message.text
+    elif kind in ("function_call", "function_response"):
+        data[kind] = _call_data(getattr(message, kind))
+    elif kind is not None:
+        data[kind] = _simple_data(getattr(message, kind))
+    _get_optionals(message, ("thought",), data)
+    if message.HasField("thought_signature"):
+        data["thought_signature"] = _to_base64(message.thought_signature)
+    return _with_extra(data, message.extra, "Part.extra")
+
+
+def _fill_text(message: pb.Part, value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    message.text = value
+    return True
+
+
+def _filler(kind: str) -> Callable[[pb.Part, Any], bool]:
+    """Fills the Part's ``kind`` data field from its dict; False when the value cannot go there."""
+
+    def fill(message: pb.Part, value: Any) -> bool:
+        if not isinstance(value, dict):
+            return False
+        target = getattr(message, kind)
+        target.SetInParent()
+        if kind in ("function_call", "function_response"):
+            _fill_call(target, value)
+        else:
+            _fill_simple(target, value)
+        return True
+
+    return fill
+
+
+_PART_DATA: tuple[tuple[str, Callable[[pb.Part, Any], bool]], ...] = (
+    ("text", _fill_text),
+    *(
+        (kind, _filler(kind))
+        for kind in (
+            "inline_data",
+            "file_data",
+            "function_call",
+            "function_response",
+            "executable_code",
+            "code_execution_result",
+        )
+    ),
+)
+
+
+def _fill_call(message: pb.FunctionCall | pb.FunctionResponse, data: JsonObject) -> None:
+    payload = "args" if isinstance(message, pb.FunctionCall) else "response"
+    for name in _CALL_OPTIONALS:
+        _put(message, data, name)
+    _put_json(message, data, payload)
+    _set_extra(message, data, _call_data, type(message).__name__)
+
+
+def _call_data(message: pb.FunctionCall | pb.FunctionResponse) -> JsonObject:
+    payload = "args" if isinstance(message, pb.FunctionCall) else "response"
+    data: JsonObject = {}
+    _get_optionals(message, _CALL_OPTIONALS, data)
+    _get_json(message, payload, data)
+    return _with_extra(data, message.extra, f"{type(message).__name__}.extra")
+
+
+def _fill_simple(message: Message, data: JsonObject) -> None:
+    """Blob, FileData, ExecutableCode, CodeExecutionResult: optional scalars named as in genai."""
+    for field in message.DESCRIPTOR.fields:
+        if field.name not in data:
+            continue
+        value = data[field.name]
+        try:
+            if field.type == field.TYPE_BYTES:
+                value = _from_base64(value)
+            setattr(message, field.name, value)
+        except (TypeError, ValueError):
+            message.ClearField(field.name)
+
+
+def _simple_data(message: Message) -> JsonObject:
+    data: JsonObject = {}
+    for field in message.DESCRIPTOR.fields:
+        if message.HasField(field.name):
+            value = getattr(message, field.name)
+            data[field.name] = _to_base64(value) if field.type == field.TYPE_BYTES else value
+    return data
+
+
+# --------------------------------------------------------------------------------------------
+# Field helpers
+
+
+def _put(message: Message, data: JsonObject, name: str) -> None:
+    """Sets a scalar field from ``data[name]`` if present and of the field's type."""
+    if name not in data:
+        return
+    try:
+        setattr(message, name, data[name])
+    except (TypeError, ValueError):
+        # Left unset, the value is carried by extra.
+        message.ClearField(name)
+
+
+def _get_optionals(message: Message, names: Iterable[str], data: JsonObject) -> None:
+    for name in names:
+        if message.HasField(name):
+            data[name] = getattr(message, name)
+
+
+def _put_json(message: Message, data: JsonObject, name: str) -> None:
+    value = data.get(name)
+    if isinstance(value, dict):
+        setattr(message, name, dumps(value))
+
+
+def _get_json(message: Message, name: str, data: JsonObject) -> None:
+    text = getattr(message, name)
+    if text:
+        data[name] = loads_object(text, f"{type(message).__name__}.{name}")
+
+
+def _set_extra(
+    message: Any,
+    data: JsonObject,
+    read_back: Callable[[Any], JsonObject],
+    where: str,
+    defaults: JsonObject | None = None,
+) -> None:
+    """Stores in ``message.extra`` what the typed fields of ``message`` do not give back,
+    leaving out untyped top-level values equal to the model's ``defaults``."""
+    base = read_back(message)
+    patch = _patch(data, base, where)
+    if defaults:
+        patch = {
+            k: v
+            for k, v in patch.items()
+            if k in base or k not in defaults or not _json_equal(v, defaults[k])
+        }
+    if patch:
+        message.extra = dumps(patch)
+
+
+def _with_extra(data: JsonObject, extra: str, field: str) -> JsonObject:
+    return _merge(data, loads_object(extra, field))
+
+
+def _patch(target: JsonObject, base: JsonObject, where: str) -> JsonObject:
+    """The smallest object that ``_merge`` turns ``base`` into ``target`` with."""
+    invented = base.keys() - target.keys()
+    if invented:
+        # A merge can add and replace but not remove, so the typed read-back must never produce
+        # a key the ADK dump lacks. Failing here beats storing a different event.
+        raise RuntimeError(
+            f"{where}: typed fields read back as {sorted(invented)}, which the event does not "
+            "have; this is a bug in adk_grpc_services.mapping"
+        )
+    patch: JsonObject = {}
+    for key, value in target.items():
+        if key not in base:
+            patch[key] = value
+        elif isinstance(value, dict) and isinstance(base[key], dict):
+            nested = _patch(value, base[key], f"{where}.{key}")
+            if nested:
+                patch[key] = nested
+        elif not _json_equal(value, base[key]):
+            patch[key] = value
+    return patch
+
+
+def _merge(base: JsonObject, patch: JsonObject) -> JsonObject:
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON text: 1, 1.0 and true differ, and so do 0.0 and -0.0."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return bool(a.keys() == b.keys()) and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return bool(a.hex() == b.hex())
+    return bool(a == b)
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def _to_base64(data: bytes) -> str:
+    # The form pydantic writes for genai and ADK bytes: URL-safe alphabet with padding.
+    return base64.urlsafe_b64encode(data).decode("ascii")
+
+
+def _from_base64(text: Any) -> bytes:
+    if not isinstance(text, str):
+        raise TypeError("base64 text expected")
+    return base64.urlsafe_b64decode(text)

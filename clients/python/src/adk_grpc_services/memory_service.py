@@ -1,0 +1,198 @@
+"""``GrpcMemoryService``: ADK's ``BaseMemoryService`` served by memory-svc over gRPC.
+
+Drop-in for ``InMemoryMemoryService``: the same scope (app, user), the same ingestion rules
+(events with content; a session re-added replaces its entries; the first copy of an event id
+wins; a deleted id is never ingested again), but ranked BM25 search and durable storage on the
+server. Search results are ``MemoryEntry`` objects shaped as ADK's in-memory service shapes
+them: the event id, the whole content, the author, and the event time as a naive local-time ISO
+string (M1.5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import grpc
+from google.adk.events.event import Event
+from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
+from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.sessions.session import Session
+
+from . import timestamps
+from ._channel import Connection, Metadata, parse_uri, translate
+from ._proto.adk.memory.v1 import memory_pb2 as mpb
+from ._proto.adk.memory.v1 import memory_pb2_grpc as mpb_grpc
+from .mapping import (
+    content_from_proto,
+    content_to_proto,
+    dumps,
+    event_to_proto,
+    json_safe,
+    loads_object,
+    session_to_proto,
+)
+
+DEFAULT_PORT = 50052
+
+
+class GrpcMemoryService(BaseMemoryService):
+    """A memory service that stores memories in memory-svc.
+
+    Args:
+      target: the server's address, e.g. ``"localhost:50052"``.
+      credentials: channel credentials for TLS; plaintext when None.
+      options: gRPC channel options.
+      metadata: sent with every call, e.g. ``[("authorization", "Bearer ...")]``.
+      timeout: seconds allowed per call; None waits as long as the channel does.
+      search_limit: most memories a search returns (ADK's in-memory service returns 10; the
+        server serves at most 100).
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        credentials: grpc.ChannelCredentials | None = None,
+        options: Sequence[tuple[str, Any]] | None = None,
+        metadata: Metadata | None = None,
+        timeout: float | None = None,
+        search_limit: int = 10,
+    ) -> None:
+        self._connection = Connection(
+            target, mpb_grpc.MemoryServiceStub, credentials=credentials, options=options
+        )
+        self._metadata = tuple(metadata or ())
+        self._timeout = timeout
+        self._search_limit = search_limit
+
+    @classmethod
+    def from_uri(cls, uri: str) -> GrpcMemoryService:
+        """A service for ``grpc://host[:port]`` (plaintext) or ``grpcs://host[:port]`` (TLS)."""
+        target, credentials = parse_uri(uri, DEFAULT_PORT)
+        return cls(target, credentials=credentials)
+
+    @property
+    def target(self) -> str:
+        """The server address this service talks to."""
+        return self._connection.target
+
+    async def close(self) -> None:
+        """Closes the channel; the service reopens one if used again."""
+        await self._connection.close()
+
+    async def __aenter__(self) -> GrpcMemoryService:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def add_session_to_memory(self, session: Session) -> None:
+        """Replaces the session's memories with its events that have content.
+
+        The session is sent by value, so what is remembered is exactly the caller's copy.
+        """
+        request = mpb.AddSessionToMemoryRequest(session=session_to_proto(session))
+        await self._invoke("AddSessionToMemory", request)
+
+    async def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: Sequence[Event],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        """Adds events with content; an event id already remembered for that session is skipped.
+
+        ``custom_metadata`` is attached to every new memory and comes back in search results.
+        """
+        request = mpb.AddEventsToMemoryRequest(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id or "",
+            events=[event_to_proto(e) for e in events],
+            custom_metadata=_metadata_text(custom_metadata),
+        )
+        await self._invoke("AddEventsToMemory", request)
+
+    async def add_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        memories: Sequence[MemoryEntry],
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        """Writes memories directly; an entry without an id gets one from the server.
+
+        ``custom_metadata`` applies to every entry, under each entry's own keys. A timestamp
+        must be ISO 8601 (naive means local time, as ADK writes them); it comes back from
+        search as naive local time.
+        """
+        request = mpb.AddMemoryRequest(
+            app_name=app_name,
+            user_id=user_id,
+            memories=[_entry_to_proto(m) for m in memories],
+            custom_metadata=_metadata_text(custom_metadata),
+        )
+        await self._invoke("AddMemory", request)
+
+    async def search_memory(
+        self, *, app_name: str, user_id: str, query: str
+    ) -> SearchMemoryResponse:
+        """The memories of (app, user) that best match ``query``, best first."""
+        request = mpb.SearchMemoryRequest(
+            app_name=app_name, user_id=user_id, query=query, limit=self._search_limit
+        )
+        reply: mpb.SearchMemoryResponse = await self._invoke("SearchMemory", request)
+        return SearchMemoryResponse(memories=[_entry_from_proto(m) for m in reply.memories])
+
+    async def delete_memory(
+        self, *, app_name: str, user_id: str, memory_id: str | None = None
+    ) -> None:
+        """Deletes every memory of the user with this id; the id is never ingested again.
+
+        A missing or empty id deletes nothing, as in ADK's in-memory service (M1.6).
+        """
+        if not memory_id:
+            return
+        request = mpb.DeleteMemoryRequest(app_name=app_name, user_id=user_id, memory_id=memory_id)
+        await self._invoke("DeleteMemory", request)
+
+    async def _invoke(self, method: str, request: Any) -> Any:
+        try:
+            return await getattr(self._connection.stub(), method)(
+                request, timeout=self._timeout, metadata=self._metadata
+            )
+        except grpc.aio.AioRpcError as e:
+            raise translate(e) from e
+
+
+def _metadata_text(custom_metadata: Mapping[str, object] | None) -> str:
+    return dumps(json_safe(dict(custom_metadata))) if custom_metadata else ""
+
+
+def _entry_to_proto(entry: MemoryEntry) -> mpb.MemoryEntry:
+    message = mpb.MemoryEntry(
+        id=entry.id or "",
+        content=content_to_proto(entry.content),
+        author=entry.author or "",
+        custom_metadata=dumps(json_safe(entry.custom_metadata)) if entry.custom_metadata else "",
+    )
+    if entry.timestamp is not None:
+        message.timestamp.CopyFrom(timestamps.from_iso(entry.timestamp))
+    return message
+
+
+def _entry_from_proto(message: mpb.MemoryEntry) -> MemoryEntry:
+    return MemoryEntry(
+        id=message.id or None,
+        content=content_from_proto(message.content),
+        author=message.author or None,
+        timestamp=timestamps.to_local_iso(message.timestamp)
+        if message.HasField("timestamp")
+        else None,
+        custom_metadata=loads_object(message.custom_metadata, "MemoryEntry.custom_metadata"),
+    )
