@@ -1,0 +1,295 @@
+//! The command line: flags (each with an environment-variable fallback), subcommands, and the
+//! dispatch to their handlers. Handlers only translate between the terminal and the library.
+
+mod memory;
+mod output;
+mod sessions;
+mod turn;
+mod watch;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use runner_client::{Access, MemoryClient, SessionClient};
+
+/// Failures of a command; the library's [`runner_client::RunnerError`] for service and agent
+/// failures, I/O errors for the terminal.
+pub type CliError = Box<dyn std::error::Error + Send + Sync>;
+
+/// User id used when a command needs one and `--user` is not given.
+const DEFAULT_USER: &str = "user";
+
+/// Run agent turns against session-svc and memory-svc, and look at what they store.
+#[derive(Debug, Parser)]
+#[command(name = "runner-client", version)]
+pub struct Cli {
+    /// session-svc address.
+    #[arg(
+        long,
+        env = "RUNNER_SESSION_ENDPOINT",
+        default_value = "http://127.0.0.1:50051",
+        global = true
+    )]
+    session_endpoint: String,
+
+    /// memory-svc address.
+    #[arg(
+        long,
+        env = "RUNNER_MEMORY_ENDPOINT",
+        default_value = "http://127.0.0.1:50052",
+        global = true
+    )]
+    memory_endpoint: String,
+
+    /// File holding the bearer token to present to both services (when they require tokens).
+    #[arg(long, env = "RUNNER_TOKEN_FILE", global = true)]
+    token_file: Option<PathBuf>,
+
+    /// CA certificate (PEM) of `https://` service endpoints.
+    #[arg(long, env = "RUNNER_CA_CERT", global = true)]
+    ca_cert: Option<PathBuf>,
+
+    /// App name.
+    #[arg(long, env = "RUNNER_APP", default_value = "demo", global = true)]
+    app: String,
+
+    /// User id [default: "user"; for `sessions list` and `watch --app-feed`: every user].
+    #[arg(long, env = "RUNNER_USER", global = true)]
+    user: Option<String>,
+
+    /// Session id [`chat`, `run`: a new session when not given].
+    #[arg(long, env = "RUNNER_SESSION", global = true)]
+    session: Option<String>,
+
+    /// Print JSON, one object per line, instead of text for people.
+    #[arg(long, global = true)]
+    json: bool,
+
+    #[command(flatten)]
+    agent: AgentArgs,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Which agent `chat` and `run` drive, and how.
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
+    /// The agent.
+    #[arg(long, env = "RUNNER_AGENT", value_enum, default_value_t = AgentKind::Recall, global = true)]
+    agent: AgentKind,
+
+    /// Base URL of an OpenAI-compatible API (`--agent openai`), e.g. Ollama's.
+    #[arg(
+        long,
+        env = "RUNNER_MODEL_ENDPOINT",
+        default_value = "http://127.0.0.1:11434/v1",
+        global = true
+    )]
+    model_endpoint: String,
+
+    /// Model name (`--agent openai`).
+    #[arg(long, env = "RUNNER_MODEL", global = true)]
+    model: Option<String>,
+
+    /// Environment variable holding the API key (`--agent openai`); unset or empty: no key.
+    #[arg(
+        long,
+        env = "RUNNER_API_KEY_ENV",
+        default_value = "OPENAI_API_KEY",
+        global = true
+    )]
+    api_key_env: String,
+
+    /// System instruction; `{key}` / `{key?}` are replaced from the session state.
+    #[arg(long, env = "RUNNER_INSTRUCTION", default_value = "", global = true)]
+    instruction: String,
+
+    /// Save the agent's final reply in the session state under this key.
+    #[arg(long, env = "RUNNER_OUTPUT_KEY", global = true)]
+    output_key: Option<String>,
+
+    /// Add the session to memory after each turn.
+    #[arg(long, env = "RUNNER_REMEMBER", global = true)]
+    remember: bool,
+
+    /// Give the model memories matching each message up front (`--agent openai`).
+    #[arg(long, env = "RUNNER_PRELOAD_MEMORY", global = true)]
+    preload_memory: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentKind {
+    /// Deterministic, no model: acknowledges statements, answers questions from memory.
+    Recall,
+    /// An OpenAI-compatible chat-completions endpoint, with the load_memory tool.
+    Openai,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Talk with the agent; replies stream in as they are produced. Ctrl-D ends.
+    Chat,
+    /// One turn: send a message, print the agent's events.
+    Run {
+        /// The user's message.
+        message: String,
+        /// JSON object stored as the state delta of the user's event (`temp:` keys last only
+        /// for this turn).
+        #[arg(long)]
+        state_delta: Option<String>,
+    },
+    /// Print a session's events as they are appended (or, with --app-feed, every event of the
+    /// app).
+    Watch {
+        /// Follow every session of the app (of --user, if given) instead of one session.
+        #[arg(long)]
+        app_feed: bool,
+        /// With --app-feed: resume after this cursor (printed with --json).
+        #[arg(long, requires = "app_feed")]
+        cursor: Option<String>,
+        /// Replay stored events after this sequence first (default: all of them).
+        #[arg(long, default_value_t = 0, conflicts_with = "app_feed")]
+        after_sequence: u64,
+        /// Also print live partial events (streamed fragments).
+        #[arg(long, conflicts_with = "app_feed")]
+        partial: bool,
+    },
+    /// List, show or delete sessions.
+    Sessions {
+        #[command(subcommand)]
+        command: SessionsCommand,
+    },
+    /// Search memory or add a session to it.
+    Memory {
+        #[command(subcommand)]
+        command: MemoryCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionsCommand {
+    /// The app's sessions (of --user, if given), least recently updated first.
+    List,
+    /// The --session with its state and events.
+    Get,
+    /// Delete the --session and its events (app and user state stay).
+    Delete,
+}
+
+#[derive(Debug, Subcommand)]
+enum MemoryCommand {
+    /// Search the memory of --user.
+    Search {
+        /// The words to look for.
+        query: String,
+    },
+    /// Add (or refresh) the --session in memory.
+    AddSession,
+}
+
+impl Cli {
+    /// The token and CA certificate the flags point to.
+    fn access(&self) -> Result<Access, CliError> {
+        let read = |path: &PathBuf| {
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        };
+        let token = match &self.token_file {
+            Some(path) => Some(
+                String::from_utf8(read(path)?)
+                    .map_err(|_| format!("{} is not UTF-8 text", path.display()))?,
+            ),
+            None => None,
+        };
+        Ok(Access {
+            token,
+            ca_pem: self.ca_cert.as_ref().map(read).transpose()?,
+        })
+    }
+
+    fn sessions(&self) -> Result<SessionClient, CliError> {
+        Ok(SessionClient::connect_with(
+            &self.session_endpoint,
+            &self.access()?,
+        )?)
+    }
+
+    fn memory(&self) -> Result<MemoryClient, CliError> {
+        Ok(MemoryClient::connect_with(
+            &self.memory_endpoint,
+            &self.access()?,
+        )?)
+    }
+
+    fn user(&self) -> &str {
+        self.user.as_deref().unwrap_or(DEFAULT_USER)
+    }
+
+    /// The session the command is about; the command cannot run without one.
+    fn required_session(&self) -> Result<&str, CliError> {
+        self.session
+            .as_deref()
+            .ok_or_else(|| "this command needs --session (or RUNNER_SESSION)".into())
+    }
+}
+
+/// Runs the command the command line asks for.
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    match &cli.command {
+        Command::Chat => turn::chat(&cli).await,
+        Command::Run {
+            message,
+            state_delta,
+        } => turn::run(&cli, message, state_delta.as_deref()).await,
+        Command::Watch {
+            app_feed: true,
+            cursor,
+            ..
+        } => watch::app_feed(&cli, cursor.as_deref()).await,
+        Command::Watch {
+            after_sequence,
+            partial,
+            ..
+        } => watch::session(&cli, *after_sequence, *partial).await,
+        Command::Sessions { command } => match command {
+            SessionsCommand::List => sessions::list(&cli).await,
+            SessionsCommand::Get => sessions::get(&cli).await,
+            SessionsCommand::Delete => sessions::delete(&cli).await,
+        },
+        Command::Memory { command } => match command {
+            MemoryCommand::Search { query } => memory::search(&cli, query).await,
+            MemoryCommand::AddSession => memory::add_session(&cli).await,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_flags_go_anywhere() {
+        let cli = Cli::try_parse_from([
+            "runner-client",
+            "--agent",
+            "openai",
+            "run",
+            "--app",
+            "a",
+            "--json",
+            "hi",
+        ])
+        .unwrap();
+        assert_eq!(cli.agent.agent, AgentKind::Openai);
+        assert_eq!(cli.app, "a");
+        assert!(cli.json);
+        assert_eq!(cli.user(), DEFAULT_USER);
+    }
+}
