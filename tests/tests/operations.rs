@@ -596,6 +596,26 @@ async fn metrics_are_exposed_for_prometheus() {
     .is_some());
     assert!(sample(&body, "store_flush_batch_size_count", &[]).unwrap() >= 1.0);
     assert!(sample(&body, "store_size_bytes", &["service=\"session-svc\""]).unwrap() > 0.0);
+    assert!(sample(&body, "store_sessions", &[]).unwrap() >= 1.0);
+    assert!(sample(&body, "store_events", &[]).unwrap() >= 3.0);
+    // The recorder is per process, so this endpoint also shows memory-svc's gauge here.
+    let memory = adk_tests::MemoryServer::start("http://127.0.0.1:9").await;
+    memory
+        .client
+        .clone()
+        .add_memory(adk_proto::memory::v1::AddMemoryRequest {
+            app_name: "metrics-app".into(),
+            user_id: "u".into(),
+            memories: vec![adk_proto::memory::v1::MemoryEntry {
+                content: text_event("user", "counted").content,
+                ..Default::default()
+            }],
+            custom_metadata: String::new(),
+        })
+        .await
+        .unwrap();
+    let body = scrape(srv.metrics_addr().unwrap()).await;
+    assert!(sample(&body, "store_memories", &[]).unwrap() >= 1.0);
     let watch = "method=\"adk.session.v1.SessionService/WatchSession\"";
     assert!(
         sample(&body, "grpc_server_in_flight", &[watch]).unwrap() >= 1.0,

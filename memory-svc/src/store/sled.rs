@@ -38,6 +38,7 @@ use adk_common::{
     snapshot::{SnapshotError, Snapshotter, WriteGate},
 };
 use adk_proto::session::v1::{part, Content};
+use metrics::gauge;
 use prost::Message;
 use prost_types::Timestamp;
 use sled::{transaction::TransactionError, Batch, IVec, Transactional, Tree};
@@ -166,8 +167,12 @@ impl SledMemoryStore {
 
     /// Uses the memory trees of an open database. Must be called inside a tokio runtime.
     pub fn from_db(db: sled::Db, sync: SyncMode) -> Result<Self> {
+        let entries = db.open_tree("entries")?;
+        // Counted once at startup (a scan); writes keep the gauge current from then on. Added
+        // rather than set, so stores sharing a process (tests) each count their own.
+        gauge!("store_memories").increment(entries.len() as f64);
         Ok(Self {
-            entries: db.open_tree("entries")?,
+            entries,
             buckets: db.open_tree("buckets")?,
             ids: db.open_tree("ids")?,
             postings: db.open_tree("postings")?,
@@ -182,7 +187,7 @@ impl SledMemoryStore {
     /// Publishes the database's size on disk as a gauge (read at each metrics scrape).
     pub fn record_size(&self) {
         if let Ok(bytes) = self.db.size_on_disk() {
-            metrics::gauge!("store_size_bytes", "service" => "memory-svc").set(bytes as f64);
+            gauge!("store_size_bytes", "service" => "memory-svc").set(bytes as f64);
         }
     }
 
@@ -205,6 +210,9 @@ impl SledMemoryStore {
             let mut p = Plan::new(self, scope)?;
             let out = plan(&mut p)?;
             if !p.changed || p.commit()? {
+                if p.entry_delta != 0 {
+                    gauge!("store_memories").increment(p.entry_delta as f64);
+                }
                 break out;
             }
         };
@@ -245,6 +253,8 @@ struct Plan<'s> {
     base: Option<IVec>,
     stats: Stats,
     changed: bool,
+    /// Entries added minus entries removed, for the `store_memories` gauge.
+    entry_delta: i64,
     entries: Batch,
     buckets: Batch,
     ids: Batch,
@@ -263,6 +273,7 @@ impl<'s> Plan<'s> {
             base,
             stats,
             changed: false,
+            entry_delta: 0,
             entries: Batch::default(),
             buckets: Batch::default(),
             ids: Batch::default(),
@@ -338,6 +349,7 @@ impl<'s> Plan<'s> {
             self.stats.total_len += u64::from(record.len);
         }
         self.changed = true;
+        self.entry_delta += 1;
     }
 
     /// Removes an entry that is stored at `seq` as `record`. (A later [`Plan::insert`] at the
@@ -356,6 +368,7 @@ impl<'s> Plan<'s> {
             self.stats.total_len = self.stats.total_len.saturating_sub(u64::from(record.len));
         }
         self.changed = true;
+        self.entry_delta -= 1;
     }
 
     /// Removes everything of the scope, tombstones included, and returns the number of
@@ -364,6 +377,7 @@ impl<'s> Plan<'s> {
     fn clear(&mut self) -> Result<usize> {
         let s = self.store;
         let removed = remove_all(&s.entries, &self.scope, &mut self.entries)?;
+        self.entry_delta -= removed as i64;
         remove_all(&s.buckets, &self.scope, &mut self.buckets)?;
         remove_all(&s.ids, &self.scope, &mut self.ids)?;
         remove_all(&s.postings, &self.scope, &mut self.postings)?;

@@ -30,6 +30,7 @@ use adk_common::{
     snapshot::{SnapshotError, Snapshotter, WriteGate},
 };
 use adk_proto::session::v1::{Event, Session};
+use metrics::gauge;
 use prost::Message;
 use prost_types::Timestamp;
 use sled::{
@@ -86,6 +87,14 @@ struct ChangeRecord {
     commit_time: Option<Timestamp>,
 }
 
+/// What a deletion transaction found.
+enum Removal {
+    Removed,
+    AlreadyGone,
+    /// An append or a re-creation got in first; read the session again.
+    Changed,
+}
+
 /// Session store on a sled database.
 #[derive(Debug, Clone)]
 pub struct SledStore {
@@ -109,10 +118,15 @@ impl SledStore {
     /// Opens (or creates) the store in `dir`. Must be called inside a tokio runtime.
     pub fn open(dir: &Path, sync: SyncMode) -> Result<Self> {
         let db = sled::Config::new().path(dir).open()?;
+        let (sessions, events) = (db.open_tree("sessions")?, db.open_tree("events")?);
+        // Counted once at startup (a scan); writes keep the gauges current from then on. Added
+        // rather than set, so stores sharing a process (tests) each count their own.
+        gauge!("store_sessions").increment(sessions.len() as f64);
+        gauge!("store_events").increment(events.len() as f64);
         Ok(Self {
-            sessions: db.open_tree("sessions")?,
+            sessions,
             session_state: db.open_tree("session_state")?,
-            events: db.open_tree("events")?,
+            events,
             event_ids: db.open_tree("event_ids")?,
             app_state: db.open_tree("app_state")?,
             user_state: db.open_tree("user_state")?,
@@ -130,7 +144,7 @@ impl SledStore {
     /// Publishes the database's size on disk as a gauge (read at each metrics scrape).
     pub fn record_size(&self) {
         if let Ok(bytes) = self.db.size_on_disk() {
-            metrics::gauge!("store_size_bytes", "service" => "session-svc").set(bytes as f64);
+            gauge!("store_size_bytes", "service" => "session-svc").set(bytes as f64);
         }
     }
 
@@ -227,13 +241,13 @@ impl SledStore {
         let done = trees.transaction(
             |(sessions, session_state, events, event_ids, by_time, by_user_time, by_expiry)| {
                 let Some(bytes) = sessions.get(skey.as_bytes())? else {
-                    return Ok(true);
+                    return Ok(Removal::AlreadyGone);
                 };
                 let current = decode_record(&bytes).map_err(ConflictableTransactionError::Abort)?;
                 if current.incarnation != expected.incarnation
                     || current.last_sequence != expected.last_sequence
                 {
-                    return Ok(false);
+                    return Ok(Removal::Changed);
                 }
                 for k in &state_keys {
                     session_state.remove(k.as_slice())?;
@@ -251,10 +265,18 @@ impl SledStore {
                     by_expiry.remove(by_expiry_key(key, expire))?;
                 }
                 sessions.remove(skey.as_bytes())?;
-                Ok(true)
+                Ok(Removal::Removed)
             },
         );
-        tx_result(done)
+        match tx_result(done)? {
+            Removal::Removed => {
+                gauge!("store_sessions").decrement(1.0);
+                gauge!("store_events").decrement(expected.last_sequence as f64);
+                Ok(true)
+            }
+            Removal::AlreadyGone => Ok(true),
+            Removal::Changed => Ok(false),
+        }
     }
 }
 
@@ -304,6 +326,7 @@ impl SessionStore for SledStore {
         );
         tx_result(created)?;
         drop(writing);
+        gauge!("store_sessions").increment(1.0);
         self.commit.wait_durable().await?;
         let app_state = scan_entries(&self.app_state, app_prefix(&key.app_name).as_bytes())?;
         self.assemble(key, &record, &app_state, EventWindow::NONE)
@@ -489,6 +512,10 @@ impl SessionStore for SledStore {
         );
         let appended = tx_result(appended)?;
         drop(writing);
+        // A retry (change 0) stored nothing.
+        if appended.change != 0 {
+            gauge!("store_events").increment(1.0);
+        }
         self.commit.wait_durable().await?;
         Ok(appended)
     }
