@@ -35,6 +35,11 @@ impl InvalidArgument {
     }
 }
 
+/// The deepest nesting of arrays and objects accepted in a JSON field. Values are stored as
+/// text and never walked here, but clients that parse them back (Python's `json`, many others)
+/// recurse per level.
+pub const MAX_JSON_DEPTH: usize = 128;
+
 /// A JSON object whose values are kept as the exact text they were sent as.
 pub type JsonObject = BTreeMap<String, Box<RawValue>>;
 
@@ -63,6 +68,7 @@ pub fn json_object(field: &str, text: &str) -> Result<JsonObject, InvalidArgumen
     if text.is_empty() {
         return Ok(JsonObject::new());
     }
+    check_depth(field, text)?;
     serde_json::from_str(text)
         .map_err(|e| InvalidArgument::new(field, format!("is not a JSON object: {e}")))
 }
@@ -72,10 +78,43 @@ pub fn json_object_text(field: &str, text: &str) -> Result<(), InvalidArgument> 
     if text.is_empty() {
         return Ok(());
     }
+    check_depth(field, text)?;
     let value: &RawValue = serde_json::from_str(text)
         .map_err(|e| InvalidArgument::new(field, format!("is not valid JSON: {e}")))?;
     if !value.get().starts_with('{') {
         return Err(InvalidArgument::new(field, "must be a JSON object"));
+    }
+    Ok(())
+}
+
+/// Refuses JSON text nested deeper than [`MAX_JSON_DEPTH`] (a linear scan; brackets inside
+/// strings do not count).
+fn check_depth(field: &str, text: &str) -> Result<(), InvalidArgument> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for b in text.bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_JSON_DEPTH {
+                    return Err(InvalidArgument::new(
+                        field,
+                        format!("is nested deeper than {MAX_JSON_DEPTH} levels"),
+                    ));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
     }
     Ok(())
 }
@@ -144,6 +183,18 @@ mod tests {
         assert!(json_object_text("custom_metadata", r#"{"a":[1]}"#).is_ok());
         assert!(json_object_text("custom_metadata", "3").is_err());
         assert!(json_object_text("custom_metadata", "nope").is_err());
+    }
+
+    #[test]
+    fn nesting_is_limited() {
+        let nested = |n: usize| format!("{{\"k\": {}1{}}}", "[".repeat(n), "]".repeat(n));
+        assert!(json_object("state", &nested(MAX_JSON_DEPTH - 1)).is_ok());
+        let err = json_object("state", &nested(MAX_JSON_DEPTH)).unwrap_err();
+        assert_eq!(err.field, "state");
+        assert!(json_object_text("m", &nested(1000)).is_err());
+        // Brackets inside strings, escaped quotes included, are text.
+        let text = format!("{{\"s\": \"\\\"{}\"}}", "[".repeat(1000));
+        assert!(json_object("state", &text).is_ok());
     }
 
     #[test]
