@@ -4,6 +4,7 @@
 //! - [`auth`]: bearer tokens scoped to apps and users.
 //! - [`durability`]: group commit, so concurrent writers share one flush to disk.
 //! - [`keys`]: order-preserving, self-delimiting encoding of composite sled keys.
+//! - [`load`]: load shedding beyond a concurrency limit.
 //! - [`metrics`]: Prometheus metrics of every RPC and the `/metrics` endpoint.
 //! - [`page`]: opaque page tokens and cursors that cannot leave the scope they were issued for.
 //! - [`snapshot`]: online backups (snapshot format, AdminService, snapshot/restore commands).
@@ -14,6 +15,7 @@
 pub mod auth;
 pub mod durability;
 pub mod keys;
+pub mod load;
 pub mod metrics;
 pub mod page;
 pub mod rpc;

@@ -61,6 +61,11 @@ pub struct ServeFlags {
     #[arg(long)]
     pub tokens_file: Option<PathBuf>,
 
+    /// Calls handled at once; more are answered RESOURCE_EXHAUSTED right away (health checks
+    /// are exempt, and an open stream counts only while it is being set up).
+    #[arg(long, default_value_t = 1024)]
+    pub max_concurrent_requests: usize,
+
     /// Seconds that in-flight calls and streams get to finish after SIGTERM.
     #[arg(long, default_value_t = 10)]
     pub shutdown_grace_secs: u64,
@@ -79,6 +84,7 @@ impl Default for ServeFlags {
             tls_key: None,
             tls_client_ca: None,
             tokens_file: None,
+            max_concurrent_requests: 1024,
             shutdown_grace_secs: 10,
             log_format: LogFormat::Plain,
         }
@@ -99,6 +105,7 @@ impl ServeFlags {
             grace: Duration::from_secs(self.shutdown_grace_secs),
             tls,
             metrics_listen: self.metrics_listen,
+            max_concurrent_requests: self.max_concurrent_requests,
         }
     }
 
@@ -169,6 +176,8 @@ pub struct ServeOptions {
     pub tls: Option<TlsFiles>,
     /// Where to serve Prometheus `/metrics`, if anywhere.
     pub metrics_listen: Option<SocketAddr>,
+    /// Calls handled at once before shedding.
+    pub max_concurrent_requests: usize,
 }
 
 impl Default for ServeOptions {
@@ -177,6 +186,7 @@ impl Default for ServeOptions {
             grace: Duration::from_secs(10),
             tls: None,
             metrics_listen: None,
+            max_concurrent_requests: 1024,
         }
     }
 }
@@ -282,6 +292,9 @@ pub async fn spawn(
     let task = tokio::spawn(async move {
         let serve = builder
             .layer(crate::metrics::RpcMetricsLayer)
+            .layer(crate::load::LoadShedLayer::new(
+                options.max_concurrent_requests,
+            ))
             .add_routes(routes)
             .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
                 let _ = stopped.await;

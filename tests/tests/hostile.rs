@@ -302,3 +302,89 @@ async fn open_watches(metrics: std::net::SocketAddr) -> f64 {
         .map(|(_, v)| v.parse::<f64>().unwrap())
         .unwrap_or(0.0)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overload_is_shed_with_resource_exhausted_and_nothing_acknowledged_is_lost() {
+    let srv = SessionServer::start_with(|c| c.serve.max_concurrent_requests = 2).await;
+    srv.create("app", "u", "s", json!({})).await;
+    let tasks: Vec<_> = (0..200)
+        .map(|i| {
+            let mut c = srv.client.clone();
+            tokio::spawn(async move {
+                let mut e = text_event("user", "burst");
+                e.id = format!("e{i}");
+                c.append_event(append_request("app", "u", "s", e))
+                    .await
+                    .map(|_| format!("e{i}"))
+                    .map_err(|status| status.code())
+            })
+        })
+        .collect();
+    let (mut acked, mut shed) = (std::collections::HashSet::new(), 0);
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(id) => {
+                acked.insert(id);
+            }
+            Err(code) => {
+                assert_eq!(code, Code::ResourceExhausted);
+                shed += 1;
+            }
+        }
+    }
+    assert!(shed > 0, "200 concurrent appends against 2 slots shed some");
+    assert!(!acked.is_empty());
+    let stored: std::collections::HashSet<String> = srv
+        .get("app", "u", "s")
+        .await
+        .events
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(stored, acked, "exactly the acknowledged appends are stored");
+    let mut health = tonic_health::pb::health_client::HealthClient::new(
+        tonic::transport::Channel::from_shared(format!("http://{}", srv.addr))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap(),
+    );
+    let status = health
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: "adk.session.v1.SessionService".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(status.into_inner().status, 1, "SERVING");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadlines_and_cancellation_leave_each_append_whole_or_absent() {
+    let srv = SessionServer::start().await;
+    srv.create("app", "u", "s", json!({})).await;
+    let mut c = srv.client.clone();
+    let mut expired = 0;
+    for i in 0..300u64 {
+        let mut e = delta_event(json!({ "last": i }));
+        e.id = format!("e{i}");
+        let mut request = tonic::Request::new(append_request("app", "u", "s", e));
+        // From no time at all to a few fsyncs' worth: some calls are cut off mid-way.
+        request.set_timeout(Duration::from_micros(250 * (i % 8)));
+        if c.append_event(request).await.is_err() {
+            expired += 1;
+        }
+    }
+    assert!(expired > 0, "some appends ran out of time");
+    let session = srv.get("app", "u", "s").await;
+    let mut seen = std::collections::HashSet::new();
+    for (k, e) in session.events.iter().enumerate() {
+        assert_eq!(e.sequence, k as u64 + 1, "contiguous");
+        assert!(seen.insert(e.id.clone()), "each event once");
+    }
+    // The state is exactly what the stored events say: no delta applied without its event.
+    let last = session
+        .events
+        .last()
+        .map(|e| json(&e.actions.clone().unwrap().state_delta)["last"].clone());
+    assert_eq!(json(&session.state).get("last").cloned(), last);
+}
