@@ -15,7 +15,7 @@ use tokio::{
     sync::{oneshot, watch},
     task::JoinHandle,
 };
-use tokio_stream::wrappers::TcpListenerStream;
+use tokio_stream::{wrappers::TcpListenerStream, StreamExt as _};
 use tonic::{
     service::Routes,
     transport::{Certificate, Identity, ServerTlsConfig},
@@ -289,6 +289,16 @@ pub async fn spawn(
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);
     let mut stopping = shutdown.signal();
+    // Replies go out as several small writes (headers, data, trailers); with Nagle's algorithm
+    // on, the last one waits for the client's delayed ACK, adding ~40 ms to every unary call.
+    // (tonic's own `tcp_nodelay` only applies to listeners it binds itself.)
+    let incoming = TcpListenerStream::new(listener).map(|conn| {
+        conn.inspect(|stream| {
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::debug!("could not set TCP_NODELAY: {e}");
+            }
+        })
+    });
     let task = tokio::spawn(async move {
         let serve = builder
             .layer(crate::metrics::RpcMetricsLayer)
@@ -296,7 +306,7 @@ pub async fn spawn(
                 options.max_concurrent_requests,
             ))
             .add_routes(routes)
-            .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
+            .serve_with_incoming_shutdown(incoming, async {
                 let _ = stopped.await;
                 health
                     .set_service_status(service_name, ServingStatus::NotServing)
