@@ -161,6 +161,19 @@ mod tests {
         assert_eq!(trimmed.trimmed_text().as_deref(), Some(r#"{"a":1.0}"#));
     }
 
+    /// Found by fuzzing: JSON numbers no f64 holds are valid JSON and are kept as sent.
+    #[test]
+    fn out_of_range_numbers_are_kept_verbatim() {
+        let delta = Delta::parse("state", r#"{"big": 555e404, "tiny": 1e-400, "temp:t": 1}"#);
+        let delta = delta.unwrap();
+        assert_eq!(delta.trimmed_text().as_deref(), Some(r#"{"big":555e404,"tiny":1e-400}"#));
+        let split = delta.split();
+        assert_eq!(
+            merge(&split.session, &[], &[]),
+            r#"{"big":555e404,"tiny":1e-400}"#
+        );
+    }
+
     #[test]
     fn bad_keys_are_named() {
         for text in [r#"{"": 1}"#, r#"{"app:": 1}"#, r#"{"temp:": 1}"#] {
