@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""Side by side: the same session and memory workload through
+
+  * the Python client of this project (adk-grpc-services: GrpcSessionService, GrpcMemoryService)
+    against the release session-svc / memory-svc (default `--sync sync`: durable appends), and
+  * Google ADK's own DatabaseSessionService (SQLite file, sqlite+aiosqlite) and
+    InMemoryMemoryService (google-adk==2.13.0),
+
+in one run, printing each measurement and the ratios (gRPC service / ADK service).
+
+Setup (once):
+    python3 -m venv /tmp/adk-bench-venv
+    /tmp/adk-bench-venv/bin/pip install ./clients/python 'google-adk[db]==2.13.0' aiosqlite
+    cargo build --release -p session-svc -p memory-svc
+Run:
+    /tmp/adk-bench-venv/bin/python bench/adk_compare.py --bin-dir target/release
+    /tmp/adk-bench-venv/bin/python bench/adk_compare.py --quick      # seconds, for a smoke run
+
+Workload (identical for both sides, through ADK's BaseSessionService / BaseMemoryService API):
+  append:  `--appends` events (~1 KB of text, state delta in app:, user: and session scope),
+           appended one after another to one session (concurrency 1), and again with
+           `--concurrency` sessions appending at once.
+  get:     get_session of a 1,000-event session, `--gets` times.
+  search:  `--memories` entries (12-40 words each, Zipf-distributed vocabulary) added to one
+           user's memory with add_events_to_memory in batches of 1,000, then `--searches`
+           queries of two kinds: two rare words, and a 4-word question with one common word.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import bisect
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from typing import Any, Awaitable, Callable
+
+from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
+from google.adk.memory import InMemoryMemoryService
+from google.adk.sessions import DatabaseSessionService
+from google.genai import types
+
+from adk_grpc_services import GrpcMemoryService, GrpcSessionService
+
+APP = "bench"
+
+# ---------------------------------------------------------------- synthetic text (as bench/src/text.rs)
+COMMON = (
+    "the i to and a of you is my it in that what for me on with project was we this be have can do "
+    "your are not at about favorite please from like will an so how user time"
+).split()
+SYLLABLES = (
+    "ka lo mi ne ru ta shi po ve den gar sol bri tun mo zen qua fel dor pix lam cor vin hes".split()
+)
+VOCAB = 20_000
+
+
+def _vocabulary() -> list[str]:
+    words = list(COMMON)
+    i = 0
+    while len(words) < VOCAB:
+        n, w = i, ""
+        while True:
+            w += SYLLABLES[n % len(SYLLABLES)]
+            n //= len(SYLLABLES)
+            if n == 0:
+                break
+        if len(w) > 3:
+            words.append(w)
+        i += 1
+    return words
+
+
+WORDS = _vocabulary()
+_CDF: list[float] = []
+_total = 0.0
+for _r in range(VOCAB):
+    _total += 1.0 / (_r + 1)
+    _CDF.append(_total)
+_CDF = [c / _total for c in _CDF]
+
+
+def zipf_word(rng: random.Random) -> str:
+    return WORDS[min(bisect.bisect_left(_CDF, rng.random()), VOCAB - 1)]
+
+
+def text_of_bytes(seed: int, size: int) -> str:
+    rng = random.Random(seed)
+    out: list[str] = []
+    length = 0
+    while length < size:
+        w = zipf_word(rng)
+        out.append(w)
+        length += len(w) + 1
+    return " ".join(out)
+
+
+def memory_text(i: int) -> str:
+    rng = random.Random(i * 7919 + 1)
+    return " ".join(zipf_word(rng) for _ in range(rng.randint(12, 40)))
+
+
+def query(kind: str, i: int) -> str:
+    rng = random.Random(i ^ 0x5EA2C4)
+    if kind == "rare":
+        return " ".join(WORDS[rng.randrange(1000, VOCAB)] for _ in range(2))
+    return " ".join(
+        [
+            WORDS[rng.randrange(0, 20)],
+            WORDS[rng.randrange(40, 400)],
+            WORDS[rng.randrange(400, VOCAB)],
+            WORDS[rng.randrange(400, VOCAB)],
+        ]
+    )
+
+
+# ---------------------------------------------------------------- servers
+class Server:
+    def __init__(self, binary: str, args: list[str]) -> None:
+        self.dir = tempfile.mkdtemp(prefix="adk-compare-")
+        env = dict(os.environ, RUST_LOG="warn")
+        self.proc = subprocess.Popen(
+            [binary, "--listen", "127.0.0.1:0", "--data-dir", self.dir, *args],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            m = re.search(r"listening on (\S+)", line)
+            if m:
+                self.addr = m.group(1)
+                break
+        else:
+            raise RuntimeError(f"{binary} exited before listening")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- workload
+def make_event(author: str, i: int, text: str) -> Event:
+    return Event(
+        id=str(uuid.uuid4()),
+        invocation_id=f"inv-{i}",
+        author=author,
+        content=types.Content(role="user" if author == "user" else "model", parts=[types.Part(text=text)]),
+        actions=EventActions(
+            state_delta={
+                "app:last_writer": author,
+                "user:turns": i,
+                "turn": i,
+                "last_topic": f"topic-{i % 97}",
+                "temp:scratch": 1,
+            }
+        ),
+    )
+
+
+TEXTS = [text_of_bytes(s, 1000) for s in range(16)]
+
+
+async def append_run(svc: Any, user: str, sid: str, n: int) -> list[float]:
+    session = await svc.create_session(app_name=APP, user_id=user, session_id=sid, state={"turn": 0})
+    lat = []
+    for i in range(n):
+        ev = make_event("user" if i % 2 == 0 else "model", i, TEXTS[i % 16])
+        t0 = time.perf_counter()
+        await svc.append_event(session, ev)
+        lat.append(time.perf_counter() - t0)
+    return lat
+
+
+async def measure_append(svc: Any, tag: str, n: int, concurrency: int) -> dict[str, float]:
+    t0 = time.perf_counter()
+    per = max(1, n // concurrency)
+    results = await asyncio.gather(
+        *(append_run(svc, f"{tag}-u{w}", f"{tag}-c{concurrency}-s{w}", per) for w in range(concurrency))
+    )
+    secs = time.perf_counter() - t0
+    lat = sorted(x for r in results for x in r)
+    return {"rate": len(lat) / secs, "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99)}
+
+
+def pct(sorted_lat: list[float], q: float) -> float:
+    if not sorted_lat:
+        return float("nan")
+    return sorted_lat[min(len(sorted_lat) - 1, int(q * len(sorted_lat)))] * 1000
+
+
+async def timed(n: int, op: Callable[[int], Awaitable[Any]]) -> dict[str, float]:
+    lat = []
+    t0 = time.perf_counter()
+    for i in range(n):
+        s = time.perf_counter()
+        await op(i)
+        lat.append(time.perf_counter() - s)
+    secs = time.perf_counter() - t0
+    lat.sort()
+    return {"rate": n / secs, "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99)}
+
+
+async def measure_get(svc: Any, tag: str, events: int, gets: int) -> dict[str, float]:
+    sid = f"{tag}-long"
+    await append_run(svc, f"{tag}-reader", sid, events)
+
+    async def op(_: int) -> None:
+        s = await svc.get_session(app_name=APP, user_id=f"{tag}-reader", session_id=sid)
+        assert s is not None and len(s.events) == events, len(s.events) if s else None
+
+    await op(0)  # warm
+    return await timed(gets, op)
+
+
+async def load_memory(svc: Any, entries: int) -> float:
+    t0 = time.perf_counter()
+    batch = 1000
+    for first in range(0, entries, batch):
+        events = [
+            Event(
+                id=f"m{i}",
+                invocation_id=f"inv-{i}",
+                author="user" if i % 2 == 0 else "model",
+                content=types.Content(role="user", parts=[types.Part(text=memory_text(i))]),
+            )
+            for i in range(first, min(entries, first + batch))
+        ]
+        await svc.add_events_to_memory(
+            app_name=APP, user_id="searcher", events=events, session_id=f"conv{first // batch}"
+        )
+    return entries / (time.perf_counter() - t0)
+
+
+async def measure_search(svc: Any, kind: str, n: int) -> dict[str, float]:
+    async def op(i: int) -> None:
+        await svc.search_memory(app_name=APP, user_id="searcher", query=query(kind, i))
+
+    await op(10_000)  # warm
+    return await timed(n, op)
+
+
+def fmt(r: dict[str, float]) -> str:
+    return f"{r['rate']:10.1f}/s  p50 {r['p50_ms']:8.2f} ms  p99 {r['p99_ms']:8.2f} ms"
+
+
+async def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--bin-dir", default=os.path.join(here, "..", "target", "release"))
+    ap.add_argument("--appends", type=int, default=2000)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--gets", type=int, default=50)
+    ap.add_argument("--session-events", type=int, default=1000)
+    ap.add_argument("--memories", type=int, default=100_000)
+    ap.add_argument("--searches", type=int, default=30)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke run")
+    a = ap.parse_args()
+    if a.quick:
+        a.appends, a.gets, a.session_events, a.memories, a.searches = 200, 5, 200, 2000, 5
+    print(f"# load average at start: {os.getloadavg()}")
+
+    session_svc = Server(os.path.join(a.bin_dir, "session-svc"), [])
+    memory_svc = Server(
+        os.path.join(a.bin_dir, "memory-svc"), ["--session-endpoint", f"http://{session_svc.addr}"]
+    )
+    db_dir = tempfile.mkdtemp(prefix="adk-compare-sqlite-")
+    try:
+        adk_sessions = DatabaseSessionService(f"sqlite+aiosqlite:///{db_dir}/sessions.db")
+    except Exception:
+        memory_svc.stop()
+        session_svc.stop()
+        raise
+    grpc_sessions = GrpcSessionService(session_svc.addr)
+    grpc_memory = GrpcMemoryService(memory_svc.addr)
+    adk_memory = InMemoryMemoryService()
+    results: dict[str, dict[str, dict[str, float]]] = {}
+
+    def record(name: str, side: str, r: dict[str, float]) -> None:
+        results.setdefault(name, {})[side] = r
+        print(f"{name:<44} {side:<5} {fmt(r)}", flush=True)
+
+    try:
+        for side, svc in (("grpc", grpc_sessions), ("adk", adk_sessions)):
+            record("append_event, 1 session", side, await measure_append(svc, side, a.appends, 1))
+            try:
+                record(
+                    f"append_event, {a.concurrency} sessions at once",
+                    side,
+                    await measure_append(svc, side, a.appends, a.concurrency),
+                )
+            except Exception as e:  # SQLite may refuse concurrent writers
+                print(f"append_event concurrent, {side}: failed: {type(e).__name__}: {e}")
+            record(
+                f"get_session of a {a.session_events}-event session",
+                side,
+                await measure_get(svc, side, a.session_events, a.gets),
+            )
+        for side, msvc in (("grpc", grpc_memory), ("adk", adk_memory)):
+            rate = await load_memory(msvc, a.memories)
+            print(f"{'add_events_to_memory':<44} {side:<5} {rate:10.1f} entries/s", flush=True)
+            for kind in ("rare", "mixed"):
+                record(
+                    f"search_memory ({kind} query) at {a.memories} entries",
+                    side,
+                    await measure_search(msvc, kind, a.searches),
+                )
+    finally:
+        await grpc_sessions.close()
+        await grpc_memory.close()
+        await adk_sessions.close() if hasattr(adk_sessions, "close") else None
+        memory_svc.stop()
+        session_svc.stop()
+        shutil.rmtree(db_dir, ignore_errors=True)
+
+    print(f"\n# load average at end: {os.getloadavg()}")
+    print("\n| workload | adk-grpc-services | ADK | ratio (throughput) | ratio (p50 latency) |")
+    print("|---|---:|---:|---:|---:|")
+    for name, sides in results.items():
+        if "grpc" in sides and "adk" in sides:
+            g, d = sides["grpc"], sides["adk"]
+            print(
+                f"| {name} | {g['rate']:.1f}/s, p50 {g['p50_ms']:.2f} ms | {d['rate']:.1f}/s, "
+                f"p50 {d['p50_ms']:.2f} ms | {g['rate'] / d['rate']:.1f}x | "
+                f"{d['p50_ms'] / g['p50_ms']:.1f}x |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,106 @@
+//! A release server spawned as a child process on 127.0.0.1:0 with its own data directory.
+
+use std::{path::Path, process::Stdio, time::Duration};
+
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+};
+
+use crate::{Ctx, Result};
+
+pub struct Server {
+    pub addr: String,
+    pub pid: u32,
+    child: Child,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Server {
+    /// Starts `name` with a fresh temporary data directory.
+    pub async fn spawn(ctx: &Ctx, name: &str, args: &[&str]) -> Result<Self> {
+        let dir = tempfile::Builder::new().prefix("adk-bench-").tempdir()?;
+        let mut s = Self::spawn_in(ctx, name, args, dir.path()).await?;
+        s._dir = Some(dir);
+        Ok(s)
+    }
+
+    /// Starts `name` on an existing data directory (kept by the caller).
+    pub async fn spawn_in(ctx: &Ctx, name: &str, args: &[&str], data_dir: &Path) -> Result<Self> {
+        let bin = ctx.bin_dir.join(name);
+        if !bin.exists() {
+            return Err(format!(
+                "{} not found: build it with `cargo build --release -p {name}` or pass --bin-dir",
+                bin.display()
+            )
+            .into());
+        }
+        let mut child = Command::new(&bin)
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(args)
+            .env(
+                "RUST_LOG",
+                std::env::var("BENCH_SERVER_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()?;
+        let pid = child.id().ok_or("server exited at once")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let addr = tokio::time::timeout(Duration::from_secs(120), async {
+            while let Some(line) = lines.next_line().await? {
+                if let Some((_, addr)) = line.split_once("listening on ") {
+                    return Ok::<_, std::io::Error>(Some(addr.trim().to_owned()));
+                }
+            }
+            Ok(None)
+        })
+        .await
+        .map_err(|_| format!("{name} did not report its address within 120 s"))??
+        .ok_or_else(|| format!("{name} exited before listening"))?;
+        // Keep draining stdout so the server never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        println!("  started {name} pid {pid} on {addr} {}", args.join(" "));
+        Ok(Self {
+            addr,
+            pid,
+            child,
+            _dir: None,
+        })
+    }
+
+    /// (VmRSS, VmHWM) in KiB, from /proc/PID/status.
+    pub fn rss_kb(&self) -> (u64, u64) {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    /// SIGTERM (graceful: drain and flush), then kill after 30 s.
+    pub async fn stop(mut self) {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.pid as libc::pid_t, libc::SIGTERM);
+        }
+        if tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+    }
+}
