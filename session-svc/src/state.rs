@@ -166,7 +166,10 @@ mod tests {
     fn out_of_range_numbers_are_kept_verbatim() {
         let delta = Delta::parse("state", r#"{"big": 555e404, "tiny": 1e-400, "temp:t": 1}"#);
         let delta = delta.unwrap();
-        assert_eq!(delta.trimmed_text().as_deref(), Some(r#"{"big":555e404,"tiny":1e-400}"#));
+        assert_eq!(
+            delta.trimmed_text().as_deref(),
+            Some(r#"{"big":555e404,"tiny":1e-400}"#)
+        );
         let split = delta.split();
         assert_eq!(
             merge(&split.session, &[], &[]),
