@@ -4,10 +4,16 @@
 //! background task takes every writer waiting at that moment, flushes sled once (on the blocking
 //! pool), and releases them all; writers arriving during a flush are served by the next one. So
 //! the cost of an fsync is shared by all concurrent writers instead of paid by each.
+//!
+//! It also remembers a disk failure (a failed flush, or a write the store reports failing with an
+//! I/O error such as a full disk). After one, sled cannot be trusted to finish writes (it may
+//! wait forever for space), so the store refuses new writes at once with the reason, health turns
+//! NOT_SERVING, and an orchestrator restarts the process; restarting recovers what was
+//! acknowledged.
 
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// When a write counts as done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -21,9 +27,10 @@ pub enum SyncMode {
     Periodic,
 }
 
-/// The flush failed; the write may not be durable.
+/// The flush failed (the write may not be durable), or the store failed earlier and takes no
+/// more writes.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("flushing the store to disk failed: {0}")]
+#[error("{0}")]
 pub struct FlushError(Arc<str>);
 
 type Waiter = oneshot::Sender<Result<(), FlushError>>;
@@ -33,6 +40,8 @@ type Waiter = oneshot::Sender<Result<(), FlushError>>;
 pub struct GroupCommit {
     mode: SyncMode,
     waiters: mpsc::UnboundedSender<Waiter>,
+    /// `Some(reason)` once the disk has failed.
+    failure: Arc<watch::Sender<Option<Arc<str>>>>,
 }
 
 impl GroupCommit {
@@ -40,8 +49,37 @@ impl GroupCommit {
     /// inside a tokio runtime.
     pub fn start(db: sled::Db, mode: SyncMode) -> Self {
         let (waiters, rx) = mpsc::unbounded_channel();
-        tokio::spawn(flush_loop(db, rx));
-        Self { mode, waiters }
+        let failure = Arc::new(watch::Sender::new(None));
+        tokio::spawn(flush_loop(db, rx, failure.clone()));
+        Self {
+            mode,
+            waiters,
+            failure,
+        }
+    }
+
+    /// Fails at once if the disk has failed; writers call it before writing.
+    pub fn check_writable(&self) -> Result<(), FlushError> {
+        match &*self.failure.borrow() {
+            None => Ok(()),
+            Some(reason) => Err(FlushError(
+                format!(
+                    "the store stopped taking writes after a disk error ({reason}); \
+                     fix the disk and restart the server"
+                )
+                .into(),
+            )),
+        }
+    }
+
+    /// Records a disk failure reported by the store (the first one wins).
+    pub fn fail(&self, reason: &str) {
+        record_failure(&self.failure, reason);
+    }
+
+    /// Watches for a disk failure (for the health service).
+    pub fn failures(&self) -> watch::Receiver<Option<Arc<str>>> {
+        self.failure.subscribe()
     }
 
     /// Resolves once every write committed before this call is on disk (in [`SyncMode::Sync`]).
@@ -56,22 +94,41 @@ impl GroupCommit {
     }
 }
 
-async fn flush_loop(db: sled::Db, mut rx: mpsc::UnboundedReceiver<Waiter>) {
+async fn flush_loop(
+    db: sled::Db,
+    mut rx: mpsc::UnboundedReceiver<Waiter>,
+    failure: Arc<watch::Sender<Option<Arc<str>>>>,
+) {
     let mut batch = Vec::new();
     while rx.recv_many(&mut batch, usize::MAX).await > 0 {
         let db = db.clone();
         let start = std::time::Instant::now();
         let result = match tokio::task::spawn_blocking(move || db.flush()).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(FlushError(e.to_string().into())),
-            Err(e) => Err(FlushError(e.to_string().into())),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) => Err(e.to_string()),
         };
+        let result = result.map_err(|reason| {
+            record_failure(&failure, &reason);
+            FlushError(format!("flushing the store to disk failed: {reason}").into())
+        });
         crate::metrics::record_flush(batch.len(), start.elapsed().as_secs_f64());
         for waiter in batch.drain(..) {
             // A waiter that went away (cancelled request) needs no answer.
             let _ = waiter.send(result.clone());
         }
     }
+}
+
+fn record_failure(failure: &watch::Sender<Option<Arc<str>>>, reason: &str) {
+    failure.send_if_modified(|f| {
+        if f.is_some() {
+            return false;
+        }
+        tracing::error!(%reason, "disk failure: the store takes no more writes");
+        *f = Some(reason.into());
+        true
+    });
 }
 
 #[cfg(test)]

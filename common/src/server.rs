@@ -251,6 +251,16 @@ impl Running {
     }
 }
 
+/// What the server needs from its store.
+pub struct StoreHooks<F> {
+    /// Runs before each metrics scrape (gauges read on demand).
+    pub refresh_metrics: Arc<dyn Fn() + Send + Sync>,
+    /// Becomes `Some(reason)` when the store's disk fails: health turns NOT_SERVING.
+    pub failures: watch::Receiver<Option<Arc<str>>>,
+    /// Runs after the server stopped (flushes the store).
+    pub on_stop: F,
+}
+
 /// Serves `routes` (the service named `service_name`) on `listener`, beside
 /// `grpc.health.v1.Health` (SERVING from the start: the caller opened its store already),
 /// reflection and, if asked, `/metrics`. Runs in a background task until [`Running::shutdown`],
@@ -261,9 +271,13 @@ pub async fn spawn(
     routes: Routes,
     options: ServeOptions,
     shutdown: Shutdown,
-    refresh_metrics: Arc<dyn Fn() + Send + Sync>,
-    on_stop: impl Future<Output = Result<(), BoxError>> + Send + 'static,
+    store: StoreHooks<impl Future<Output = Result<(), BoxError>> + Send + 'static>,
 ) -> Result<Running, BoxError> {
+    let StoreHooks {
+        refresh_metrics,
+        mut failures,
+        on_stop,
+    } = store;
     let addr = listener.local_addr()?;
     let mut builder = tonic::transport::Server::builder();
     if let Some(tls) = &options.tls {
@@ -284,6 +298,15 @@ pub async fn spawn(
     health
         .set_service_status(service_name, ServingStatus::Serving)
         .await;
+    // A failed disk makes the server unready (and, with liveness on health, restarted).
+    let failure_health = health.clone();
+    let failure_watch = tokio::spawn(async move {
+        if failures.wait_for(Option::is_some).await.is_ok() {
+            failure_health
+                .set_service_status(service_name, ServingStatus::NotServing)
+                .await;
+        }
+    });
     let routes = routes
         .add_service(health_service)
         .add_service(reflection_v1)
@@ -325,6 +348,7 @@ pub async fn spawn(
         if let Some(task) = metrics_task {
             task.abort();
         }
+        failure_watch.abort();
         on_stop.await
     });
     Ok(Running {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use adk_common::{
-    server::{spawn, BoxError, Running, Shutdown},
+    server::{spawn, BoxError, Running, Shutdown, StoreHooks},
     snapshot::AdminGrpc,
 };
 use adk_proto::admin::v1::admin_service_server::AdminServiceServer;
@@ -52,8 +52,11 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
         routes,
         config.serve.options(),
         Shutdown::new(),
-        Arc::new(move || db_size.record_size()),
-        async move { Ok(store.flush().await?) },
+        StoreHooks {
+            refresh_metrics: Arc::new(move || db_size.record_size()),
+            failures: store.failures(),
+            on_stop: async move { Ok(store.flush().await?) },
+        },
     )
     .await
 }

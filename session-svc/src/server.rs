@@ -4,7 +4,7 @@
 use std::{sync::Arc, time::Duration};
 
 use adk_common::{
-    server::{spawn, BoxError, Running, Shutdown},
+    server::{spawn, BoxError, Running, Shutdown, StoreHooks},
     snapshot::AdminGrpc,
 };
 use adk_proto::admin::v1::admin_service_server::AdminServiceServer;
@@ -65,10 +65,13 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
         routes,
         config.serve.options(),
         shutdown,
-        Arc::new(move || db_size.record_size()),
-        async move {
-            housekeeping.abort();
-            Ok(store.flush().await?)
+        StoreHooks {
+            refresh_metrics: Arc::new(move || db_size.record_size()),
+            failures: store.failures(),
+            on_stop: async move {
+                housekeeping.abort();
+                Ok(store.flush().await?)
+            },
         },
     )
     .await

@@ -191,6 +191,11 @@ impl SledMemoryStore {
         }
     }
 
+    /// Watches for a disk failure (the health service turns NOT_SERVING on one).
+    pub fn failures(&self) -> tokio::sync::watch::Receiver<Option<std::sync::Arc<str>>> {
+        self.commit.failures()
+    }
+
     /// Flushes every write to disk, whatever the sync mode (at shutdown).
     pub async fn flush(&self) -> Result<()> {
         self.db.flush_async().await?;
@@ -205,11 +210,18 @@ impl SledMemoryStore {
         scope: Scope<'_>,
         plan: impl Fn(&mut Plan<'_>) -> Result<T>,
     ) -> Result<T> {
+        self.commit.check_writable()?;
         let writing = self.gate.writing().await;
         let out = loop {
             let mut p = Plan::new(self, scope)?;
             let out = plan(&mut p)?;
-            if !p.changed || p.commit()? {
+            // A plan that changes nothing commits nothing.
+            let committed = if p.changed { p.commit() } else { Ok(true) };
+            // An I/O error (a full disk, say) stops all writes until a restart.
+            if let Err(StoreError::Storage(::sled::Error::Io(e))) = &committed {
+                self.commit.fail(&e.to_string());
+            }
+            if committed? {
                 if p.entry_delta != 0 {
                     gauge!("store_memories").increment(p.entry_delta as f64);
                 }

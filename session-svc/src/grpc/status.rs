@@ -20,6 +20,11 @@ impl From<SessionError> for Status {
             SessionError::Stale { .. } => Code::Aborted,
             SessionError::CursorExpired { .. } => Code::OutOfRange,
             SessionError::Durability(_) => Code::Unavailable,
+            SessionError::Storage(sled::Error::Io(e))
+                if e.kind() == std::io::ErrorKind::StorageFull =>
+            {
+                Code::ResourceExhausted
+            }
             SessionError::Storage(_) | SessionError::Corrupt(_) => Code::Internal,
         };
         if matches!(code, Code::Internal | Code::Unavailable) {

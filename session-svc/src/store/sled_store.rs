@@ -37,6 +37,7 @@ use sled::{
     transaction::{ConflictableTransactionError, TransactionError, TransactionalTree},
     Transactional, Tree,
 };
+use tokio::sync::RwLockReadGuard;
 
 use super::{
     Append, Appended, Change, Changes, EventWindow, NewSession, Page, SessionKey, SessionStore,
@@ -146,6 +147,25 @@ impl SledStore {
         if let Ok(bytes) = self.db.size_on_disk() {
             gauge!("store_size_bytes", "service" => "session-svc").set(bytes as f64);
         }
+    }
+
+    /// Refuses writes once the disk has failed; otherwise holds writers' share of the gate.
+    async fn begin_write(&self) -> Result<RwLockReadGuard<'_, ()>> {
+        self.commit.check_writable()?;
+        Ok(self.gate.writing().await)
+    }
+
+    /// Passes a result through, recording an I/O error (a full disk, say) as a disk failure.
+    fn noted<T>(&self, result: Result<T>) -> Result<T> {
+        if let Err(SessionError::Storage(sled::Error::Io(e))) = &result {
+            self.commit.fail(&e.to_string());
+        }
+        result
+    }
+
+    /// Watches for a disk failure (the health service turns NOT_SERVING on one).
+    pub fn failures(&self) -> tokio::sync::watch::Receiver<Option<std::sync::Arc<str>>> {
+        self.commit.failures()
     }
 
     /// Flushes everything to disk (used at shutdown).
@@ -268,7 +288,7 @@ impl SledStore {
                 Ok(Removal::Removed)
             },
         );
-        match tx_result(done)? {
+        match self.noted(tx_result(done))? {
             Removal::Removed => {
                 gauge!("store_sessions").decrement(1.0);
                 gauge!("store_events").decrement(expected.last_sequence as f64);
@@ -290,7 +310,7 @@ impl SessionStore for SledStore {
                 self.delete(key).await?;
             }
         }
-        let writing = self.gate.writing().await;
+        let writing = self.begin_write().await?;
         let record = SessionRecord {
             incarnation: self.db.generate_id()?,
             create_time: Some(new.create_time),
@@ -324,7 +344,7 @@ impl SessionStore for SledStore {
                 Ok(())
             },
         );
-        tx_result(created)?;
+        self.noted(tx_result(created))?;
         drop(writing);
         gauge!("store_sessions").increment(1.0);
         self.commit.wait_durable().await?;
@@ -388,7 +408,7 @@ impl SessionStore for SledStore {
 
     async fn delete(&self, key: &SessionKey) -> Result<()> {
         let skey = session_key(key);
-        let writing = self.gate.writing().await;
+        let writing = self.begin_write().await?;
         while let Some(record) = self.record(skey.as_bytes())? {
             if self.delete_version(key, &record)? {
                 break;
@@ -416,7 +436,7 @@ impl SessionStore for SledStore {
             &self.change_heads,
         );
         let app_key = app_prefix(&key.app_name);
-        let writing = self.gate.writing().await;
+        let writing = self.begin_write().await?;
         let appended = trees.transaction(
             |(
                 sessions,
@@ -510,7 +530,7 @@ impl SessionStore for SledStore {
                 })
             },
         );
-        let appended = tx_result(appended)?;
+        let appended = self.noted(tx_result(appended))?;
         drop(writing);
         // A retry (change 0) stored nothing.
         if appended.change != 0 {
@@ -609,7 +629,7 @@ impl SessionStore for SledStore {
     }
 
     async fn trim_changes(&self, before: Timestamp) -> Result<usize> {
-        let writing = self.gate.writing().await;
+        let writing = self.begin_write().await?;
         let mut trimmed = 0;
         let mut next_app = Vec::new();
         // Positions of an app follow commit order, so each app's expired changes are a prefix
@@ -643,7 +663,7 @@ impl SessionStore for SledStore {
 
     async fn sweep_expired(&self, now: Timestamp, limit: usize) -> Result<Vec<SessionKey>> {
         let end = Key::new().timestamp(&now);
-        let writing = self.gate.writing().await;
+        let writing = self.begin_write().await?;
         let mut swept = Vec::new();
         let mut stale_index = Vec::new();
         for kv in self.by_expiry.range(..end.as_bytes()).take(limit) {
