@@ -35,7 +35,12 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
     let sessions = SessionSource::new(&config.session_endpoint, access)?;
     let authenticator = config.serve.authenticator()?;
     let listener = TcpListener::bind(config.listen).await?;
-    let store = SledMemoryStore::open(&config.data_dir, config.serve.sync)?;
+    let store = SledMemoryStore::open(&config.data_dir, config.serve.sync).map_err(|e| {
+        format!(
+            "cannot open the data directory {}: {e}",
+            config.data_dir.display()
+        )
+    })?;
     let memories = Arc::new(Memories::new(store.clone(), sessions));
     let service = MemoryServiceServer::new(MemoryGrpc::new(memories))
         .max_decoding_message_size(config.max_request_bytes);

@@ -33,7 +33,12 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 pub async fn start(config: Config) -> Result<Running, BoxError> {
     let authenticator = config.serve.authenticator()?;
     let listener = TcpListener::bind(config.listen).await?;
-    let store = SledStore::open(&config.data_dir, config.serve.sync)?;
+    let store = SledStore::open(&config.data_dir, config.serve.sync).map_err(|e| {
+        format!(
+            "cannot open the data directory {}: {e}",
+            config.data_dir.display()
+        )
+    })?;
     let change_retention = Duration::from_secs(config.change_retention_secs);
     let shutdown = Shutdown::new();
     let sessions = Arc::new(Sessions::new(

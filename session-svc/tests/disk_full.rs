@@ -211,3 +211,22 @@ async fn a_full_disk_is_reported_and_nothing_acknowledged_is_lost() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn an_unusable_data_directory_stops_the_server_with_a_message_naming_it() {
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("a-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_session-svc"))
+        .args(["--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(file.join("data"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty(), "no ready line");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot open the data directory") && stderr.contains("a-file/data"),
+        "{stderr}"
+    );
+}
