@@ -5,9 +5,8 @@
 
 use std::{
     collections::HashSet,
-    io::{BufRead, BufReader},
     path::Path,
-    process::{Child, Command, Stdio},
+    process::Child,
     sync::{
         atomic::{AtomicUsize, Ordering},
         Arc, Mutex,
@@ -22,6 +21,7 @@ use adk_proto::{
     },
     session::v1::{part::Data, Content, Event, Part},
 };
+use adk_tests::spawn_binary;
 use tonic::transport::Channel;
 
 const WRITERS: usize = 3;
@@ -29,30 +29,8 @@ const BATCH: usize = 5;
 const CYCLES: usize = 20;
 
 async fn spawn(dir: &Path) -> (Child, MemoryServiceClient<Channel>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_memory-svc"))
-        .args(["--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("memory-svc starts");
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).map(|_| line)
-    })
-    .await
-    .unwrap()
-    .expect("reads the ready line");
-    let addr = line
-        .trim()
-        .strip_prefix("memory-svc listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
-    let client = MemoryServiceClient::connect(format!("http://{addr}"))
-        .await
-        .expect("connects");
-    (child, client)
+    let (child, channel) = spawn_binary(env!("CARGO_BIN_EXE_memory-svc"), dir).await;
+    (child, MemoryServiceClient::new(channel))
 }
 
 fn event(id: &str) -> Event {

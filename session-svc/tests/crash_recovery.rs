@@ -4,9 +4,8 @@
 //! and app scope) is exactly what the stored events imply: nothing half-applied.
 
 use std::{
-    io::{BufRead, BufReader},
     path::Path,
-    process::{Child, Command, Stdio},
+    process::Child,
     sync::{
         atomic::{AtomicUsize, Ordering},
         Arc, Mutex,
@@ -18,6 +17,7 @@ use adk_proto::session::v1::{
     session_service_client::SessionServiceClient, AppendEventRequest, CreateSessionRequest, Event,
     EventActions, GetSessionRequest, GetUserStateRequest,
 };
+use adk_tests::spawn_binary;
 use serde_json::{json, Value};
 use tonic::transport::Channel;
 
@@ -27,30 +27,8 @@ const ACKS_BEFORE_KILL: usize = 150;
 
 /// Starts the binary on an ephemeral port and returns it with a connected client.
 async fn spawn(dir: &Path) -> (Child, SessionServiceClient<Channel>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_session-svc"))
-        .args(["--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("session-svc starts");
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).map(|_| line)
-    })
-    .await
-    .unwrap()
-    .expect("reads the ready line");
-    let addr = line
-        .trim()
-        .strip_prefix("session-svc listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
-    let client = SessionServiceClient::connect(format!("http://{addr}"))
-        .await
-        .expect("connects");
-    (child, client)
+    let (child, channel) = spawn_binary(env!("CARGO_BIN_EXE_session-svc"), dir).await;
+    (child, SessionServiceClient::new(channel))
 }
 
 fn event(writer: usize, i: usize) -> Event {

@@ -4,7 +4,6 @@
 //! the test (this needs root, as CI has; without it the test says so and checks nothing).
 
 use std::{
-    io::{BufRead, BufReader},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
@@ -14,6 +13,7 @@ use adk_proto::session::v1::{
     part::Data, session_service_client::SessionServiceClient, AppendEventRequest, Content,
     CreateSessionRequest, Event, GetSessionRequest, Part,
 };
+use adk_tests::spawn_binary;
 use tonic::{transport::Channel, Code};
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
@@ -49,28 +49,7 @@ impl Drop for SmallDisk {
 }
 
 async fn spawn(dir: &Path) -> (Child, Channel) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_session-svc"))
-        .args(["--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).map(|_| line)
-    })
-    .await
-    .unwrap()
-    .unwrap();
-    let addr = line.trim().rsplit(' ').next().unwrap().to_owned();
-    let channel = Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    (child, channel)
+    spawn_binary(env!("CARGO_BIN_EXE_session-svc"), dir).await
 }
 
 fn append(i: usize) -> AppendEventRequest {

@@ -203,6 +203,41 @@ impl MemoryServer {
     }
 }
 
+/// Starts a server binary (`CARGO_BIN_EXE_...` of the calling test) listening on an ephemeral
+/// loopback port with `data_dir`, waits for its ready line, and returns the process with a
+/// channel to it. The caller kills it (SIGKILL) or lets it stop.
+pub async fn spawn_binary(binary: &str, data_dir: &Path) -> (std::process::Child, Channel) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(binary)
+        .args(["--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the server starts");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .map(|_| line)
+    })
+    .await
+    .expect("reader task")
+    .expect("reads the ready line");
+    // "<name> listening on <addr>"
+    let addr = match line.trim().split_once(" listening on ") {
+        Some((_, addr)) => addr.to_owned(),
+        None => panic!("unexpected first line {line:?}"),
+    };
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .expect("valid address")
+        .connect()
+        .await
+        .expect("connects");
+    (child, channel)
+}
+
 /// An AppendEventRequest without concurrency check.
 pub fn append_request(app: &str, user: &str, id: &str, event: Event) -> AppendEventRequest {
     AppendEventRequest {
