@@ -6,7 +6,6 @@
 use std::{
     collections::HashSet,
     path::Path,
-    process::Child,
     sync::{
         atomic::{AtomicUsize, Ordering},
         Arc, Mutex,
@@ -21,14 +20,14 @@ use adk_proto::{
     },
     session::v1::{part::Data, Content, Event, Part},
 };
-use adk_tests::spawn_binary;
+use adk_tests::{spawn_binary, ServerProcess};
 use tonic::transport::Channel;
 
 const WRITERS: usize = 3;
 const BATCH: usize = 5;
 const CYCLES: usize = 20;
 
-async fn spawn(dir: &Path) -> (Child, MemoryServiceClient<Channel>) {
+async fn spawn(dir: &Path) -> (ServerProcess, MemoryServiceClient<Channel>) {
     let (child, channel) = spawn_binary(env!("CARGO_BIN_EXE_memory-svc"), dir).await;
     (child, MemoryServiceClient::new(channel))
 }
@@ -136,8 +135,7 @@ async fn acknowledged_ingestion_and_deletes_survive_repeated_sigkills() {
         while done.load(Ordering::SeqCst) < kill_after {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        child.kill().expect("SIGKILL");
-        child.wait().unwrap();
+        child.kill();
         for w in writers {
             w.await.unwrap();
         }
@@ -170,6 +168,5 @@ async fn acknowledged_ingestion_and_deletes_survive_repeated_sigkills() {
         checked = stored.len();
     }
     println!("{CYCLES} kill/restart cycles; {checked} memories verified at the end");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.kill();
 }

@@ -5,7 +5,6 @@
 
 use std::{
     path::Path,
-    process::Child,
     sync::{
         atomic::{AtomicUsize, Ordering},
         Arc, Mutex,
@@ -17,7 +16,7 @@ use adk_proto::session::v1::{
     session_service_client::SessionServiceClient, AppendEventRequest, CreateSessionRequest, Event,
     EventActions, GetSessionRequest, GetUserStateRequest,
 };
-use adk_tests::spawn_binary;
+use adk_tests::{spawn_binary, ServerProcess};
 use serde_json::{json, Value};
 use tonic::transport::Channel;
 
@@ -26,7 +25,7 @@ const WRITERS: usize = 4;
 const ACKS_BEFORE_KILL: usize = 150;
 
 /// Starts the binary on an ephemeral port and returns it with a connected client.
-async fn spawn(dir: &Path) -> (Child, SessionServiceClient<Channel>) {
+async fn spawn(dir: &Path) -> (ServerProcess, SessionServiceClient<Channel>) {
     let (child, channel) = spawn_binary(env!("CARGO_BIN_EXE_session-svc"), dir).await;
     (child, SessionServiceClient::new(channel))
 }
@@ -175,8 +174,7 @@ async fn acknowledged_appends_survive_repeated_sigkills() {
         while total.load(Ordering::SeqCst) < kill_after {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        child.kill().expect("SIGKILL");
-        child.wait().unwrap();
+        child.kill();
         for w in writers {
             w.await.unwrap();
         }
@@ -190,6 +188,5 @@ async fn acknowledged_appends_survive_repeated_sigkills() {
         next = stored.iter().map(|n| n + 1).collect();
     }
     println!("{CYCLES} kill/restart cycles, {total_verified} events verified");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.kill();
 }

@@ -5,7 +5,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -13,7 +13,7 @@ use adk_proto::session::v1::{
     part::Data, session_service_client::SessionServiceClient, AppendEventRequest, Content,
     CreateSessionRequest, Event, GetSessionRequest, Part,
 };
-use adk_tests::spawn_binary;
+use adk_tests::{spawn_binary, ServerProcess};
 use tonic::{transport::Channel, Code};
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
@@ -48,7 +48,7 @@ impl Drop for SmallDisk {
     }
 }
 
-async fn spawn(dir: &Path) -> (Child, Channel) {
+async fn spawn(dir: &Path) -> (ServerProcess, Channel) {
     spawn_binary(env!("CARGO_BIN_EXE_session-svc"), dir).await
 }
 
@@ -164,8 +164,7 @@ async fn a_full_disk_is_reported_and_nothing_acknowledged_is_lost() {
 
     // Room again, and a restart (what an orchestrator does on failing health).
     disk.grow("64M");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.kill();
     let (mut child, channel) = spawn(&data).await;
     let mut client = SessionServiceClient::new(channel.clone()).max_decoding_message_size(64 << 20);
     assert!(serving(&channel).await);
@@ -187,8 +186,7 @@ async fn a_full_disk_is_reported_and_nothing_acknowledged_is_lost() {
         .unwrap()
         .into_inner();
     assert_eq!(appended.last_sequence, next as u64);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.kill();
 }
 
 #[test]

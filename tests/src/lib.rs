@@ -203,10 +203,29 @@ impl MemoryServer {
     }
 }
 
+/// A server process, killed (SIGKILL) at the latest when dropped, so a failing test leaves
+/// none behind.
+pub struct ServerProcess(std::process::Child);
+
+impl ServerProcess {
+    /// SIGKILL, then wait until the process is gone.
+    pub fn kill(&mut self) {
+        // Already exited is fine: either way it is gone after `wait`.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 /// Starts a server binary (`CARGO_BIN_EXE_...` of the calling test) listening on an ephemeral
 /// loopback port with `data_dir`, waits for its ready line, and returns the process with a
-/// channel to it. The caller kills it (SIGKILL) or lets it stop.
-pub async fn spawn_binary(binary: &str, data_dir: &Path) -> (std::process::Child, Channel) {
+/// channel to it.
+pub async fn spawn_binary(binary: &str, data_dir: &Path) -> (ServerProcess, Channel) {
     use std::io::BufRead;
     let mut child = std::process::Command::new(binary)
         .args(["--listen", "127.0.0.1:0", "--data-dir"])
@@ -230,6 +249,7 @@ pub async fn spawn_binary(binary: &str, data_dir: &Path) -> (std::process::Child
         Some((_, addr)) => addr.to_owned(),
         None => panic!("unexpected first line {line:?}"),
     };
+    let child = ServerProcess(child);
     let channel = Channel::from_shared(format!("http://{addr}"))
         .expect("valid address")
         .connect()
