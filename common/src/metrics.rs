@@ -56,11 +56,6 @@ fn handle() -> &'static PrometheusHandle {
     })
 }
 
-/// Makes sure the recorder exists before anything records (metrics recorded earlier are lost).
-pub fn install() {
-    handle();
-}
-
 /// Serves `GET /metrics` on `listener` until the task is aborted. `refresh` runs before each
 /// scrape, to set gauges that are cheaper to read on demand (size on disk).
 pub fn serve(

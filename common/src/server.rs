@@ -201,14 +201,6 @@ impl Stopping {
         // An error means the server is gone altogether, which is stopping too.
         let _ = self.0.wait_for(|stopping| *stopping).await;
     }
-
-    /// A signal that never fires (for code driven outside a server).
-    pub fn never() -> Self {
-        let (tx, rx) = watch::channel(false);
-        // Keep the channel open forever: the sender lives as long as the process.
-        std::mem::forget(tx);
-        Self(rx)
-    }
 }
 
 /// The trigger of a server's [`Stopping`] signal.

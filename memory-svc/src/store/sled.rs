@@ -166,7 +166,7 @@ impl SledMemoryStore {
     }
 
     /// Uses the memory trees of an open database. Must be called inside a tokio runtime.
-    pub fn from_db(db: sled::Db, sync: SyncMode) -> Result<Self> {
+    fn from_db(db: sled::Db, sync: SyncMode) -> Result<Self> {
         let entries = db.open_tree("entries")?;
         // Counted once at startup (a scan); writes keep the gauge current from then on. Added
         // rather than set, so stores sharing a process (tests) each count their own.
