@@ -6,6 +6,7 @@
 //! - [`keys`]: order-preserving, self-delimiting encoding of composite sled keys.
 //! - [`load`]: load shedding beyond a concurrency limit.
 //! - [`metrics`]: Prometheus metrics of every RPC and the `/metrics` endpoint.
+//! - [`postgres`]: `--store`, PostgreSQL connection pool, schema migrations, LISTEN.
 //! - [`page`]: opaque page tokens and cursors that cannot leave the scope they were issued for.
 //! - [`snapshot`]: online backups (snapshot format, AdminService, snapshot/restore commands).
 //! - [`rpc`]: per-request access checks and log spans.
@@ -18,6 +19,7 @@ pub mod keys;
 pub mod load;
 pub mod metrics;
 pub mod page;
+pub mod postgres;
 pub mod rpc;
 pub mod server;
 pub mod snapshot;

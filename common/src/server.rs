@@ -40,6 +40,10 @@ pub struct ServeFlags {
     #[arg(long, value_enum, default_value_t)]
     pub sync: SyncMode,
 
+    /// Connections each process opens to PostgreSQL at most (with a `postgres://` store).
+    #[arg(long, default_value_t = 16)]
+    pub pg_max_connections: usize,
+
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long)]
     pub metrics_listen: Option<SocketAddr>,
@@ -79,6 +83,7 @@ impl Default for ServeFlags {
     fn default() -> Self {
         Self {
             sync: SyncMode::Sync,
+            pg_max_connections: 16,
             metrics_listen: None,
             tls_cert: None,
             tls_key: None,

@@ -3,7 +3,7 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use adk_common::{server::ServeFlags, snapshot::AdminCommand};
+use adk_common::{postgres::StoreLocation, server::ServeFlags, snapshot::AdminCommand};
 use clap::Parser;
 
 /// gRPC memory service for agents: per-(app, user) long-term memory with ranked keyword search.
@@ -14,9 +14,14 @@ pub struct Config {
     #[arg(long, default_value = "0.0.0.0:50052")]
     pub listen: SocketAddr,
 
-    /// Directory of the sled database.
+    /// Directory of the sled database (when --store is not given).
     #[arg(long, default_value = "./data/memory")]
     pub data_dir: PathBuf,
+
+    /// Where data lives: `sled:PATH` (embedded, one process per directory; the default is the
+    /// --data-dir) or `postgres://USER:PASSWORD@HOST:PORT/DB` (shared by any number of replicas).
+    #[arg(long)]
+    pub store: Option<StoreLocation>,
 
     /// session-svc, for AddSessionToMemory with a session_ref.
     #[arg(long, default_value = "http://127.0.0.1:50051")]
@@ -48,11 +53,19 @@ impl Config {
         adk_common::server::parse_flags("MEMORY_SVC")
     }
 
+    /// Where data lives: `--store`, else the sled database in `--data-dir`.
+    pub fn store(&self) -> StoreLocation {
+        self.store
+            .clone()
+            .unwrap_or_else(|| StoreLocation::Sled(self.data_dir.clone()))
+    }
+
     /// Defaults for `data_dir`, listening on an ephemeral loopback port (tests, scripts).
     pub fn ephemeral(data_dir: PathBuf, session_endpoint: String) -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir,
+            store: None,
             session_endpoint,
             max_request_bytes: 64 << 20,
             session_token_file: None,

@@ -3,7 +3,7 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use adk_common::{server::ServeFlags, snapshot::AdminCommand};
+use adk_common::{postgres::StoreLocation, server::ServeFlags, snapshot::AdminCommand};
 use clap::Parser;
 
 /// gRPC session service for agents: sessions, ordered events and scoped state on sled.
@@ -14,9 +14,14 @@ pub struct Config {
     #[arg(long, default_value = "0.0.0.0:50051")]
     pub listen: SocketAddr,
 
-    /// Directory of the sled database.
+    /// Directory of the sled database (when --store is not given).
     #[arg(long, default_value = "./data/session")]
     pub data_dir: PathBuf,
+
+    /// Where data lives: `sled:PATH` (embedded, one process per directory; the default is the
+    /// --data-dir) or `postgres://USER:PASSWORD@HOST:PORT/DB` (shared by any number of replicas).
+    #[arg(long)]
+    pub store: Option<StoreLocation>,
 
     /// Largest event AppendEvent accepts, in bytes (events may carry images).
     #[arg(long, default_value_t = 16 << 20)]
@@ -45,11 +50,19 @@ impl Config {
         adk_common::server::parse_flags("SESSION_SVC")
     }
 
+    /// Where data lives: `--store`, else the sled database in `--data-dir`.
+    pub fn store(&self) -> StoreLocation {
+        self.store
+            .clone()
+            .unwrap_or_else(|| StoreLocation::Sled(self.data_dir.clone()))
+    }
+
     /// Defaults for `data_dir`, listening on an ephemeral loopback port (tests, scripts).
     pub fn ephemeral(data_dir: PathBuf) -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir,
+            store: None,
             max_event_bytes: 16 << 20,
             change_retention_secs: 24 * 3600,
             default_session_ttl_secs: 0,

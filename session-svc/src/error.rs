@@ -1,7 +1,9 @@
 //! The one error type of session-svc. Domain and store produce it; `grpc::status` turns it into
 //! a `tonic::Status`.
 
-use adk_common::{durability::FlushError, page::PageTokenError, validate::InvalidArgument};
+use adk_common::{
+    durability::FlushError, page::PageTokenError, postgres::PgError, validate::InvalidArgument,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -39,6 +41,9 @@ pub enum SessionError {
     #[error("storage error: {0}")]
     Storage(#[from] sled::Error),
 
+    #[error(transparent)]
+    Postgres(#[from] PgError),
+
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
 
@@ -50,6 +55,18 @@ impl SessionError {
     /// A page token that cannot be used for the listing it was sent with.
     pub fn page_token(e: PageTokenError) -> Self {
         InvalidArgument::new("page_token", e.to_string()).into()
+    }
+}
+
+impl From<tokio_postgres::Error> for SessionError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Self::Postgres(e.into())
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for SessionError {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        Self::Postgres(e.into())
     }
 }
 

@@ -83,6 +83,16 @@ impl Hub {
         }
     }
 
+    /// Wakes every watcher, to read the store again (some notices may have been missed).
+    pub fn wake_all(&self) {
+        for topic in lock(&self.sessions).values() {
+            topic.committed.send_modify(|_| {});
+        }
+        for app in lock(&self.apps).values() {
+            app.send_modify(|_| {});
+        }
+    }
+
     /// Starts watching a session.
     pub fn watch_session(self: &Arc<Self>, key: &SessionKey) -> SessionWatch {
         let mut sessions = lock(&self.sessions);
@@ -171,6 +181,11 @@ impl AppWatch {
     pub async fn changed(&mut self) {
         // The sender lives as long as this watcher's entry, so this only waits.
         let _ = self.changes.changed().await;
+    }
+
+    /// The latest change position announced.
+    pub fn latest(&self) -> u64 {
+        *self.changes.borrow()
     }
 }
 

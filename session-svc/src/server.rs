@@ -1,9 +1,10 @@
-//! Assembles the session server: opens the store and serves the session service (beside health
+//! Assembles the session server: opens the store (sled or PostgreSQL) and serves the session service (beside health
 //! and reflection, see [`adk_common::server::spawn`]).
 
-use std::{sync::Arc, time::Duration};
+use std::{future::Future, sync::Arc, time::Duration};
 
 use adk_common::{
+    postgres::StoreLocation,
     server::{spawn, BoxError, Running, Shutdown, StoreHooks},
     snapshot::AdminGrpc,
 };
@@ -16,7 +17,7 @@ use crate::{
     config::Config,
     grpc::SessionGrpc,
     sessions::{Limits, Sessions},
-    store::sled_store::SledStore,
+    store::{pg_store::PgStore, sled_store::SledStore, SessionStore},
 };
 
 /// Room above `max_event_bytes` for the rest of a request; larger messages are refused by the
@@ -31,18 +32,52 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Opens the store, binds the listener and serves in a background task.
 pub async fn start(config: Config) -> Result<Running, BoxError> {
+    match config.store() {
+        StoreLocation::Sled(dir) => {
+            let store = SledStore::open(&dir, config.serve.sync)
+                .map_err(|e| format!("cannot open the data directory {}: {e}", dir.display()))?;
+            let admin = AdminServiceServer::new(AdminGrpc::new(
+                Arc::new(store.clone()),
+                dir.join("snapshots"),
+            ));
+            let (db_size, flushed) = (store.clone(), store.clone());
+            let hooks = StoreHooks {
+                refresh_metrics: Arc::new(move || db_size.record_size()),
+                failures: store.failures(),
+                on_stop: async move { Ok(flushed.flush().await?) },
+            };
+            serve(config, store, Some(admin), hooks).await
+        }
+        StoreLocation::Postgres(url) => {
+            let store = PgStore::open(&url, config.serve.pg_max_connections)
+                .await
+                .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
+            // Backups are the database's own (pg_dump, PITR): no AdminService, and nothing to
+            // flush, since every write is committed before it is acknowledged.
+            let hooks = StoreHooks {
+                refresh_metrics: Arc::new(|| {}),
+                failures: tokio::sync::watch::channel(None).1,
+                on_stop: async { Ok(()) },
+            };
+            serve(config, store, None, hooks).await
+        }
+    }
+}
+
+/// Serves the session service over `store`, with the AdminService when there is one.
+async fn serve<S: SessionStore>(
+    config: Config,
+    store: S,
+    admin: Option<AdminServiceServer<AdminGrpc<SledStore>>>,
+    hooks: StoreHooks<impl Future<Output = Result<(), BoxError>> + Send + 'static>,
+) -> Result<Running, BoxError> {
     let authenticator = config.serve.authenticator()?;
     let listener = TcpListener::bind(config.listen).await?;
-    let store = SledStore::open(&config.data_dir, config.serve.sync).map_err(|e| {
-        format!(
-            "cannot open the data directory {}: {e}",
-            config.data_dir.display()
-        )
-    })?;
     let change_retention = Duration::from_secs(config.change_retention_secs);
     let shutdown = Shutdown::new();
+    let notices = store.notices()?;
     let sessions = Arc::new(Sessions::new(
-        store.clone(),
+        store,
         Limits {
             max_event_bytes: config.max_event_bytes,
             change_retention,
@@ -51,19 +86,25 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
         },
         shutdown.signal(),
     ));
-    let housekeeping = tokio::spawn(housekeeping(
+    let mut background = vec![tokio::spawn(housekeeping(
         sessions.clone(),
         (change_retention / 4).clamp(Duration::from_millis(100), TRIM_INTERVAL),
-    ));
+    ))];
+    if let Some(notices) = notices {
+        let relay = sessions.clone();
+        background.push(tokio::spawn(async move { relay.relay(notices).await }));
+    }
     let service = SessionServiceServer::new(SessionGrpc::new(sessions))
         .max_decoding_message_size(config.max_event_bytes + REQUEST_OVERHEAD_BYTES);
-    let admin = AdminServiceServer::new(AdminGrpc::new(
-        Arc::new(store.clone()),
-        config.data_dir.join("snapshots"),
-    ));
-    let routes = Routes::new(InterceptedService::new(service, authenticator.clone()))
-        .add_service(InterceptedService::new(admin, authenticator));
-    let db_size = store.clone();
+    let mut routes = Routes::new(InterceptedService::new(service, authenticator.clone()));
+    if let Some(admin) = admin {
+        routes = routes.add_service(InterceptedService::new(admin, authenticator));
+    }
+    let StoreHooks {
+        refresh_metrics,
+        failures,
+        on_stop,
+    } = hooks;
     spawn(
         listener,
         "adk.session.v1.SessionService",
@@ -71,11 +112,13 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
         config.serve.options(),
         shutdown,
         StoreHooks {
-            refresh_metrics: Arc::new(move || db_size.record_size()),
-            failures: store.failures(),
+            refresh_metrics,
+            failures,
             on_stop: async move {
-                housekeeping.abort();
-                Ok(store.flush().await?)
+                for task in background {
+                    task.abort();
+                }
+                on_stop.await
             },
         },
     )
@@ -85,7 +128,7 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
 /// Deletes expired sessions (each second: expired ones are already invisible, this reclaims
 /// their space and ends their watches) and keeps the WatchEvents change feed within its
 /// retention window (every `trim_every`).
-async fn housekeeping(sessions: Arc<Sessions<SledStore>>, trim_every: Duration) {
+async fn housekeeping<S: SessionStore>(sessions: Arc<Sessions<S>>, trim_every: Duration) {
     let mut sweeps = tokio::time::interval(SWEEP_INTERVAL);
     let mut trims = tokio::time::interval(trim_every);
     loop {

@@ -29,7 +29,7 @@ use crate::{
     event,
     hub::{AppWatch, Hub, SessionWatch},
     state::{self, Delta, ScopedDelta},
-    store::{Append, Appended, EventWindow, NewSession, Page, SessionKey, SessionStore},
+    store::{Append, Appended, EventWindow, NewSession, Notice, Page, SessionKey, SessionStore},
 };
 
 /// Expired sessions deleted per sweep step.
@@ -40,6 +40,10 @@ const WATCH_PAGE: usize = 100;
 
 /// Messages buffered for a watcher's connection; a slower watcher simply reads the store later.
 const WATCH_BUFFER: usize = 16;
+
+/// How soon an app watcher reads again when a change it was told of is not readable yet (on a
+/// shared store, a change becomes readable once every transaction begun before it has ended).
+const HORIZON_RETRY: Duration = Duration::from_millis(20);
 
 /// Limits on what a client may send, and how long the change feed is kept.
 #[derive(Debug, Clone, Copy)]
@@ -90,6 +94,22 @@ impl<S: SessionStore> Sessions<S> {
             limits,
             hub: Arc::default(),
             stopping,
+        }
+    }
+
+    /// Wakes this process's watchers for changes made through other processes sharing the
+    /// store, until the store's notices end.
+    pub async fn relay(&self, mut notices: mpsc::UnboundedReceiver<Notice>) {
+        while let Some(notice) = notices.recv().await {
+            match notice {
+                Notice::Committed {
+                    key,
+                    last_sequence,
+                    change,
+                } => self.hub.committed(&key, last_sequence, change),
+                Notice::Deleted(key) => self.hub.deleted(&key),
+                Notice::Resync => self.hub.wake_all(),
+            }
         }
     }
 
@@ -518,8 +538,11 @@ impl<S: SessionStore> AppFollower<S> {
                     break;
                 }
             }
+            // Told of a change that is not readable yet: look again shortly.
+            let pending = self.watch.latest() > self.last;
             tokio::select! {
                 _ = self.watch.changed() => {}
+                _ = tokio::time::sleep(HORIZON_RETRY), if pending => {}
                 _ = self.tx.closed() => return Ok(()),
                 _ = self.stopping.wait() => return Ok(()),
             }

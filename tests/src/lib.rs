@@ -1,5 +1,9 @@
 //! Test harness: boots the services in-process on an ephemeral loopback port with a fresh
-//! data directory, and offers small builders for requests.
+//! store, and offers small builders for requests.
+//!
+//! The store is a sled database in a temporary directory, or, when the environment variable
+//! `ADK_TEST_POSTGRES` holds a PostgreSQL connection string, a fresh schema in that database
+//! for each server: the same suites then run against the PostgreSQL backend.
 //!
 //! Helpers panic on failure: they run only inside tests, where a panic is the failure report.
 
@@ -17,6 +21,43 @@ use tempfile::TempDir;
 use tonic::transport::Channel;
 
 pub use adk_common::durability::SyncMode;
+use adk_common::postgres::StoreLocation;
+
+/// The variable naming the PostgreSQL database the suites run against.
+pub const POSTGRES_VAR: &str = "ADK_TEST_POSTGRES";
+
+/// The database the suites run against, if any (see the crate docs).
+pub fn postgres_url() -> Option<String> {
+    std::env::var(POSTGRES_VAR)
+        .ok()
+        .filter(|url| !url.is_empty())
+}
+
+/// A fresh, empty schema in the database at `url`; the returned connection string uses it.
+pub async fn fresh_schema(url: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let schema = format!(
+        "t{}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_micros())
+            .unwrap_or_default()
+    );
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connects to the test database");
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .await
+        .expect("creates a schema");
+    drop(client);
+    let _ = driver.await;
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}options=-csearch_path%3D{schema}")
+}
 
 /// A session-svc running in this process.
 pub struct SessionServer {
@@ -26,16 +67,33 @@ pub struct SessionServer {
     dir: Dir,
 }
 
+/// Where a server keeps its data (kept across restarts).
 enum Dir {
-    Owned(TempDir),
+    Owned(TempDir, Option<String>),
     Borrowed(PathBuf),
 }
 
 impl Dir {
+    /// A temporary directory, and a fresh schema when the suites run on PostgreSQL.
+    async fn fresh() -> Self {
+        let schema = match postgres_url() {
+            Some(url) => Some(fresh_schema(&url).await),
+            None => None,
+        };
+        Dir::Owned(TempDir::new().expect("temp dir"), schema)
+    }
+
     fn path(&self) -> &Path {
         match self {
-            Dir::Owned(d) => d.path(),
+            Dir::Owned(d, _) => d.path(),
             Dir::Borrowed(p) => p,
+        }
+    }
+
+    fn store(&self) -> Option<StoreLocation> {
+        match self {
+            Dir::Owned(_, Some(url)) => Some(StoreLocation::Postgres(url.clone())),
+            _ => None,
         }
     }
 }
@@ -48,8 +106,7 @@ impl SessionServer {
 
     /// A server on a fresh temporary directory, with `configure` applied to its config.
     pub async fn start_with(configure: impl FnOnce(&mut Config)) -> Self {
-        let dir = TempDir::new().expect("temp dir");
-        Self::boot(Dir::Owned(dir), configure).await
+        Self::boot(Dir::fresh().await, configure).await
     }
 
     /// A server on an existing data directory (for restarts).
@@ -59,6 +116,7 @@ impl SessionServer {
 
     async fn boot(dir: Dir, configure: impl FnOnce(&mut Config)) -> Self {
         let mut config = Config::ephemeral(dir.path().to_owned());
+        config.store = dir.store();
         configure(&mut config);
         let running = server::start(config).await.expect("server starts");
         let addr = running.addr;
@@ -170,13 +228,13 @@ impl MemoryServer {
     /// A server with durable writes on a fresh temporary directory, resolving session
     /// references at `session_endpoint`.
     pub async fn start(session_endpoint: &str) -> Self {
-        let dir = TempDir::new().expect("temp dir");
-        Self::boot(Dir::Owned(dir), session_endpoint.to_owned()).await
+        Self::boot(Dir::fresh().await, session_endpoint.to_owned()).await
     }
 
     async fn boot(dir: Dir, session_endpoint: String) -> Self {
-        let config =
+        let mut config =
             memory_svc::config::Config::ephemeral(dir.path().to_owned(), session_endpoint.clone());
+        config.store = dir.store();
         let running = memory_svc::server::start(config)
             .await
             .expect("server starts");

@@ -1,14 +1,18 @@
 //! Storage of sessions, events and scoped state.
 //!
-//! [`SessionStore`] is what the domain ([`crate::sessions`]) talks to; [`sled_store::SledStore`] is
-//! the embedded implementation. Every method that writes is atomic and durable when it returns.
+//! [`SessionStore`] is what the domain ([`crate::sessions`]) talks to. [`sled_store::SledStore`]
+//! is the embedded implementation (one process); [`pg_store::PgStore`] keeps sessions in
+//! PostgreSQL, shared by any number of replicas. Every method that writes is atomic and durable
+//! when it returns.
 
+pub mod pg_store;
 pub mod sled_store;
 
 use std::future::Future;
 
 use adk_proto::session::v1::{Event, Session};
 use prost_types::Timestamp;
+use tokio::sync::mpsc;
 
 use crate::{
     error::Result,
@@ -98,6 +102,22 @@ pub struct Page<T> {
     pub next_page_token: String,
 }
 
+/// A change made through another process sharing the store (another replica), so that this
+/// process wakes its own watchers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// An event up to `last_sequence` was committed, as app change `change`.
+    Committed {
+        key: SessionKey,
+        last_sequence: u64,
+        change: u64,
+    },
+    Deleted(SessionKey),
+    /// Notices may have been missed (the store's notification channel reconnected): every
+    /// watcher should read again.
+    Resync,
+}
+
 /// Where sessions live. Implementations keep the semantics documented on each method.
 pub trait SessionStore: Clone + Send + Sync + 'static {
     /// Creates a session and applies its initial app/user state, or fails with
@@ -166,4 +186,25 @@ pub trait SessionStore: Clone + Send + Sync + 'static {
 
     /// The app scope's entries, keys without prefix.
     fn app_state(&self, app_name: &str) -> impl Future<Output = Result<Vec<Entry>>> + Send;
+
+    /// Changes other processes make to the store, when it is shared (`None`: only this process
+    /// writes, and the domain already knows every change).
+    fn notices(&self) -> Result<Option<mpsc::UnboundedReceiver<Notice>>> {
+        Ok(None)
+    }
+}
+
+/// Whether `stored` is the event `append` carries, sent again (a safe retry). When the server
+/// filled in the timestamp, the retry got a new one, so timestamps are not compared.
+fn is_retry_of(stored: &Event, append: &Append) -> bool {
+    let mut stored = stored.clone();
+    stored.sequence = 0;
+    if append.timestamp_given {
+        stored == append.event
+    } else {
+        stored.timestamp = None;
+        let mut sent = append.event.clone();
+        sent.timestamp = None;
+        stored == sent
+    }
 }

@@ -468,7 +468,7 @@ impl SessionStore for SledStore {
                         .ok_or_else(|| SessionError::Corrupt(format!("event {seq} is missing")))
                         .and_then(|bytes| decode_event(&bytes))
                         .map_err(ConflictableTransactionError::Abort)?;
-                    if !is_retry_of(&stored, &append) {
+                    if !super::is_retry_of(&stored, &append) {
                         return abort(SessionError::EventIdTaken {
                             event_id: append.event.id.clone(),
                         });
@@ -857,21 +857,6 @@ fn apply_delta(
         user_state.insert(user_prefix(key).str(name).into_vec(), value.as_bytes())?;
     }
     Ok(())
-}
-
-/// Whether `stored` is the event `append` carries, sent again (a safe retry). When the server
-/// filled in the timestamp, the retry got a new one, so timestamps are not compared.
-fn is_retry_of(stored: &Event, append: &Append) -> bool {
-    let mut stored = stored.clone();
-    stored.sequence = 0;
-    if append.timestamp_given {
-        stored == append.event
-    } else {
-        stored.timestamp = None;
-        let mut sent = append.event.clone();
-        sent.timestamp = None;
-        stored == sent
-    }
 }
 
 fn now() -> Timestamp {

@@ -1,0 +1,269 @@
+//! PostgreSQL plumbing shared by both services: where the store lives (`--store`), the
+//! connection pool, versioned schema migrations, retrying transactions that lost a race, and the
+//! LISTEN connection that carries other replicas' notifications.
+//!
+//! Each service keeps its own SQL (in its `store` module); this module knows nothing of sessions
+//! or memories.
+
+use std::{fmt, future::Future, path::PathBuf, str::FromStr, time::Duration};
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio::task::JoinHandle;
+use tokio_postgres::{error::SqlState, AsyncMessage, NoTls};
+
+/// Where a service keeps its data: the `--store` flag.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// `sled:PATH`: the embedded database in a directory (one process per directory).
+    Sled(PathBuf),
+    /// `postgres://...` or `postgresql://...`: a PostgreSQL database shared by any number of
+    /// replicas.
+    Postgres(String),
+}
+
+impl FromStr for StoreLocation {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(path) = s.strip_prefix("sled:") {
+            if path.is_empty() {
+                return Err("sled: needs a directory, e.g. sled:./data".into());
+            }
+            return Ok(Self::Sled(PathBuf::from(path)));
+        }
+        if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            s.parse::<tokio_postgres::Config>()
+                .map_err(|e| format!("invalid PostgreSQL connection string: {e}"))?;
+            return Ok(Self::Postgres(s.to_owned()));
+        }
+        Err("expected sled:PATH or postgres://USER@HOST/DB".into())
+    }
+}
+
+/// Connection strings carry passwords: they are never printed.
+impl fmt::Debug for StoreLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Sled(path) => write!(f, "sled:{}", path.display()),
+            Self::Postgres(_) => f.write_str("postgres://…"),
+        }
+    }
+}
+
+/// A failure talking to PostgreSQL.
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    #[error("no database connection: {0}")]
+    Pool(#[from] deadpool_postgres::PoolError),
+    #[error("database error: {0}")]
+    Db(#[from] tokio_postgres::Error),
+    #[error("invalid PostgreSQL connection string: {0}")]
+    Config(String),
+}
+
+impl PgError {
+    /// The transaction lost a race (serialization failure or deadlock) and can simply run again.
+    pub fn is_conflict(&self) -> bool {
+        matches!(
+            self.code(),
+            Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
+        )
+    }
+
+    /// The database could not be reached (as opposed to refusing a statement): UNAVAILABLE.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Pool(_) => true,
+            Self::Db(e) => e.is_closed() || e.code().is_none(),
+            Self::Config(_) => false,
+        }
+    }
+
+    fn code(&self) -> Option<&SqlState> {
+        match self {
+            Self::Db(e) => e.code(),
+            _ => None,
+        }
+    }
+}
+
+/// Opens a pool of at most `max_connections` to the database `url` names.
+pub fn pool(url: &str, max_connections: usize) -> Result<Pool, PgError> {
+    let config: tokio_postgres::Config =
+        url.parse().map_err(|e| PgError::Config(format!("{e}")))?;
+    let manager = Manager::from_config(
+        config,
+        NoTls,
+        ManagerConfig {
+            // A connection left in a bad state by a cancelled call is tested before reuse.
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(max_connections.max(1))
+        .build()
+        .map_err(|e| PgError::Config(e.to_string()))
+}
+
+/// Brings the schema of `component` up to date: step `i` of `steps` is version `i + 1`, run in
+/// one transaction with its version record. Replicas starting at once take an advisory lock, so
+/// each step runs exactly once.
+pub async fn migrate(pool: &Pool, component: &str, steps: &[&str]) -> Result<(), PgError> {
+    let mut client = pool.get().await?;
+    client
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS schema_versions (
+                 component text PRIMARY KEY,
+                 version integer NOT NULL
+             )",
+        )
+        .await
+        .or_else(|e| {
+            // Two replicas creating the table at once: one of them loses, harmlessly.
+            if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })?;
+    let tx = client.transaction().await?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtext('adk schema ' || $1))",
+        &[&component],
+    )
+    .await?;
+    let current: i32 = tx
+        .query_opt(
+            "SELECT version FROM schema_versions WHERE component = $1",
+            &[&component],
+        )
+        .await?
+        .map(|row| row.get(0))
+        .unwrap_or(0);
+    for (i, step) in steps.iter().enumerate() {
+        let version = i32::try_from(i + 1).unwrap_or(i32::MAX);
+        if version <= current {
+            continue;
+        }
+        tx.batch_execute(step).await?;
+        tx.execute(
+            "INSERT INTO schema_versions (component, version) VALUES ($1, $2)
+             ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+            &[&component, &version],
+        )
+        .await?;
+        tracing::info!(component, version, "database schema migrated");
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Runs `attempt` until it does not fail with a conflict (see [`PgError::is_conflict`]), at most
+/// a few times; `conflict` tells whether an error is one.
+pub async fn retry_conflicts<T, E, F, Fut>(
+    mut attempt: F,
+    conflict: impl Fn(&E) -> bool,
+) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    const ATTEMPTS: u32 = 20;
+    let mut tries = 1;
+    loop {
+        match attempt().await {
+            Err(e) if tries < ATTEMPTS && conflict(&e) => {
+                tries += 1;
+                // A little backoff so the winners finish before we run again.
+                tokio::time::sleep(Duration::from_millis(u64::from(tries))).await;
+            }
+            result => return result,
+        }
+    }
+}
+
+/// What a [`listen`] connection reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notification {
+    /// A `NOTIFY` payload.
+    Payload(String),
+    /// The connection was (re)established: notifications sent while it was down are lost, so
+    /// everything that waits on them should read again.
+    Subscribed,
+}
+
+/// Keeps a dedicated connection listening on `channel` (reconnecting after failures) and hands
+/// every notification to `deliver`; ends when `deliver` returns `false`.
+pub fn listen(
+    url: &str,
+    channel: String,
+    deliver: impl Fn(Notification) -> bool + Send + Sync + 'static,
+) -> Result<JoinHandle<()>, PgError> {
+    let config: tokio_postgres::Config =
+        url.parse().map_err(|e| PgError::Config(format!("{e}")))?;
+    Ok(tokio::spawn(async move {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            match listen_once(&config, &channel, &deliver).await {
+                Ok(()) => return,
+                Err(error) => {
+                    tracing::warn!(error, %channel, "notification connection lost; reconnecting");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+    }))
+}
+
+/// One connection's life: `Ok` when `deliver` asked to stop, `Err(why)` when the connection
+/// was lost.
+async fn listen_once(
+    config: &tokio_postgres::Config,
+    channel: &str,
+    deliver: &(impl Fn(Notification) -> bool + Send + Sync),
+) -> Result<(), String> {
+    let (client, mut connection) = config.connect(NoTls).await.map_err(|e| e.to_string())?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    // The connection delivers notifications only while it is polled, and the client's LISTEN
+    // needs it polled too, so it runs on its own task.
+    let driver = tokio::spawn(async move {
+        loop {
+            match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                Some(Ok(AsyncMessage::Notification(n))) => {
+                    if tx.send(n.payload().to_owned()).is_err() {
+                        return String::new();
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return e.to_string(),
+                None => return "closed by the server".to_owned(),
+            }
+        }
+    });
+    let outcome = async {
+        client
+            .batch_execute(&format!("LISTEN {channel}"))
+            .await
+            .map_err(|e| e.to_string())?;
+        if !deliver(Notification::Subscribed) {
+            return Ok(());
+        }
+        while let Some(payload) = rx.recv().await {
+            if !deliver(Notification::Payload(payload)) {
+                return Ok(());
+            }
+        }
+        // The driver ended: it says why.
+        Err(String::new())
+    }
+    .await;
+    drop(client);
+    match outcome {
+        Err(e) if e.is_empty() => Err(driver.await.unwrap_or_else(|e| e.to_string())),
+        other => {
+            driver.abort();
+            other
+        }
+    }
+}

@@ -1,0 +1,1101 @@
+//! The PostgreSQL store: sessions shared by any number of stateless replicas.
+//!
+//! # Schema (version 1, created by the service itself; see [`MIGRATIONS`])
+//! | table           | primary key                          | holds                                   |
+//! |-----------------|--------------------------------------|-----------------------------------------|
+//! | `sessions`      | app, user, session                   | incarnation, times, `last_sequence`     |
+//! | `session_state` | app, user, session, key              | JSON value text                         |
+//! | `user_state`    | app, user, key                       | JSON value text                         |
+//! | `app_state`     | app, key                             | JSON value text                         |
+//! | `events`        | app, user, session, sequence         | event id (unique per session), time, encoded `Event` |
+//! | `changes`       | app, position                        | which event: the WatchEvents feed       |
+//! | `change_trims`  | app                                  | the highest position trimmed            |
+//!
+//! Identifiers use the `C` collation, so listings sort by bytes exactly as the sled store does,
+//! and page tokens are the same keys the sled store issues. Every table's key starts with the
+//! app, so a distributed engine can shard by it (see the README).
+//!
+//! # Concurrency
+//! An append is one transaction that first locks its session row (`FOR UPDATE`): appends to one
+//! session are serialised across replicas, so sequences stay contiguous and
+//! `expected_last_sequence` is checked against the committed last sequence. State rows are
+//! upserted in key order (deltas are sorted), so two appends never wait on each other in
+//! opposite orders; a deadlock or serialization failure is retried anyway.
+//!
+//! # Change-feed positions
+//! A change's position is the id of the transaction that appended it (`pg_current_xact_id()`).
+//! Ids are taken when transactions start, not in commit order, so a reader only reads positions
+//! below its snapshot's `xmin`: every transaction below that has ended, so nothing can appear
+//! there later, and reading in position order never skips an event that committed late.
+//! Positions increase but are not contiguous; `change_trims` remembers how far the feed was
+//! trimmed, which is what tells an expired cursor.
+//!
+//! # Notifications
+//! Appends and deletions `NOTIFY adk_sessions` with the session's name, delivered on commit.
+//! Every replica listens and wakes its own watchers, which then read the store by sequence or
+//! position: a lost notification delays an event, never loses it, and after a reconnection
+//! every watcher reads again.
+
+use std::{collections::HashMap, time::SystemTime};
+
+use adk_common::{
+    keys::{Key, KeyReader},
+    page,
+    postgres::{self, Notification},
+};
+use adk_proto::session::v1::{Event, Session};
+use deadpool_postgres::{Pool, Transaction};
+use prost::Message;
+use prost_types::Timestamp;
+use tokio::sync::mpsc;
+use tokio_postgres::{types::ToSql, IsolationLevel, Row};
+
+/// Statement parameters.
+type Params<'a> = [&'a (dyn ToSql + Sync)];
+
+use super::{
+    Append, Appended, Change, Changes, EventWindow, NewSession, Notice, Page, SessionKey,
+    SessionStore,
+};
+use crate::{
+    error::{Result, SessionError},
+    state::{self, Entry, ScopedDelta},
+};
+
+/// The channel appends and deletions are announced on: one per schema, so deployments that
+/// share a database in separate schemas do not hear each other (a name is at most 63 bytes).
+const CHANNEL_SQL: &str = "SELECT 'adk_sessions_' || left(md5(current_schema()), 16)";
+
+/// Schema versions, oldest first; each runs once, in a transaction.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE SEQUENCE session_incarnations;
+CREATE TABLE sessions (
+    app_name      text COLLATE "C" NOT NULL,
+    user_id       text COLLATE "C" NOT NULL,
+    session_id    text COLLATE "C" NOT NULL,
+    incarnation   bigint NOT NULL,
+    create_s      bigint NOT NULL,
+    create_n      integer NOT NULL,
+    update_s      bigint NOT NULL,
+    update_n      integer NOT NULL,
+    expire_s      bigint,
+    expire_n      integer,
+    last_sequence bigint NOT NULL,
+    PRIMARY KEY (app_name, user_id, session_id)
+);
+CREATE INDEX sessions_by_time ON sessions (app_name, update_s, update_n, user_id, session_id);
+CREATE INDEX sessions_by_user_time ON sessions (app_name, user_id, update_s, update_n, session_id);
+CREATE INDEX sessions_by_expiry ON sessions (expire_s, expire_n) WHERE expire_s IS NOT NULL;
+CREATE TABLE session_state (
+    app_name   text COLLATE "C" NOT NULL,
+    user_id    text COLLATE "C" NOT NULL,
+    session_id text COLLATE "C" NOT NULL,
+    key        text COLLATE "C" NOT NULL,
+    value      text NOT NULL,
+    PRIMARY KEY (app_name, user_id, session_id, key)
+);
+CREATE TABLE user_state (
+    app_name text COLLATE "C" NOT NULL,
+    user_id  text COLLATE "C" NOT NULL,
+    key      text COLLATE "C" NOT NULL,
+    value    text NOT NULL,
+    PRIMARY KEY (app_name, user_id, key)
+);
+CREATE TABLE app_state (
+    app_name text COLLATE "C" NOT NULL,
+    key      text COLLATE "C" NOT NULL,
+    value    text NOT NULL,
+    PRIMARY KEY (app_name, key)
+);
+CREATE TABLE events (
+    app_name    text COLLATE "C" NOT NULL,
+    user_id     text COLLATE "C" NOT NULL,
+    session_id  text COLLATE "C" NOT NULL,
+    sequence    bigint NOT NULL,
+    incarnation bigint NOT NULL,
+    event_id    text COLLATE "C" NOT NULL,
+    ts_s        bigint NOT NULL,
+    ts_n        integer NOT NULL,
+    body        bytea NOT NULL,
+    PRIMARY KEY (app_name, user_id, session_id, sequence)
+);
+CREATE UNIQUE INDEX events_by_id ON events (app_name, user_id, session_id, event_id);
+CREATE TABLE changes (
+    app_name    text COLLATE "C" NOT NULL,
+    position    bigint NOT NULL,
+    user_id     text COLLATE "C" NOT NULL,
+    session_id  text COLLATE "C" NOT NULL,
+    incarnation bigint NOT NULL,
+    sequence    bigint NOT NULL,
+    commit_s    bigint NOT NULL,
+    commit_n    integer NOT NULL,
+    PRIMARY KEY (app_name, position)
+);
+CREATE INDEX changes_by_time ON changes (commit_s, commit_n);
+CREATE TABLE change_trims (
+    app_name text COLLATE "C" PRIMARY KEY,
+    trimmed  bigint NOT NULL
+);
+"#];
+
+/// The columns of `sessions` that [`record`] reads, in order.
+const RECORD: &str =
+    "incarnation, create_s, create_n, update_s, update_n, expire_s, expire_n, last_sequence";
+
+/// A `sessions` row.
+struct Record {
+    incarnation: i64,
+    create_time: Timestamp,
+    last_update_time: Timestamp,
+    expire_time: Option<Timestamp>,
+    last_sequence: u64,
+}
+
+impl Record {
+    fn is_live(&self, now: &Timestamp) -> bool {
+        self.expire_time
+            .as_ref()
+            .is_none_or(|t| (t.seconds, t.nanos) > (now.seconds, now.nanos))
+    }
+}
+
+/// Session store on a PostgreSQL database. Cheap to clone.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Pool,
+    url: String,
+    channel: String,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects with at most `max_connections` and brings the schema up to date.
+    pub async fn open(url: &str, max_connections: usize) -> Result<Self> {
+        let pool = postgres::pool(url, max_connections)?;
+        postgres::migrate(&pool, "session-svc", MIGRATIONS).await?;
+        let channel = pool
+            .get()
+            .await?
+            .query_one(CHANNEL_SQL, &[])
+            .await?
+            .try_get(0)?;
+        Ok(Self {
+            pool,
+            url: url.to_owned(),
+            channel,
+        })
+    }
+
+    async fn try_create(&self, new: &NewSession) -> Result<()> {
+        let key = &new.key;
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        let existing = tx
+            .query_opt(
+                &format!(
+                    "SELECT {RECORD} FROM sessions
+                     WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE"
+                ),
+                &[&key.app_name, &key.user_id, &key.session_id],
+            )
+            .await?;
+        if let Some(row) = existing {
+            // An expired session that the sweeper has not removed yet must not block its name.
+            if record(&row)?.is_live(&now()) {
+                return Err(exists(key));
+            }
+            remove(&tx, key, &self.channel).await?;
+        }
+        let expire = new.expire_time.as_ref();
+        let inserted = tx
+            .execute(
+                "INSERT INTO sessions (app_name, user_id, session_id, incarnation, create_s,
+                     create_n, update_s, update_n, expire_s, expire_n, last_sequence)
+                 VALUES ($1, $2, $3, nextval('session_incarnations'), $4, $5, $4, $5, $6, $7, 0)
+                 ON CONFLICT DO NOTHING",
+                &[
+                    &key.app_name,
+                    &key.user_id,
+                    &key.session_id,
+                    &new.create_time.seconds,
+                    &new.create_time.nanos,
+                    &expire.map(|t| t.seconds),
+                    &expire.map(|t| t.nanos),
+                ],
+            )
+            .await?;
+        // A concurrent create of the same name committed first.
+        if inserted == 0 {
+            return Err(exists(key));
+        }
+        apply_delta(&tx, key, &new.state).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn try_append(&self, key: &SessionKey, append: &Append) -> Result<Appended> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        let row = tx
+            .query_opt(
+                &format!(
+                    "SELECT {RECORD}, (SELECT body FROM events e
+                         WHERE e.app_name = s.app_name AND e.user_id = s.user_id
+                           AND e.session_id = s.session_id AND e.event_id = $4)
+                     FROM sessions s
+                     WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE"
+                ),
+                &[
+                    &key.app_name,
+                    &key.user_id,
+                    &key.session_id,
+                    &append.event.id,
+                ],
+            )
+            .await?;
+        let now = now();
+        let (record, stored) = match row {
+            Some(row) => (record(&row)?, row.try_get::<_, Option<Vec<u8>>>(8)?),
+            None => return Err(not_found(key)),
+        };
+        if !record.is_live(&now) {
+            return Err(not_found(key));
+        }
+        if let Some(bytes) = stored {
+            let stored = decode_event(&bytes)?;
+            if !super::is_retry_of(&stored, append) {
+                return Err(SessionError::EventIdTaken {
+                    event_id: append.event.id.clone(),
+                });
+            }
+            return Ok(Appended {
+                event: stored,
+                last_sequence: record.last_sequence,
+                last_update_time: record.last_update_time,
+                change: 0,
+            });
+        }
+        if let Some(expected) = append.expected_last_sequence {
+            if expected != record.last_sequence {
+                return Err(SessionError::Stale {
+                    expected,
+                    current: record.last_sequence,
+                });
+            }
+        }
+        let sequence = record.last_sequence + 1;
+        let mut event = append.event.clone();
+        event.sequence = sequence;
+        let ts = event.timestamp.unwrap_or_default();
+        let seq = to_i64(sequence);
+        let notice = format!(
+            "C\t{}\t{}\t{}\t{sequence}\t",
+            key.app_name, key.user_id, key.session_id
+        );
+        let body = event.encode_to_vec();
+        let params: [&(dyn ToSql + Sync); 13] = [
+            &key.app_name,
+            &key.user_id,
+            &key.session_id,
+            &seq,
+            &record.incarnation,
+            &event.id,
+            &ts.seconds,
+            &ts.nanos,
+            &body,
+            &now.seconds,
+            &now.nanos,
+            &self.channel,
+            &notice,
+        ];
+        // Event, session row, change and notification in one statement (one round trip); the
+        // state upserts are pipelined beside it.
+        let write = tx.query_one(
+            "WITH ev AS (
+                 INSERT INTO events (app_name, user_id, session_id, sequence, incarnation,
+                     event_id, ts_s, ts_n, body)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+             ), se AS (
+                 UPDATE sessions SET last_sequence = $4, update_s = $7, update_n = $8
+                 WHERE app_name = $1 AND user_id = $2 AND session_id = $3
+             ), ch AS (
+                 INSERT INTO changes (app_name, position, user_id, session_id, incarnation,
+                     sequence, commit_s, commit_n)
+                 VALUES ($1, pg_current_xact_id()::text::bigint, $2, $3, $5, $4, $10, $11)
+                 RETURNING position
+             )
+             SELECT position, pg_notify($12, $13 || position::text) FROM ch",
+            &params,
+        );
+        let (written, ()) = tokio::try_join!(
+            async { Ok::<_, SessionError>(write.await?) },
+            apply_delta(&tx, key, &append.delta)
+        )?;
+        let change: i64 = written.try_get(0)?;
+        tx.commit().await?;
+        Ok(Appended {
+            event,
+            last_sequence: sequence,
+            last_update_time: ts,
+            change: to_u64(change)?,
+        })
+    }
+
+    async fn try_delete(&self, key: &SessionKey) -> Result<()> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        remove(&tx, key, &self.channel).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn try_sweep(&self, now: &Timestamp, limit: usize) -> Result<Vec<SessionKey>> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        // SKIP LOCKED: replicas sweeping at once take different sessions.
+        let rows = tx
+            .query(
+                "WITH doomed AS (
+                     SELECT app_name, user_id, session_id FROM sessions
+                     WHERE expire_s IS NOT NULL AND (expire_s, expire_n) < ($1, $2)
+                     ORDER BY expire_s, expire_n LIMIT $3 FOR UPDATE SKIP LOCKED
+                 )
+                 DELETE FROM sessions s USING doomed d
+                 WHERE s.app_name = d.app_name AND s.user_id = d.user_id
+                   AND s.session_id = d.session_id
+                 RETURNING s.app_name, s.user_id, s.session_id",
+                &[&now.seconds, &now.nanos, &to_i64(limit as u64)],
+            )
+            .await?;
+        let keys = rows
+            .iter()
+            .map(|row| {
+                Ok(SessionKey {
+                    app_name: row.try_get(0)?,
+                    user_id: row.try_get(1)?,
+                    session_id: row.try_get(2)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for key in &keys {
+            remove_contents(&tx, key, &self.channel).await?;
+        }
+        tx.commit().await?;
+        Ok(keys)
+    }
+
+    /// The session's state and the events `window` selects, read inside `tx`.
+    async fn assemble(
+        tx: &Transaction<'_>,
+        key: &SessionKey,
+        record: &Record,
+        window: EventWindow,
+    ) -> Result<Session> {
+        let name: [&(dyn ToSql + Sync); 3] = [&key.app_name, &key.user_id, &key.session_id];
+        let (session_state, user_state, app_state, events) = tokio::try_join!(
+            entries(
+                tx,
+                "SELECT key, value FROM session_state
+                 WHERE app_name = $1 AND user_id = $2 AND session_id = $3 ORDER BY key",
+                &name,
+            ),
+            entries(
+                tx,
+                "SELECT key, value FROM user_state
+                 WHERE app_name = $1 AND user_id = $2 ORDER BY key",
+                &name[..2],
+            ),
+            entries(
+                tx,
+                "SELECT key, value FROM app_state WHERE app_name = $1 ORDER BY key",
+                &name[..1],
+            ),
+            read_events(tx, key, record.last_sequence, window),
+        )?;
+        Ok(session(
+            key,
+            record,
+            state::merge(&session_state, &app_state, &user_state),
+            events,
+        ))
+    }
+}
+
+impl SessionStore for PgStore {
+    async fn create(&self, new: NewSession) -> Result<Session> {
+        postgres::retry_conflicts(|| self.try_create(&new), is_conflict).await?;
+        self.get(&new.key, EventWindow::NONE)
+            .await?
+            .ok_or_else(|| not_found(&new.key))
+    }
+
+    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
+        let mut client = self.pool.get().await?;
+        // One snapshot: the state and events are those of the record read.
+        let tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await?;
+        let row = tx
+            .query_opt(
+                &format!(
+                    "SELECT {RECORD} FROM sessions
+                     WHERE app_name = $1 AND user_id = $2 AND session_id = $3"
+                ),
+                &[&key.app_name, &key.user_id, &key.session_id],
+            )
+            .await?;
+        let Some(record) = row.map(|r| record(&r)).transpose()? else {
+            return Ok(None);
+        };
+        if !record.is_live(&now()) {
+            return Ok(None);
+        }
+        let session = Self::assemble(&tx, key, &record, window).await?;
+        tx.commit().await?;
+        Ok(Some(session))
+    }
+
+    async fn list(
+        &self,
+        app_name: &str,
+        user_id: Option<&str>,
+        page_size: usize,
+        page_token: &str,
+    ) -> Result<Page<Session>> {
+        let prefix = match user_id {
+            Some(user) => Key::new().str(app_name).str(user),
+            None => Key::new().str(app_name),
+        };
+        // The token is the sled store's index key of the last session shown.
+        let after = match page::decode(page_token, prefix.as_bytes())
+            .map_err(SessionError::page_token)?
+        {
+            Some(last) => {
+                let mut r = KeyReader::new(&last[prefix.as_bytes().len()..]);
+                let parsed = r.timestamp().and_then(|ts| {
+                    let user = match user_id {
+                        Some(user) => user.to_owned(),
+                        None => r.str()?,
+                    };
+                    let session = r.str()?;
+                    r.is_empty().then_some((ts, user, session))
+                });
+                parsed.ok_or_else(|| SessionError::page_token(page::PageTokenError::Malformed))?
+            }
+            None => (
+                Timestamp {
+                    seconds: i64::MIN,
+                    nanos: i32::MIN,
+                },
+                String::new(),
+                String::new(),
+            ),
+        };
+        let (ts, after_user, after_session) = after;
+        let now = now();
+        let limit = to_i64(page_size as u64 + 1);
+        let mut client = self.pool.get().await?;
+        let tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await?;
+        let live = "(expire_s IS NULL OR (expire_s, expire_n) > ($6, $7))";
+        let rows = match user_id {
+            None => {
+                tx.query(
+                    &format!(
+                        "SELECT {RECORD}, user_id, session_id FROM sessions
+                         WHERE app_name = $1
+                           AND (update_s, update_n, user_id, session_id) > ($2, $3, $4, $5)
+                           AND {live}
+                         ORDER BY update_s, update_n, user_id, session_id LIMIT $8"
+                    ),
+                    &[
+                        &app_name,
+                        &ts.seconds,
+                        &ts.nanos,
+                        &after_user,
+                        &after_session,
+                        &now.seconds,
+                        &now.nanos,
+                        &limit,
+                    ],
+                )
+                .await?
+            }
+            Some(user) => {
+                tx.query(
+                    &format!(
+                        "SELECT {RECORD}, user_id, session_id FROM sessions
+                         WHERE app_name = $1 AND user_id = $4
+                           AND (update_s, update_n, session_id) > ($2, $3, $5)
+                           AND {live}
+                         ORDER BY update_s, update_n, session_id LIMIT $8"
+                    ),
+                    &[
+                        &app_name,
+                        &ts.seconds,
+                        &ts.nanos,
+                        &user,
+                        &after_session,
+                        &now.seconds,
+                        &now.nanos,
+                        &limit,
+                    ],
+                )
+                .await?
+            }
+        };
+        let more = rows.len() > page_size;
+        let mut listed = Vec::with_capacity(page_size);
+        for row in rows.iter().take(page_size) {
+            let key = SessionKey {
+                app_name: app_name.to_owned(),
+                user_id: row.try_get(8)?,
+                session_id: row.try_get(9)?,
+            };
+            listed.push((key, record(row)?));
+        }
+        let users: Vec<&str> = listed.iter().map(|(k, _)| k.user_id.as_str()).collect();
+        let sessions: Vec<&str> = listed.iter().map(|(k, _)| k.session_id.as_str()).collect();
+        let app: [&(dyn ToSql + Sync); 1] = [&app_name];
+        let (app_state, user_rows, session_rows) = tokio::try_join!(
+            entries(
+                &tx,
+                "SELECT key, value FROM app_state WHERE app_name = $1 ORDER BY key",
+                &app,
+            ),
+            async {
+                Ok(tx
+                    .query(
+                        "SELECT user_id, key, value FROM user_state
+                         WHERE app_name = $1 AND user_id = ANY($2) ORDER BY user_id, key",
+                        &[&app_name, &users],
+                    )
+                    .await?)
+            },
+            async {
+                Ok::<_, SessionError>(
+                    tx.query(
+                        "SELECT s.user_id, s.session_id, s.key, s.value
+                         FROM session_state s
+                         JOIN unnest($2::text[], $3::text[]) AS page(user_id, session_id)
+                           ON s.user_id = page.user_id AND s.session_id = page.session_id
+                         WHERE s.app_name = $1 ORDER BY s.user_id, s.session_id, s.key",
+                        &[&app_name, &users, &sessions],
+                    )
+                    .await?,
+                )
+            },
+        )?;
+        tx.commit().await?;
+        let mut user_state: HashMap<String, Vec<Entry>> = HashMap::new();
+        for row in &user_rows {
+            user_state
+                .entry(row.try_get(0)?)
+                .or_default()
+                .push((row.try_get(1)?, row.try_get(2)?));
+        }
+        let mut session_state: HashMap<(String, String), Vec<Entry>> = HashMap::new();
+        for row in &session_rows {
+            session_state
+                .entry((row.try_get(0)?, row.try_get(1)?))
+                .or_default()
+                .push((row.try_get(2)?, row.try_get(3)?));
+        }
+        let next_page_token = match listed.last() {
+            Some((key, record)) if more => page::encode(
+                match user_id {
+                    Some(_) => prefix.clone().timestamp(&record.last_update_time),
+                    None => prefix
+                        .clone()
+                        .timestamp(&record.last_update_time)
+                        .str(&key.user_id),
+                }
+                .str(&key.session_id)
+                .as_bytes(),
+            ),
+            _ => String::new(),
+        };
+        let items = listed
+            .into_iter()
+            .map(|(key, record)| {
+                let own = session_state
+                    .remove(&(key.user_id.clone(), key.session_id.clone()))
+                    .unwrap_or_default();
+                let user = user_state
+                    .get(&key.user_id)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                let merged = state::merge(&own, &app_state, user);
+                session(&key, &record, merged, Vec::new())
+            })
+            .collect();
+        Ok(Page {
+            items,
+            next_page_token,
+        })
+    }
+
+    async fn delete(&self, key: &SessionKey) -> Result<()> {
+        postgres::retry_conflicts(|| self.try_delete(key), is_conflict).await
+    }
+
+    async fn append(&self, key: &SessionKey, append: Append) -> Result<Appended> {
+        postgres::retry_conflicts(|| self.try_append(key, &append), is_conflict).await
+    }
+
+    async fn list_events(
+        &self,
+        key: &SessionKey,
+        after_sequence: u64,
+        page_size: usize,
+        page_token: &str,
+    ) -> Result<Page<Event>> {
+        let skey = Key::new()
+            .str(&key.app_name)
+            .str(&key.user_id)
+            .str(&key.session_id);
+        let token_after =
+            match page::decode(page_token, skey.as_bytes()).map_err(SessionError::page_token)? {
+                Some(last) => KeyReader::new(&last[skey.as_bytes().len()..])
+                    .u64()
+                    .ok_or_else(|| SessionError::page_token(page::PageTokenError::Malformed))?,
+                None => 0,
+            };
+        let after = after_sequence.max(token_after);
+        let client = self.pool.get().await?;
+        let row = client
+            .query_opt(
+                &format!(
+                    "SELECT {RECORD} FROM sessions
+                     WHERE app_name = $1 AND user_id = $2 AND session_id = $3"
+                ),
+                &[&key.app_name, &key.user_id, &key.session_id],
+            )
+            .await?;
+        let record = match row.map(|r| record(&r)).transpose()? {
+            Some(record) if record.is_live(&now()) => record,
+            _ => return Err(not_found(key)),
+        };
+        let rows = client
+            .query(
+                "SELECT body FROM events
+                 WHERE app_name = $1 AND user_id = $2 AND session_id = $3
+                   AND sequence > $4 AND sequence <= $5 AND incarnation = $6
+                 ORDER BY sequence LIMIT $7",
+                &[
+                    &key.app_name,
+                    &key.user_id,
+                    &key.session_id,
+                    &to_i64(after),
+                    &to_i64(record.last_sequence),
+                    &record.incarnation,
+                    &to_i64(page_size as u64 + 1),
+                ],
+            )
+            .await?;
+        let more = rows.len() > page_size;
+        let items = rows
+            .iter()
+            .take(page_size)
+            .map(|row| decode_event(row.try_get(0)?))
+            .collect::<Result<Vec<_>>>()?;
+        let next_page_token = match items.last() {
+            Some(last) if more => page::encode(skey.u64(last.sequence).as_bytes()),
+            _ => String::new(),
+        };
+        Ok(Page {
+            items,
+            next_page_token,
+        })
+    }
+
+    async fn changes(&self, app_name: &str, after: u64, limit: usize) -> Result<Changes> {
+        let mut client = self.pool.get().await?;
+        // One snapshot: the horizon and the rows read below it.
+        let tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await?;
+        let row = tx
+            .query_one(
+                "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+                        (SELECT trimmed FROM change_trims WHERE app_name = $1)",
+                &[&app_name],
+            )
+            .await?;
+        let horizon: i64 = row.try_get(0)?;
+        let trimmed: Option<i64> = row.try_get(1)?;
+        let mut items = Vec::new();
+        if limit > 0 {
+            let rows = tx
+                .query(
+                    "SELECT c.position, c.user_id, c.session_id, e.body
+                     FROM changes c
+                     LEFT JOIN events e ON e.app_name = c.app_name AND e.user_id = c.user_id
+                         AND e.session_id = c.session_id AND e.sequence = c.sequence
+                         AND e.incarnation = c.incarnation
+                     WHERE c.app_name = $1 AND c.position > $2 AND c.position < $3
+                     ORDER BY c.position LIMIT $4",
+                    &[&app_name, &to_i64(after), &horizon, &to_i64(limit as u64)],
+                )
+                .await?;
+            for row in rows {
+                items.push(Change {
+                    position: to_u64(row.try_get(0)?)?,
+                    user_id: row.try_get(1)?,
+                    session_id: row.try_get(2)?,
+                    event: row
+                        .try_get::<_, Option<&[u8]>>(3)?
+                        .map(decode_event)
+                        .transpose()?,
+                });
+            }
+        }
+        tx.commit().await?;
+        Ok(Changes {
+            items,
+            oldest: to_u64(trimmed.unwrap_or(0))? + 1,
+            head: to_u64(horizon - 1)?,
+        })
+    }
+
+    async fn trim_changes(&self, before: Timestamp) -> Result<usize> {
+        let client = self.pool.get().await?;
+        let row = client
+            .query_one(
+                "WITH gone AS (
+                     DELETE FROM changes WHERE (commit_s, commit_n) < ($1, $2)
+                     RETURNING app_name, position
+                 ), marks AS (
+                     INSERT INTO change_trims (app_name, trimmed)
+                     SELECT app_name, max(position) FROM gone GROUP BY app_name
+                     ON CONFLICT (app_name)
+                     DO UPDATE SET trimmed = greatest(change_trims.trimmed, excluded.trimmed)
+                 )
+                 SELECT count(*) FROM gone",
+                &[&before.seconds, &before.nanos],
+            )
+            .await?;
+        let trimmed: i64 = row.try_get(0)?;
+        Ok(usize::try_from(trimmed).unwrap_or(0))
+    }
+
+    async fn sweep_expired(&self, now: Timestamp, limit: usize) -> Result<Vec<SessionKey>> {
+        postgres::retry_conflicts(|| self.try_sweep(&now, limit), is_conflict).await
+    }
+
+    async fn user_state(&self, app_name: &str, user_id: &str) -> Result<Vec<Entry>> {
+        let client = self.pool.get().await?;
+        let rows = client
+            .query(
+                "SELECT key, value FROM user_state
+                 WHERE app_name = $1 AND user_id = $2 ORDER BY key",
+                &[&app_name, &user_id],
+            )
+            .await?;
+        pairs(&rows)
+    }
+
+    async fn app_state(&self, app_name: &str) -> Result<Vec<Entry>> {
+        let client = self.pool.get().await?;
+        let rows = client
+            .query(
+                "SELECT key, value FROM app_state WHERE app_name = $1 ORDER BY key",
+                &[&app_name],
+            )
+            .await?;
+        pairs(&rows)
+    }
+
+    fn notices(&self) -> Result<Option<mpsc::UnboundedReceiver<Notice>>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        postgres::listen(&self.url, self.channel.clone(), move |notification| {
+            let notice = match &notification {
+                Notification::Subscribed => Some(Notice::Resync),
+                Notification::Payload(payload) => parse_notice(payload),
+            };
+            match notice {
+                Some(notice) => tx.send(notice).is_ok(),
+                None => {
+                    tracing::warn!(payload = %notification_text(&notification), "unreadable notification");
+                    true
+                }
+            }
+        })?;
+        Ok(Some(rx))
+    }
+}
+
+/// Reads a payload written by an append (`C`) or a deletion (`D`). Identifiers never contain
+/// control characters, so tabs separate the fields.
+fn parse_notice(payload: &str) -> Option<Notice> {
+    let mut fields = payload.split('\t');
+    let kind = fields.next()?;
+    let key = SessionKey {
+        app_name: fields.next()?.to_owned(),
+        user_id: fields.next()?.to_owned(),
+        session_id: fields.next()?.to_owned(),
+    };
+    let notice = match kind {
+        "C" => Notice::Committed {
+            key,
+            last_sequence: fields.next()?.parse().ok()?,
+            change: fields.next()?.parse().ok()?,
+        },
+        "D" => Notice::Deleted(key),
+        _ => return None,
+    };
+    fields.next().is_none().then_some(notice)
+}
+
+fn notification_text(notification: &Notification) -> &str {
+    match notification {
+        Notification::Payload(p) => p,
+        Notification::Subscribed => "",
+    }
+}
+
+/// Deletes a session with its events and state (nothing if it does not exist), and announces it.
+async fn remove(tx: &Transaction<'_>, key: &SessionKey, channel: &str) -> Result<()> {
+    let gone = tx
+        .execute(
+            "DELETE FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3",
+            &[&key.app_name, &key.user_id, &key.session_id],
+        )
+        .await?;
+    if gone > 0 {
+        remove_contents(tx, key, channel).await?;
+    }
+    Ok(())
+}
+
+/// Deletes what a removed session row leaves: events and session state; announces the deletion.
+async fn remove_contents(tx: &Transaction<'_>, key: &SessionKey, channel: &str) -> Result<()> {
+    let params: [&(dyn ToSql + Sync); 3] = [&key.app_name, &key.user_id, &key.session_id];
+    let notice = format!("D\t{}\t{}\t{}", key.app_name, key.user_id, key.session_id);
+    let notify: [&(dyn ToSql + Sync); 2] = [&channel, &notice];
+    tokio::try_join!(
+        tx.execute(
+            "DELETE FROM events WHERE app_name = $1 AND user_id = $2 AND session_id = $3",
+            &params,
+        ),
+        tx.execute(
+            "DELETE FROM session_state WHERE app_name = $1 AND user_id = $2 AND session_id = $3",
+            &params,
+        ),
+        tx.execute("SELECT pg_notify($1, $2)", &notify),
+    )?;
+    Ok(())
+}
+
+/// Upserts a split delta into the three scopes: a shallow replace per key (S0.5).
+async fn apply_delta(tx: &Transaction<'_>, key: &SessionKey, delta: &ScopedDelta) -> Result<()> {
+    let columns =
+        |entries: &[Entry]| -> (Vec<String>, Vec<String>) { entries.iter().cloned().unzip() };
+    let (session_keys, session_values) = columns(&delta.session);
+    let (user_keys, user_values) = columns(&delta.user);
+    let (app_keys, app_values) = columns(&delta.app);
+    let session = async {
+        if !session_keys.is_empty() {
+            tx.execute(
+                "INSERT INTO session_state (app_name, user_id, session_id, key, value)
+                 SELECT $1, $2, $3, d.k, d.v FROM unnest($4::text[], $5::text[]) AS d(k, v)
+                 ON CONFLICT (app_name, user_id, session_id, key)
+                 DO UPDATE SET value = excluded.value",
+                &[
+                    &key.app_name,
+                    &key.user_id,
+                    &key.session_id,
+                    &session_keys,
+                    &session_values,
+                ],
+            )
+            .await?;
+        }
+        Ok::<_, SessionError>(())
+    };
+    let user = async {
+        if !user_keys.is_empty() {
+            tx.execute(
+                "INSERT INTO user_state (app_name, user_id, key, value)
+                 SELECT $1, $2, d.k, d.v FROM unnest($3::text[], $4::text[]) AS d(k, v)
+                 ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = excluded.value",
+                &[&key.app_name, &key.user_id, &user_keys, &user_values],
+            )
+            .await?;
+        }
+        Ok(())
+    };
+    let app = async {
+        if !app_keys.is_empty() {
+            tx.execute(
+                "INSERT INTO app_state (app_name, key, value)
+                 SELECT $1, d.k, d.v FROM unnest($2::text[], $3::text[]) AS d(k, v)
+                 ON CONFLICT (app_name, key) DO UPDATE SET value = excluded.value",
+                &[&key.app_name, &app_keys, &app_values],
+            )
+            .await?;
+        }
+        Ok(())
+    };
+    tokio::try_join!(session, user, app)?;
+    Ok(())
+}
+
+/// Reads events 1..=last as `window` selects. Trailing windows read newest first and stop
+/// after what they return (the index on sequence makes the `after` bound one backward probe).
+async fn read_events(
+    tx: &Transaction<'_>,
+    key: &SessionKey,
+    last: u64,
+    window: EventWindow,
+) -> Result<Vec<Event>> {
+    if window.num_recent == Some(0) || last == 0 {
+        return Ok(Vec::new());
+    }
+    let limit = window.num_recent.map_or(i64::MAX, |n| to_i64(n as u64));
+    let last = to_i64(last);
+    let rows = match (&window.after, window.num_recent) {
+        (None, None) => {
+            tx.query(
+                "SELECT body FROM events
+                 WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND sequence <= $4
+                 ORDER BY sequence",
+                &[&key.app_name, &key.user_id, &key.session_id, &last],
+            )
+            .await?
+        }
+        (None, Some(_)) => {
+            tx.query(
+                "SELECT body FROM events
+                 WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND sequence <= $4
+                 ORDER BY sequence DESC LIMIT $5",
+                &[&key.app_name, &key.user_id, &key.session_id, &last, &limit],
+            )
+            .await?
+        }
+        (Some(after), _) => {
+            // The trailing run of events not older than `after` (as the sled store walks it).
+            tx.query(
+                "SELECT body FROM events
+                 WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND sequence <= $4
+                   AND sequence > (SELECT coalesce(max(sequence), 0) FROM events
+                       WHERE app_name = $1 AND user_id = $2 AND session_id = $3
+                         AND sequence <= $4 AND (ts_s, ts_n) < ($6, $7))
+                 ORDER BY sequence DESC LIMIT $5",
+                &[
+                    &key.app_name,
+                    &key.user_id,
+                    &key.session_id,
+                    &last,
+                    &limit,
+                    &after.seconds,
+                    &after.nanos,
+                ],
+            )
+            .await?
+        }
+    };
+    let mut events = rows
+        .iter()
+        .map(|row| decode_event(row.try_get(0)?))
+        .collect::<Result<Vec<_>>>()?;
+    if window.num_recent.is_some() || window.after.is_some() {
+        events.reverse();
+    }
+    Ok(events)
+}
+
+async fn entries(tx: &Transaction<'_>, sql: &str, params: &Params<'_>) -> Result<Vec<Entry>> {
+    pairs(&tx.query(sql, params).await?)
+}
+
+fn pairs(rows: &[Row]) -> Result<Vec<Entry>> {
+    rows.iter()
+        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+        .collect()
+}
+
+/// Reads the [`RECORD`] columns at the start of `row`.
+fn record(row: &Row) -> Result<Record> {
+    let expire_s: Option<i64> = row.try_get(5)?;
+    let expire_n: Option<i32> = row.try_get(6)?;
+    Ok(Record {
+        incarnation: row.try_get(0)?,
+        create_time: Timestamp {
+            seconds: row.try_get(1)?,
+            nanos: row.try_get(2)?,
+        },
+        last_update_time: Timestamp {
+            seconds: row.try_get(3)?,
+            nanos: row.try_get(4)?,
+        },
+        expire_time: expire_s.map(|seconds| Timestamp {
+            seconds,
+            nanos: expire_n.unwrap_or(0),
+        }),
+        last_sequence: to_u64(row.try_get(7)?)?,
+    })
+}
+
+fn session(key: &SessionKey, record: &Record, state: String, events: Vec<Event>) -> Session {
+    Session {
+        id: key.session_id.clone(),
+        app_name: key.app_name.clone(),
+        user_id: key.user_id.clone(),
+        state,
+        events,
+        create_time: Some(record.create_time),
+        last_update_time: Some(record.last_update_time),
+        last_sequence: record.last_sequence,
+        expire_time: record.expire_time,
+    }
+}
+
+fn decode_event(bytes: &[u8]) -> Result<Event> {
+    Event::decode(bytes).map_err(|e| SessionError::Corrupt(format!("event: {e}")))
+}
+
+/// Sequences and positions are `bigint`; values past `i64::MAX` cannot occur in practice and
+/// are clamped rather than wrapped.
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn to_u64(v: i64) -> Result<u64> {
+    u64::try_from(v).map_err(|_| SessionError::Corrupt(format!("negative sequence {v}")))
+}
+
+fn is_conflict(e: &SessionError) -> bool {
+    matches!(e, SessionError::Postgres(e) if e.is_conflict())
+}
+
+fn exists(key: &SessionKey) -> SessionError {
+    SessionError::SessionExists {
+        session_id: key.session_id.clone(),
+    }
+}
+
+fn not_found(key: &SessionKey) -> SessionError {
+    SessionError::SessionNotFound {
+        session_id: key.session_id.clone(),
+    }
+}
+
+fn now() -> Timestamp {
+    Timestamp::from(SystemTime::now())
+}
