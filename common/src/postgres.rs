@@ -105,6 +105,15 @@ pub fn pool(url: &str, max_connections: usize) -> Result<Pool, PgError> {
         .map_err(|e| PgError::Config(e.to_string()))
 }
 
+/// Publishes the pool's connections (open, and idle among them) as gauges labelled `service`.
+pub fn record_pool(pool: &Pool, service: &'static str) {
+    let status = pool.status();
+    metrics::gauge!("store_pg_connections", "service" => service, "state" => "open")
+        .set(status.size as f64);
+    metrics::gauge!("store_pg_connections", "service" => service, "state" => "idle")
+        .set(status.available as f64);
+}
+
 /// Brings the schema of `component` up to date: step `i` of `steps` is version `i + 1`, run in
 /// one transaction with its version record. Replicas starting at once take an advisory lock, so
 /// each step runs exactly once.

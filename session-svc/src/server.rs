@@ -54,8 +54,9 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
                 .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
             // Backups are the database's own (pg_dump, PITR): no AdminService, and nothing to
             // flush, since every write is committed before it is acknowledged.
+            let pool = store.clone();
             let hooks = StoreHooks {
-                refresh_metrics: Arc::new(|| {}),
+                refresh_metrics: Arc::new(move || pool.record_pool()),
                 failures: tokio::sync::watch::channel(None).1,
                 on_stop: async { Ok(()) },
             };

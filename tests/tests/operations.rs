@@ -594,10 +594,15 @@ async fn metrics_are_exposed_for_prometheus() {
         &[append, "le=\"+Inf\""]
     )
     .is_some());
-    assert!(sample(&body, "store_flush_batch_size_count", &[]).unwrap() >= 1.0);
-    assert!(sample(&body, "store_size_bytes", &["service=\"session-svc\""]).unwrap() > 0.0);
-    assert!(sample(&body, "store_sessions", &[]).unwrap() >= 1.0);
-    assert!(sample(&body, "store_events", &[]).unwrap() >= 3.0);
+    if adk_tests::postgres_url().is_some() {
+        let open = ["service=\"session-svc\"", "state=\"open\""];
+        assert!(sample(&body, "store_pg_connections", &open).unwrap() >= 1.0);
+    } else {
+        assert!(sample(&body, "store_flush_batch_size_count", &[]).unwrap() >= 1.0);
+        assert!(sample(&body, "store_size_bytes", &["service=\"session-svc\""]).unwrap() > 0.0);
+        assert!(sample(&body, "store_sessions", &[]).unwrap() >= 1.0);
+        assert!(sample(&body, "store_events", &[]).unwrap() >= 3.0);
+    }
     // The recorder is per process, so this endpoint also shows memory-svc's gauge here.
     let memory = adk_tests::MemoryServer::start("http://127.0.0.1:9").await;
     memory
@@ -642,8 +647,30 @@ async fn snapshot_to(addr: std::net::SocketAddr, path: &std::path::Path) {
     std::fs::write(path, bytes).unwrap();
 }
 
+/// Backups of the PostgreSQL store are the database's own: there is no AdminService.
+#[tokio::test]
+async fn the_postgres_store_has_no_admin_service() {
+    use adk_proto::admin::v1::{admin_service_client::AdminServiceClient, SnapshotRequest};
+    if adk_tests::postgres_url().is_none() {
+        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
+        return;
+    }
+    let srv = SessionServer::start().await;
+    let status = AdminServiceClient::connect(format!("http://{}", srv.addr))
+        .await
+        .unwrap()
+        .snapshot(SnapshotRequest {})
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unimplemented);
+}
+
 #[tokio::test]
 async fn online_snapshots_restore_into_a_fresh_data_directory() {
+    if adk_tests::postgres_url().is_some() {
+        eprintln!("skipped: snapshots are the sled store's");
+        return;
+    }
     let srv = SessionServer::start().await;
     srv.create("app", "u", "s", json!({"app:a": 1, "user:b": 2}))
         .await;
@@ -743,6 +770,10 @@ async fn online_snapshots_restore_into_a_fresh_data_directory() {
 
 #[tokio::test]
 async fn snapshots_need_a_token_granted_every_app() {
+    if adk_tests::postgres_url().is_some() {
+        eprintln!("skipped: snapshots are the sled store's");
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.json");
     std::fs::write(&tokens, TOKENS).unwrap();

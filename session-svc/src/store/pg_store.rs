@@ -191,6 +191,11 @@ impl PgStore {
         })
     }
 
+    /// Publishes the connection pool's size as gauges (read at each metrics scrape).
+    pub fn record_pool(&self) {
+        postgres::record_pool(&self.pool, "session-svc");
+    }
+
     async fn try_create(&self, new: &NewSession) -> Result<()> {
         let key = &new.key;
         let mut client = self.pool.get().await?;
