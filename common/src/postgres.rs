@@ -55,7 +55,7 @@ impl fmt::Debug for StoreLocation {
 pub enum PgError {
     #[error("no database connection: {0}")]
     Pool(#[from] deadpool_postgres::PoolError),
-    #[error("database error: {0}")]
+    #[error("database error: {}", describe(.0))]
     Db(#[from] tokio_postgres::Error),
     #[error("invalid PostgreSQL connection string: {0}")]
     Config(String),
@@ -84,6 +84,14 @@ impl PgError {
             Self::Db(e) => e.code(),
             _ => None,
         }
+    }
+}
+
+/// The server's own words for a statement it refused (tokio-postgres shows only "db error").
+fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
     }
 }
 

@@ -1,14 +1,17 @@
 //! Storage of memory entries and their search index.
 //!
-//! [`MemoryStore`] is what the domain talks to; [`sled::SledMemoryStore`] is the embedded
-//! implementation. Everything lives in one (app, user) [`Scope`]: no call reads or changes
+//! [`MemoryStore`] is what the domain talks to. [`sled::SledMemoryStore`] is the embedded
+//! implementation (one process); [`pg::PgMemoryStore`] keeps memories in PostgreSQL, shared by
+//! any number of replicas; [`index`] is what both compute alike, so they rank alike. Everything lives in one (app, user) [`Scope`]: no call reads or changes
 //! another user's memory. Every method that writes is atomic, and durable when it returns.
 
+pub mod index;
+pub mod pg;
 pub mod sled;
 
 use std::future::Future;
 
-use adk_common::{durability::FlushError, page::PageTokenError};
+use adk_common::{durability::FlushError, page::PageTokenError, postgres::PgError};
 use adk_proto::session::v1::Content;
 use prost_types::Timestamp;
 
@@ -93,6 +96,20 @@ pub enum StoreError {
     InvalidPageToken(#[from] PageTokenError),
     #[error(transparent)]
     Durability(#[from] FlushError),
+    #[error(transparent)]
+    Postgres(#[from] PgError),
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Self::Postgres(e.into())
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for StoreError {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        Self::Postgres(e.into())
+    }
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
