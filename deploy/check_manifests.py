@@ -4,7 +4,9 @@
 Reads a kustomize build (a YAML stream) on stdin; prints one line per finding; exits 1 if any.
 Used by deploy/validate. Checks:
   - StatefulSets run exactly one replica (sled is single-writer), name an existing headless
-    Service, and select their own pod template;
+    Service, and select their own pod template; Deployments (scaled, HPA) set a shared store
+    (*_SVC_STORE), and HorizontalPodAutoscalers target a Deployment with CPU requests;
+  - Secrets referenced by env secretKeyRef exist and hold the key;
   - every Service and PodDisruptionBudget selects a pod template, Service target ports exist;
   - ConfigMaps and Secrets referenced by pods exist (or are listed with --external-secret);
   - probe ports, the Prometheus annotation and the listen addresses in the ConfigMap agree with
@@ -61,6 +63,10 @@ def main():
         spec, labels = tpl["spec"], tpl["metadata"].get("labels", {})
         if not selects(w["spec"]["selector"].get("matchLabels"), labels):
             finding(w, "selector does not match the pod template labels")
+        stores = [e for c in spec["containers"] for e in c.get("env", [])
+                  if re.match(r"^(SESSION|MEMORY)_SVC_STORE$", e["name"])]
+        if w["kind"] == "Deployment" and not stores:
+            finding(w, "a Deployment needs a shared store (*_SVC_STORE): sled is one process per volume")
         if w["kind"] == "StatefulSet":
             if w["spec"].get("replicas") != 1:
                 finding(w, "replicas must be 1 (sled is single-writer: one replica per volume)")
@@ -94,6 +100,14 @@ def main():
             for e in c.get("env", []):
                 if "value" in e:
                     env[e["name"]] = e["value"]
+                ref = e.get("valueFrom", {}).get("secretKeyRef")
+                if ref is not None:
+                    secret = by_kind.get("Secret", {}).get(ref["name"])
+                    if ref["name"] not in secrets:
+                        finding(w, f"{where}: env {e['name']}: Secret {ref['name']} is not defined")
+                    elif secret is not None and ref["key"] not in secret.get("data", {}):
+                        finding(w, f"{where}: env {e['name']}: Secret {ref['name']} has no key {ref['key']}")
+                    env[e["name"]] = "(from a Secret)"
             for m in c.get("volumeMounts", []):
                 if m["name"] not in volumes and m["name"] not in claims:
                     finding(w, f"{where}: volumeMount {m['name']} has no volume")
@@ -128,6 +142,17 @@ def main():
                 finding(w, f"{where}: needs resource requests and a memory limit")
             if opts.bin_dir:
                 check_binary(w, c, env, opts.bin_dir)
+
+    for hpa in by_kind.get("HorizontalPodAutoscaler", {}).values():
+        ref = hpa["spec"]["scaleTargetRef"]
+        target = by_kind.get(ref["kind"], {}).get(ref["name"])
+        if target is None:
+            finding(hpa, f"scaleTargetRef {ref['kind']}/{ref['name']} is not defined")
+        elif ref["kind"] == "StatefulSet":
+            finding(hpa, "a sled StatefulSet must not be scaled (one replica per volume)")
+        elif any(c.get("resources", {}).get("requests", {}).get("cpu") is None
+                 for c in target["spec"]["template"]["spec"]["containers"]):
+            finding(hpa, "CPU utilization needs a CPU request on every container")
 
     for kind in ("Service", "PodDisruptionBudget"):
         for o in by_kind.get(kind, {}).values():
