@@ -71,6 +71,10 @@ struct Cli {
     /// measured in the same process; the sync mode only affects when writes are acknowledged.
     #[arg(long, global = true, default_value = "periodic")]
     seed_sync: String,
+    /// Run the servers on this PostgreSQL database (`postgres://...`) instead of sled: each
+    /// server gets a fresh schema in it. Use a throwaway database.
+    #[arg(long, global = true)]
+    postgres: Option<String>,
     /// Append every result row as one JSON line to this file.
     #[arg(long, global = true)]
     json: Option<PathBuf>,
@@ -163,6 +167,7 @@ pub struct Ctx {
     pub warmup: Duration,
     pub max_ops: u64,
     pub seed_sync: String,
+    pub postgres: Option<String>,
 }
 
 async fn run(cli: Cli) -> Result<()> {
@@ -188,11 +193,17 @@ async fn run(cli: Cli) -> Result<()> {
         warmup,
         max_ops: cli.max_ops,
         seed_sync: cli.seed_sync,
+        postgres: cli.postgres,
     };
     let mut report = Report::new(cli.json.clone());
     println!(
-        "# adk-bench{} bin_dir={} duration={:?} warmup={:?}",
+        "# adk-bench{}{} bin_dir={} duration={:?} warmup={:?}",
         if ctx.quick { " --quick" } else { "" },
+        if ctx.postgres.is_some() {
+            " --postgres"
+        } else {
+            ""
+        },
         ctx.bin_dir.display(),
         ctx.duration,
         ctx.warmup

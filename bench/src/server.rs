@@ -1,4 +1,5 @@
-//! A release server spawned as a child process on 127.0.0.1:0 with its own data directory.
+//! A release server spawned as a child process on 127.0.0.1:0 with its own data directory
+//! (or, with `--postgres`, its own schema).
 
 use std::{path::Path, process::Stdio, time::Duration};
 
@@ -35,11 +36,16 @@ impl Server {
             )
             .into());
         }
-        let mut child = Command::new(&bin)
+        let mut command = Command::new(&bin);
+        command
             .arg("--listen")
             .arg("127.0.0.1:0")
             .arg("--data-dir")
-            .arg(data_dir)
+            .arg(data_dir);
+        if let Some(url) = &ctx.postgres {
+            command.arg("--store").arg(schema_for(url, data_dir).await?);
+        }
+        let mut child = command
             .args(args)
             .env(
                 "RUST_LOG",
@@ -103,4 +109,22 @@ impl Server {
             let _ = self.child.kill().await;
         }
     }
+}
+
+/// The connection string of the schema standing for `data_dir` in the database at `url`
+/// (created when missing): a restart on the same directory finds the same data.
+async fn schema_for(url: &str, data_dir: &Path) -> Result<String> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    data_dir.hash(&mut hasher);
+    let schema = format!("bench_{:016x}", hasher.finish());
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+        .await?;
+    drop(client);
+    let _ = driver.await;
+    let separator = if url.contains('?') { '&' } else { '?' };
+    Ok(format!("{url}{separator}options=-csearch_path%3D{schema}"))
 }
