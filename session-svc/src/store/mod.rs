@@ -15,7 +15,7 @@ use prost_types::Timestamp;
 use tokio::sync::mpsc;
 
 use crate::{
-    error::Result,
+    error::{Result, SessionError},
     state::{Entry, ScopedDelta},
 };
 
@@ -191,6 +191,45 @@ pub trait SessionStore: Clone + Send + Sync + 'static {
     /// writes, and the domain already knows every change).
     fn notices(&self) -> Result<Option<mpsc::UnboundedReceiver<Notice>>> {
         Ok(None)
+    }
+}
+
+/// What an append may do, decided by both stores alike once they hold the session's lock.
+enum Admission {
+    /// The event was stored already (a retry): answer with it and write nothing.
+    Retry(Appended),
+    /// Write the event with this sequence.
+    Write(u64),
+}
+
+/// Checks an append against the session's `last_sequence` and against `stored`, the event
+/// already stored under the same id if any. A retry is recognised before
+/// `expected_last_sequence` is checked, so a retried conditional append gets its event back.
+fn admit(
+    append: &Append,
+    stored: Option<Event>,
+    last_sequence: u64,
+    last_update_time: Timestamp,
+) -> Result<Admission> {
+    if let Some(stored) = stored {
+        if !is_retry_of(&stored, append) {
+            return Err(SessionError::EventIdTaken {
+                event_id: append.event.id.clone(),
+            });
+        }
+        return Ok(Admission::Retry(Appended {
+            event: stored,
+            last_sequence,
+            last_update_time,
+            change: 0,
+        }));
+    }
+    match append.expected_last_sequence {
+        Some(expected) if expected != last_sequence => Err(SessionError::Stale {
+            expected,
+            current: last_sequence,
+        }),
+        _ => Ok(Admission::Write(last_sequence + 1)),
     }
 }
 

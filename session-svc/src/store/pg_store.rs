@@ -54,8 +54,8 @@ use tokio_postgres::{types::ToSql, IsolationLevel, Row};
 type Params<'a> = [&'a (dyn ToSql + Sync)];
 
 use super::{
-    Append, Appended, Change, Changes, EventWindow, NewSession, Notice, Page, SessionKey,
-    SessionStore,
+    Admission, Append, Appended, Change, Changes, EventWindow, NewSession, Notice, Page,
+    SessionKey, SessionStore,
 };
 use crate::{
     error::{Result, SessionError},
@@ -271,29 +271,16 @@ impl PgStore {
         if !record.is_live(&now) {
             return Err(not_found(key));
         }
-        if let Some(bytes) = stored {
-            let stored = decode_event(&bytes)?;
-            if !super::is_retry_of(&stored, append) {
-                return Err(SessionError::EventIdTaken {
-                    event_id: append.event.id.clone(),
-                });
-            }
-            return Ok(Appended {
-                event: stored,
-                last_sequence: record.last_sequence,
-                last_update_time: record.last_update_time,
-                change: 0,
-            });
-        }
-        if let Some(expected) = append.expected_last_sequence {
-            if expected != record.last_sequence {
-                return Err(SessionError::Stale {
-                    expected,
-                    current: record.last_sequence,
-                });
-            }
-        }
-        let sequence = record.last_sequence + 1;
+        let stored = stored.map(|bytes| decode_event(&bytes)).transpose()?;
+        let sequence = match super::admit(
+            append,
+            stored,
+            record.last_sequence,
+            record.last_update_time,
+        )? {
+            Admission::Retry(appended) => return Ok(appended),
+            Admission::Write(sequence) => sequence,
+        };
         let mut event = append.event.clone();
         event.sequence = sequence;
         let ts = event.timestamp.unwrap_or_default();
@@ -442,12 +429,7 @@ impl SessionStore for PgStore {
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
         let mut client = self.pool.get().await?;
         // One snapshot: the state and events are those of the record read.
-        let tx = client
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .await?;
+        let tx = read_snapshot(&mut client).await?;
         let row = tx
             .query_opt(
                 &format!(
@@ -508,12 +490,8 @@ impl SessionStore for PgStore {
         let now = now();
         let limit = to_i64(page_size as u64 + 1);
         let mut client = self.pool.get().await?;
-        let tx = client
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .await?;
+        // One snapshot: the page and the state shown with it.
+        let tx = read_snapshot(&mut client).await?;
         let live = "(expire_s IS NULL OR (expire_s, expire_n) > ($6, $7))";
         let rows = match user_id {
             None => {
@@ -729,12 +707,7 @@ impl SessionStore for PgStore {
     async fn changes(&self, app_name: &str, after: u64, limit: usize) -> Result<Changes> {
         let mut client = self.pool.get().await?;
         // One snapshot: the horizon and the rows read below it.
-        let tx = client
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .await?;
+        let tx = read_snapshot(&mut client).await?;
         let row = tx
             .query_one(
                 "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
@@ -1023,6 +996,16 @@ async fn read_events(
         events.reverse();
     }
     Ok(events)
+}
+
+/// A read-only transaction whose statements all see one snapshot.
+async fn read_snapshot(client: &mut deadpool_postgres::Object) -> Result<Transaction<'_>> {
+    Ok(client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?)
 }
 
 async fn entries(tx: &Transaction<'_>, sql: &str, params: &Params<'_>) -> Result<Vec<Entry>> {
