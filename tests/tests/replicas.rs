@@ -31,6 +31,25 @@ async fn two_replicas() -> Option<(SessionServer, SessionServer)> {
     Some((a, b))
 }
 
+fn watch_session(id: &str) -> WatchSessionRequest {
+    WatchSessionRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        session_id: id.into(),
+        after_sequence: 0,
+        include_partial: false,
+    }
+}
+
+/// The feed of app "app" (of one user unless `user` is empty), after `cursor`.
+fn app_feed(user: &str, cursor: &str) -> WatchEventsRequest {
+    WatchEventsRequest {
+        app_name: "app".into(),
+        user_id: user.into(),
+        cursor: cursor.into(),
+    }
+}
+
 fn get(id: &str) -> GetSessionRequest {
     GetSessionRequest {
         app_name: "app".into(),
@@ -51,24 +70,14 @@ async fn optimistic_writers_on_two_replicas_and_watchers_on_each_see_everything_
     let mut session_feed = a
         .client
         .clone()
-        .watch_session(WatchSessionRequest {
-            app_name: "app".into(),
-            user_id: "u".into(),
-            session_id: "counter".into(),
-            after_sequence: 0,
-            include_partial: false,
-        })
+        .watch_session(watch_session("counter"))
         .await
         .unwrap()
         .into_inner();
     let mut app_feed = b
         .client
         .clone()
-        .watch_events(WatchEventsRequest {
-            app_name: "app".into(),
-            user_id: String::new(),
-            cursor: String::new(),
-        })
+        .watch_events(app_feed("", ""))
         .await
         .unwrap()
         .into_inner();
@@ -173,11 +182,7 @@ async fn an_app_feed_resumed_on_another_replica_continues_without_gap() {
     let mut feed = a
         .client
         .clone()
-        .watch_events(WatchEventsRequest {
-            app_name: "app".into(),
-            user_id: String::new(),
-            cursor: String::new(),
-        })
+        .watch_events(app_feed("", ""))
         .await
         .unwrap()
         .into_inner();
@@ -206,11 +211,7 @@ async fn an_app_feed_resumed_on_another_replica_continues_without_gap() {
     let mut resumed = b
         .client
         .clone()
-        .watch_events(WatchEventsRequest {
-            app_name: "app".into(),
-            user_id: String::new(),
-            cursor,
-        })
+        .watch_events(app_feed("", &cursor))
         .await
         .unwrap()
         .into_inner();
@@ -236,24 +237,14 @@ async fn watchers_wake_for_appends_made_only_through_the_other_replica() {
     let mut session_feed = a
         .client
         .clone()
-        .watch_session(WatchSessionRequest {
-            app_name: "app".into(),
-            user_id: "u".into(),
-            session_id: "s".into(),
-            after_sequence: 0,
-            include_partial: false,
-        })
+        .watch_session(watch_session("s"))
         .await
         .unwrap()
         .into_inner();
     let mut app_feed = a
         .client
         .clone()
-        .watch_events(WatchEventsRequest {
-            app_name: "app".into(),
-            user_id: "u".into(),
-            cursor: String::new(),
-        })
+        .watch_events(app_feed("u", ""))
         .await
         .unwrap()
         .into_inner();
