@@ -182,11 +182,6 @@ impl AppWatch {
         // The sender lives as long as this watcher's entry, so this only waits.
         let _ = self.changes.changed().await;
     }
-
-    /// The latest change position announced.
-    pub fn latest(&self) -> u64 {
-        *self.changes.borrow()
-    }
 }
 
 impl Drop for AppWatch {

@@ -5,6 +5,7 @@
 //! here knows about gRPC transport.
 
 use std::{
+    collections::HashSet,
     sync::Arc,
     time::{Duration, SystemTime},
 };
@@ -41,7 +42,7 @@ const WATCH_PAGE: usize = 100;
 /// Messages buffered for a watcher's connection; a slower watcher simply reads the store later.
 const WATCH_BUFFER: usize = 16;
 
-/// How soon an app watcher reads again when a change it was told of is not readable yet (on a
+/// How soon an app watcher reads again when committed changes are not readable yet (on a
 /// shared store, a change becomes readable once every transaction begun before it has ended).
 const HORIZON_RETRY: Duration = Duration::from_millis(20);
 
@@ -322,14 +323,14 @@ impl<S: SessionStore> Sessions<S> {
         };
         let watch = self.hub.watch_app(&app_name);
         let head = self.store.changes(&app_name, 0, 0).await?;
-        let last = match req.cursor.as_str() {
-            "" => head.head,
+        let (last, skip) = match req.cursor.as_str() {
+            "" => (head.head, head.unreadable.into_iter().collect()),
             cursor => {
                 let position = decode_cursor(&app_name, cursor)?;
                 if position > head.head {
                     return Err(InvalidArgument::new("cursor", "is ahead of the feed").into());
                 }
-                position
+                (position, HashSet::new())
             }
         };
         check_retained(last, head.oldest)?;
@@ -340,6 +341,7 @@ impl<S: SessionStore> Sessions<S> {
             user_id,
             watch,
             last,
+            skip,
             stopping: self.stopping.clone(),
             tx,
         };
@@ -495,6 +497,8 @@ struct AppFollower<S> {
     watch: AppWatch,
     /// The last feed position read.
     last: u64,
+    /// Positions after `last` that had committed before the watch started "from now".
+    skip: HashSet<u64>,
     stopping: Stopping,
     tx: mpsc::Sender<Result<AppEvent>>,
 }
@@ -509,7 +513,7 @@ impl<S: SessionStore> AppFollower<S> {
     async fn follow(&mut self) -> Result<()> {
         loop {
             self.watch.mark_seen();
-            loop {
+            let pending = loop {
                 let changes = self
                     .store
                     .changes(&self.app_name, self.last, WATCH_PAGE)
@@ -519,6 +523,9 @@ impl<S: SessionStore> AppFollower<S> {
                 let full = changes.items.len() == WATCH_PAGE;
                 for change in changes.items {
                     self.last = change.position;
+                    if self.skip.remove(&change.position) {
+                        continue;
+                    }
                     let wanted = self.user_id.as_ref().is_none_or(|u| *u == change.user_id);
                     // Events of sessions deleted since are gone; the position moves on.
                     let Some(event) = change.event.filter(|_| wanted) else {
@@ -535,11 +542,11 @@ impl<S: SessionStore> AppFollower<S> {
                     }
                 }
                 if !full {
-                    break;
+                    break !changes.unreadable.is_empty();
                 }
-            }
-            // Told of a change that is not readable yet: look again shortly.
-            let pending = self.watch.latest() > self.last;
+            };
+            // Committed changes not readable yet: look again shortly, since no notification
+            // will come when the older transactions holding them back end.
             tokio::select! {
                 _ = self.watch.changed() => {}
                 _ = tokio::time::sleep(HORIZON_RETRY), if pending => {}

@@ -92,6 +92,10 @@ pub struct Changes {
     pub oldest: u64,
     /// The latest position (0 before the app's first append).
     pub head: u64,
+    /// Positions after `head` already committed but not readable yet: a shared store reads
+    /// only below its oldest open transaction. A reader starting "from now" skips them when
+    /// they become readable, and any reader should read again shortly.
+    pub unreadable: Vec<u64>,
 }
 
 /// One page of a listing.
@@ -197,7 +201,7 @@ pub trait SessionStore: Clone + Send + Sync + 'static {
 /// What an append may do, decided by both stores alike once they hold the session's lock.
 enum Admission {
     /// The event was stored already (a retry): answer with it and write nothing.
-    Retry(Appended),
+    Retry(Box<Appended>),
     /// Write the event with this sequence.
     Write(u64),
 }
@@ -217,12 +221,12 @@ fn admit(
                 event_id: append.event.id.clone(),
             });
         }
-        return Ok(Admission::Retry(Appended {
+        return Ok(Admission::Retry(Box::new(Appended {
             event: stored,
             last_sequence,
             last_update_time,
             change: 0,
-        }));
+        })));
     }
     match append.expected_last_sequence {
         Some(expected) if expected != last_sequence => Err(SessionError::Stale {

@@ -278,7 +278,7 @@ impl PgStore {
             record.last_sequence,
             record.last_update_time,
         )? {
-            Admission::Retry(appended) => return Ok(appended),
+            Admission::Retry(appended) => return Ok(*appended),
             Admission::Write(sequence) => sequence,
         };
         let mut event = append.event.clone();
@@ -710,13 +710,23 @@ impl SessionStore for PgStore {
         let tx = read_snapshot(&mut client).await?;
         let row = tx
             .query_one(
-                "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
-                        (SELECT trimmed FROM change_trims WHERE app_name = $1)",
+                "SELECT h.horizon,
+                        (SELECT trimmed FROM change_trims WHERE app_name = $1),
+                        ARRAY(SELECT position FROM changes
+                              WHERE app_name = $1 AND position >= h.horizon
+                              ORDER BY position)
+                 FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+                       AS horizon) h",
                 &[&app_name],
             )
             .await?;
         let horizon: i64 = row.try_get(0)?;
         let trimmed: Option<i64> = row.try_get(1)?;
+        let unreadable = row
+            .try_get::<_, Vec<i64>>(2)?
+            .into_iter()
+            .map(to_u64)
+            .collect::<Result<Vec<_>>>()?;
         let mut items = Vec::new();
         if limit > 0 {
             let rows = tx
@@ -748,6 +758,7 @@ impl SessionStore for PgStore {
             items,
             oldest: to_u64(trimmed.unwrap_or(0))? + 1,
             head: to_u64(horizon - 1)?,
+            unreadable,
         })
     }
 

@@ -40,7 +40,8 @@ use sled::{
 use tokio::sync::RwLockReadGuard;
 
 use super::{
-    Append, Appended, Change, Changes, EventWindow, NewSession, Page, SessionKey, SessionStore,
+    Admission, Append, Appended, Change, Changes, EventWindow, NewSession, Page, SessionKey,
+    SessionStore,
 };
 use crate::{
     error::{Result, SessionError},
@@ -461,34 +462,29 @@ impl SessionStore for SledStore {
                         session_id: key.session_id.clone(),
                     });
                 };
-                if let Some(seq) = event_ids.get(id_key.as_bytes())? {
-                    let seq = decode_u64(&seq).map_err(ConflictableTransactionError::Abort)?;
-                    let stored = events
-                        .get(event_key(&skey, seq))?
-                        .ok_or_else(|| SessionError::Corrupt(format!("event {seq} is missing")))
-                        .and_then(|bytes| decode_event(&bytes))
-                        .map_err(ConflictableTransactionError::Abort)?;
-                    if !super::is_retry_of(&stored, &append) {
-                        return abort(SessionError::EventIdTaken {
-                            event_id: append.event.id.clone(),
-                        });
+                let stored = match event_ids.get(id_key.as_bytes())? {
+                    Some(seq) => {
+                        let seq = decode_u64(&seq).map_err(ConflictableTransactionError::Abort)?;
+                        let stored = events
+                            .get(event_key(&skey, seq))?
+                            .ok_or_else(|| SessionError::Corrupt(format!("event {seq} is missing")))
+                            .and_then(|bytes| decode_event(&bytes))
+                            .map_err(ConflictableTransactionError::Abort)?;
+                        Some(stored)
                     }
-                    return Ok(Appended {
-                        event: stored,
-                        last_sequence: record.last_sequence,
-                        last_update_time: record.last_update_time(),
-                        change: 0,
-                    });
-                }
-                if let Some(expected) = append.expected_last_sequence {
-                    if expected != record.last_sequence {
-                        return abort(SessionError::Stale {
-                            expected,
-                            current: record.last_sequence,
-                        });
-                    }
-                }
-                let sequence = record.last_sequence + 1;
+                    None => None,
+                };
+                let admitted = super::admit(
+                    &append,
+                    stored,
+                    record.last_sequence,
+                    record.last_update_time(),
+                )
+                .map_err(ConflictableTransactionError::Abort)?;
+                let sequence = match admitted {
+                    Admission::Retry(appended) => return Ok(*appended),
+                    Admission::Write(sequence) => sequence,
+                };
                 let mut event = append.event.clone();
                 event.sequence = sequence;
                 let timestamp = event.timestamp.unwrap_or_default();
@@ -625,6 +621,8 @@ impl SessionStore for SledStore {
             items,
             oldest,
             head,
+            // One process commits in position order: whatever is committed is readable.
+            unreadable: Vec::new(),
         })
     }
 
