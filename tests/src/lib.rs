@@ -287,12 +287,37 @@ impl Drop for ServerProcess {
     }
 }
 
+/// The connection string of a schema standing for `data_dir` in the database at `url`,
+/// created when missing: a server restarted on the same directory finds the same data.
+pub async fn schema_for(url: &str, data_dir: &Path) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    data_dir.hash(&mut hasher);
+    let schema = format!("d{:016x}", hasher.finish());
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connects to the test database");
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+        .await
+        .expect("creates a schema");
+    drop(client);
+    let _ = driver.await;
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}options=-csearch_path%3D{schema}")
+}
+
 /// Starts a server binary (`CARGO_BIN_EXE_...` of the calling test) listening on an ephemeral
-/// loopback port with `data_dir`, waits for its ready line, and returns the process with a
-/// channel to it.
+/// loopback port with `data_dir` (or, on PostgreSQL, the schema standing for it), waits for its
+/// ready line, and returns the process with a channel to it.
 pub async fn spawn_binary(binary: &str, data_dir: &Path) -> (ServerProcess, Channel) {
     use std::io::BufRead;
-    let mut child = std::process::Command::new(binary)
+    let mut command = std::process::Command::new(binary);
+    if let Some(url) = postgres_url() {
+        command.arg("--store").arg(schema_for(&url, data_dir).await);
+    }
+    let mut child = command
         .args(["--listen", "127.0.0.1:0", "--data-dir"])
         .arg(data_dir)
         .stdout(std::process::Stdio::piped())
