@@ -74,7 +74,12 @@ impl PgError {
     pub fn is_unavailable(&self) -> bool {
         match self {
             Self::Pool(_) => true,
-            Self::Db(e) => e.is_closed() || e.code().is_none(),
+            // No server error and an I/O cause: the connection, not the statement, failed.
+            Self::Db(e) => {
+                e.is_closed()
+                    || (e.as_db_error().is_none()
+                        && std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()))
+            }
             Self::Config(_) => false,
         }
     }
