@@ -577,92 +577,6 @@ fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// BM25 over one query's terms: their idf, in query order.
-struct Scorer<'q> {
-    idfs: &'q [(&'q str, f64)],
-    avg_len: f64,
-}
-
-impl Scorer<'_> {
-    /// The `limit` best-scoring seqs as the database sums them (best first).
-    async fn rank(
-        &self,
-        client: &deadpool_postgres::Object,
-        scope: Scope<'_>,
-        limit: usize,
-    ) -> Result<Vec<i64>> {
-        let (terms, idfs): (Vec<&str>, Vec<f64>) = self.idfs.iter().copied().unzip();
-        let rows = client
-            .query(
-                "SELECT p.seq
-                 FROM memory_postings p
-                 JOIN unnest($3::text[], $4::float8[]) AS q(term, idf) ON p.term = q.term
-                 WHERE p.app_name = $1 AND p.user_id = $2
-                 GROUP BY p.seq
-                 ORDER BY sum(q.idf * p.tf * ($5::float8 + 1)
-                              / (p.tf + $5::float8 * (1 - $6::float8
-                                                      + $6::float8 * p.len / $7::float8)))
-                     DESC, p.seq
-                 LIMIT $8",
-                &[
-                    &scope.app_name,
-                    &scope.user_id,
-                    &terms,
-                    &idfs,
-                    &index::K1,
-                    &index::B,
-                    &self.avg_len,
-                    &i64::try_from(limit).unwrap_or(i64::MAX),
-                ],
-            )
-            .await?;
-        rows.iter().map(|row| Ok(row.try_get(0)?)).collect()
-    }
-
-    /// Exact scores of `seqs`, summed term by term in query order as the sled store sums
-    /// them, best first and equal scores in ingestion order.
-    async fn rescore(
-        &self,
-        client: &deadpool_postgres::Object,
-        scope: Scope<'_>,
-        seqs: &[i64],
-    ) -> Result<Vec<(i64, f64)>> {
-        let terms: Vec<&str> = self.idfs.iter().map(|(t, _)| *t).collect();
-        let rows = client
-            .query(
-                "SELECT term, seq, tf, len FROM memory_postings
-                 WHERE app_name = $1 AND user_id = $2 AND term = ANY($3) AND seq = ANY($4)",
-                &[&scope.app_name, &scope.user_id, &terms, &seqs],
-            )
-            .await?;
-        let mut postings = HashMap::<(&str, i64), (f64, f64)>::new();
-        for row in &rows {
-            let term: &str = row.try_get(0)?;
-            let term = terms
-                .iter()
-                .find(|t| **t == term)
-                .copied()
-                .unwrap_or_default();
-            let (tf, len): (i32, i32) = (row.try_get(2)?, row.try_get(3)?);
-            postings.insert((term, row.try_get(1)?), (f64::from(tf), f64::from(len)));
-        }
-        let mut ranked: Vec<(i64, f64)> = seqs
-            .iter()
-            .map(|&seq| {
-                let mut score = 0.0;
-                for &(term, idf) in self.idfs {
-                    if let Some(&(tf, len)) = postings.get(&(term, seq)) {
-                        score += index::score(idf, tf, len, self.avg_len);
-                    }
-                }
-                (seq, score)
-            })
-            .collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        Ok(ranked)
-    }
-}
-
 /// The page-token key of an entry: the sled store's, so tokens mean the same in both.
 fn entry_key(scope: Scope<'_>, seq: i64) -> Key {
     Key::new()
@@ -700,34 +614,6 @@ impl PgMemoryStore {
             |e: &StoreError| matches!(e, StoreError::Postgres(e) if e.is_conflict()),
         )
         .await
-    }
-
-    /// The first `query.limit` ranked entries the query's filters admit.
-    async fn admitted(
-        &self,
-        scope: Scope<'_>,
-        query: &SearchQuery,
-        ranked: &[(i64, f64)],
-    ) -> Result<Vec<Hit>> {
-        let mut hits = Vec::new();
-        for chunk in ranked.chunks(FETCH) {
-            let seqs: Vec<i64> = chunk.iter().map(|(seq, _)| *seq).collect();
-            let mut fetched = self.entries(scope, &seqs).await?;
-            // Searches do not lock out writers: an entry removed since its posting was read is
-            // simply no longer there.
-            for &(seq, score) in chunk {
-                let Some(entry) = fetched.remove(&seq) else {
-                    continue;
-                };
-                if query.admits(&entry) {
-                    hits.push(Hit { entry, score });
-                    if hits.len() == query.limit {
-                        return Ok(hits);
-                    }
-                }
-            }
-        }
-        Ok(hits)
     }
 
     /// The entries still stored at these seqs.
@@ -808,46 +694,57 @@ impl MemoryStore for PgMemoryStore {
         if docs == 0 {
             return Ok(Vec::new());
         }
-        // Document frequencies (an index-only count per term), then BM25's idf as the sled
-        // store computes it.
-        let n = docs as f64;
-        let avg_len = total_len as f64 / n;
-        let mut df = HashMap::<String, i64>::new();
-        for row in client
+        let rows = client
             .query(
-                "SELECT term, count(*) FROM memory_postings
-                 WHERE app_name = $1 AND user_id = $2 AND term = ANY($3) GROUP BY term",
+                "SELECT term, seq, tf, len FROM memory_postings
+                 WHERE app_name = $1 AND user_id = $2 AND term = ANY($3)",
                 &[&scope.app_name, &scope.user_id, &terms],
             )
-            .await?
-        {
-            df.insert(row.try_get(0)?, row.try_get(1)?);
+            .await?;
+        let mut postings: HashMap<String, Vec<(i64, f64, f64)>> = HashMap::new();
+        for row in &rows {
+            let (tf, len): (i32, i32) = (row.try_get(2)?, row.try_get(3)?);
+            postings.entry(row.try_get(0)?).or_default().push((
+                row.try_get(1)?,
+                f64::from(tf),
+                f64::from(len),
+            ));
         }
-        let idfs: Vec<(&str, f64)> = terms
-            .iter()
-            .filter_map(|t| df.get(t).map(|&d| (t.as_str(), index::idf(n, d as f64))))
-            .collect();
-        if idfs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let scorer = Scorer {
-            idfs: &idfs,
-            avg_len,
-        };
-        // The database ranks (summing in no particular order), this process re-scores the
-        // candidates exactly as the sled store does; a margin of candidates beyond the limit
-        // absorbs last-bit differences, and more are fetched when filters reject too many.
-        let mut wanted = query.limit.saturating_mul(4).saturating_add(16);
-        loop {
-            let candidates = scorer.rank(&client, scope, wanted).await?;
-            let exhausted = candidates.len() < wanted;
-            let ranked = scorer.rescore(&client, scope, &candidates).await?;
-            let hits = self.admitted(scope, query, &ranked).await?;
-            if hits.len() == query.limit || exhausted {
-                return Ok(hits);
+        // Summed term by term in query order, as the sled store sums, so scores are equal to
+        // the last bit.
+        let n = docs as f64;
+        let avg_len = total_len as f64 / n;
+        let mut scores = HashMap::<i64, f64>::new();
+        for term in &terms {
+            let Some(list) = postings.get(term) else {
+                continue;
+            };
+            let idf = index::idf(n, list.len() as f64);
+            for &(seq, tf, len) in list {
+                *scores.entry(seq).or_default() += index::score(idf, tf, len, avg_len);
             }
-            wanted = wanted.saturating_mul(4);
         }
+        let mut ranked: Vec<(i64, f64)> = scores.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut hits = Vec::new();
+        for chunk in ranked.chunks(FETCH) {
+            let seqs: Vec<i64> = chunk.iter().map(|(seq, _)| *seq).collect();
+            let mut fetched = self.entries(scope, &seqs).await?;
+            // Searches do not lock out writers: an entry removed since its posting was read is
+            // simply no longer there.
+            for &(seq, score) in chunk {
+                let Some(entry) = fetched.remove(&seq) else {
+                    continue;
+                };
+                if query.admits(&entry) {
+                    hits.push(Hit { entry, score });
+                    if hits.len() == query.limit {
+                        return Ok(hits);
+                    }
+                }
+            }
+        }
+        Ok(hits)
     }
 
     async fn delete(&self, scope: Scope<'_>, target: &DeleteTarget) -> Result<u32> {
