@@ -15,6 +15,14 @@ data field of a Part whose oneof is taken, an empty ``parts`` list, or a timesta
 nanosecond ``Timestamp`` cannot hold exactly. Decoding validates the merged dict with ADK's own
 model (``model_validate_json``), the inverse of the dump.
 
+That validation costs ~70 µs per event (mostly Python hooks that ADK and genai run for every model
+and part), which made ``get_session`` of 1,000 events slower than ADK's own SQLite service. So an
+event whose message uses typed fields only (no ``extra`` anywhere, no auth configs, tool
+confirmations or compaction, enum texts that name a member) is built directly from its typed
+fields, the models filled in the state validation leaves them in (``_Blueprint``); anything else
+takes the validating path. ``tests/test_mapping_fast_path.py`` checks on a varied corpus that
+both paths give the same objects, down to value types and ``model_fields_set``.
+
 JSON values travel as JSON text. ``json`` keeps ints as ints of any size and writes floats with
 ``repr``, so ``1`` stays ``1``, ``1.0`` stays ``1.0`` and ``2**53 + 1`` stays exact. Free-form
 values (state, tool arguments and responses, metadata) come back as the JSON data they were
@@ -27,11 +35,15 @@ repr).
 from __future__ import annotations
 
 import base64
+import copy
+import enum
+import functools
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
 from google.adk.sessions.session import Session
 from google.genai import types
 from google.protobuf.message import Message
@@ -131,6 +143,14 @@ def event_to_proto(event: Event) -> pb.Event:
 
 def event_from_proto(message: pb.Event) -> Event:
     """The ADK Event a message holds, every field as it was sent."""
+    try:
+        return _built_event(message)
+    except _NeedsValidation:
+        return _validated_event(message)
+
+
+def _validated_event(message: pb.Event) -> Event:
+    """``event_from_proto`` through ADK's validation, whatever the message holds (slower)."""
     return Event.model_validate_json(dumps(_event_data(message)))
 
 
@@ -146,6 +166,14 @@ def content_to_proto(content: types.Content) -> pb.Content:
 
 def content_from_proto(message: pb.Content) -> types.Content:
     """The genai Content a message holds."""
+    try:
+        return _built_content(message)
+    except _NeedsValidation:
+        return _validated_content(message)
+
+
+def _validated_content(message: pb.Content) -> types.Content:
+    """``content_from_proto`` through genai's validation (slower)."""
     return types.Content.model_validate_json(dumps(_content_data(message)))
 
 
@@ -420,6 +448,202 @@ def _simple_data(message: Message) -> JsonObject:
             value = getattr(message, field.name)
             data[field.name] = _to_base64(value) if field.type == field.TYPE_BYTES else value
     return data
+
+
+# --------------------------------------------------------------------------------------------
+# Decoding without validation (see the module docstring)
+
+
+class _NeedsValidation(Exception):
+    """The message holds something only validation is trusted to build."""
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+_Member = TypeVar("_Member", bound=enum.Enum)
+
+# Before-validators that leave the plain data of a decoded message as it is: ADK's moves the
+# convenience keywords (message=, state=, ...), which a message never has, to their fields;
+# genai's only warns about a model instance of the wrong class.
+_HARMLESS_VALIDATORS = frozenset({"_accept_convenience_kwargs", "_check_field_type_mismatches"})
+_SCALARS = (type(None), str, bytes, int, float, enum.Enum)
+
+
+class _Blueprint(Generic[_Model]):
+    """Makes instances of a pydantic model as validation leaves them for a dict of field values
+    that validation would keep as they are: ``__dict__`` holds every field in declaration order,
+    defaults for the missing ones (fresh for mutable defaults), and ``model_fields_set`` names
+    the given ones.
+
+    ``build`` refuses (``_NeedsValidation``) a model with validators or a post-init hook other
+    than ``_HARMLESS_VALIDATORS`` and the names in ``also_harmless``, private attributes or
+    extra fields, so a future ADK or genai that adds one falls back to validation instead of
+    skipping it.
+    """
+
+    def __init__(self, model: type[_Model], also_harmless: Iterable[str] = ()) -> None:
+        self.model = model
+        self.defaults: JsonObject = {}
+        # Fields whose default is made anew for each instance, and how: as FieldInfo.get_default
+        # does (factory, or deep copy of a mutable default), but without inspecting the factory's
+        # signature on every call.
+        self.fresh: list[tuple[str, Callable[[], Any]]] = []
+        takes_data = False
+        for name, field in model.model_fields.items():
+            if field.default_factory is None and isinstance(field.default, _SCALARS):
+                self.defaults[name] = field.default
+                continue
+            self.defaults[name] = None
+            if field.default_factory is None:
+                self.fresh.append((name, functools.partial(copy.deepcopy, field.default)))
+            else:
+                takes_data = takes_data or bool(field.default_factory_takes_validated_data)
+                self.fresh.append((name, field.default_factory))  # type: ignore[arg-type]
+        decorators = model.__pydantic_decorators__
+        harmless = _HARMLESS_VALIDATORS | set(also_harmless)
+        self.usable = (
+            decorators.model_validators.keys() <= harmless
+            and decorators.field_validators.keys() <= harmless
+            and not decorators.validators
+            and not decorators.root_validators
+            and not model.__private_attributes__
+            and (model.__pydantic_post_init__ is None or model.__pydantic_post_init__ in harmless)
+            and model.model_config.get("extra") != "allow"
+            and not takes_data
+        )
+
+    def build(self, values: JsonObject) -> _Model:
+        if not self.usable:
+            raise _NeedsValidation
+        fields = self.defaults.copy()
+        for name, make in self.fresh:
+            if name not in values:
+                fields[name] = make()
+        fields.update(values)
+        if len(fields) != len(self.defaults):
+            raise _NeedsValidation  # a value for a field this model does not have
+        instance = self.model.__new__(self.model)
+        # What BaseModel.model_construct sets, without its per-field loop.
+        object.__setattr__(instance, "__dict__", fields)
+        object.__setattr__(instance, "__pydantic_fields_set__", set(values))
+        object.__setattr__(instance, "__pydantic_extra__", None)
+        object.__setattr__(instance, "__pydantic_private__", None)
+        return instance
+
+
+# Event.model_post_init gives an event without id a new one; such events take the validating path.
+_EVENT = _Blueprint(Event, also_harmless=("model_post_init",))
+# Only non-empty requested_auth_configs are parsed; those take the validating path.
+_ACTIONS = _Blueprint(EventActions, also_harmless=("_parse_auth_configs",))
+_CONTENT = _Blueprint(types.Content)
+_PART = _Blueprint(types.Part)
+_CALLS: dict[str, tuple[_Blueprint[Any], str]] = {
+    "function_call": (_Blueprint(types.FunctionCall), "args"),
+    "function_response": (_Blueprint(types.FunctionResponse), "response"),
+}
+# The other Part data messages: optional scalars named as in genai, some of them enums.
+_SIMPLE: dict[str, tuple[_Blueprint[Any], dict[str, type[enum.Enum]]]] = {
+    "inline_data": (_Blueprint(types.Blob), {}),
+    "file_data": (_Blueprint(types.FileData), {}),
+    "executable_code": (_Blueprint(types.ExecutableCode), {"language": types.Language}),
+    "code_execution_result": (_Blueprint(types.CodeExecutionResult), {"outcome": types.Outcome}),
+}
+# genai models held as JSON text; validating one on its own is what validating the event does to
+# it, and costs little next to a whole event.
+_EVENT_MODELS: tuple[tuple[str, type[BaseModel]], ...] = (
+    ("usage_metadata", types.GenerateContentResponseUsageMetadata),
+    ("grounding_metadata", types.GroundingMetadata),
+    ("citation_metadata", types.CitationMetadata),
+)
+
+
+def _member(kind: type[_Member], value: str) -> _Member:
+    """The enum member whose value is ``value``; an unknown text is left to validation (genai
+    enums then match case-insensitively or make a pseudo-member with a warning)."""
+    member = kind._value2member_map_.get(value)
+    if member is None:
+        raise _NeedsValidation
+    return member  # type: ignore[return-value]
+
+
+def _built_event(message: pb.Event) -> Event:
+    if message.extra or not message.id:
+        raise _NeedsValidation
+    values: JsonObject = {name: getattr(message, name) for name in _EVENT_STRINGS}
+    _get_optionals(message, _EVENT_OPTIONALS, values)
+    if "finish_reason" in values:
+        values["finish_reason"] = _member(types.FinishReason, values["finish_reason"])
+    _get_json(message, "custom_metadata", values)
+    for name, model in _EVENT_MODELS:
+        text = getattr(message, name)
+        if text:
+            values[name] = model.model_validate_json(text)
+    if message.HasField("timestamp"):
+        values["timestamp"] = timestamps.to_seconds(message.timestamp)
+    if message.long_running_tool_ids:
+        values["long_running_tool_ids"] = set(message.long_running_tool_ids)
+    if message.HasField("content"):
+        values["content"] = _built_content(message.content)
+    if message.HasField("actions"):
+        values["actions"] = _built_actions(message.actions)
+    return _EVENT.build(values)
+
+
+def _built_actions(message: pb.EventActions) -> EventActions:
+    if (
+        message.extra
+        or message.requested_auth_configs
+        or message.requested_tool_confirmations
+        or message.HasField("compaction")
+    ):
+        raise _NeedsValidation
+    values: JsonObject = {
+        "state_delta": loads_object(message.state_delta, "EventActions.state_delta"),
+        "requested_auth_configs": {},
+        "requested_tool_confirmations": {},
+        "artifact_delta": dict(message.artifact_delta),
+    }
+    _get_optionals(message, _ACTIONS_OPTIONALS, values)
+    _get_json(message, "agent_state", values)
+    return _ACTIONS.build(values)
+
+
+def _built_content(message: pb.Content) -> types.Content:
+    values: JsonObject = {}
+    if message.HasField("role"):
+        values["role"] = message.role
+    if message.parts:
+        values["parts"] = [_built_part(p) for p in message.parts]
+    return _CONTENT.build(values)
+
+
+def _built_part(message: pb.Part) -> types.Part:
+    if message.extra:
+        raise _NeedsValidation
+    values: JsonObject = {}
+    kind = message.WhichOneof("data")
+    if kind == "text":
+        values["text"] = message.text
+    elif kind in _CALLS:
+        blueprint, payload = _CALLS[kind]
+        call = getattr(message, kind)
+        if call.extra:
+            raise _NeedsValidation
+        call_values: JsonObject = {}
+        _get_optionals(call, _CALL_OPTIONALS, call_values)
+        _get_json(call, payload, call_values)
+        values[kind] = blueprint.build(call_values)
+    elif kind is not None:
+        blueprint, enums = _SIMPLE[kind]
+        simple_values: JsonObject = {}
+        for field, value in getattr(message, kind).ListFields():
+            enum_type = enums.get(field.name)
+            simple_values[field.name] = value if enum_type is None else _member(enum_type, value)
+        values[kind] = blueprint.build(simple_values)
+    if message.HasField("thought"):
+        values["thought"] = message.thought
+    if message.HasField("thought_signature"):
+        values["thought_signature"] = message.thought_signature
+    return _PART.build(values)
 
 
 # --------------------------------------------------------------------------------------------
