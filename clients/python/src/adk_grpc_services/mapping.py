@@ -15,21 +15,21 @@ data field of a Part whose oneof is taken, an empty ``parts`` list, or a timesta
 nanosecond ``Timestamp`` cannot hold exactly. Decoding validates the merged dict with ADK's own
 model (``model_validate_json``), the inverse of the dump.
 
-That validation costs ~70 µs per event (mostly Python hooks that ADK and genai run for every model
-and part), which made ``get_session`` of 1,000 events slower than ADK's own SQLite service. So an
-event whose message uses typed fields only (no ``extra`` anywhere, no auth configs, tool
-confirmations or compaction, enum texts that name a member) is built directly from its typed
-fields, the models filled in the state validation leaves them in (``_Blueprint``); anything else
-takes the validating path. ``tests/test_mapping_fast_path.py`` checks on a varied corpus that
-both paths give the same objects, down to value types and ``model_fields_set``.
+That path (dict, JSON text, validation) costs ~35 µs per event, which made ``get_session`` of
+1,000 events slower than ADK's own SQLite service. So an event whose message uses typed fields
+only (no ``extra`` anywhere, no auth configs, tool confirmations or compaction, enum texts that
+name a member) is built directly from its typed fields, the models filled in the state validation
+leaves them in (``_Blueprint``); anything else takes the validating path.
+``tests/test_mapping_fast_path.py`` checks on a varied corpus that both paths give the same
+objects, down to value types and ``model_fields_set``.
 
 JSON values travel as JSON text. ``json`` keeps ints as ints of any size and writes floats with
-``repr``, so ``1`` stays ``1``, ``1.0`` stays ``1.0`` and ``2**53 + 1`` stays exact. Free-form
-values (state, tool arguments and responses, metadata) come back as the JSON data they were
-written as, as with ADK's database backend: a datetime becomes its ISO text, a pydantic object
-inside a dict becomes a dict, and a value that is not JSON-serializable becomes ``str(value)``
-(pydantic's ``serialize_unknown``, which ADK uses; for a function or a plain object that is its
-repr).
+``repr``, so ``1`` stays ``1``, ``1.0`` stays ``1.0`` and ``2**53 + 1`` stays exact; the parser
+of pydantic-core, which reads them back, does the same. Free-form values (state, tool arguments and
+responses, metadata) come back as the JSON data they were written as, as with ADK's database
+backend: a datetime becomes its ISO text, a pydantic object inside a dict becomes a dict, and a
+value that is not JSON-serializable becomes ``str(value)`` (pydantic's ``serialize_unknown``,
+which ADK uses; for a function or a plain object that is its repr).
 """
 
 from __future__ import annotations
@@ -595,7 +595,11 @@ def _member(kind: type[_Member], value: str) -> _Member:
 def _built_event(message: pb.Event) -> Event:
     if message.extra or not message.id:
         raise _NeedsValidation
-    values: JsonObject = {name: getattr(message, name) for name in _EVENT_STRINGS}
+    values: JsonObject = {
+        "id": message.id,
+        "invocation_id": message.invocation_id,
+        "author": message.author,
+    }
     _get_optionals(message, _EVENT_OPTIONALS, values)
     if "finish_reason" in values:
         values["finish_reason"] = _member(types.FinishReason, values["finish_reason"])
@@ -639,8 +643,9 @@ def _built_content(message: pb.Content) -> types.Content:
     values: JsonObject = {}
     if message.HasField("role"):
         values["role"] = message.role
-    if message.parts:
-        values["parts"] = [_built_part(p) for p in message.parts]
+    parts = message.parts
+    if parts:
+        values["parts"] = [_built_part(p) for p in parts]
     return _CONTENT.build(values)
 
 
