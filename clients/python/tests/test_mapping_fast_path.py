@@ -13,6 +13,7 @@ from google.adk.events.event_actions import EventActions
 from google.genai import types
 from google.protobuf.timestamp_pb2 import Timestamp
 from pydantic import BaseModel
+from pydantic_core import from_json
 
 from adk_grpc_services import mapping
 from adk_grpc_services._proto.adk.session.v1 import session_pb2 as pb
@@ -184,22 +185,43 @@ def random_event(rng: random.Random, i: int) -> Event:
     ):
         if maybe() < 0.3:
             fields[name] = rng.choice(values)
-    if maybe() < 0.3:
+    if maybe() < 0.4:
         fields["usage_metadata"] = types.GenerateContentResponseUsageMetadata(
             prompt_token_count=rng.randrange(100),
+            candidates_token_count=rng.choice([None, 0, 7]),
             total_token_count=rng.randrange(200),
-            prompt_tokens_details=[
-                types.ModalityTokenCount(modality=types.MediaModality.TEXT, token_count=3)
-            ],
+            thoughts_token_count=rng.choice([None, 2**40]),
+            traffic_type=rng.choice([None, *types.TrafficType]),
+            prompt_tokens_details=rng.choice(
+                [
+                    None,
+                    [],
+                    [
+                        types.ModalityTokenCount(modality=rng.choice(list(types.MediaModality))),
+                        types.ModalityTokenCount(modality=types.MediaModality.TEXT, token_count=3),
+                    ],
+                ]
+            ),
         )
     if maybe() < 0.2:
         fields["grounding_metadata"] = types.GroundingMetadata(
             web_search_queries=["q"],
-            search_entry_point=types.SearchEntryPoint(sdk_blob=rng.randbytes(8)),
+            grounding_chunks=[
+                types.GroundingChunk(web=types.GroundingChunkWeb(uri="https://x", title="x"))
+            ],
+            # bytes: this one is left to validation
+            search_entry_point=rng.choice([None, types.SearchEntryPoint(sdk_blob=b"\x00\xff")]),
         )
     if maybe() < 0.2:
         fields["citation_metadata"] = types.CitationMetadata(
-            citations=[types.Citation(start_index=1, end_index=5, uri="https://c")]
+            citations=[
+                types.Citation(start_index=1, end_index=5, uri="https://c"),
+                types.Citation(
+                    title="t",
+                    license="MIT",
+                    publication_date=types.GoogleTypeDate(year=2024, month=rng.choice([None, 2])),
+                ),
+            ]
         )
     actions: dict[str, Any] = {}
     for name, values in (
@@ -237,6 +259,16 @@ def test_built_events_are_the_validated_ones(event: Event) -> None:
     built = mapping._built_event(message)
     assert_identical(built, mapping._validated_event(message))
     assert built == event
+
+
+def test_usage_metadata_is_built_without_validation() -> None:
+    built = mapping._ModelReader.of(types.GenerateContentResponseUsageMetadata)
+    for event in CORPUS:
+        if event.usage_metadata is not None:
+            built(from_json(wire(event).usage_metadata))
+    # bytes are not among the types it builds
+    with pytest.raises(mapping._NeedsValidation):
+        mapping._ModelReader.of(types.SearchEntryPoint)({"sdk_blob": "AP8="})
 
 
 def test_ordinary_events_are_built_without_validation() -> None:

@@ -41,7 +41,9 @@ import enum
 import functools
 import gc
 import json
+import typing
 from collections.abc import Callable, Iterable, Iterator
+from types import UnionType
 from typing import Any, Generic, TypeVar
 
 from google.adk.events.event import Event
@@ -498,13 +500,13 @@ _set_attribute = object.__setattr__
 class _Blueprint(Generic[_Model]):
     """Makes instances of a pydantic model as validation leaves them for a dict of field values
     that validation would keep as they are: ``__dict__`` holds every field in declaration order,
-    defaults for the missing ones (fresh for mutable defaults), and ``model_fields_set`` names
-    the given ones.
+    defaults for the missing ones (fresh for mutable defaults), ``model_fields_set`` names the
+    given ones, and private attributes hold their defaults.
 
     ``build`` refuses (``_NeedsValidation``) a model with validators or a post-init hook other
-    than ``_HARMLESS_VALIDATORS`` and the names in ``also_harmless``, private attributes or
-    extra fields, so a future ADK or genai that adds one falls back to validation instead of
-    skipping it.
+    than ``_HARMLESS_VALIDATORS``, the names in ``also_harmless`` and pydantic's own setting of
+    private defaults, a private attribute with a mutable default, or extra fields, so a future
+    ADK or genai that adds one falls back to validation instead of skipping it.
     """
 
     def __init__(self, model: type[_Model], also_harmless: Iterable[str] = ()) -> None:
@@ -525,6 +527,13 @@ class _Blueprint(Generic[_Model]):
             else:
                 takes_data = takes_data or bool(field.default_factory_takes_validated_data)
                 self.fresh.append((name, field.default_factory))  # type: ignore[arg-type]
+        private = model.__private_attributes__
+        # Validation leaves None without private attributes, their defaults with them.
+        self.private = (
+            {name: attribute.default for name, attribute in private.items()} if private else None
+        )
+        # What pydantic makes model_post_init when a model with private attributes has none.
+        sets_private_defaults = model.model_post_init.__name__ == "init_private_attributes"
         decorators = model.__pydantic_decorators__
         harmless = _HARMLESS_VALIDATORS | set(also_harmless)
         self.usable = (
@@ -532,8 +541,15 @@ class _Blueprint(Generic[_Model]):
             and decorators.field_validators.keys() <= harmless
             and not decorators.validators
             and not decorators.root_validators
-            and not model.__private_attributes__
-            and (model.__pydantic_post_init__ is None or model.__pydantic_post_init__ in harmless)
+            and (
+                model.__pydantic_post_init__ is None
+                or model.__pydantic_post_init__ in harmless
+                or sets_private_defaults
+            )
+            and all(
+                a.default_factory is None and isinstance(a.default, _SCALARS)
+                for a in private.values()
+            )
             and model.model_config.get("extra") != "allow"
             and not takes_data
         )
@@ -553,7 +569,9 @@ class _Blueprint(Generic[_Model]):
         _set_attribute(instance, "__dict__", fields)
         _set_attribute(instance, "__pydantic_fields_set__", set(values))
         _set_attribute(instance, "__pydantic_extra__", None)
-        _set_attribute(instance, "__pydantic_private__", None)
+        _set_attribute(
+            instance, "__pydantic_private__", None if self.private is None else self.private.copy()
+        )
         return instance
 
 
@@ -574,8 +592,96 @@ _SIMPLE: dict[str, tuple[_Blueprint[Any], dict[str, type[enum.Enum]]]] = {
     "executable_code": (_Blueprint(types.ExecutableCode), {"language": types.Language}),
     "code_execution_result": (_Blueprint(types.CodeExecutionResult), {"outcome": types.Outcome}),
 }
-# genai models held as JSON text; validating one on its own is what validating the event does to
-# it, and costs little next to a whole event.
+
+
+def _json_reader(annotation: Any) -> Callable[[Any], Any] | None:
+    """How validation turns parsed JSON into a value of ``annotation``, for the shapes where that
+    is plain: the value itself for int, str and bool, the member for an enum, item by item for a
+    list, field by field for a model. None for any other annotation (bytes, floats, unions ...),
+    and a reader refuses (``_NeedsValidation``) a value not exactly of its type."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Union, UnionType):
+        if len(args) != 2 or type(None) not in args:
+            return None
+        inner = _json_reader(args[0] if args[1] is type(None) else args[1])
+        return None if inner is None else functools.partial(_optional, inner)
+    if annotation in (int, str, bool):
+        return functools.partial(_exactly, annotation)
+    if typing.get_origin(annotation) is list:
+        item = _json_reader(args[0])
+        return None if item is None else functools.partial(_items, item)
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return functools.partial(_enum_member, annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return _ModelReader.of(annotation)
+    return None
+
+
+def _optional(read: Callable[[Any], Any], value: Any) -> Any:
+    return None if value is None else read(value)
+
+
+def _exactly(kind: type, value: Any) -> Any:
+    # Validation would convert (or refuse) 1.0 or True for an int, say; leave those to it.
+    if type(value) is not kind:
+        raise _NeedsValidation
+    return value
+
+
+def _items(read: Callable[[Any], Any], value: Any) -> list[Any]:
+    if type(value) is not list:
+        raise _NeedsValidation
+    return [read(item) for item in value]
+
+
+def _enum_member(kind: type[enum.Enum], value: Any) -> enum.Enum:
+    if type(value) is not str:
+        raise _NeedsValidation
+    return _member(kind, value)
+
+
+class _ModelReader:
+    """Builds a genai model from its parsed JSON dump, field by field (``_json_reader``)."""
+
+    _made: dict[type[BaseModel], _ModelReader] = {}
+
+    @classmethod
+    def of(cls, model: type[BaseModel]) -> _ModelReader:
+        # One per model, and fields read lazily: genai models refer to each other in cycles.
+        if model not in cls._made:
+            cls._made[model] = cls(model)
+        return cls._made[model]
+
+    def __init__(self, model: type[BaseModel]) -> None:
+        self.model = model
+        self.blueprint = _Blueprint(model)
+        self.fields: dict[str, Callable[[Any], Any] | None] = {}
+
+    def __call__(self, data: Any) -> Any:
+        if type(data) is not dict:
+            raise _NeedsValidation
+        values: JsonObject = {}
+        for name, value in data.items():
+            if name not in self.fields:
+                field = self.model.model_fields.get(name)
+                self.fields[name] = None if field is None else _json_reader(field.annotation)
+            read = self.fields[name]
+            if read is None:
+                raise _NeedsValidation
+            values[name] = read(value)
+        return self.blueprint.build(values)
+
+
+def _model_from_json(model: type[_Model], text: str) -> _Model:
+    """``model.model_validate_json(text)``, built by ``_ModelReader`` when it can."""
+    try:
+        built: _Model = _ModelReader.of(model)(from_json(text))
+    except _NeedsValidation:
+        return model.model_validate_json(text)
+    return built
+
+
+# genai models held as JSON text (usage metadata is on most model responses).
 _EVENT_MODELS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("usage_metadata", types.GenerateContentResponseUsageMetadata),
     ("grounding_metadata", types.GroundingMetadata),
@@ -607,7 +713,7 @@ def _built_event(message: pb.Event) -> Event:
     for name, model in _EVENT_MODELS:
         text = getattr(message, name)
         if text:
-            values[name] = model.model_validate_json(text)
+            values[name] = _model_from_json(model, text)
     if message.HasField("timestamp"):
         values["timestamp"] = timestamps.to_seconds(message.timestamp)
     if message.long_running_tool_ids:
