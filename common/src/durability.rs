@@ -5,6 +5,10 @@
 //! pool), and releases them all; writers arriving during a flush are served by the next one. So
 //! the cost of an fsync is shared by all concurrent writers instead of paid by each.
 //!
+//! A writer that is already on a blocking thread with many writes at once (the session store's
+//! append batches) can instead flush there and then with [`GroupCommit::flush_blocking`]: the
+//! batch is its own group, and no hand-off to the flusher task is paid.
+//!
 //! It also remembers a disk failure (a failed flush, or a write the store reports failing with an
 //! I/O error such as a full disk). After one, sled cannot be trusted to finish writes (it may
 //! wait forever for space), so the store refuses new writes at once with the reason, health turns
@@ -21,9 +25,9 @@ pub enum SyncMode {
     /// Reply only after the write is flushed to disk (the default).
     #[default]
     Sync,
-    /// Reply once the write is committed; sled fsyncs in the background every
-    /// `flush_every_ms`, so a crash of the machine (not of the process) may lose the last
-    /// moments of acknowledged writes.
+    /// Reply once the write is committed; sled writes and fsyncs in the background every
+    /// `flush_every_ms`, so a crash (of the process or the machine) may lose the last moments
+    /// of acknowledged writes: sled keeps its newest log buffer in memory until then.
     Periodic,
 }
 
@@ -38,6 +42,7 @@ type Waiter = oneshot::Sender<Result<(), FlushError>>;
 /// Handle to the flusher task of one sled database. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct GroupCommit {
+    db: sled::Db,
     mode: SyncMode,
     waiters: mpsc::UnboundedSender<Waiter>,
     /// `Some(reason)` once the disk has failed.
@@ -50,8 +55,9 @@ impl GroupCommit {
     pub fn start(db: sled::Db, mode: SyncMode) -> Self {
         let (waiters, rx) = mpsc::unbounded_channel();
         let failure = Arc::new(watch::Sender::new(None));
-        tokio::spawn(flush_loop(db, rx, failure.clone()));
+        tokio::spawn(flush_loop(db.clone(), rx, failure.clone()));
         Self {
+            db,
             mode,
             waiters,
             failure,
@@ -91,6 +97,23 @@ impl GroupCommit {
         let stopped = || FlushError("the flusher has stopped".into());
         self.waiters.send(tx).map_err(|_| stopped())?;
         rx.await.map_err(|_| stopped())?
+    }
+
+    /// Makes every write committed before this call durable (in [`SyncMode::Sync`]) by flushing
+    /// on the calling thread, which blocks; `writes` is how many writes it covers (for the
+    /// batch-size histogram). A failure is recorded as a disk failure, as the flusher does.
+    pub fn flush_blocking(&self, writes: usize) -> Result<(), FlushError> {
+        if self.mode == SyncMode::Periodic {
+            return Ok(());
+        }
+        let start = std::time::Instant::now();
+        let result = self.db.flush().map(|_| ()).map_err(|e| {
+            let reason = e.to_string();
+            record_failure(&self.failure, &reason);
+            FlushError(format!("flushing the store to disk failed: {reason}").into())
+        });
+        crate::metrics::record_flush(writes, start.elapsed().as_secs_f64());
+        result
     }
 }
 

@@ -35,8 +35,9 @@ use tracing_subscriber::EnvFilter;
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeFlags {
     /// `sync`: reply after writes are flushed to disk (fsync). `periodic`: reply after commit
-    /// and fsync in the background every ~500 ms: acknowledged writes survive a crash of the
-    /// process, but a crash of the machine may lose the last moments of them.
+    /// and write and fsync in the background every ~500 ms: a crash (of the process or the
+    /// machine) may lose the last moments of acknowledged writes. (sled stores only; on
+    /// PostgreSQL durability is the database's `synchronous_commit`.)
     #[arg(long, value_enum, default_value_t)]
     pub sync: SyncMode,
 

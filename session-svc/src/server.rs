@@ -44,7 +44,7 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             let hooks = StoreHooks {
                 refresh_metrics: Arc::new(move || db_size.record_size()),
                 failures: store.failures(),
-                on_stop: async move { Ok(flushed.flush().await?) },
+                on_stop: async move { Ok(flushed.close().await?) },
             };
             serve(config, store, Some(admin), hooks).await
         }

@@ -19,7 +19,10 @@
 //! | `change_heads`  | app                                  | latest position (u64)        |
 //!
 //! Every write is one sled transaction over the trees it touches, followed by a group-commit
-//! flush, so it is atomic and durable before the caller hears of it.
+//! flush, so it is atomic and durable before the caller hears of it. Appends that arrive
+//! together share one transaction ([`appender`]), each still accepted or rejected on its own.
+
+mod appender;
 
 use std::{ops::Bound, path::Path, time::SystemTime};
 
@@ -34,14 +37,16 @@ use metrics::gauge;
 use prost::Message;
 use prost_types::Timestamp;
 use sled::{
-    transaction::{ConflictableTransactionError, TransactionError, TransactionalTree},
+    transaction::{
+        ConflictableTransactionError, TransactionError, TransactionalTree,
+        UnabortableTransactionError,
+    },
     Transactional, Tree,
 };
-use tokio::sync::RwLockReadGuard;
+use tokio::sync::{mpsc, oneshot, RwLockReadGuard};
 
 use super::{
-    Admission, Append, Appended, Change, Changes, EventWindow, NewSession, Page, SessionKey,
-    SessionStore,
+    Append, Appended, Change, Changes, EventWindow, NewSession, Page, SessionKey, SessionStore,
 };
 use crate::{
     error::{Result, SessionError},
@@ -114,31 +119,47 @@ pub struct SledStore {
     change_heads: Tree,
     commit: GroupCommit,
     gate: WriteGate,
+    /// Appends go through the batching task (see [`appender`]).
+    appends: mpsc::UnboundedSender<appender::Request>,
 }
 
 impl SledStore {
     /// Opens (or creates) the store in `dir`. Must be called inside a tokio runtime.
     pub fn open(dir: &Path, sync: SyncMode) -> Result<Self> {
         let db = sled::Config::new().path(dir).open()?;
-        let (sessions, events) = (db.open_tree("sessions")?, db.open_tree("events")?);
+        let trees = appender::AppendTrees {
+            sessions: db.open_tree("sessions")?,
+            session_state: db.open_tree("session_state")?,
+            events: db.open_tree("events")?,
+            event_ids: db.open_tree("event_ids")?,
+            app_state: db.open_tree("app_state")?,
+            user_state: db.open_tree("user_state")?,
+            by_time: db.open_tree("by_time")?,
+            by_user_time: db.open_tree("by_user_time")?,
+            changes: db.open_tree("changes")?,
+            change_heads: db.open_tree("change_heads")?,
+        };
+        let (sessions, events) = (trees.sessions.clone(), trees.events.clone());
+        let commit = GroupCommit::start(db.clone(), sync);
         // Counted once at startup (a scan); writes keep the gauges current from then on. Added
         // rather than set, so stores sharing a process (tests) each count their own.
         gauge!("store_sessions").increment(sessions.len() as f64);
         gauge!("store_events").increment(events.len() as f64);
         Ok(Self {
             sessions,
-            session_state: db.open_tree("session_state")?,
+            session_state: trees.session_state.clone(),
             events,
-            event_ids: db.open_tree("event_ids")?,
-            app_state: db.open_tree("app_state")?,
-            user_state: db.open_tree("user_state")?,
-            by_time: db.open_tree("by_time")?,
-            by_user_time: db.open_tree("by_user_time")?,
+            event_ids: trees.event_ids.clone(),
+            app_state: trees.app_state.clone(),
+            user_state: trees.user_state.clone(),
+            by_time: trees.by_time.clone(),
+            by_user_time: trees.by_user_time.clone(),
             by_expiry: db.open_tree("by_expiry")?,
-            changes: db.open_tree("changes")?,
-            change_heads: db.open_tree("change_heads")?,
-            commit: GroupCommit::start(db.clone(), sync),
+            changes: trees.changes.clone(),
+            change_heads: trees.change_heads.clone(),
+            commit: commit.clone(),
             gate: WriteGate::default(),
+            appends: appender::start(trees, commit).map_err(sled::Error::Io)?,
             db,
         })
     }
@@ -169,8 +190,14 @@ impl SledStore {
         self.commit.failures()
     }
 
-    /// Flushes everything to disk (used at shutdown).
-    pub async fn flush(&self) -> Result<()> {
+    /// Stops taking appends, lets the batch in hand finish, and flushes everything to disk
+    /// (at shutdown).
+    pub async fn close(&self) -> Result<()> {
+        let (done, stopped) = oneshot::channel();
+        // Already stopped (or gone) is fine: either way no batch is running.
+        if self.appends.send(appender::Request::Stop(done)).is_ok() {
+            let _ = stopped.await;
+        }
         self.db.flush_async().await?;
         Ok(())
     }
@@ -421,118 +448,27 @@ impl SessionStore for SledStore {
     }
 
     async fn append(&self, key: &SessionKey, append: Append) -> Result<Appended> {
-        let skey = session_key(key);
-        let id_key = skey.clone().str(&append.event.id);
-        let now = now();
-        let trees = (
-            &self.sessions,
-            &self.session_state,
-            &self.events,
-            &self.event_ids,
-            &self.app_state,
-            &self.user_state,
-            &self.by_time,
-            &self.by_user_time,
-            &self.changes,
-            &self.change_heads,
-        );
-        let app_key = app_prefix(&key.app_name);
         let writing = self.begin_write().await?;
-        let appended = trees.transaction(
-            |(
-                sessions,
-                session_state,
-                events,
-                event_ids,
-                app_state,
-                user_state,
-                by_time,
-                by_user_time,
-                changes,
-                change_heads,
-            )| {
-                let record = sessions
-                    .get(skey.as_bytes())?
-                    .map(|bytes| decode_record(&bytes))
-                    .transpose()
-                    .map_err(ConflictableTransactionError::Abort)?
-                    .filter(|r| r.is_live(&now));
-                let Some(mut record) = record else {
-                    return abort(SessionError::SessionNotFound {
-                        session_id: key.session_id.clone(),
-                    });
-                };
-                let stored = match event_ids.get(id_key.as_bytes())? {
-                    Some(seq) => {
-                        let seq = decode_u64(&seq).map_err(ConflictableTransactionError::Abort)?;
-                        let stored = events
-                            .get(event_key(&skey, seq))?
-                            .ok_or_else(|| SessionError::Corrupt(format!("event {seq} is missing")))
-                            .and_then(|bytes| decode_event(&bytes))
-                            .map_err(ConflictableTransactionError::Abort)?;
-                        Some(stored)
-                    }
-                    None => None,
-                };
-                let admitted = super::admit(
-                    &append,
-                    stored,
-                    record.last_sequence,
-                    record.last_update_time(),
-                )
-                .map_err(ConflictableTransactionError::Abort)?;
-                let sequence = match admitted {
-                    Admission::Retry(appended) => return Ok(*appended),
-                    Admission::Write(sequence) => sequence,
-                };
-                let mut event = append.event.clone();
-                event.sequence = sequence;
-                let timestamp = event.timestamp.unwrap_or_default();
-                events.insert(event_key(&skey, sequence), event.encode_to_vec())?;
-                event_ids.insert(id_key.as_bytes(), &sequence.to_be_bytes())?;
-                apply_delta(key, &append.delta, session_state, app_state, user_state)?;
-                let previous = record.last_update_time();
-                by_time.remove(by_time_key(key, &previous))?;
-                by_user_time.remove(by_user_time_key(key, &previous))?;
-                by_time.insert(by_time_key(key, &timestamp), &[])?;
-                by_user_time.insert(by_user_time_key(key, &timestamp), &[])?;
-                record.last_sequence = sequence;
-                record.last_update_time = Some(timestamp);
-                sessions.insert(skey.as_bytes(), record.encode_to_vec())?;
-                // The head is read and bumped inside the transaction, so positions follow
-                // commit order with no gaps.
-                let change = match change_heads.get(app_key.as_bytes())? {
-                    Some(head) => {
-                        decode_u64(&head).map_err(ConflictableTransactionError::Abort)? + 1
-                    }
-                    None => 1,
-                };
-                change_heads.insert(app_key.as_bytes(), &change.to_be_bytes())?;
-                let change_record = ChangeRecord {
-                    user_id: key.user_id.clone(),
-                    session_id: key.session_id.clone(),
-                    sequence,
-                    commit_time: Some(now),
-                };
-                changes.insert(
-                    app_key.clone().u64(change).into_vec(),
-                    change_record.encode_to_vec(),
-                )?;
-                Ok(Appended {
-                    event,
-                    last_sequence: sequence,
-                    last_update_time: timestamp,
-                    change,
-                })
-            },
-        );
-        let appended = self.noted(tx_result(appended))?;
+        let (reply, answer) = oneshot::channel();
+        let pending = appender::Pending {
+            key: key.clone(),
+            append,
+            reply,
+        };
+        // The batching task lives as long as any handle to this store, so neither side can be
+        // gone while this call runs; if it somehow were, the append was not stored.
+        let stopped = || sled::Error::ReportableBug("the append writer stopped".into());
+        self.appends
+            .send(appender::Request::Append(Box::new(pending)))
+            .map_err(|_| stopped())?;
+        let outcome = answer.await.map_err(|_| stopped())?;
+        // The batch was flushed before it answered: `Ok` is durable.
+        let appended = self.noted(outcome.map_err(SessionError::from))??;
         drop(writing);
         // A retry (change 0) stored nothing.
         if appended.change != 0 {
             gauge!("store_events").increment(1.0);
         }
-        self.commit.wait_durable().await?;
         Ok(appended)
     }
 
@@ -841,7 +777,7 @@ fn apply_delta(
     session_state: &TransactionalTree,
     app_state: &TransactionalTree,
     user_state: &TransactionalTree,
-) -> TxResult<()> {
+) -> std::result::Result<(), UnabortableTransactionError> {
     for (name, value) in &delta.session {
         session_state.insert(session_key(key).str(name).into_vec(), value.as_bytes())?;
     }
