@@ -109,9 +109,12 @@ async fn concurrent_creates_of_one_id_have_exactly_one_winner() {
 async fn a_delete_racing_appends_and_watchers_resurrects_nothing() {
     let srv = SessionServer::start().await;
     srv.create("app", "u", "doomed", json!({})).await;
+    // Every watcher reports once its watch is open, so the delete cannot overtake one.
+    let (subscribed, mut all_subscribed) = tokio::sync::mpsc::channel::<()>(8);
     let watchers: Vec<_> = (0..8)
         .map(|_| {
             let mut c = srv.client.clone();
+            let subscribed = subscribed.clone();
             tokio::spawn(async move {
                 let mut stream = c
                     .watch_session(WatchSessionRequest {
@@ -123,6 +126,7 @@ async fn a_delete_racing_appends_and_watchers_resurrects_nothing() {
                     .await
                     .unwrap()
                     .into_inner();
+                subscribed.send(()).await.unwrap();
                 let mut last = 0;
                 loop {
                     let next = tokio::time::timeout(Duration::from_secs(10), stream.message())
@@ -172,7 +176,14 @@ async fn a_delete_racing_appends_and_watchers_resurrects_nothing() {
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    drop(subscribed);
+    for _ in 0..8 {
+        all_subscribed.recv().await.unwrap();
+    }
+    // Some appends land before the delete, however slow the store.
+    while srv.get("app", "u", "doomed").await.last_sequence < 10 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     srv.client
         .clone()
         .delete_session(DeleteSessionRequest {
