@@ -4,6 +4,8 @@
 //! implementation. Everything lives in one (app, user) [`Scope`]: no call reads or changes
 //! another user's memory. Every method that writes is atomic, and durable when it returns.
 
+mod maxscore;
+mod postings;
 pub mod sled;
 
 use std::future::Future;
