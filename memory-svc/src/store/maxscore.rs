@@ -44,6 +44,41 @@ fn contribution(idf: f64, p: Posting, avg_len: f64) -> f64 {
     idf * tf * (K1 + 1.0) / (tf + norm)
 }
 
+/// Frequencies and lengths up to which a term's contributions are memoised.
+const MEMO_TF: u32 = 4;
+const MEMO_LEN: u32 = 256;
+
+/// The contributions of one term's postings. Most postings share a few (tf, len) pairs, so
+/// each pair's contribution is computed once (the same expression, so the same value) rather
+/// than with two divisions per posting.
+struct Scorer {
+    idf: f64,
+    avg_len: f64,
+    /// By `(tf - 1) * MEMO_LEN + len`; NaN until computed (a contribution is never NaN).
+    memo: Vec<f64>,
+}
+
+impl Scorer {
+    fn new(idf: f64, avg_len: f64) -> Self {
+        Self {
+            idf,
+            avg_len,
+            memo: vec![f64::NAN; (MEMO_TF * MEMO_LEN) as usize],
+        }
+    }
+
+    fn score(&mut self, p: Posting) -> f64 {
+        if p.tf == 0 || p.tf > MEMO_TF || p.len >= MEMO_LEN {
+            return contribution(self.idf, p, self.avg_len);
+        }
+        let slot = &mut self.memo[((p.tf - 1) * MEMO_LEN + p.len) as usize];
+        if slot.is_nan() {
+            *slot = contribution(self.idf, p, self.avg_len);
+        }
+        *slot
+    }
+}
+
 /// One query term: its idf and its postings.
 pub struct TermList {
     pub idf: f64,
@@ -109,6 +144,7 @@ pub fn top_k<T>(
     let mut theta = f64::NEG_INFINITY;
     let mut heap = BinaryHeap::<Worst<T>>::with_capacity(k + 1);
     let mut parts = vec![None::<f64>; n];
+    let mut scorers: Vec<Scorer> = lists.iter().map(|l| Scorer::new(l.idf, avg_len)).collect();
     'candidates: loop {
         let next = order[lazy..]
             .iter()
@@ -119,22 +155,22 @@ pub fn top_k<T>(
         parts.fill(None);
         let mut partial = 0.0;
         for &i in &order[lazy..] {
-            let list = &mut lists[i];
-            if let Some(p) = list.cursor.current().filter(|p| p.seq == seq) {
-                let c = contribution(list.idf, p, avg_len);
+            let cursor = &mut lists[i].cursor;
+            if let Some(p) = cursor.current().filter(|p| p.seq == seq) {
+                let c = scorers[i].score(p);
                 parts[i] = Some(c);
                 partial += c;
-                list.cursor.advance()?;
+                cursor.advance()?;
             }
         }
         for j in (0..lazy).rev() {
             if cannot_beat(partial + below[j + 1], theta) {
                 continue 'candidates;
             }
-            let list = &mut lists[order[j]];
-            if let Some(p) = list.cursor.seek(seq)? {
-                let c = contribution(list.idf, p, avg_len);
-                parts[order[j]] = Some(c);
+            let i = order[j];
+            if let Some(p) = lists[i].cursor.seek(seq)? {
+                let c = scorers[i].score(p);
+                parts[i] = Some(c);
                 partial += c;
             }
         }

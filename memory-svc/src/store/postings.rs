@@ -4,12 +4,13 @@
 //! the entry's length. A term's postings are cut into blocks of consecutive seqs, each stored as
 //! one value under (app, user, term, first seq); the block holding a seq is the last one whose
 //! key is not above it. One key per block rather than per posting is what makes long lists
-//! cheap to read: a scan decodes a few bytes per posting instead of taking a tree step (and two
-//! allocations) per posting, and a lookup that skips a block does not decode it.
+//! cheap to read: a scan reads a few bytes per posting instead of taking a tree step (and two
+//! allocations) per posting.
 //!
-//! A block's value is its postings in increasing seq order, each three LEB128 varints: the
-//! distance from the previous seq (from the key's first seq, for the first posting), the term
-//! frequency and the entry length. Appends fill the last block up to [`BLOCK_LEN`] postings;
+//! A block's value is a byte of column widths, then its postings in increasing seq order as
+//! three columns of fixed-width values (see [`Block`]), so a lookup is a binary search in
+//! place: the lists a search only looks candidates up in are never decoded whole. Appends fill
+//! the last block up to [`BLOCK_LEN`] postings;
 //! postings inserted into an older block (an entry rewritten in place) let it grow to twice that
 //! before it is split. A block emptied by removals is deleted.
 //!
@@ -24,7 +25,7 @@ use sled::{Batch, IVec, Tree};
 use super::{Result, StoreError};
 
 /// Postings an appended-to block holds before a new one is started.
-pub const BLOCK_LEN: usize = 128;
+pub const BLOCK_LEN: usize = 256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Posting {
@@ -35,61 +36,150 @@ pub struct Posting {
     pub len: u32,
 }
 
+/// Bytes per value in a block column, by the 2-bit code stored for the column.
+const WIDTHS: [usize; 4] = [1, 2, 4, 8];
+
+/// The code of the narrowest width that holds `max`.
+fn width_code(max: u64) -> u8 {
+    match max {
+        0..=0xFF => 0,
+        0x100..=0xFFFF => 1,
+        0x1_0000..=0xFFFF_FFFF => 2,
+        _ => 3,
+    }
+}
+
+/// Appends the `width` low bytes of `v`, big-endian.
+fn put(out: &mut Vec<u8>, v: u64, width: usize) {
+    out.extend_from_slice(&v.to_be_bytes()[8 - width..]);
+}
+
 /// The value of a block whose key names `first` (which must not be above its first seq).
 pub fn encode(first: u64, postings: &[Posting]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(postings.len() * 4);
-    let mut prev = first;
+    let max = |f: &dyn Fn(&Posting) -> u64| postings.iter().map(f).max().unwrap_or(0);
+    let codes = [
+        width_code(max(&|p| p.seq - first)),
+        width_code(max(&|p| u64::from(p.tf))),
+        width_code(max(&|p| u64::from(p.len))),
+    ];
+    let [wo, wt, wl] = codes.map(|c| WIDTHS[usize::from(c)]);
+    let mut out = Vec::with_capacity(1 + postings.len() * (wo + wt + wl));
+    out.push(codes[0] | codes[1] << 2 | codes[2] << 4);
     for p in postings {
-        put_varint(&mut out, p.seq - prev);
-        put_varint(&mut out, u64::from(p.tf));
-        put_varint(&mut out, u64::from(p.len));
-        prev = p.seq;
+        put(&mut out, p.seq - first, wo);
+    }
+    for p in postings {
+        put(&mut out, u64::from(p.tf), wt);
+    }
+    for p in postings {
+        put(&mut out, u64::from(p.len), wl);
     }
     out
 }
 
 /// Decodes the block stored under first seq `first` into `out` (cleared first).
 pub fn decode(first: u64, bytes: &[u8], out: &mut Vec<Posting>) -> Result<()> {
+    let mut block = Block::default();
+    block.load(first, bytes)?;
     out.clear();
-    let mut rest = bytes;
-    let mut seq = first;
-    while !rest.is_empty() {
-        let delta = varint(&mut rest)?;
-        // Only the first posting may sit at the block's first seq itself.
-        if delta == 0 && !out.is_empty() {
-            return Err(corrupt("postings out of order"));
-        }
-        seq = seq
-            .checked_add(delta)
-            .ok_or_else(|| corrupt("seq overflow"))?;
-        let tf = u32::try_from(varint(&mut rest)?).map_err(|_| corrupt("tf overflow"))?;
-        let len = u32::try_from(varint(&mut rest)?).map_err(|_| corrupt("length overflow"))?;
-        out.push(Posting { seq, tf, len });
+    out.extend((0..block.len).map(|i| block.posting(i)));
+    // Writes keep blocks sorted by binary search: they must be sorted to begin with.
+    if out.windows(2).any(|w| w[0].seq >= w[1].seq) {
+        return Err(corrupt("postings out of order"));
     }
     Ok(())
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+/// A stored block, read in place. After the width byte (2 bits per column) come three columns
+/// of big-endian values of that width: each posting's seq minus the key's first seq (strictly
+/// increasing), its term frequency, its entry length. The i-th posting is read, and a seq is
+/// found by binary search, without decoding the others.
+#[derive(Default)]
+struct Block {
+    /// A copy of the stored value, in a buffer reused from block to block (reading a sled
+    /// value in place costs a dispatch on its representation per access).
+    bytes: Vec<u8>,
+    first: u64,
+    len: usize,
+    /// Of the seq, frequency and length columns.
+    widths: [usize; 3],
+    /// Where the frequency and length columns start.
+    starts: [usize; 2],
 }
 
-fn varint(bytes: &mut &[u8]) -> Result<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let (&b, rest) = bytes
-            .split_first()
-            .ok_or_else(|| corrupt("truncated varint"))?;
-        *bytes = rest;
-        v |= u64::from(b & 0x7F) << shift;
-        if b < 0x80 {
-            return Ok(v);
+impl Block {
+    /// Checks the block's shape, so that reading it cannot fail afterwards. (The order of its
+    /// seqs is checked only when a write decodes it: a search on a corrupt block may miss
+    /// postings, but touches only the postings it needs.)
+    fn load(&mut self, first: u64, bytes: &[u8]) -> Result<()> {
+        let (&head, columns) = bytes.split_first().ok_or_else(|| corrupt("empty block"))?;
+        let widths = [0, 2, 4].map(|shift| WIDTHS[usize::from(head >> shift & 3)]);
+        let row: usize = widths.iter().sum();
+        if head >> 6 != 0 || columns.len() % row != 0 {
+            return Err(corrupt("bad block size"));
+        }
+        let len = columns.len() / row;
+        self.bytes.clear();
+        self.bytes.extend_from_slice(bytes);
+        self.first = first;
+        self.len = len;
+        self.widths = widths;
+        self.starts = [1 + len * widths[0], 1 + len * (widths[0] + widths[1])];
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Value `i` of the column of `width`-byte values that starts at byte `start`.
+    #[inline]
+    fn value(&self, start: usize, width: usize, i: usize) -> u64 {
+        let at = start + i * width;
+        let b = &self.bytes;
+        match width {
+            1 => u64::from(b[at]),
+            2 => u64::from(u16::from_be_bytes([b[at], b[at + 1]])),
+            4 => u64::from(u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])),
+            _ => b[at..at + width]
+                .iter()
+                .fold(0, |v, &b| v << 8 | u64::from(b)),
         }
     }
-    Err(corrupt("varint too long"))
+
+    #[inline]
+    fn offset(&self, i: usize) -> u64 {
+        self.value(1, self.widths[0], i)
+    }
+
+    #[inline]
+    fn seq(&self, i: usize) -> u64 {
+        self.first.saturating_add(self.offset(i))
+    }
+
+    #[inline]
+    fn posting(&self, i: usize) -> Posting {
+        // Writes make these columns at most 4 bytes wide: the values fit.
+        Posting {
+            seq: self.seq(i),
+            tf: self.value(self.starts[0], self.widths[1], i) as u32,
+            len: self.value(self.starts[1], self.widths[2], i) as u32,
+        }
+    }
+
+    /// The index of the first posting from index `from` on whose seq is not below `seq`.
+    fn find(&self, from: usize, seq: u64) -> usize {
+        let (mut lo, mut hi) = (from, self.len);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.seq(mid) < seq {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
 }
 
 fn corrupt(what: &str) -> StoreError {
@@ -246,14 +336,15 @@ pub fn df_value(bytes: &[u8]) -> Result<u64> {
 
 /// Reads one term's postings in seq order, for a search: either one by one ([`Cursor::current`],
 /// [`Cursor::advance`]) or by looking seqs up in increasing order ([`Cursor::seek`]), which
-/// skips the blocks in between without decoding them. A cursor that has sought is not scanned
-/// again.
+/// passes over the blocks in between without reading their postings. A cursor that has sought
+/// is not scanned again.
 pub struct Cursor {
     iter: sled::Iter,
     prefix_len: usize,
-    /// The current block, decoded.
-    block: Vec<Posting>,
+    block: Block,
     pos: usize,
+    /// The posting at `pos`, read once.
+    current: Option<Posting>,
     /// The next block, read ahead because its first seq is where the current one ends.
     next: Option<(u64, IVec)>,
 }
@@ -264,8 +355,9 @@ impl Cursor {
         let mut cursor = Self {
             iter: tree.scan_prefix(prefix),
             prefix_len: prefix.as_bytes().len(),
-            block: Vec::new(),
+            block: Block::default(),
             pos: 0,
+            current: None,
             next: None,
         };
         cursor.next = cursor.read()?;
@@ -287,25 +379,34 @@ impl Cursor {
     fn load_next(&mut self) -> Result<()> {
         self.block.clear();
         self.pos = 0;
-        while self.block.is_empty() {
+        while self.block.len == 0 {
             let Some((first, value)) = self.next.take() else {
-                return Ok(());
+                break;
             };
             self.next = self.read()?;
-            decode(first, &value, &mut self.block)?;
+            self.block.load(first, &value)?;
         }
+        self.settle();
         Ok(())
     }
 
+    /// Reads the posting at `pos`.
+    fn settle(&mut self) {
+        self.current = (self.pos < self.block.len).then(|| self.block.posting(self.pos));
+    }
+
     /// The posting the cursor is at; `None` once every posting has been read.
+    #[inline]
     pub fn current(&self) -> Option<Posting> {
-        self.block.get(self.pos).copied()
+        self.current
     }
 
     pub fn advance(&mut self) -> Result<()> {
         self.pos += 1;
-        if self.pos >= self.block.len() {
+        if self.pos >= self.block.len {
             self.load_next()?;
+        } else {
+            self.settle();
         }
         Ok(())
     }
@@ -313,18 +414,60 @@ impl Cursor {
     /// The posting of `seq`, if the term has one. Seqs must be sought in increasing order.
     pub fn seek(&mut self, seq: u64) -> Result<Option<Posting>> {
         if self.next.as_ref().is_some_and(|(first, _)| *first <= seq) {
-            // Blocks that end before `seq` are passed over undecoded.
+            // Blocks that end before `seq` are passed over unread.
             let mut target = None;
-            while let Some((first, value)) = self.next.take_if(|(first, _)| *first <= seq) {
-                target = Some((first, value));
+            while let Some(block) = self.next.take_if(|(first, _)| *first <= seq) {
+                target = Some(block);
                 self.next = self.read()?;
             }
             if let Some((first, value)) = target {
-                decode(first, &value, &mut self.block)?;
+                self.block.load(first, &value)?;
                 self.pos = 0;
             }
         }
-        self.pos += self.block[self.pos.min(self.block.len())..].partition_point(|p| p.seq < seq);
-        Ok(self.current().filter(|p| p.seq == seq))
+        self.pos = self.block.find(self.pos.min(self.block.len), seq);
+        self.settle();
+        Ok(self.current.filter(|p| p.seq == seq))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(seq: u64, tf: u32, len: u32) -> Posting {
+        Posting { seq, tf, len }
+    }
+
+    #[test]
+    fn blocks_round_trip_at_every_column_width() {
+        let cases = [
+            (5, vec![p(5, 1, 12), p(6, 2, 30), p(200, 1, 255)]),
+            (0, vec![p(1, 300, 70_000), p(70_000, 1, 1)]),
+            (7, vec![p(7, u32::MAX, u32::MAX), p(7 + (1 << 40), 1, 0)]),
+            (9, vec![]),
+        ];
+        for (first, postings) in cases {
+            let bytes = encode(first, &postings);
+            let mut back = Vec::new();
+            decode(first, &bytes, &mut back).unwrap();
+            assert_eq!(back, postings);
+        }
+        // Narrow columns: one byte of widths, then 1 + 1 + 1 bytes per posting.
+        assert_eq!(encode(5, &[p(5, 1, 12), p(6, 2, 30)]).len(), 7);
+    }
+
+    #[test]
+    fn malformed_blocks_are_errors() {
+        let mut out = Vec::new();
+        for bad in [
+            &[][..],
+            &[0x40, 1, 1, 1],
+            &[0, 1, 1],
+            &[0, 1, 1, 1, 1, 1, 1],
+        ] {
+            let err = decode(0, bad, &mut out).unwrap_err();
+            assert!(matches!(err, StoreError::Corrupt(_)), "{bad:?}: {err}");
+        }
     }
 }
