@@ -169,17 +169,44 @@ impl Block {
 
     /// The index of the first posting from index `from` on whose seq is not below `seq`.
     fn find(&self, from: usize, seq: u64) -> usize {
-        let (mut lo, mut hi) = (from, self.len);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if self.seq(mid) < seq {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
+        let Some(target) = seq.checked_sub(self.first) else {
+            return from;
+        };
+        let b = &self.bytes[1..];
+        // One search per column width, so that the width is not dispatched on per step.
+        match self.widths[0] {
+            1 => search(from, self.len, target, |i| u64::from(b[i])),
+            2 => search(from, self.len, target, |i| {
+                u64::from(u16::from_be_bytes([b[2 * i], b[2 * i + 1]]))
+            }),
+            _ => search(from, self.len, target, |i| self.offset(i)),
         }
-        lo
     }
+}
+
+/// The first index in `from..len` whose value (increasing with the index) is not below
+/// `target`. Lookups go forward by small steps (a candidate is usually a few postings further
+/// on), so the next few are tried before a binary search.
+#[inline]
+fn search(from: usize, len: usize, target: u64, value: impl Fn(usize) -> u64) -> usize {
+    let near = len.min(from + 8);
+    let mut lo = from;
+    while lo < near {
+        if value(lo) >= target {
+            return lo;
+        }
+        lo += 1;
+    }
+    let mut hi = len;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if value(mid) < target {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 fn corrupt(what: &str) -> StoreError {
