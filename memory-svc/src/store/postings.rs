@@ -8,11 +8,11 @@
 //! allocations) per posting.
 //!
 //! A block's value is a byte of column widths, then its postings in increasing seq order as
-//! three columns of fixed-width values (see [`Block`]), so a lookup is a binary search in
-//! place: the lists a search only looks candidates up in are never decoded whole. Appends fill
-//! the last block up to [`BLOCK_LEN`] postings;
-//! postings inserted into an older block (an entry rewritten in place) let it grow to twice that
-//! before it is split. A block emptied by removals is deleted.
+//! three columns of fixed-width values (see [`Block`]), so a lookup is a search in place: the
+//! lists a search only looks candidates up in are never decoded whole. Appends fill the last
+//! block up to [`BLOCK_LEN`] postings; postings inserted into an older block (an entry rewritten
+//! in place) let it grow to twice that before it is split. A block emptied by removals is
+//! deleted.
 //!
 //! [`TermEdit`] changes one term's blocks within a write plan; [`Cursor`] reads them for a
 //! search.

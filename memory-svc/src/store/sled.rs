@@ -15,7 +15,7 @@
 //! | `tombstones` | app, user, id             | (empty): deleted ids, not re-ingested   |
 //! | `stats`      | app, user                 | `Stats` (protobuf)                      |
 //!
-//! [`postings`](super::postings) describes the blocks. A term's document frequency is kept
+//! The `postings` module describes the blocks. A term's document frequency is kept
 //! beside its postings, in the same transactions, so a search knows every term's idf before
 //! reading any posting.
 //!
@@ -26,8 +26,8 @@
 //! holding only those terms cannot make it into the results, so only the postings of the other
 //! ("essential") terms are scanned, in seq order, and the lowest terms' postings are looked up
 //! for the candidates whose score could still rise above that score (the blocks between are
-//! not decoded). A query of common words thus scans the postings of its rarest word and
-//! decodes the others' only where they may count. The result is exactly that of scoring every
+//! not read). A query of common words thus scans the postings of its rarest word and reads
+//! the others' only where they may count. The result is exactly that of scoring every
 //! posting: scores are summed in query-term order as the exhaustive sum would be, bounds carry
 //! a margin for rounding, filters are checked before an entry counts towards the `limit`-th
 //! score, and an entry tying with it loses, as a later one in ingestion order.
