@@ -2,11 +2,14 @@
 //!
 //! [`MemoryStore`] is what the domain talks to. [`sled::SledMemoryStore`] is the embedded
 //! implementation (one process); [`pg::PgMemoryStore`] keeps memories in PostgreSQL, shared by
-//! any number of replicas; [`index`] is what both compute alike, so they rank alike. Everything lives in one (app, user) [`Scope`]: no call reads or changes
-//! another user's memory. Every method that writes is atomic, and durable when it returns.
+//! any number of replicas; [`index`] is what both compute alike, so they rank alike.
+//! Everything lives in one (app, user) [`Scope`]: no call reads or changes another user's
+//! memory. Every method that writes is atomic, and durable when it returns.
 
 pub mod index;
+mod maxscore;
 pub mod pg;
+mod postings;
 pub mod sled;
 
 use std::future::Future;

@@ -10,12 +10,32 @@
 //! | `entries`    | app, user, seq            | `EntryRecord` (protobuf)                |
 //! | `buckets`    | app, user, session, id    | seq (u64 big-endian)                    |
 //! | `ids`        | app, user, id, seq        | (empty): finds an id in every session   |
-//! | `postings`   | app, user, term, seq      | term frequency, entry length (u32 each) |
+//! | `blocks`     | app, user, term, seq      | a block of postings from seq on         |
+//! | `df`         | app, user, term           | document frequency (u64 big-endian)     |
 //! | `tombstones` | app, user, id             | (empty): deleted ids, not re-ingested   |
 //! | `stats`      | app, user                 | `Stats` (protobuf)                      |
 //!
-//! A term's postings are one prefix scan (their count is its document frequency), and a
-//! (term, entry) pair is a point lookup, which is what dynamic pruning (MaxScore) needs.
+//! The `postings` module describes the blocks. A term's document frequency is kept
+//! beside its postings, in the same transactions, so a search knows every term's idf before
+//! reading any posting.
+//!
+//! # Search
+//! BM25 over the scope's statistics, with MaxScore dynamic pruning: every posting of a term
+//! scores at most `idf × (k1 + 1)`. The query's terms are ordered by that bound; once the
+//! current `limit`-th best score is above the summed bounds of the lowest terms, an entry
+//! holding only those terms cannot make it into the results, so only the postings of the other
+//! ("essential") terms are scanned, in seq order, and the lowest terms' postings are looked up
+//! for the candidates whose score could still rise above that score (the blocks between are
+//! not read). A query of common words thus scans the postings of its rarest word and reads
+//! the others' only where they may count. The result is exactly that of scoring every
+//! posting: scores are summed in query-term order as the exhaustive sum would be, bounds carry
+//! a margin for rounding, filters are checked before an entry counts towards the `limit`-th
+//! score, and an entry tying with it loses, as a later one in ingestion order.
+//!
+//! # Format change
+//! Before the `blocks` and `df` trees, postings were one key each in a `postings` tree, with
+//! no stored document frequency. [`SledMemoryStore::open`] converts such a database (see
+//! `migrate`) before serving it.
 //!
 //! # Writes
 //! sled transactions cannot scan, so a write is first planned with ordinary reads, then
@@ -25,7 +45,7 @@
 //! flush then makes it durable before the caller hears of it.
 
 use std::{
-    collections::{BTreeMap, HashMap, HashSet},
+    collections::{HashMap, HashSet},
     convert::Infallible,
     ops::Bound,
     path::Path,
@@ -37,19 +57,19 @@ use adk_common::{
     page,
     snapshot::{SnapshotError, Snapshotter, WriteGate},
 };
-use adk_proto::session::v1::{part, Content};
+use adk_proto::session::v1::Content;
 use metrics::gauge;
 use prost::Message;
 use prost_types::Timestamp;
 use sled::{transaction::TransactionError, Batch, IVec, Transactional, Tree};
 
-use super::{DeleteTarget, Entry, Hit, MemoryStore, Result, Scope, SearchQuery, StoreError};
+use super::{
+    index::{self, Terms},
+    maxscore::{self, Ranked, TermList},
+    postings::{self, Cursor, Posting, TermEdit},
+    DeleteTarget, Entry, Hit, MemoryStore, Result, Scope, SearchQuery, StoreError,
+};
 use crate::text;
-
-/// BM25 term-frequency saturation.
-const K1: f64 = 1.2;
-/// BM25 length normalisation.
-const B: f64 = 0.75;
 
 /// What the `entries` tree holds per entry.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -103,21 +123,7 @@ impl EntryRecord {
     /// Indexes `entry`: its text is the text of all its parts (thoughts included), joined
     /// with spaces so words of adjacent parts stay apart.
     fn new(entry: Entry) -> Self {
-        let text = entry
-            .content
-            .parts
-            .iter()
-            .filter_map(|p| match &p.data {
-                Some(part::Data::Text(t)) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join(" ");
-        let all = text::terms(&text);
-        let mut counts = BTreeMap::<String, u32>::new();
-        for term in &all {
-            *counts.entry(term.clone()).or_default() += 1;
-        }
+        let Terms { counts, len } = Terms::of(&entry.content);
         Self {
             id: entry.id,
             session_id: entry.session_id,
@@ -129,7 +135,7 @@ impl EntryRecord {
                 .into_iter()
                 .map(|(term, tf)| TermCount { term, tf })
                 .collect(),
-            len: u32::try_from(all.len()).unwrap_or(u32::MAX),
+            len,
         }
     }
 
@@ -152,7 +158,8 @@ pub struct SledMemoryStore {
     entries: Tree,
     buckets: Tree,
     ids: Tree,
-    postings: Tree,
+    blocks: Tree,
+    df: Tree,
     tombstones: Tree,
     stats: Tree,
     commit: GroupCommit,
@@ -165,8 +172,11 @@ impl SledMemoryStore {
         Self::from_db(sled::open(dir)?, sync)
     }
 
-    /// Uses the memory trees of an open database. Must be called inside a tokio runtime.
+    /// Uses the memory trees of an open database, converting an older layout first. Must be
+    /// called inside a tokio runtime.
     fn from_db(db: sled::Db, sync: SyncMode) -> Result<Self> {
+        let (blocks, df) = (db.open_tree("blocks")?, db.open_tree("df")?);
+        migrate(&db, &blocks, &df)?;
         let entries = db.open_tree("entries")?;
         // Counted once at startup (a scan); writes keep the gauge current from then on. Added
         // rather than set, so stores sharing a process (tests) each count their own.
@@ -175,7 +185,8 @@ impl SledMemoryStore {
             entries,
             buckets: db.open_tree("buckets")?,
             ids: db.open_tree("ids")?,
-            postings: db.open_tree("postings")?,
+            blocks,
+            df,
             tombstones: db.open_tree("tombstones")?,
             stats: db.open_tree("stats")?,
             commit: GroupCommit::start(db.clone(), sync),
@@ -249,6 +260,36 @@ impl SledMemoryStore {
             .map(|bytes| decode(&bytes, "entry"))
             .transpose()
     }
+
+    /// The best `query.limit` entries for the query's terms among those `admit` lets through
+    /// (see [`maxscore::top_k`]).
+    fn rank<T>(
+        &self,
+        scope: &Key,
+        query: &SearchQuery,
+        admit: impl FnMut(u64) -> Result<Option<T>>,
+    ) -> Result<Vec<Ranked<T>>> {
+        let terms = text::query_terms(&query.text);
+        let (_, stats) = self.stats(scope)?;
+        if terms.is_empty() || query.limit == 0 || stats.docs == 0 {
+            return Ok(Vec::new());
+        }
+        let n = stats.docs as f64;
+        let avg_len = stats.total_len as f64 / n;
+        let mut lists = Vec::with_capacity(terms.len());
+        for term in &terms {
+            let prefix = scope.clone().str(term);
+            // A term without a document frequency is in no entry.
+            let Some(df) = self.df.get(&prefix)? else {
+                continue;
+            };
+            lists.push(TermList {
+                idf: index::idf(n, postings::df_value(&df)? as f64),
+                cursor: Cursor::new(&self.blocks, &prefix)?,
+            });
+        }
+        maxscore::top_k(lists, avg_len, query.limit, admit)
+    }
 }
 
 /// The writes of one call, gathered against the scope's stats as they were when planning began.
@@ -270,7 +311,12 @@ struct Plan<'s> {
     entries: Batch,
     buckets: Batch,
     ids: Batch,
-    postings: Batch,
+    /// The terms whose postings change, by term; queued into `blocks` and `df` at commit.
+    terms: HashMap<String, TermEdit>,
+    blocks: Batch,
+    df: Batch,
+    /// Seqs from this one on are new entries: their postings are appends.
+    first_new_seq: u64,
     tombstones: Batch,
 }
 
@@ -289,7 +335,10 @@ impl<'s> Plan<'s> {
             entries: Batch::default(),
             buckets: Batch::default(),
             ids: Batch::default(),
-            postings: Batch::default(),
+            terms: HashMap::new(),
+            blocks: Batch::default(),
+            df: Batch::default(),
+            first_new_seq: stats.next_seq,
             tombstones: Batch::default(),
         })
     }
@@ -325,20 +374,32 @@ impl<'s> Plan<'s> {
             Some(seq) => {
                 let old = self.record(seq)?;
                 if old != record {
-                    self.remove(seq, &old);
-                    self.insert(seq, &record);
+                    self.remove(seq, &old)?;
+                    self.insert(seq, &record)?;
                 }
             }
             None => {
                 let seq = self.stats.next_seq;
                 self.stats.next_seq += 1;
-                self.insert(seq, &record);
+                self.insert(seq, &record)?;
             }
         }
         Ok(())
     }
 
-    fn insert(&mut self, seq: u64, record: &EntryRecord) {
+    /// The edit of `term`'s postings, started on first use.
+    fn term(&mut self, term: &str) -> Result<&mut TermEdit> {
+        // Looked up before inserting, so the common case of a term seen before allocates nothing.
+        if !self.terms.contains_key(term) {
+            let edit = TermEdit::new(self.key().str(term), &self.store.df)?;
+            self.terms.insert(term.to_owned(), edit);
+        }
+        self.terms
+            .get_mut(term)
+            .ok_or_else(|| StoreError::Corrupt("term edit vanished".into()))
+    }
+
+    fn insert(&mut self, seq: u64, record: &EntryRecord) -> Result<()> {
         let key = self.key();
         self.entries
             .insert(key.clone().u64(seq), record.encode_to_vec());
@@ -348,13 +409,15 @@ impl<'s> Plan<'s> {
         );
         self.ids
             .insert(key.clone().str(&record.id).u64(seq), IVec::default());
+        let append = seq >= self.first_new_seq;
+        let blocks = &self.store.blocks;
         for t in &record.terms {
-            // The two u32s big-endian, packed as one u64.
-            let posting = u64::from(t.tf) << 32 | u64::from(record.len);
-            self.postings.insert(
-                key.clone().str(&t.term).u64(seq),
-                &posting.to_be_bytes()[..],
-            );
+            let posting = Posting {
+                seq,
+                tf: t.tf,
+                len: record.len,
+            };
+            self.term(&t.term)?.insert(blocks, posting, append)?;
         }
         if record.len > 0 {
             self.stats.docs += 1;
@@ -362,18 +425,20 @@ impl<'s> Plan<'s> {
         }
         self.changed = true;
         self.entry_delta += 1;
+        Ok(())
     }
 
     /// Removes an entry that is stored at `seq` as `record`. (A later [`Plan::insert`] at the
     /// same seq overrides these removals key by key.)
-    fn remove(&mut self, seq: u64, record: &EntryRecord) {
+    fn remove(&mut self, seq: u64, record: &EntryRecord) -> Result<()> {
         let key = self.key();
         self.entries.remove(key.clone().u64(seq));
         self.buckets
             .remove(key.clone().str(&record.session_id).str(&record.id));
         self.ids.remove(key.clone().str(&record.id).u64(seq));
+        let blocks = &self.store.blocks;
         for t in &record.terms {
-            self.postings.remove(key.clone().str(&t.term).u64(seq));
+            self.term(&t.term)?.remove(blocks, seq)?;
         }
         if record.len > 0 {
             self.stats.docs = self.stats.docs.saturating_sub(1);
@@ -381,6 +446,7 @@ impl<'s> Plan<'s> {
         }
         self.changed = true;
         self.entry_delta -= 1;
+        Ok(())
     }
 
     /// Removes everything of the scope, tombstones included, and returns the number of
@@ -392,7 +458,8 @@ impl<'s> Plan<'s> {
         self.entry_delta -= removed as i64;
         remove_all(&s.buckets, &self.scope, &mut self.buckets)?;
         remove_all(&s.ids, &self.scope, &mut self.ids)?;
-        remove_all(&s.postings, &self.scope, &mut self.postings)?;
+        remove_all(&s.blocks, &self.scope, &mut self.blocks)?;
+        remove_all(&s.df, &self.scope, &mut self.df)?;
         remove_all(&s.tombstones, &self.scope, &mut self.tombstones)?;
         self.stats.docs = 0;
         self.stats.total_len = 0;
@@ -403,25 +470,30 @@ impl<'s> Plan<'s> {
 
     /// Commits the plan unless another write to the scope committed since it was made;
     /// `false` means it must be planned again.
-    fn commit(&self) -> Result<bool> {
+    fn commit(&mut self) -> Result<bool> {
+        for edit in self.terms.values() {
+            edit.finish(&mut self.blocks, &mut self.df);
+        }
         let s = self.store;
         let trees = (
             &s.entries,
             &s.buckets,
             &s.ids,
-            &s.postings,
+            &s.blocks,
+            &s.df,
             &s.tombstones,
             &s.stats,
         );
         trees
-            .transaction(|(entries, buckets, ids, postings, tombstones, stats)| {
+            .transaction(|(entries, buckets, ids, blocks, df, tombstones, stats)| {
                 if stats.get(&self.scope)? != self.base {
                     return Ok(false);
                 }
                 entries.apply_batch(&self.entries)?;
                 buckets.apply_batch(&self.buckets)?;
                 ids.apply_batch(&self.ids)?;
-                postings.apply_batch(&self.postings)?;
+                blocks.apply_batch(&self.blocks)?;
+                df.apply_batch(&self.df)?;
                 tombstones.apply_batch(&self.tombstones)?;
                 stats.insert(self.scope.as_bytes(), self.stats.encode_to_vec())?;
                 Ok(true)
@@ -461,7 +533,7 @@ impl MemoryStore for SledMemoryStore {
             }
             for seq in stale.into_values() {
                 let old = p.record(seq)?;
-                p.remove(seq, &old);
+                p.remove(seq, &old)?;
             }
             Ok(count(kept.len()))
         })
@@ -518,53 +590,41 @@ impl MemoryStore for SledMemoryStore {
     }
 
     async fn search(&self, scope: Scope<'_>, query: &SearchQuery) -> Result<Vec<Hit>> {
-        let terms = text::query_terms(&query.text);
         let scope = scope_key(scope);
-        let (_, stats) = self.stats(&scope)?;
-        if terms.is_empty() || query.limit == 0 || stats.docs == 0 {
-            return Ok(Vec::new());
-        }
-        let n = stats.docs as f64;
-        let avg_len = stats.total_len as f64 / n;
-        let mut scores = HashMap::<u64, f64>::new();
-        for term in &terms {
-            let prefix = scope.clone().str(term);
-            let postings = self
-                .postings
-                .scan_prefix(&prefix)
-                .map(|kv| {
-                    let (key, value) = kv?;
-                    let seq = key_seq(&key, prefix.as_bytes().len())?;
-                    let posting = u64_value(&value, "posting")?;
-                    let (tf, len) = (posting >> 32, posting & u64::from(u32::MAX));
-                    Ok((seq, tf as f64, len as f64))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let df = postings.len() as f64;
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-            for (seq, tf, len) in postings {
-                let norm = K1 * (1.0 - B + B * len / avg_len);
-                *scores.entry(seq).or_default() += idf * tf * (K1 + 1.0) / (tf + norm);
-            }
-        }
-        let mut ranked: Vec<(u64, f64)> = scores.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let mut hits = Vec::new();
-        for (seq, score) in ranked {
-            // Searches do not lock out writers: an entry removed since its posting was read
-            // is simply no longer there.
-            let Some(record) = self.record(&scope, seq)? else {
-                continue;
-            };
-            let entry = record.into_entry();
-            if query.admits(&entry) {
-                hits.push(Hit { entry, score });
-                if hits.len() == query.limit {
+        let filtered = query.author.is_some() || query.after.is_some() || query.before.is_some();
+        if !filtered {
+            // Without filters every entry is admitted, so records are read for the results
+            // only. Searches do not lock out writers, though: if one of them was removed since
+            // its postings were read, the search is done again the way filters are applied.
+            let ranked = self.rank(&scope, query, |_| Ok(Some(())))?;
+            let mut hits = Vec::with_capacity(ranked.len());
+            for r in &ranked {
+                let Some(record) = self.record(&scope, r.seq)? else {
                     break;
-                }
+                };
+                hits.push(Hit {
+                    entry: record.into_entry(),
+                    score: r.score,
+                });
+            }
+            if hits.len() == ranked.len() {
+                return Ok(hits);
             }
         }
-        Ok(hits)
+        // An entry removed since its posting was read is simply no longer there.
+        let ranked = self.rank(&scope, query, |seq| {
+            Ok(self
+                .record(&scope, seq)?
+                .map(EntryRecord::into_entry)
+                .filter(|entry| query.admits(entry)))
+        })?;
+        Ok(ranked
+            .into_iter()
+            .map(|r| Hit {
+                entry: r.item,
+                score: r.score,
+            })
+            .collect())
     }
 
     async fn delete(&self, scope: Scope<'_>, target: &DeleteTarget) -> Result<u32> {
@@ -593,7 +653,7 @@ impl MemoryStore for SledMemoryStore {
             };
             for &seq in &seqs {
                 let old = p.record(seq)?;
-                p.remove(seq, &old);
+                p.remove(seq, &old)?;
             }
             Ok(count(seqs.len()))
         })
@@ -626,6 +686,80 @@ impl MemoryStore for SledMemoryStore {
             _ => String::new(),
         };
         Ok((page, next))
+    }
+}
+
+/// The tree of one key per posting that [`migrate`] converts.
+const OLD_POSTINGS: &[u8] = b"postings";
+
+/// Converts a database written before the `blocks` and `df` trees: builds them from the old
+/// `postings` tree (keys app, user, term, seq; values term frequency and entry length, two u32s
+/// big-endian), then drops it. Runs before the store serves anything. Until the old tree is
+/// dropped it is what counts: a conversion cut short leaves it in place, and the next open
+/// starts over from cleared new trees.
+fn migrate(db: &sled::Db, blocks: &Tree, df: &Tree) -> Result<()> {
+    if !db.tree_names().iter().any(|name| name == OLD_POSTINGS) {
+        return Ok(());
+    }
+    let old = db.open_tree(OLD_POSTINGS)?;
+    tracing::info!(postings = old.len(), "converting postings to blocks");
+    blocks.clear()?;
+    df.clear()?;
+    let (mut block_batch, mut df_batch) = (Batch::default(), Batch::default());
+    // The (app, user, term) being converted, its postings not yet queued, and its df.
+    let (mut prefix, mut block, mut count) = (Vec::new(), Vec::new(), 0u64);
+    let mut queued = 0;
+    for kv in old.iter() {
+        let (key, value) = kv?;
+        let split = key
+            .len()
+            .checked_sub(8)
+            .ok_or_else(|| StoreError::Corrupt("posting key without a sequence number".into()))?;
+        let (term, seq) = key.split_at(split);
+        if term != prefix.as_slice() {
+            flush_block(&prefix, &mut block, &mut block_batch);
+            if count > 0 {
+                df_batch.insert(prefix.as_slice(), &count.to_be_bytes()[..]);
+            }
+            (prefix, count) = (term.to_vec(), 0);
+        } else if block.len() == postings::BLOCK_LEN {
+            flush_block(&prefix, &mut block, &mut block_batch);
+        }
+        let packed = u64_value(&value, "posting")?;
+        block.push(Posting {
+            seq: u64_value(seq, "posting key")?,
+            tf: (packed >> 32) as u32,
+            len: packed as u32,
+        });
+        count += 1;
+        queued += 1;
+        // Applied in parts, to bound the memory the batches take.
+        if queued % 100_000 == 0 {
+            blocks.apply_batch(std::mem::take(&mut block_batch))?;
+            df.apply_batch(std::mem::take(&mut df_batch))?;
+        }
+    }
+    flush_block(&prefix, &mut block, &mut block_batch);
+    if count > 0 {
+        df_batch.insert(prefix.as_slice(), &count.to_be_bytes()[..]);
+    }
+    blocks.apply_batch(block_batch)?;
+    df.apply_batch(df_batch)?;
+    // The new trees are on disk before the old one goes.
+    db.flush()?;
+    db.drop_tree(OLD_POSTINGS)?;
+    db.flush()?;
+    tracing::info!(postings = queued, "converted postings to blocks");
+    Ok(())
+}
+
+/// Queues `block`, the next postings of the term whose keys start with `prefix`, as one block,
+/// and empties it.
+fn flush_block(prefix: &[u8], block: &mut Vec<Posting>, batch: &mut Batch) {
+    if let Some(first) = block.first().map(|p| p.seq) {
+        let key = [prefix, &first.to_be_bytes()[..]].concat();
+        batch.insert(key, postings::encode(first, block));
+        block.clear();
     }
 }
 
@@ -670,7 +804,9 @@ fn count(n: usize) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use adk_proto::session::v1::Part;
+    use std::collections::BTreeMap;
+
+    use adk_proto::session::v1::{part, Part};
 
     use super::*;
 
@@ -907,7 +1043,8 @@ mod tests {
         for tree in [
             &store.buckets,
             &store.ids,
-            &store.postings,
+            &store.blocks,
+            &store.df,
             &store.tombstones,
         ] {
             assert!(tree.is_empty());
@@ -1170,5 +1307,324 @@ mod tests {
         let s = stats(&store);
         assert_eq!((s.docs, s.total_len, s.next_seq), (16, 48, 16));
         assert_eq!(listed(&store, SCOPE).await.len(), 16);
+    }
+
+    /// A deterministic pseudo-random sequence (splitmix64).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// Text like chat turns: a few very common words in most entries, some mid-frequency ones,
+    /// and a long tail of rare ones; repeats give term frequencies above 1.
+    fn generated_text(rng: &mut Rng) -> String {
+        let words = 1 + rng.below(30);
+        (0..words)
+            .map(|_| match rng.below(10) {
+                0..=4 => ["the", "is", "a", "my", "to"][rng.below(5) as usize].to_owned(),
+                5..=7 => format!("mid{}", rng.below(40)),
+                _ => format!("rare{}", rng.below(2000)),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// An entry of the generated corpus: random author, and a time (or none).
+    fn generated_entry(rng: &mut Rng, id: &str) -> Entry {
+        Entry {
+            author: ["user", "model"][rng.below(2) as usize].into(),
+            timestamp: (rng.below(10) > 0).then(|| Timestamp {
+                seconds: rng.below(1000) as i64,
+                nanos: 0,
+            }),
+            ..entry(id, &generated_text(rng))
+        }
+    }
+
+    /// Fills SCOPE with a corpus long enough for common terms to span many blocks, then
+    /// rewrites and deletes entries so that blocks are edited in the middle, split, emptied
+    /// and created below a term's first block.
+    async fn generated_corpus(store: &SledMemoryStore) {
+        let mut rng = Rng(7);
+        for session in 0..12 {
+            let batch = (0..100)
+                .map(|i| generated_entry(&mut rng, &format!("e{session}-{i}")))
+                .collect();
+            add(store, &format!("s{session}"), batch).await;
+        }
+        // In-place rewrites: new texts at old seqs.
+        let rewritten = (0..60)
+            .map(|i| {
+                let id = format!("e0-{}", i * 3 % 100);
+                Entry {
+                    session_id: "s0".into(),
+                    ..generated_entry(&mut rng, &id)
+                }
+            })
+            .collect();
+        memorize(store, rewritten).await;
+        // "spread" first appears in one late entry, then in 600 earlier ones: below the first
+        // block, then growing one block past twice its size.
+        memorize(store, vec![entry("late", "spread the word")]).await;
+        const { assert!(600 > 2 * postings::BLOCK_LEN) };
+        let spread = (1..7)
+            .flat_map(|session| (0..100).map(move |i| (session, i)))
+            .map(|(session, i)| Entry {
+                session_id: format!("s{session}"),
+                ..entry(
+                    &format!("e{session}-{i}"),
+                    &format!("spread mid{} is", i % 7),
+                )
+            })
+            .collect();
+        memorize(store, spread).await;
+        delete(store, DeleteTarget::Session("s5".into())).await;
+        delete(store, memory_id("e7-3")).await;
+        delete(store, memory_id("late")).await;
+    }
+
+    /// Every entry of a scope as a search sees it: (entry, term frequencies, length).
+    async fn indexed(store: &SledMemoryStore, scope: Scope<'_>) -> Vec<(Entry, EntryRecord)> {
+        let (entries, _) = store.list(scope, usize::MAX, "").await.unwrap();
+        entries
+            .into_iter()
+            .map(|e| (e.clone(), EntryRecord::new(e)))
+            .collect()
+    }
+
+    /// The results of `q` by scoring every entry: today's formula, spelled out separately.
+    fn brute_force(docs: &[(Entry, EntryRecord)], q: &SearchQuery) -> Vec<(String, String, u64)> {
+        let n = docs.iter().filter(|(_, r)| r.len > 0).count() as f64;
+        let avg = docs.iter().map(|(_, r)| f64::from(r.len)).sum::<f64>() / n;
+        let tf = |r: &EntryRecord, term: &str| {
+            r.terms
+                .iter()
+                .find(|t| t.term == term)
+                .map(|t| f64::from(t.tf))
+        };
+        let terms = text::query_terms(&q.text);
+        let idfs: Vec<f64> = terms
+            .iter()
+            .map(|term| {
+                let df = docs.iter().filter(|(_, r)| tf(r, term).is_some()).count() as f64;
+                (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+            })
+            .collect();
+        let mut scored: Vec<(f64, usize)> = Vec::new();
+        for (i, (_, r)) in docs.iter().enumerate() {
+            let mut score = None;
+            for (term, idf) in terms.iter().zip(&idfs) {
+                if let Some(tf) = tf(r, term) {
+                    let norm = 1.2 * (1.0 - 0.75 + 0.75 * f64::from(r.len) / avg);
+                    *score.get_or_insert(0.0) += idf * tf * (1.2 + 1.0) / (tf + norm);
+                }
+            }
+            if let Some(score) = score {
+                scored.push((score, i));
+            }
+        }
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored
+            .into_iter()
+            .filter(|&(_, i)| q.admits(&docs[i].0))
+            .take(q.limit)
+            .map(|(score, i)| {
+                (
+                    docs[i].0.id.clone(),
+                    docs[i].0.session_id.clone(),
+                    score.to_bits(),
+                )
+            })
+            .collect()
+    }
+
+    /// Compares the store's results with [`brute_force`] for queries of common, mid-frequency
+    /// and rare words, limits and filters; returns how many searches were compared.
+    async fn assert_searches_exact(store: &SledMemoryStore) -> usize {
+        let docs = indexed(store, SCOPE).await;
+        let texts = [
+            "the",
+            "the is a",
+            "my to the is a",
+            "spread",
+            "spread the",
+            "mid3",
+            "mid3 mid17 the",
+            "the mid5 rare12 rare150",
+            "rare1 rare2 rare3",
+            "a rare77",
+            "is mid1 mid2 mid3 mid4 mid5 my",
+            "absent words only",
+            "absent the",
+        ];
+        let t = |seconds| Some(Timestamp { seconds, nanos: 0 });
+        let filters = [
+            SearchQuery::default(),
+            SearchQuery {
+                author: Some("model".into()),
+                ..Default::default()
+            },
+            SearchQuery {
+                after: t(500),
+                ..Default::default()
+            },
+            SearchQuery {
+                before: t(100),
+                ..Default::default()
+            },
+            SearchQuery {
+                author: Some("user".into()),
+                after: t(200),
+                before: t(900),
+                ..Default::default()
+            },
+            SearchQuery {
+                author: Some("nobody".into()),
+                ..Default::default()
+            },
+        ];
+        let mut compared = 0;
+        for text in texts {
+            for filter in &filters {
+                for limit in [1, 3, 10, 25, 100, 10_000] {
+                    let q = SearchQuery {
+                        text: text.into(),
+                        limit,
+                        ..filter.clone()
+                    };
+                    let hits = store.search(SCOPE, &q).await.unwrap();
+                    let got: Vec<_> = hits
+                        .into_iter()
+                        .map(|h| (h.entry.id, h.entry.session_id, h.score.to_bits()))
+                        .collect();
+                    assert_eq!(got, brute_force(&docs, &q), "{q:?}");
+                    compared += 1;
+                }
+            }
+        }
+        compared
+    }
+
+    /// Checks the posting blocks and document frequencies of SCOPE against its entries.
+    async fn assert_index_consistent(store: &SledMemoryStore) {
+        let mut expected = BTreeMap::<Vec<u8>, Vec<Posting>>::new();
+        let scope = scope_key(SCOPE);
+        for kv in store.entries.scan_prefix(&scope) {
+            let (key, value) = kv.unwrap();
+            let seq = key_seq(&key, scope.as_bytes().len()).unwrap();
+            let record: EntryRecord = decode(&value, "entry").unwrap();
+            for t in &record.terms {
+                let prefix = scope.clone().str(&t.term).into_vec();
+                let (tf, len) = (t.tf, record.len);
+                expected
+                    .entry(prefix)
+                    .or_default()
+                    .push(Posting { seq, tf, len });
+            }
+        }
+        let mut stored = BTreeMap::<Vec<u8>, Vec<Posting>>::new();
+        for kv in store.blocks.scan_prefix(&scope) {
+            let (key, value) = kv.unwrap();
+            let (prefix, first) = key.split_at(key.len() - 8);
+            let first = u64_value(first, "key").unwrap();
+            let mut block = Vec::new();
+            postings::decode(first, &value, &mut block).unwrap();
+            assert!(!block.is_empty(), "an empty block is stored");
+            let list = stored.entry(prefix.to_vec()).or_default();
+            assert!(list.last().is_none_or(|p| p.seq < first), "blocks overlap");
+            list.extend(block);
+        }
+        assert_eq!(stored, expected);
+        let df: BTreeMap<Vec<u8>, u64> = store
+            .df
+            .scan_prefix(&scope)
+            .map(|kv| {
+                let (key, value) = kv.unwrap();
+                (key.to_vec(), postings::df_value(&value).unwrap())
+            })
+            .collect();
+        let counts = expected.iter().map(|(k, v)| (k.clone(), v.len() as u64));
+        assert_eq!(df, counts.collect());
+    }
+
+    #[tokio::test]
+    async fn pruned_search_equals_exhaustive_scoring() {
+        let (_dir, store) = open();
+        generated_corpus(&store).await;
+        assert_index_consistent(&store).await;
+        // Common terms span many blocks, and one block was split.
+        let the = store
+            .blocks
+            .scan_prefix(scope_key(SCOPE).str("the"))
+            .count();
+        assert!(the > 2, "{the} blocks");
+        assert_eq!(
+            store
+                .df
+                .get(scope_key(SCOPE).str("spread"))
+                .unwrap()
+                .map(|v| postings::df_value(&v).unwrap()),
+            Some(500)
+        );
+        assert!(
+            store
+                .blocks
+                .scan_prefix(scope_key(SCOPE).str("spread"))
+                .count()
+                >= 2
+        );
+        assert!(assert_searches_exact(&store).await > 400);
+    }
+
+    #[tokio::test]
+    async fn converts_the_old_postings_layout() {
+        let db = sled::Config::new().temporary(true).open().unwrap();
+        let store = SledMemoryStore::from_db(db.clone(), SyncMode::Periodic).unwrap();
+        generated_corpus(&store).await;
+        let other = Scope {
+            app_name: "app",
+            user_id: "other",
+        };
+        let e = entry("o", "the other user");
+        store.add_memories(other, vec![e]).await.unwrap();
+
+        // Back to the old layout: one key per posting, no document frequencies. A conversion
+        // cut short left new trees behind.
+        let old = db.open_tree("postings").unwrap();
+        for kv in store.entries.iter() {
+            let (key, value) = kv.unwrap();
+            let (scope, seq) = key.split_at(key.len() - 8);
+            let record: EntryRecord = decode(&value, "entry").unwrap();
+            for t in &record.terms {
+                let key = [scope, Key::new().str(&t.term).as_bytes(), seq].concat();
+                let posting = u64::from(t.tf) << 32 | u64::from(record.len);
+                old.insert(key, &posting.to_be_bytes()[..]).unwrap();
+            }
+        }
+        let the = scope_key(SCOPE).str("the");
+        store.blocks.remove(the.clone().u64(0)).unwrap();
+        store.df.insert(the, &1u64.to_be_bytes()[..]).unwrap();
+        drop(old);
+
+        let store = SledMemoryStore::from_db(db.clone(), SyncMode::Periodic).unwrap();
+        assert!(!db.tree_names().iter().any(|name| name == OLD_POSTINGS));
+        assert_index_consistent(&store).await;
+        assert!(assert_searches_exact(&store).await > 400);
+        let hits = store.search(other, &query("user")).await.unwrap();
+        assert_eq!(hits.len(), 1);
+        // Converted once: opening again changes nothing.
+        let store = SledMemoryStore::from_db(db, SyncMode::Periodic).unwrap();
+        assert_index_consistent(&store).await;
     }
 }

@@ -1,0 +1,500 @@
+//! Posting lists, stored in blocks.
+//!
+//! A term has one posting per entry holding it: the entry's seq, the term's frequency in it and
+//! the entry's length. A term's postings are cut into blocks of consecutive seqs, each stored as
+//! one value under (app, user, term, first seq); the block holding a seq is the last one whose
+//! key is not above it. One key per block rather than per posting is what makes long lists
+//! cheap to read: a scan reads a few bytes per posting instead of taking a tree step (and two
+//! allocations) per posting.
+//!
+//! A block's value is a byte of column widths, then its postings in increasing seq order as
+//! three columns of fixed-width values (see [`Block`]), so a lookup is a search in place: the
+//! lists a search only looks candidates up in are never decoded whole. Appends fill the last
+//! block up to [`BLOCK_LEN`] postings; postings inserted into an older block (an entry rewritten
+//! in place) let it grow to twice that before it is split. A block emptied by removals is
+//! deleted.
+//!
+//! [`TermEdit`] changes one term's blocks within a write plan; [`Cursor`] reads them for a
+//! search.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use adk_common::keys::Key;
+use sled::{Batch, IVec, Tree};
+
+use super::{Result, StoreError};
+
+/// Postings an appended-to block holds before a new one is started.
+pub const BLOCK_LEN: usize = 256;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Posting {
+    pub seq: u64,
+    /// Occurrences of the term in the entry.
+    pub tf: u32,
+    /// The entry's length in terms.
+    pub len: u32,
+}
+
+/// Bytes per value in a block column, by the 2-bit code stored for the column.
+const WIDTHS: [usize; 4] = [1, 2, 4, 8];
+
+/// The code of the narrowest width that holds `max`.
+fn width_code(max: u64) -> u8 {
+    match max {
+        0..=0xFF => 0,
+        0x100..=0xFFFF => 1,
+        0x1_0000..=0xFFFF_FFFF => 2,
+        _ => 3,
+    }
+}
+
+/// Appends the `width` low bytes of `v`, big-endian.
+fn put(out: &mut Vec<u8>, v: u64, width: usize) {
+    out.extend_from_slice(&v.to_be_bytes()[8 - width..]);
+}
+
+/// The value of a block whose key names `first` (which must not be above its first seq).
+pub fn encode(first: u64, postings: &[Posting]) -> Vec<u8> {
+    let max = |f: &dyn Fn(&Posting) -> u64| postings.iter().map(f).max().unwrap_or(0);
+    let codes = [
+        width_code(max(&|p| p.seq - first)),
+        width_code(max(&|p| u64::from(p.tf))),
+        width_code(max(&|p| u64::from(p.len))),
+    ];
+    let [wo, wt, wl] = codes.map(|c| WIDTHS[usize::from(c)]);
+    let mut out = Vec::with_capacity(1 + postings.len() * (wo + wt + wl));
+    out.push(codes[0] | codes[1] << 2 | codes[2] << 4);
+    for p in postings {
+        put(&mut out, p.seq - first, wo);
+    }
+    for p in postings {
+        put(&mut out, u64::from(p.tf), wt);
+    }
+    for p in postings {
+        put(&mut out, u64::from(p.len), wl);
+    }
+    out
+}
+
+/// Decodes the block stored under first seq `first` into `out` (cleared first).
+pub fn decode(first: u64, bytes: &[u8], out: &mut Vec<Posting>) -> Result<()> {
+    let mut block = Block::default();
+    block.load(first, bytes)?;
+    out.clear();
+    out.extend((0..block.len).map(|i| block.posting(i)));
+    // Writes keep blocks sorted by binary search: they must be sorted to begin with.
+    if out.windows(2).any(|w| w[0].seq >= w[1].seq) {
+        return Err(corrupt("postings out of order"));
+    }
+    Ok(())
+}
+
+/// A stored block, read in place. After the width byte (2 bits per column) come three columns
+/// of big-endian values of that width: each posting's seq minus the key's first seq (strictly
+/// increasing), its term frequency, its entry length. The i-th posting is read, and a seq is
+/// found by binary search, without decoding the others.
+#[derive(Default)]
+struct Block {
+    /// A copy of the stored value, in a buffer reused from block to block (reading a sled
+    /// value in place costs a dispatch on its representation per access).
+    bytes: Vec<u8>,
+    first: u64,
+    len: usize,
+    /// Of the seq, frequency and length columns.
+    widths: [usize; 3],
+    /// Where the frequency and length columns start.
+    starts: [usize; 2],
+}
+
+impl Block {
+    /// Checks the block's shape, so that reading it cannot fail afterwards. (The order of its
+    /// seqs is checked only when a write decodes it: a search on a corrupt block may miss
+    /// postings, but touches only the postings it needs.)
+    fn load(&mut self, first: u64, bytes: &[u8]) -> Result<()> {
+        let (&head, columns) = bytes.split_first().ok_or_else(|| corrupt("empty block"))?;
+        let widths = [0, 2, 4].map(|shift| WIDTHS[usize::from(head >> shift & 3)]);
+        let row: usize = widths.iter().sum();
+        if head >> 6 != 0 || columns.len() % row != 0 {
+            return Err(corrupt("bad block size"));
+        }
+        let len = columns.len() / row;
+        self.bytes.clear();
+        self.bytes.extend_from_slice(bytes);
+        self.first = first;
+        self.len = len;
+        self.widths = widths;
+        self.starts = [1 + len * widths[0], 1 + len * (widths[0] + widths[1])];
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Value `i` of the column of `width`-byte values that starts at byte `start`.
+    #[inline]
+    fn value(&self, start: usize, width: usize, i: usize) -> u64 {
+        let at = start + i * width;
+        let b = &self.bytes;
+        match width {
+            1 => u64::from(b[at]),
+            2 => u64::from(u16::from_be_bytes([b[at], b[at + 1]])),
+            4 => u64::from(u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])),
+            _ => b[at..at + width]
+                .iter()
+                .fold(0, |v, &b| v << 8 | u64::from(b)),
+        }
+    }
+
+    #[inline]
+    fn offset(&self, i: usize) -> u64 {
+        self.value(1, self.widths[0], i)
+    }
+
+    #[inline]
+    fn seq(&self, i: usize) -> u64 {
+        self.first.saturating_add(self.offset(i))
+    }
+
+    #[inline]
+    fn posting(&self, i: usize) -> Posting {
+        // Writes make these columns at most 4 bytes wide: the values fit.
+        Posting {
+            seq: self.seq(i),
+            tf: self.value(self.starts[0], self.widths[1], i) as u32,
+            len: self.value(self.starts[1], self.widths[2], i) as u32,
+        }
+    }
+
+    /// The index of the first posting from index `from` on whose seq is not below `seq`.
+    fn find(&self, from: usize, seq: u64) -> usize {
+        let Some(target) = seq.checked_sub(self.first) else {
+            return from;
+        };
+        let b = &self.bytes[1..];
+        // One search per column width, so that the width is not dispatched on per step.
+        match self.widths[0] {
+            1 => search(from, self.len, target, |i| u64::from(b[i])),
+            2 => search(from, self.len, target, |i| {
+                u64::from(u16::from_be_bytes([b[2 * i], b[2 * i + 1]]))
+            }),
+            _ => search(from, self.len, target, |i| self.offset(i)),
+        }
+    }
+}
+
+/// The first index in `from..len` whose value (increasing with the index) is not below
+/// `target`. Lookups go forward by small steps (a candidate is usually a few postings further
+/// on), so the next few are tried before a binary search.
+#[inline]
+fn search(from: usize, len: usize, target: u64, value: impl Fn(usize) -> u64) -> usize {
+    let near = len.min(from + 8);
+    let mut lo = from;
+    while lo < near {
+        if value(lo) >= target {
+            return lo;
+        }
+        lo += 1;
+    }
+    let mut hi = len;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if value(mid) < target {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("posting block: {what}"))
+}
+
+/// The seq that ends a block key, after `prefix_len` bytes of (app, user, term).
+fn block_seq(key: &[u8], prefix_len: usize) -> Result<u64> {
+    key.get(prefix_len..)
+        .and_then(|rest| <[u8; 8]>::try_from(rest).ok())
+        .map(u64::from_be_bytes)
+        .ok_or_else(|| corrupt("key without a sequence number"))
+}
+
+/// One term's postings and document frequency as a write plan changes them. Blocks are read
+/// from the tree when first needed and written back by [`TermEdit::finish`].
+#[derive(Debug)]
+pub struct TermEdit {
+    /// (app, user, term): the df key, and the prefix of the term's block keys.
+    prefix: Key,
+    df: u64,
+    df_read: u64,
+    /// The blocks read or created, by first seq; empty ones are deleted when finishing.
+    blocks: BTreeMap<u64, Vec<Posting>>,
+    dirty: BTreeSet<u64>,
+    /// Whether `blocks` holds the term's last stored block, so appends need no lookup.
+    has_tail: bool,
+}
+
+impl TermEdit {
+    /// Starts editing the term whose keys start with `prefix`, reading its df from `df_tree`.
+    pub fn new(prefix: Key, df_tree: &Tree) -> Result<Self> {
+        let df = match df_tree.get(&prefix)? {
+            Some(v) => df_value(&v)?,
+            None => 0,
+        };
+        Ok(Self {
+            prefix,
+            df,
+            df_read: df,
+            blocks: BTreeMap::new(),
+            dirty: BTreeSet::new(),
+            has_tail: false,
+        })
+    }
+
+    /// Adds a posting. `append` says its seq is above every seq stored so far (a new entry).
+    pub fn insert(&mut self, tree: &Tree, p: Posting, append: bool) -> Result<()> {
+        let first = match self.locate(tree, p.seq, append)? {
+            Some(first) => first,
+            None => {
+                // Below the term's first block: a block of its own.
+                self.blocks.insert(p.seq, vec![p]);
+                self.dirty.insert(p.seq);
+                self.df += 1;
+                return Ok(());
+            }
+        };
+        let block = self.blocks.entry(first).or_default();
+        if append && block.len() >= BLOCK_LEN {
+            self.blocks.insert(p.seq, vec![p]);
+            self.dirty.insert(p.seq);
+            self.df += 1;
+            return Ok(());
+        }
+        match block.binary_search_by_key(&p.seq, |q| q.seq) {
+            Ok(i) => block[i] = p,
+            Err(i) => {
+                block.insert(i, p);
+                self.df += 1;
+            }
+        }
+        self.dirty.insert(first);
+        if block.len() >= 2 * BLOCK_LEN {
+            let upper = block.split_off(BLOCK_LEN);
+            let key = upper[0].seq;
+            self.blocks.insert(key, upper);
+            self.dirty.insert(key);
+        }
+        Ok(())
+    }
+
+    /// Removes the posting of `seq`, if there is one.
+    pub fn remove(&mut self, tree: &Tree, seq: u64) -> Result<()> {
+        let Some(first) = self.locate(tree, seq, false)? else {
+            return Ok(());
+        };
+        let block = self.blocks.entry(first).or_default();
+        if let Ok(i) = block.binary_search_by_key(&seq, |q| q.seq) {
+            block.remove(i);
+            self.df -= 1;
+            self.dirty.insert(first);
+        }
+        Ok(())
+    }
+
+    /// The first seq of the block that holds (or would hold) `seq`, read into `blocks`;
+    /// `None` if `seq` is below every block.
+    fn locate(&mut self, tree: &Tree, seq: u64, append: bool) -> Result<Option<u64>> {
+        let planned = self.blocks.range(..=seq).next_back().map(|(&k, _)| k);
+        if append && self.has_tail {
+            return Ok(planned);
+        }
+        // The plan never drops a block it read (an emptied one stays, to be deleted when
+        // finishing), so the right block is the later of the last planned and the last stored
+        // one at or below `seq`.
+        let start = self.prefix.clone().u64(0);
+        let end = self.prefix.clone().u64(seq);
+        let stored = match tree.range(start..=end).next_back() {
+            Some(kv) => {
+                let (key, value) = kv?;
+                let first = block_seq(&key, self.prefix.as_bytes().len())?;
+                if planned.is_none_or(|p| p < first) {
+                    let mut postings = Vec::new();
+                    decode(first, &value, &mut postings)?;
+                    self.blocks.insert(first, postings);
+                }
+                Some(first)
+            }
+            None => None,
+        };
+        // An append's block is the last stored one: every stored seq is below it.
+        self.has_tail |= append;
+        Ok(planned.max(stored))
+    }
+
+    /// Queues the changed blocks and df into the batches of their trees.
+    pub fn finish(&self, blocks: &mut Batch, df: &mut Batch) {
+        for &first in &self.dirty {
+            let key = self.prefix.clone().u64(first);
+            match self.blocks.get(&first) {
+                Some(postings) if !postings.is_empty() => {
+                    blocks.insert(key, encode(first, postings));
+                }
+                _ => blocks.remove(key),
+            }
+        }
+        if self.df != self.df_read {
+            if self.df == 0 {
+                df.remove(self.prefix.as_bytes());
+            } else {
+                df.insert(self.prefix.as_bytes(), &self.df.to_be_bytes()[..]);
+            }
+        }
+    }
+}
+
+/// A document frequency as stored.
+pub fn df_value(bytes: &[u8]) -> Result<u64> {
+    <[u8; 8]>::try_from(bytes)
+        .map(u64::from_be_bytes)
+        .map_err(|_| StoreError::Corrupt("document frequency: not 8 bytes".into()))
+}
+
+/// Reads one term's postings in seq order, for a search: either one by one ([`Cursor::current`],
+/// [`Cursor::advance`]) or by looking seqs up in increasing order ([`Cursor::seek`]), which
+/// passes over the blocks in between without reading their postings. A cursor that has sought
+/// is not scanned again.
+pub struct Cursor {
+    iter: sled::Iter,
+    prefix_len: usize,
+    block: Block,
+    pos: usize,
+    /// The posting at `pos`, read once.
+    current: Option<Posting>,
+    /// The next block, read ahead because its first seq is where the current one ends.
+    next: Option<(u64, IVec)>,
+}
+
+impl Cursor {
+    /// A cursor on the blocks of the term whose block keys start with `prefix`.
+    pub fn new(tree: &Tree, prefix: &Key) -> Result<Self> {
+        let mut cursor = Self {
+            iter: tree.scan_prefix(prefix),
+            prefix_len: prefix.as_bytes().len(),
+            block: Block::default(),
+            pos: 0,
+            current: None,
+            next: None,
+        };
+        cursor.next = cursor.read()?;
+        cursor.load_next()?;
+        Ok(cursor)
+    }
+
+    fn read(&mut self) -> Result<Option<(u64, IVec)>> {
+        match self.iter.next() {
+            Some(kv) => {
+                let (key, value) = kv?;
+                Ok(Some((block_seq(&key, self.prefix_len)?, value)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Makes the next non-empty block current (or leaves the cursor exhausted).
+    fn load_next(&mut self) -> Result<()> {
+        self.block.clear();
+        self.pos = 0;
+        while self.block.len == 0 {
+            let Some((first, value)) = self.next.take() else {
+                break;
+            };
+            self.next = self.read()?;
+            self.block.load(first, &value)?;
+        }
+        self.settle();
+        Ok(())
+    }
+
+    /// Reads the posting at `pos`.
+    fn settle(&mut self) {
+        self.current = (self.pos < self.block.len).then(|| self.block.posting(self.pos));
+    }
+
+    /// The posting the cursor is at; `None` once every posting has been read.
+    #[inline]
+    pub fn current(&self) -> Option<Posting> {
+        self.current
+    }
+
+    pub fn advance(&mut self) -> Result<()> {
+        self.pos += 1;
+        if self.pos >= self.block.len {
+            self.load_next()?;
+        } else {
+            self.settle();
+        }
+        Ok(())
+    }
+
+    /// The posting of `seq`, if the term has one. Seqs must be sought in increasing order.
+    pub fn seek(&mut self, seq: u64) -> Result<Option<Posting>> {
+        if self.next.as_ref().is_some_and(|(first, _)| *first <= seq) {
+            // Blocks that end before `seq` are passed over unread.
+            let mut target = None;
+            while let Some(block) = self.next.take_if(|(first, _)| *first <= seq) {
+                target = Some(block);
+                self.next = self.read()?;
+            }
+            if let Some((first, value)) = target {
+                self.block.load(first, &value)?;
+                self.pos = 0;
+            }
+        }
+        self.pos = self.block.find(self.pos.min(self.block.len), seq);
+        self.settle();
+        Ok(self.current.filter(|p| p.seq == seq))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(seq: u64, tf: u32, len: u32) -> Posting {
+        Posting { seq, tf, len }
+    }
+
+    #[test]
+    fn blocks_round_trip_at_every_column_width() {
+        let cases = [
+            (5, vec![p(5, 1, 12), p(6, 2, 30), p(200, 1, 255)]),
+            (0, vec![p(1, 300, 70_000), p(70_000, 1, 1)]),
+            (7, vec![p(7, u32::MAX, u32::MAX), p(7 + (1 << 40), 1, 0)]),
+            (9, vec![]),
+        ];
+        for (first, postings) in cases {
+            let bytes = encode(first, &postings);
+            let mut back = Vec::new();
+            decode(first, &bytes, &mut back).unwrap();
+            assert_eq!(back, postings);
+        }
+        // Narrow columns: one byte of widths, then 1 + 1 + 1 bytes per posting.
+        assert_eq!(encode(5, &[p(5, 1, 12), p(6, 2, 30)]).len(), 7);
+    }
+
+    #[test]
+    fn malformed_blocks_are_errors() {
+        let mut out = Vec::new();
+        for bad in [
+            &[][..],
+            &[0x40, 1, 1, 1],
+            &[0, 1, 1],
+            &[0, 1, 1, 1, 1, 1, 1],
+        ] {
+            let err = decode(0, bad, &mut out).unwrap_err();
+            assert!(matches!(err, StoreError::Corrupt(_)), "{bad:?}: {err}");
+        }
+    }
+}
