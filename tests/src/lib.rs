@@ -45,12 +45,17 @@ pub async fn fresh_schema(url: &str) -> String {
             .map(|d| d.as_micros())
             .unwrap_or_default()
     );
+    schema_url(url, &schema).await
+}
+
+/// Creates `schema` in the database at `url` if missing; returns a connection string using it.
+async fn schema_url(url: &str, schema: &str) -> String {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .expect("connects to the test database");
     let driver = tokio::spawn(connection);
     client
-        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
         .await
         .expect("creates a schema");
     drop(client);
@@ -293,19 +298,7 @@ pub async fn schema_for(url: &str, data_dir: &Path) -> String {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     data_dir.hash(&mut hasher);
-    let schema = format!("d{:016x}", hasher.finish());
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .expect("connects to the test database");
-    let driver = tokio::spawn(connection);
-    client
-        .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
-        .await
-        .expect("creates a schema");
-    drop(client);
-    let _ = driver.await;
-    let separator = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{separator}options=-csearch_path%3D{schema}")
+    schema_url(url, &format!("d{:016x}", hasher.finish())).await
 }
 
 /// Starts a server binary (`CARGO_BIN_EXE_...` of the calling test) listening on an ephemeral
