@@ -429,14 +429,21 @@ impl<S: SessionStore> SessionFollower<S> {
             if self.include_partial && partials.is_none() {
                 partials = Some(self.watch.partials());
             }
-            tokio::select! {
-                _ = self.watch.changed() => {}
-                _ = self.tx.closed() => return Ok(()),
-                _ = self.stopping.wait() => return Ok(()),
-                Some(partial) = next_partial(&mut partials) => {
-                    if self.tx.send(Ok(SessionChange::Event(Box::new(partial)))).await.is_err() {
-                        return Ok(());
+            // Until the next commit, relay partial fragments. Biased, fragments first: those
+            // published before a commit reach the watcher before the event they make up (a
+            // fair choice, or reading the store after each fragment, could reorder them).
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = self.tx.closed() => return Ok(()),
+                    _ = self.stopping.wait() => return Ok(()),
+                    Some(partial) = next_partial(&mut partials) => {
+                        let change = SessionChange::Event(Box::new(partial));
+                        if self.tx.send(Ok(change)).await.is_err() {
+                            return Ok(());
+                        }
                     }
+                    _ = self.watch.changed() => break,
                 }
             }
         }
