@@ -45,17 +45,12 @@ pub async fn fresh_schema(url: &str) -> String {
             .map(|d| d.as_micros())
             .unwrap_or_default()
     );
-    schema_url(url, &schema).await
-}
-
-/// Creates `schema` in the database at `url` if missing; returns a connection string using it.
-async fn schema_url(url: &str, schema: &str) -> String {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .expect("connects to the test database");
     let driver = tokio::spawn(connection);
     client
-        .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
         .await
         .expect("creates a schema");
     drop(client);
@@ -292,13 +287,17 @@ impl Drop for ServerProcess {
     }
 }
 
-/// The connection string of a schema standing for `data_dir` in the database at `url`,
-/// created when missing: a server restarted on the same directory finds the same data.
+/// The connection string of the schema standing for `data_dir` in the database at `url`: a
+/// fresh one the first time (its name is kept in the directory), the same one after, so a
+/// server restarted on the same directory finds the same data and no other test's.
 pub async fn schema_for(url: &str, data_dir: &Path) -> String {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    data_dir.hash(&mut hasher);
-    schema_url(url, &format!("d{:016x}", hasher.finish())).await
+    let marker = data_dir.join("postgres-url");
+    if let Ok(kept) = std::fs::read_to_string(&marker) {
+        return kept;
+    }
+    let fresh = fresh_schema(url).await;
+    std::fs::write(&marker, &fresh).expect("writes the schema marker");
+    fresh
 }
 
 /// Starts a server binary (`CARGO_BIN_EXE_...` of the calling test) listening on an ephemeral
