@@ -85,7 +85,8 @@ async fn verify(client: &mut SessionServiceClient<Channel>, acked: &Acked) -> Ve
         );
         assert!(
             stored <= last_acked + 1,
-            "writer {w}: nothing beyond the in-flight append"
+            "writer {w}: nothing beyond the in-flight append ({stored} stored, {last_acked} acked: {:?})",
+            session.events.iter().map(|e| (e.sequence, e.id.as_str())).collect::<Vec<_>>()
         );
         for (k, e) in session.events.iter().enumerate() {
             assert_eq!(e.sequence, k as u64 + 1, "contiguous sequences");
