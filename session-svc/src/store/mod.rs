@@ -198,6 +198,18 @@ pub trait SessionStore: Clone + Send + Sync + 'static {
     }
 }
 
+/// The sequence a ListEvents page token resumes after (0 for the first page). Tokens are the
+/// key of the last event shown, scoped to the session (`skey`), in both stores.
+fn events_token_after(skey: &adk_common::keys::Key, page_token: &str) -> Result<u64> {
+    let prefix = skey.as_bytes();
+    match adk_common::page::decode(page_token, prefix).map_err(SessionError::page_token)? {
+        Some(last) => adk_common::keys::KeyReader::new(&last[prefix.len()..])
+            .u64()
+            .ok_or_else(|| SessionError::page_token(adk_common::page::PageTokenError::Malformed)),
+        None => Ok(0),
+    }
+}
+
 /// What an append may do, decided by both stores alike once they hold the session's lock.
 enum Admission {
     /// The event was stored already (a retry): answer with it and write nothing.

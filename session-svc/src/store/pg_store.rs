@@ -44,7 +44,7 @@ use adk_common::{
     postgres::{self, Notification},
 };
 use adk_proto::session::v1::{Event, Session};
-use deadpool_postgres::{Pool, Transaction};
+use deadpool_postgres::{GenericClient, Pool, Transaction};
 use prost::Message;
 use prost_types::Timestamp;
 use tokio::sync::mpsc;
@@ -139,8 +139,47 @@ CREATE TABLE change_trims (
 "#];
 
 /// The columns of `sessions` that [`record`] reads, in order.
-const RECORD: &str =
-    "incarnation, create_s, create_n, update_s, update_n, expire_s, expire_n, last_sequence";
+macro_rules! record_columns {
+    () => {
+        "incarnation, create_s, create_n, update_s, update_n, expire_s, expire_n, last_sequence"
+    };
+}
+const RECORD: &str = record_columns!();
+
+/// One session's record.
+const SELECT_RECORD: &str = concat!(
+    "SELECT ",
+    record_columns!(),
+    " FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3"
+);
+
+/// An append's first statement: the session's record, locked, and the event already stored
+/// under the same id, if any (a retry).
+const LOCK_FOR_APPEND: &str = concat!(
+    "SELECT ",
+    record_columns!(),
+    ", (SELECT body FROM events e
+         WHERE e.app_name = s.app_name AND e.user_id = s.user_id
+           AND e.session_id = s.session_id AND e.event_id = $4)
+     FROM sessions s
+     WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE"
+);
+
+/// An append's write: event, session row, change-log row and notification in one statement.
+const WRITE_APPEND: &str = "WITH ev AS (
+         INSERT INTO events (app_name, user_id, session_id, sequence, incarnation,
+             event_id, ts_s, ts_n, body)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+     ), se AS (
+         UPDATE sessions SET last_sequence = $4, update_s = $7, update_n = $8
+         WHERE app_name = $1 AND user_id = $2 AND session_id = $3
+     ), ch AS (
+         INSERT INTO changes (app_name, position, user_id, session_id, incarnation,
+             sequence, commit_s, commit_n)
+         VALUES ($1, pg_current_xact_id()::text::bigint, $2, $3, $5, $4, $10, $11)
+         RETURNING position
+     )
+     SELECT position, pg_notify($12, $13 || position::text) FROM ch";
 
 /// A `sessions` row.
 struct Record {
@@ -246,15 +285,10 @@ impl PgStore {
     async fn try_append(&self, key: &SessionKey, append: &Append) -> Result<Appended> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
+        let lock = tx.prepare_cached(LOCK_FOR_APPEND).await?;
         let row = tx
             .query_opt(
-                &format!(
-                    "SELECT {RECORD}, (SELECT body FROM events e
-                         WHERE e.app_name = s.app_name AND e.user_id = s.user_id
-                           AND e.session_id = s.session_id AND e.event_id = $4)
-                     FROM sessions s
-                     WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE"
-                ),
+                &lock,
                 &[
                     &key.app_name,
                     &key.user_id,
@@ -307,23 +341,8 @@ impl PgStore {
         ];
         // Event, session row, change and notification in one statement (one round trip); the
         // state upserts are pipelined beside it.
-        let write = tx.query_one(
-            "WITH ev AS (
-                 INSERT INTO events (app_name, user_id, session_id, sequence, incarnation,
-                     event_id, ts_s, ts_n, body)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-             ), se AS (
-                 UPDATE sessions SET last_sequence = $4, update_s = $7, update_n = $8
-                 WHERE app_name = $1 AND user_id = $2 AND session_id = $3
-             ), ch AS (
-                 INSERT INTO changes (app_name, position, user_id, session_id, incarnation,
-                     sequence, commit_s, commit_n)
-                 VALUES ($1, pg_current_xact_id()::text::bigint, $2, $3, $5, $4, $10, $11)
-                 RETURNING position
-             )
-             SELECT position, pg_notify($12, $13 || position::text) FROM ch",
-            &params,
-        );
+        let write = tx.prepare_cached(WRITE_APPEND).await?;
+        let write = tx.query_one(&write, &params);
         let (written, ()) = tokio::try_join!(
             async { Ok::<_, SessionError>(write.await?) },
             apply_delta(&tx, key, &append.delta)
@@ -430,21 +449,9 @@ impl SessionStore for PgStore {
         let mut client = self.pool.get().await?;
         // One snapshot: the state and events are those of the record read.
         let tx = read_snapshot(&mut client).await?;
-        let row = tx
-            .query_opt(
-                &format!(
-                    "SELECT {RECORD} FROM sessions
-                     WHERE app_name = $1 AND user_id = $2 AND session_id = $3"
-                ),
-                &[&key.app_name, &key.user_id, &key.session_id],
-            )
-            .await?;
-        let Some(record) = row.map(|r| record(&r)).transpose()? else {
+        let Some(record) = live_record(&tx, key).await? else {
             return Ok(None);
         };
-        if !record.is_live(&now()) {
-            return Ok(None);
-        }
         let session = Self::assemble(&tx, key, &record, window).await?;
         tx.commit().await?;
         Ok(Some(session))
@@ -649,27 +656,10 @@ impl SessionStore for PgStore {
             .str(&key.app_name)
             .str(&key.user_id)
             .str(&key.session_id);
-        let token_after =
-            match page::decode(page_token, skey.as_bytes()).map_err(SessionError::page_token)? {
-                Some(last) => KeyReader::new(&last[skey.as_bytes().len()..])
-                    .u64()
-                    .ok_or_else(|| SessionError::page_token(page::PageTokenError::Malformed))?,
-                None => 0,
-            };
-        let after = after_sequence.max(token_after);
+        let after = after_sequence.max(super::events_token_after(&skey, page_token)?);
         let client = self.pool.get().await?;
-        let row = client
-            .query_opt(
-                &format!(
-                    "SELECT {RECORD} FROM sessions
-                     WHERE app_name = $1 AND user_id = $2 AND session_id = $3"
-                ),
-                &[&key.app_name, &key.user_id, &key.session_id],
-            )
-            .await?;
-        let record = match row.map(|r| record(&r)).transpose()? {
-            Some(record) if record.is_live(&now()) => record,
-            _ => return Err(not_found(key)),
+        let Some(record) = live_record(&client, key).await? else {
+            return Err(not_found(key));
         };
         let rows = client
             .query(
@@ -1007,6 +997,19 @@ async fn read_events(
         events.reverse();
     }
     Ok(events)
+}
+
+/// The record of a live (existing, unexpired) session, read through `client` (a connection or
+/// a transaction), with a statement prepared once per connection.
+async fn live_record(client: &impl GenericClient, key: &SessionKey) -> Result<Option<Record>> {
+    let statement = client.prepare_cached(SELECT_RECORD).await?;
+    let row = client
+        .query_opt(&statement, &[&key.app_name, &key.user_id, &key.session_id])
+        .await?;
+    Ok(row
+        .map(|r| record(&r))
+        .transpose()?
+        .filter(|r| r.is_live(&now())))
 }
 
 /// A read-only transaction whose statements all see one snapshot.

@@ -485,14 +485,7 @@ impl SessionStore for SledStore {
                 session_id: key.session_id.clone(),
             });
         };
-        let token_after =
-            match page::decode(page_token, skey.as_bytes()).map_err(SessionError::page_token)? {
-                Some(last) => KeyReader::new(&last[skey.as_bytes().len()..])
-                    .u64()
-                    .ok_or_else(|| SessionError::page_token(page::PageTokenError::Malformed))?,
-                None => 0,
-            };
-        let after = after_sequence.max(token_after);
+        let after = after_sequence.max(super::events_token_after(&skey, page_token)?);
         let mut items = Vec::new();
         let mut next_page_token = String::new();
         if let Some(first) = after.checked_add(1).filter(|f| *f <= record.last_sequence) {
