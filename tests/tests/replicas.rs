@@ -266,3 +266,70 @@ async fn watchers_wake_for_appends_made_only_through_the_other_replica() {
         assert_eq!(item.event.unwrap().sequence, i);
     }
 }
+
+/// A transaction left open elsewhere in the database holds back what WatchEvents may read: an
+/// append committed after it began waits until it ends, then arrives without any further
+/// notification; a watch started "from now" meanwhile skips what had committed before it.
+#[tokio::test]
+async fn the_app_feed_waits_for_older_transactions_and_starts_exactly_now() {
+    let Some(url) = postgres_url() else {
+        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
+        return;
+    };
+    let schema = fresh_schema(&url).await;
+    let store = StoreLocation::Postgres(schema.clone());
+    let srv = SessionServer::start_with(|c| c.store = Some(store)).await;
+    srv.create("app", "u", "s", json!({})).await;
+
+    // A writing transaction that stays open: its id is below every later append's.
+    let (blocker, connection) = tokio_postgres::connect(&schema, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    blocker
+        .batch_execute("BEGIN; SELECT pg_current_xact_id();")
+        .await
+        .unwrap();
+
+    let before = srv
+        .append("app", "u", "s", delta_event(json!({"i": "before"})))
+        .await;
+    let mut feed = srv
+        .client
+        .clone()
+        .watch_events(app_feed("", ""))
+        .await
+        .unwrap()
+        .into_inner();
+    let after = srv
+        .append("app", "u", "s", delta_event(json!({"i": "after"})))
+        .await;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), feed.message())
+            .await
+            .is_err(),
+        "nothing is readable while the older transaction is open"
+    );
+
+    blocker.batch_execute("COMMIT").await.unwrap();
+    drop(blocker);
+    let _ = driver.await;
+    let item = tokio::time::timeout(PROMPT, feed.message())
+        .await
+        .expect("the held-back append arrives once the older transaction ends")
+        .unwrap()
+        .unwrap();
+    let event = item.event.unwrap();
+    assert_eq!(
+        event.id,
+        after.event.unwrap().id,
+        "from now: only the later append"
+    );
+    assert_ne!(event.id, before.event.unwrap().id);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), feed.message())
+            .await
+            .is_err(),
+        "the append from before the watch is never delivered"
+    );
+}
