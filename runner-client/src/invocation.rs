@@ -9,10 +9,10 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
 use crate::{
-    agent::{content_text, function_calls, is_final_response},
     append_stream::AppendStream,
     clients::MemoryClient,
     error::{Result, RunnerError},
+    event::{content_text, function_calls, is_final_response},
     memory_tools, template,
 };
 

@@ -24,7 +24,8 @@
 //! # Layout
 //! - [`runner`]: [`Runner`], one turn end to end.
 //! - [`invocation`]: [`InvocationContext`], what an agent sees and does during a turn.
-//! - [`agent`]: the [`Agent`] trait and event helpers.
+//! - [`agent`]: the [`Agent`] trait.
+//! - [`event`]: building the events agents emit and reading stored ones.
 //! - [`agents`]: the shipped agents, `recall` and `openai`.
 //! - [`template`]: `{key}` / `{key?}` instruction templating.
 //! - [`memory_tools`]: `load_memory` and `preload_memory`.
@@ -38,6 +39,7 @@ pub mod agents;
 mod append_stream;
 pub mod clients;
 pub mod error;
+pub mod event;
 pub mod invocation;
 pub mod json;
 pub mod memory_tools;
@@ -59,6 +61,6 @@ use adk_proto::session::v1::Content;
 pub fn user_text(text: impl Into<String>) -> Content {
     Content {
         role: Some("user".into()),
-        parts: vec![agent::text_part(text)],
+        parts: vec![event::text_part(text)],
     }
 }

@@ -23,8 +23,8 @@ use axum::{
     Json, Router,
 };
 use runner_client::{
-    agent::text_part,
     agents::{OpenAiAgent, OpenAiConfig},
+    event::text_part,
     memory_tools::{LOAD_MEMORY_DESCRIPTION, LOAD_MEMORY_INSTRUCTION},
     user_text, MemoryClient, Runner, RunnerError, SessionClient,
 };

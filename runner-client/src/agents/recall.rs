@@ -12,8 +12,9 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use crate::{
-    agent::{content_text, function_call_part, new_function_call_id, text_event, Agent},
+    agent::Agent,
     error::{Result, RunnerError},
+    event::{content_text, function_call_part, new_function_call_id, text_event},
     invocation::InvocationContext,
     memory_tools::LOAD_MEMORY,
 };

@@ -1,6 +1,6 @@
 //! `memory search|add-session`.
 
-use runner_client::{agent::content_text, json};
+use runner_client::{event::content_text, json};
 use serde_json::json;
 
 use super::{output, Cli, CliError};

@@ -5,7 +5,7 @@
 use adk_proto::session::v1::{part::Data, Event};
 use serde_json::{json, Value};
 
-use crate::agent::content_text;
+use crate::event::content_text;
 
 /// The messages for the next model request.
 ///
@@ -83,7 +83,7 @@ mod tests {
     use adk_proto::session::v1::{Content, FunctionCall, FunctionResponse, Part};
 
     use super::*;
-    use crate::agent::{function_call_part, text_event, text_part};
+    use crate::event::{function_call_part, text_event, text_part};
 
     fn event(author: &str, invocation: &str, role: &str, parts: Vec<Part>) -> Event {
         Event {
