@@ -48,6 +48,9 @@ impl RecallAgent {
 
     /// The reply drawn from a `load_memory` response.
     fn answer(&self, response: &Value) -> String {
+        if let Some(error) = response["error"].as_str() {
+            return format!("I could not look in my memory ({error}).");
+        }
         let best = response["memories"]
             .as_array()
             .into_iter()
@@ -144,6 +147,9 @@ mod tests {
             "You told me: \"My favorite project is Project Alpha.\""
         );
         assert_eq!(agent.answer(&json!({"memories": []})), NOTHING_REMEMBERED);
-        assert_eq!(agent.answer(&json!({"error": "x"})), NOTHING_REMEMBERED);
+        assert_eq!(
+            agent.answer(&json!({"error": "x"})),
+            "I could not look in my memory (x)."
+        );
     }
 }
