@@ -1,6 +1,6 @@
-//! Runs agent turns the way Google ADK's Runner does (rules R1-R3 and R6 of the ADK behaviour
-//! reference; compaction, R4, and abort events, R5, are not offered), against session-svc and
-//! memory-svc.
+//! Runs agent turns the way Google ADK's Runner does (rules R1-R3 and R6 of the repository's
+//! `docs/rules.md`; compaction, R4, and abort events, R5, are not offered), against session-svc
+//! and memory-svc.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), runner_client::RunnerError> {
