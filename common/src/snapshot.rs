@@ -265,7 +265,8 @@ fn restore_body(input: &mut impl Read, dir: &Path) -> Result<u64, SnapshotError>
                 .map_err(|_| SnapshotError::Format("bad final record".into()))?;
             if expected != count {
                 return Err(SnapshotError::Format(format!(
-                    "expected {expected} entries, found {count}"
+                    "expected {}, found {count}",
+                    entries(expected)
                 )));
             }
             let mut rest = [0u8; 1];
@@ -405,6 +406,11 @@ impl Progress {
             eprintln!();
         }
     }
+}
+
+/// "1 entry", "2 entries".
+fn entries(n: u64) -> String {
+    format!("{n} {}", if n == 1 { "entry" } else { "entries" })
 }
 
 fn mib(bytes: u64) -> String {
@@ -555,13 +561,7 @@ impl AdminCommand {
                 &input,
                 &data_dir,
             )
-            .map(|n| {
-                format!(
-                    "restored {n} {} into {}",
-                    if n == 1 { "entry" } else { "entries" },
-                    data_dir.display()
-                )
-            }),
+            .map(|n| format!("restored {} into {}", entries(n), data_dir.display())),
         };
         match outcome {
             Ok(message) => {
