@@ -2,7 +2,11 @@
 //! `--json`), `memory`, `sessions`, `watch` (and its reconnection), large events, help and
 //! completions, and the messages when a service is down or another answers.
 
-use std::{process::Stdio, time::Duration};
+use std::{
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use adk_tests::{MemoryServer, SessionServer};
 use serde_json::{json, Value};
@@ -433,36 +437,74 @@ async fn sessions_with_events_of_many_megabytes_are_read_and_continued() {
     assert!(told.starts_with("recall: "), "{told}");
 }
 
+/// A TCP relay on a loopback port of its own, forwarding each connection to the current backend
+/// (none: the connection is closed at once). A server behind it can restart on another port and
+/// still be found at the relay's address, which nobody else can take meanwhile.
+struct Relay {
+    addr: std::net::SocketAddr,
+    backend: Arc<Mutex<Option<std::net::SocketAddr>>>,
+}
+
+impl Relay {
+    async fn start(backend: std::net::SocketAddr) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let backend = Arc::new(Mutex::new(Some(backend)));
+        let current = backend.clone();
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let Some(target) = *current.lock().unwrap() else {
+                    continue;
+                };
+                tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+            }
+        });
+        Self { addr, backend }
+    }
+
+    fn point_at(&self, backend: Option<std::net::SocketAddr>) {
+        *self.backend.lock().unwrap() = backend;
+    }
+}
+
 #[tokio::test]
 async fn watch_reconnects_after_a_restart_and_gives_up_when_the_server_stays_away() {
     let s = servers().await;
     s.sessions.create("demo", "alice", "w", json!({})).await;
-    let mut watcher = s
-        .cli()
-        .args(["--session", "w", "watch", "--json", "--give-up-after", "5"])
+    let relay = Relay::start(s.sessions.addr).await;
+    // Long enough for a restart on a busy machine; the give-up at the end waits this long.
+    let relayed = format!("http://{}", relay.addr);
+    let mut watcher = cli(&relayed, &s.memory_endpoint)
+        .args(["--session", "w", "watch", "--json", "--give-up-after", "15"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("watch starts");
     let mut lines = BufReader::new(watcher.stdout.take().expect("piped")).lines();
     let mut errors = BufReader::new(watcher.stderr.take().expect("piped")).lines();
-    ok(s.cli().args(["--session", "w", "run", "Hello."])).await;
+    ok(cli(&relayed, &s.memory_endpoint).args(["--session", "w", "run", "Hello."])).await;
     assert_eq!(next_sequence(&mut lines).await, 1);
     assert_eq!(next_sequence(&mut lines).await, 2);
 
     let Servers {
         sessions,
-        _memory,
-        session_endpoint,
+        _memory: memory,
         memory_endpoint,
+        ..
     } = s;
-    let sessions = sessions.restart_at_same_address().await;
-    ok(cli(&session_endpoint, &memory_endpoint).args(["--session", "w", "run", "Again."])).await;
+    let sessions = sessions.restart().await;
+    relay.point_at(Some(sessions.addr));
+    ok(cli(&relayed, &memory_endpoint).args(["--session", "w", "run", "Again."])).await;
     // Resumed after #2: nothing twice, nothing missed.
     assert_eq!(next_sequence(&mut lines).await, 3);
     assert_eq!(next_sequence(&mut lines).await, 4);
 
     sessions.shutdown().await;
+    relay.point_at(None);
     let status = tokio::time::timeout(Duration::from_secs(60), watcher.wait())
         .await
         .expect("watch gives up")
@@ -475,15 +517,16 @@ async fn watch_reconnects_after_a_restart_and_gives_up_when_the_server_stays_awa
     let stderr = stderr.join("\n");
     assert!(
         stderr.contains(&format!(
-            "the stream from session-svc at {session_endpoint} ended; reconnecting in 0.2 s, resuming after #2"
+            "the stream from session-svc at {relayed} ended; reconnecting in 0.2 s, resuming after #2"
         )),
         "{stderr}"
     );
     assert!(stderr.contains("runner-client: reconnected"), "{stderr}");
     assert!(
-        stderr.contains("resuming after #4") && stderr.contains("gave up reconnecting after 5 s"),
+        stderr.contains("resuming after #4") && stderr.contains("gave up reconnecting after 15 s"),
         "{stderr}"
     );
+    drop(memory);
 }
 
 /// The sequence of the next event `watch --json` prints.

@@ -142,17 +142,6 @@ impl SessionServer {
         Self::boot(dir, |_| {}).await
     }
 
-    /// Stops the server and starts a new one on the same directory and the same address, as a
-    /// restarted service appears to clients that reconnect.
-    pub async fn restart_at_same_address(mut self) -> Self {
-        if let Some(running) = self.running.take() {
-            running.shutdown().await.expect("clean shutdown");
-        }
-        let addr = self.addr;
-        let dir = std::mem::replace(&mut self.dir, Dir::Borrowed(PathBuf::new()));
-        Self::boot(dir, |c| c.listen = addr).await
-    }
-
     /// Where this server serves `/metrics`, if configured.
     pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
         self.running.as_ref().and_then(|r| r.metrics_addr)
