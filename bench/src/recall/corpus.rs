@@ -166,7 +166,11 @@ mod tests {
     fn answers_must_be_turns_of_the_users_own_memory() {
         assert!(Corpus::new(records(), vec![question("u", &["e1", "e2"])]).is_ok());
         let err = Corpus::new(records(), vec![question("u", &["n1"])]).unwrap_err();
-        assert!(err.to_string().contains("answer n1 is not a turn of user u"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("answer n1 is not a turn of user u"),
+            "{err}"
+        );
         assert!(Corpus::new(records(), vec![question("u", &["e9"])]).is_err());
         assert!(Corpus::new(records(), vec![question("u", &[])]).is_err());
     }
@@ -187,7 +191,14 @@ mod tests {
         let corpus = Corpus::load(&dir).unwrap();
         assert!(corpus.turns() > 2000, "{} turns", corpus.turns());
         let kinds: HashSet<&str> = corpus.questions.iter().map(|q| q.kind.as_str()).collect();
-        for kind in ["single_hop", "speaker", "when", "adjacent", "paraphrase", "note"] {
+        for kind in [
+            "single_hop",
+            "speaker",
+            "when",
+            "adjacent",
+            "paraphrase",
+            "note",
+        ] {
             assert!(kinds.contains(kind), "no {kind} question");
         }
     }

@@ -146,13 +146,15 @@ mod tests {
         assert_eq!(kinds["adjacent"].mrr, 0.25);
         assert_eq!(all.questions, 3);
         let third = |x: f64| (x / 3.0 * 1e9).round() / 1e9;
-        assert_eq!(all.recall.map(|r| (r * 1e9).round() / 1e9), [
-            third(1.0),
-            third(2.5),
-            third(2.5)
-        ]);
+        assert_eq!(
+            all.recall.map(|r| (r * 1e9).round() / 1e9),
+            [third(1.0), third(2.5), third(2.5)]
+        );
         assert!((all.mrr - (1.0 + 0.5 + 0.25) / 3.0).abs() < 1e-12);
-        assert_eq!(kinds.keys().copied().collect::<Vec<_>>(), ["adjacent", "when"]);
+        assert_eq!(
+            kinds.keys().copied().collect::<Vec<_>>(),
+            ["adjacent", "when"]
+        );
     }
 
     #[test]

@@ -275,10 +275,7 @@ impl Results {
             load::record(&mut hist, a.latency);
         }
         Self {
-            kinds: kinds
-                .into_iter()
-                .map(|(k, s)| (k.to_owned(), s))
-                .collect(),
+            kinds: kinds.into_iter().map(|(k, s)| (k.to_owned(), s)).collect(),
             all,
             keyword,
             p50: Duration::from_micros(hist.value_at_quantile(0.50)),
