@@ -74,8 +74,8 @@ pub async fn run(ctx: &Ctx, opts: &Options) -> Result<()> {
         }
     };
     let mut client = MemoryServiceClient::new(Channel::from_shared(url)?.connect().await?);
-    // A fresh app per run: an external server may hold earlier runs, and BM25 statistics are
-    // per (app, user), so nothing else shares them.
+    // A fresh app per run: an external server may hold earlier runs, whose entries (and
+    // statistics, kept per app and user) must not mix with this one's.
     let app = format!(
         "recall-{}",
         SystemTime::now()
