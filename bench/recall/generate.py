@@ -6,11 +6,12 @@ writes the same bytes.
     python3 bench/recall/generate.py            # rewrites both files next to this script
 
 The corpus: five users, each the shared memory of two named people talking (a third joins some
-sessions), 12 sessions over about ten weeks, ~45 turns each (exchanges of small talk around the facts). A bank of facts (below, written by
+sessions), 12 sessions over about ten weeks, ~45 turns each. A bank of facts (below, written by
 hand) is spread over each user's sessions: a fact is stated once, in one turn or across two
-consecutive turns (one speaker asks, the other answers "Yes, last Tuesday!"-style), and some
-facts are written with AddMemory as notes instead. Everything else is small talk built from
-templates, and distractor lines that share the salient words of a fact without answering it.
+consecutive turns (one speaker asks, the other answers "Yes, last Tuesday!"-style); profile
+notes (a second bank) are written with AddMemory. Everything else is small talk (short
+exchanges built from templates) and distractor lines that share the salient words of a fact
+without answering it.
 
 Question kinds (each question lists the event ids that answer it):
   single_hop  a third-person question naming the person, in other words than the statement
