@@ -28,7 +28,7 @@ use tonic::{
 use crate::error::{Result, RunnerError};
 
 /// Largest message accepted from a service: a session with all its events can be large.
-const MAX_MESSAGE_BYTES: usize = 256 << 20;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 256 << 20;
 
 /// Sessions fetched per ListSessions page (the service's maximum).
 const LIST_PAGE: i32 = 100;
@@ -45,15 +45,19 @@ pub struct Access {
 
 /// Where a service lives (for error messages) and what to present to it.
 #[derive(Debug, Clone)]
-struct Remote {
-    service: &'static str,
-    endpoint: String,
+pub(crate) struct Remote {
+    pub(crate) service: &'static str,
+    pub(crate) endpoint: String,
     /// `Bearer <token>`, when the service requires one.
     authorization: Option<MetadataValue<Ascii>>,
 }
 
 impl Remote {
-    fn channel(service: &'static str, endpoint: &str, access: &Access) -> Result<(Self, Channel)> {
+    pub(crate) fn channel(
+        service: &'static str,
+        endpoint: &str,
+        access: &Access,
+    ) -> Result<(Self, Channel)> {
         let invalid = |reason: String| RunnerError::InvalidEndpoint {
             endpoint: endpoint.to_owned(),
             reason,
@@ -66,22 +70,32 @@ impl Remote {
                 .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)))
                 .map_err(|e| invalid(format!("bad TLS settings: {e}")))?;
         }
-        let authorization = access
-            .token
-            .as_ref()
-            .map(|t| format!("Bearer {}", t.trim()).parse())
-            .transpose()
-            .map_err(|_| invalid("the token is not a valid header value".into()))?;
         let remote = Remote {
             service,
             endpoint: endpoint.to_owned(),
-            authorization,
-        };
+            authorization: None,
+        }
+        .with_token(access.token.as_deref())?;
         Ok((remote, channel.connect_lazy()))
     }
 
+    /// The same service, presenting `token` (none: no token).
+    pub(crate) fn with_token(&self, token: Option<&str>) -> Result<Self> {
+        let authorization = token
+            .map(|t| format!("Bearer {}", t.trim()).parse())
+            .transpose()
+            .map_err(|_| RunnerError::InvalidEndpoint {
+                endpoint: self.endpoint.clone(),
+                reason: "the token is not a valid header value".into(),
+            })?;
+        Ok(Self {
+            authorization,
+            ..self.clone()
+        })
+    }
+
     /// `message` as a request carrying the token, if any.
-    fn request<T>(&self, message: T) -> Request<T> {
+    pub(crate) fn request<T>(&self, message: T) -> Request<T> {
         let mut request = Request::new(message);
         if let Some(authorization) = &self.authorization {
             request
@@ -92,7 +106,7 @@ impl Remote {
     }
 
     /// The error for a failed `rpc`: transport failures mean the service is not there.
-    fn error(&self, rpc: &'static str, status: Status) -> RunnerError {
+    pub(crate) fn error(&self, rpc: &'static str, status: Status) -> RunnerError {
         match unreachable_reason(&status) {
             Some(reason) => RunnerError::Unreachable {
                 service: self.service,

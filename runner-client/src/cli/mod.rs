@@ -1,6 +1,7 @@
 //! The command line: flags (each with an environment-variable fallback), subcommands, and the
 //! dispatch to their handlers. Handlers only translate between the terminal and the library.
 
+mod console;
 mod memory;
 mod output;
 mod sessions;
@@ -165,6 +166,8 @@ enum Command {
         #[command(subcommand)]
         command: MemoryCommand,
     },
+    /// Serve the web console: browse sessions and memory, follow live activity.
+    Console(console::ConsoleArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -260,6 +263,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             MemoryCommand::Search { query } => memory::search(&cli, query).await,
             MemoryCommand::AddSession => memory::add_session(&cli).await,
         },
+        Command::Console(args) => console::serve(&cli, args).await,
     }
 }
 
