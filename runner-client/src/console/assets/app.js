@@ -146,8 +146,8 @@ async function refreshWho() {
 
 document.getElementById("logout").addEventListener("click", async () => {
   await post("/api/logout", {});
-  location.hash = "#/";
-  route();
+  if (location.hash === "#/") route();
+  else location.hash = "#/";
 });
 
 // ---- confirmation ----
