@@ -34,7 +34,11 @@ impl Browser {
     }
 
     async fn get(&self, path: &str) -> (StatusCode, Value) {
-        let response = self.request(reqwest::Method::GET, path).send().await.expect("GET");
+        let response = self
+            .request(reqwest::Method::GET, path)
+            .send()
+            .await
+            .expect("GET");
         let status = response.status();
         (status, response.json().await.unwrap_or(Value::Null))
     }
@@ -69,18 +73,32 @@ impl Browser {
             .to_str()
             .expect("ASCII")
             .to_owned();
-        assert!(set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"), "{set_cookie}");
-        assert!(!set_cookie.contains(token), "the cookie holds the token itself: {set_cookie}");
+        assert!(
+            set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"),
+            "{set_cookie}"
+        );
+        assert!(
+            !set_cookie.contains(token),
+            "the cookie holds the token itself: {set_cookie}"
+        );
         self.cookie = set_cookie.split(';').next().map(str::to_owned);
     }
 
     /// The first message of a live view, and the open response (dropped: the view closes).
     async fn first_message(&self, path: &str) -> (String, reqwest::Response) {
-        let mut response = self.request(reqwest::Method::GET, path).send().await.expect("GET live");
+        let mut response = self
+            .request(reqwest::Method::GET, path)
+            .send()
+            .await
+            .expect("GET live");
         assert_eq!(response.status(), StatusCode::OK);
         let mut text = String::new();
         while !text.contains("\n\n") {
-            let chunk = response.chunk().await.expect("reads").expect("the view sends something");
+            let chunk = response
+                .chunk()
+                .await
+                .expect("reads")
+                .expect("the view sends something");
             text.push_str(&String::from_utf8_lossy(&chunk));
         }
         (text, response)
@@ -93,15 +111,27 @@ async fn without_a_token_the_console_asks_for_one_and_refuses_unknown_ones() {
     let mut browser = Browser::new(&fixture);
     let (status, body) = browser.get("/api/apps").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
-    let (status, body) = browser.post("/api/login", json!({"token": "not-a-token"})).await;
+    let (status, body) = browser
+        .post("/api/login", json!({"token": "not-a-token"}))
+        .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
     browser.sign_in(OPS_TOKEN).await;
-    assert_eq!(browser.get("/api/apps").await, (StatusCode::OK, json!({"apps": ["a", "b"]})));
-    assert_eq!(browser.get("/api/whoami").await.1, json!({"signed_in": true}));
+    assert_eq!(
+        browser.get("/api/apps").await,
+        (StatusCode::OK, json!({"apps": ["a", "b"]}))
+    );
+    assert_eq!(
+        browser.get("/api/whoami").await.1,
+        json!({"signed_in": true})
+    );
     let (status, _) = browser.post("/api/logout", json!({})).await;
     assert_eq!(status, StatusCode::OK);
     let (status, _) = browser.get("/api/apps").await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED, "the login is forgotten on sign-out");
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "the login is forgotten on sign-out"
+    );
 }
 
 #[tokio::test]
@@ -127,12 +157,21 @@ async fn a_token_scoped_to_app_a_sees_nothing_of_app_b() {
         assert!(!body.to_string().contains(B_SECRET), "{path}: {body}");
     }
     let (status, body) = browser
-        .post("/api/apps/b/users/bob/memories/delete", json!({"session_id": "secret-b"}))
+        .post(
+            "/api/apps/b/users/bob/memories/delete",
+            json!({"session_id": "secret-b"}),
+        )
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-    for path in ["/api/apps/b/feed", "/api/apps/b/users/bob/sessions/secret-b/live"] {
+    for path in [
+        "/api/apps/b/feed",
+        "/api/apps/b/users/bob/sessions/secret-b/live",
+    ] {
         let (text, _) = browser.first_message(path).await;
-        assert!(text.starts_with("event: failure") && text.contains("may not access app"), "{path}: {text}");
+        assert!(
+            text.starts_with("event: failure") && text.contains("may not access app"),
+            "{path}: {text}"
+        );
         assert!(!text.contains(B_SECRET), "{path}: {text}");
     }
 }
@@ -144,19 +183,28 @@ async fn writes_need_the_page_header_and_name_exactly_one_target() {
     browser.sign_in(OPS_TOKEN).await;
     // A cross-site form can post, but cannot add a header.
     let response = browser
-        .request(reqwest::Method::POST, "/api/apps/a/users/alice/memories/delete")
+        .request(
+            reqwest::Method::POST,
+            "/api/apps/a/users/alice/memories/delete",
+        )
         .json(&json!({"memory_id": "m-food"}))
         .send()
         .await
         .expect("POST");
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
     let (status, body) = browser
-        .post("/api/apps/a/users/alice/memories/delete", json!({"memory_id": "m-food", "session_id": "s2"}))
+        .post(
+            "/api/apps/a/users/alice/memories/delete",
+            json!({"memory_id": "m-food", "session_id": "s2"}),
+        )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(fixture.memory_ids().await.len(), 4, "nothing was deleted");
     let (status, body) = browser
-        .post("/api/apps/a/users/alice/memories/delete", json!({"memory_id": "m-food"}))
+        .post(
+            "/api/apps/a/users/alice/memories/delete",
+            json!({"memory_id": "m-food"}),
+        )
         .await;
     assert_eq!((status, body), (StatusCode::OK, json!({"deleted": 1})));
     assert_eq!(fixture.memory_ids().await.len(), 3);
@@ -167,18 +215,31 @@ async fn search_filters_reach_the_service() {
     let fixture = Fixture::start().await;
     let mut browser = Browser::new(&fixture);
     browser.sign_in(OPS_TOKEN).await;
-    let (status, body) = browser.get("/api/apps/a/users/alice/memories/search?q=console&author=user").await;
+    let (status, body) = browser
+        .get("/api/apps/a/users/alice/memories/search?q=console&author=user")
+        .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["memories"].as_array().map(Vec::len), Some(3), "{body}");
-    let (_, body) = browser.get("/api/apps/a/users/alice/memories/search?q=console&author=nobody").await;
+    let (_, body) = browser
+        .get("/api/apps/a/users/alice/memories/search?q=console&author=nobody")
+        .await;
     assert_eq!(body["memories"], json!([]));
     let (_, body) = browser
         .get("/api/apps/a/users/alice/memories/search?q=console&before=2000-01-01T00:00:00Z")
         .await;
-    assert_eq!(body["memories"], json!([]), "every entry is newer than 2000");
-    let (status, body) = browser.get("/api/apps/a/users/alice/memories/search?q=console&after=yesterday").await;
+    assert_eq!(
+        body["memories"],
+        json!([]),
+        "every entry is newer than 2000"
+    );
+    let (status, body) = browser
+        .get("/api/apps/a/users/alice/memories/search?q=console&after=yesterday")
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert!(body["error"].as_str().unwrap_or_default().contains("after"), "{body}");
+    assert!(
+        body["error"].as_str().unwrap_or_default().contains("after"),
+        "{body}"
+    );
 }
 
 #[tokio::test]
@@ -186,8 +247,16 @@ async fn on_loopback_the_console_answers_only_to_loopback_names() {
     let fixture = Fixture::start().await;
     let browser = Browser::new(&fixture);
     let port = fixture.console.port();
-    for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}"), "localhost".into()] {
-        let response = browser.request(reqwest::Method::GET, "/").header(header::HOST, host.as_str()).send().await;
+    for host in [
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        "localhost".into(),
+    ] {
+        let response = browser
+            .request(reqwest::Method::GET, "/")
+            .header(header::HOST, host.as_str())
+            .send()
+            .await;
         assert_eq!(response.expect("GET").status(), StatusCode::OK, "{host}");
     }
     // What a page of another site reaches through DNS rebinding.
@@ -198,9 +267,21 @@ async fn on_loopback_the_console_answers_only_to_loopback_names() {
         .await
         .expect("GET");
     assert_eq!(response.status(), StatusCode::MISDIRECTED_REQUEST);
-    let page = browser.request(reqwest::Method::GET, "/").send().await.expect("GET /");
-    let csp = page.headers().get(header::CONTENT_SECURITY_POLICY).expect("a CSP").to_str().unwrap();
-    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{csp}");
+    let page = browser
+        .request(reqwest::Method::GET, "/")
+        .send()
+        .await
+        .expect("GET /");
+    let csp = page
+        .headers()
+        .get(header::CONTENT_SECURITY_POLICY)
+        .expect("a CSP")
+        .to_str()
+        .unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
 }
 
 #[tokio::test]
@@ -216,7 +297,10 @@ async fn live_views_are_bounded_per_browser_and_end_with_the_connection() {
         open.push(response);
     }
     let (text, _) = browser.first_message(session).await;
-    assert!(text.starts_with("event: failure") && text.contains("too many live views"), "{text}");
+    assert!(
+        text.starts_with("event: failure") && text.contains("too many live views"),
+        "{text}"
+    );
     // Another browser is not affected.
     let mut other = Browser::new(&fixture);
     other.sign_in(OPS_TOKEN).await;
@@ -231,7 +315,10 @@ async fn live_views_are_bounded_per_browser_and_end_with_the_connection() {
             open.push(response);
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the closed view's place never came back");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the closed view's place never came back"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert_eq!(browser.get("/api/health").await.1["live_views"], json!(5));

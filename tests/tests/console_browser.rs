@@ -109,7 +109,10 @@ async fn screenshot(browser: &Client, name: &str) {
 async fn until(browser: &Client, what: &str, script: &str, args: Vec<Value>) -> Value {
     let deadline = Instant::now() + PATIENCE;
     loop {
-        let value = browser.execute(script, args.clone()).await.expect("script runs");
+        let value = browser
+            .execute(script, args.clone())
+            .await
+            .expect("script runs");
         let truthy = !matches!(&value, Value::Null | Value::Bool(false))
             && value != json!(0)
             && value != json!("");
@@ -188,7 +191,14 @@ async fn sign_in(browser: &Client, console: &str, token: &str) {
 /// Appends `count` events to a session over one AppendEvents stream.
 async fn append_many(fixture: &Fixture, app: &str, user: &str, id: &str, count: usize) {
     let requests: Vec<AppendEventRequest> = (1..=count)
-        .map(|i| append_request(app, user, id, text_event("agent", &format!("bulk event {i}"))))
+        .map(|i| {
+            append_request(
+                app,
+                user,
+                id,
+                text_event("agent", &format!("bulk event {i}")),
+            )
+        })
         .collect();
     let mut responses = fixture
         .sessions
@@ -241,9 +251,17 @@ async fn the_console_in_a_browser() {
     until_text(&browser, "#events .part-label", "call load_memory").await;
     until_text(&browser, "#events .part-label", "response load_memory").await;
     until_text(&browser, "#events .part-label", "state delta").await;
-    let state = |scope: &str| format!("return JSON.parse(document.querySelector('#state-{scope} pre').textContent)");
-    assert_eq!(browser.execute(&state("app"), vec![]).await.unwrap(), json!({"plan": "pro"}));
-    assert_eq!(browser.execute(&state("user"), vec![]).await.unwrap(), json!({"lang": "en", "visits": 3}));
+    let state = |scope: &str| {
+        format!("return JSON.parse(document.querySelector('#state-{scope} pre').textContent)")
+    };
+    assert_eq!(
+        browser.execute(&state("app"), vec![]).await.unwrap(),
+        json!({"plan": "pro"})
+    );
+    assert_eq!(
+        browser.execute(&state("user"), vec![]).await.unwrap(),
+        json!({"lang": "en", "visits": 3})
+    );
     assert_eq!(
         browser.execute(&state("session"), vec![]).await.unwrap(),
         json!({"topic": "console", "answered": true})
@@ -266,49 +284,103 @@ async fn the_console_in_a_browser() {
     // Live: an event appended through gRPC appears without a reload; partial fragments show
     // as they stream and give way to the final event.
     until_text(&browser, "#live-status", "live").await;
-    browser.execute("window.notReloaded = true", vec![]).await.unwrap();
-    assert_eq!(fixture.in_flight("WatchSession").await, 1.0, "the page follows the session");
+    browser
+        .execute("window.notReloaded = true", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        fixture.in_flight("WatchSession").await,
+        1.0,
+        "the page follows the session"
+    );
     let partial = |text: &str| Event {
         partial: Some(true),
         ..text_event("helper", text)
     };
-    fixture.append("a", "alice", "s1", partial("Your favourite ")).await;
-    fixture.append("a", "alice", "s1", partial("project is the console")).await;
-    until_text(&browser, "#events .event.partial .text", "Your favourite project is the console").await;
+    fixture
+        .append("a", "alice", "s1", partial("Your favourite "))
+        .await;
+    fixture
+        .append("a", "alice", "s1", partial("project is the console"))
+        .await;
+    until_text(
+        &browser,
+        "#events .event.partial .text",
+        "Your favourite project is the console",
+    )
+    .await;
     until_text(&browser, "#events .badge.partial", "partial").await;
     fixture
-        .append("a", "alice", "s1", text_event("helper", "Your favourite project is the console."))
+        .append(
+            "a",
+            "alice",
+            "s1",
+            text_event("helper", "Your favourite project is the console."),
+        )
         .await;
-    until_text(&browser, "#events .text", "Your favourite project is the console.").await;
-    until(&browser, "the partial row gone", "return document.querySelectorAll('#events .event.partial').length === 0", vec![]).await;
-    fixture.append("a", "alice", "s1", text_event("user", "live hello")).await;
+    until_text(
+        &browser,
+        "#events .text",
+        "Your favourite project is the console.",
+    )
+    .await;
+    until(
+        &browser,
+        "the partial row gone",
+        "return document.querySelectorAll('#events .event.partial').length === 0",
+        vec![],
+    )
+    .await;
+    fixture
+        .append("a", "alice", "s1", text_event("user", "live hello"))
+        .await;
     until_text(&browser, "#events .text", "live hello").await;
-    assert_eq!(browser.execute("return window.notReloaded", vec![]).await.unwrap(), json!(true));
+    assert_eq!(
+        browser
+            .execute("return window.notReloaded", vec![])
+            .await
+            .unwrap(),
+        json!(true)
+    );
     screenshot(&browser, "session").await;
 
     // Closing the view (the tab navigates away) cancels the WatchSession call.
     go(&browser, "about:blank").await;
     let deadline = Instant::now() + PATIENCE;
     while fixture.in_flight("WatchSession").await != 0.0 {
-        assert!(Instant::now() < deadline, "WatchSession still in flight after the page closed");
+        assert!(
+            Instant::now() < deadline,
+            "WatchSession still in flight after the page closed"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
     // The app's activity feed: live, and resumed after leaving and coming back.
     go(&browser, &format!("{console}/#/app/a/feed")).await;
     until_text(&browser, "#live-status", "live").await;
-    fixture.append("a", "alice", "s1", text_event("user", "feed one")).await;
+    fixture
+        .append("a", "alice", "s1", text_event("user", "feed one"))
+        .await;
     until_text(&browser, "#feed .text", "feed one").await;
     go(&browser, "about:blank").await;
-    fixture.append("a", "alice", "s1", text_event("user", "feed while away")).await;
+    fixture
+        .append("a", "alice", "s1", text_event("user", "feed while away"))
+        .await;
     go(&browser, &format!("{console}/#/app/a/feed")).await;
     until_text(&browser, "#feed .text", "feed while away").await;
     until_text(&browser, "#feed .text", "feed one").await;
     let order = browser
-        .execute("return [...document.querySelectorAll('#feed .text')].map(e => e.textContent)", vec![])
+        .execute(
+            "return [...document.querySelectorAll('#feed .text')].map(e => e.textContent)",
+            vec![],
+        )
         .await
         .unwrap();
-    assert_eq!(order, json!(["feed while away", "feed one"]), "newest first, nothing twice");
+    assert_eq!(
+        order,
+        json!(["feed while away", "feed one"]),
+        "newest first, nothing twice"
+    );
     screenshot(&browser, "feed").await;
 
     // Memory: ranked search results.
@@ -324,7 +396,13 @@ async fn the_console_in_a_browser() {
         .await
         .unwrap();
     click(&browser, "#search button[type=submit]").await;
-    until(&browser, "search results", "return document.querySelectorAll('#results tbody tr').length", vec![]).await;
+    until(
+        &browser,
+        "search results",
+        "return document.querySelectorAll('#results tbody tr').length",
+        vec![],
+    )
+    .await;
     let ranked = browser
         .execute(
             "return [...document.querySelectorAll('#results tbody tr')].map(r => [r.dataset.id, Number(r.querySelector('.score').textContent)])",
@@ -333,24 +411,59 @@ async fn the_console_in_a_browser() {
         .await
         .unwrap();
     let ranked: Vec<(String, f64)> = serde_json::from_value(ranked).unwrap();
-    assert_eq!(ranked.first().map(|r| r.0.as_str()), Some("m-best"), "{ranked:?}");
-    assert_eq!(ranked.len(), 3, "only entries about the console: {ranked:?}");
-    assert!(ranked.windows(2).all(|w| w[0].1 >= w[1].1), "best first: {ranked:?}");
+    assert_eq!(
+        ranked.first().map(|r| r.0.as_str()),
+        Some("m-best"),
+        "{ranked:?}"
+    );
+    assert_eq!(
+        ranked.len(),
+        3,
+        "only entries about the console: {ranked:?}"
+    );
+    assert!(
+        ranked.windows(2).all(|w| w[0].1 >= w[1].1),
+        "best first: {ranked:?}"
+    );
     assert!(ranked.iter().all(|r| r.1 > 0.0), "scores shown: {ranked:?}");
     screenshot(&browser, "memory-search").await;
 
     // Deleting needs a confirmation: cancelling deletes nothing.
     click(&browser, "#memories tr[data-id='m-food'] .delete-entry").await;
-    until(&browser, "the confirmation", "return document.getElementById('confirm').open", vec![]).await;
+    until(
+        &browser,
+        "the confirmation",
+        "return document.getElementById('confirm').open",
+        vec![],
+    )
+    .await;
     screenshot(&browser, "memory-delete-confirm").await;
     click(&browser, "#confirm-cancel").await;
-    until(&browser, "the dialog closed", "return !document.getElementById('confirm').open", vec![]).await;
-    assert!(fixture.memory_ids().await.contains(&"m-food".to_owned()), "cancel deleted it");
+    until(
+        &browser,
+        "the dialog closed",
+        "return !document.getElementById('confirm').open",
+        vec![],
+    )
+    .await;
+    assert!(
+        fixture.memory_ids().await.contains(&"m-food".to_owned()),
+        "cancel deleted it"
+    );
     click(&browser, "#memories tr[data-id='m-food'] .delete-entry").await;
-    until(&browser, "the confirmation", "return document.getElementById('confirm').open", vec![]).await;
+    until(
+        &browser,
+        "the confirmation",
+        "return document.getElementById('confirm').open",
+        vec![],
+    )
+    .await;
     click(&browser, "#confirm-ok").await;
     until_text(&browser, "#memory-message .notice", "Deleted 1 entry.").await;
-    assert!(!fixture.memory_ids().await.contains(&"m-food".to_owned()), "not deleted");
+    assert!(
+        !fixture.memory_ids().await.contains(&"m-food".to_owned()),
+        "not deleted"
+    );
     until(
         &browser,
         "the list without the entry",
@@ -360,7 +473,13 @@ async fn the_console_in_a_browser() {
     .await;
     // A session's entries, from a search result.
     click(&browser, "#results tr[data-id='m-best'] .delete-session").await;
-    until(&browser, "the confirmation", "return document.getElementById('confirm').open", vec![]).await;
+    until(
+        &browser,
+        "the confirmation",
+        "return document.getElementById('confirm').open",
+        vec![],
+    )
+    .await;
     click(&browser, "#confirm-ok").await;
     until_text(&browser, "#memory-message .notice", "Deleted 2 entries.").await;
     assert_eq!(fixture.memory_ids().await, vec!["m-old".to_owned()]);
@@ -368,14 +487,33 @@ async fn the_console_in_a_browser() {
     // A 10,000-event session: paged, one page of rows in the page at a time.
     fixture.create("a", "bulk", "big", json!({})).await;
     append_many(&fixture, "a", "bulk", "big", 10_000).await;
-    go(&browser, &format!("{console}/#/app/a/user/bulk/session/big")).await;
-    until_text(&browser, "#event-pager .page-info", "Page 100 of 100 (10000 events)").await;
+    go(
+        &browser,
+        &format!("{console}/#/app/a/user/bulk/session/big"),
+    )
+    .await;
+    until_text(
+        &browser,
+        "#event-pager .page-info",
+        "Page 100 of 100 (10000 events)",
+    )
+    .await;
     until_text(&browser, "#events .text", "bulk event 10000").await;
     let rows = "return document.querySelectorAll('#events .event').length";
     assert_eq!(browser.execute(rows, vec![]).await.unwrap(), json!(100));
     click(&browser, "#event-pager button:first-child").await;
-    until_text(&browser, "#event-pager .page-info", "Page 1 of 100 (10000 events)").await;
-    until_text(&browser, "#events .event:first-child .meta span:first-child", "#1").await;
+    until_text(
+        &browser,
+        "#event-pager .page-info",
+        "Page 1 of 100 (10000 events)",
+    )
+    .await;
+    until_text(
+        &browser,
+        "#events .event:first-child .meta span:first-child",
+        "#1",
+    )
+    .await;
     assert_eq!(browser.execute(rows, vec![]).await.unwrap(), json!(100));
     screenshot(&browser, "big-session").await;
 
@@ -398,19 +536,38 @@ async fn the_console_in_a_browser() {
         }))
         .await;
     }
-    fixture.append("a", "user-3", "many-0003", text_event("user", "touch")).await;
+    fixture
+        .append("a", "user-3", "many-0003", text_event("user", "touch"))
+        .await;
     go(&browser, &format!("{console}/#/app/a/sessions")).await;
     until_text(&browser, ".page-info", "Page 1 of 21 (1002 in all)").await;
     let first = "return document.querySelector('#sessions tbody tr td a').textContent";
-    assert_eq!(browser.execute(first, vec![]).await.unwrap(), json!("many-0003"), "the last updated first");
     assert_eq!(
-        browser.execute("return document.querySelectorAll('#sessions tbody tr').length", vec![]).await.unwrap(),
+        browser.execute(first, vec![]).await.unwrap(),
+        json!("many-0003"),
+        "the last updated first"
+    );
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelectorAll('#sessions tbody tr').length",
+                vec![]
+            )
+            .await
+            .unwrap(),
         json!(50)
     );
     screenshot(&browser, "sessions").await;
-    go(&browser, &format!("{console}/#/app/a/sessions?user=user-7&prefix=many-09")).await;
+    go(
+        &browser,
+        &format!("{console}/#/app/a/sessions?user=user-7&prefix=many-09"),
+    )
+    .await;
     until_text(&browser, ".page-info", "Page 1 of 1 (10 in all)").await;
-    assert_eq!(browser.execute(first, vec![]).await.unwrap(), json!("many-0997"));
+    assert_eq!(
+        browser.execute(first, vec![]).await.unwrap(),
+        json!("many-0997")
+    );
     go(&browser, &format!("{console}/#/app/a")).await;
     until_text(&browser, "#figures .figure", "1002").await;
 
@@ -419,17 +576,45 @@ async fn the_console_in_a_browser() {
     sign_in(&browser, &console, A_TOKEN).await;
     until_text(&browser, "#apps a", "a").await;
     let apps = browser
-        .execute("return [...document.querySelectorAll('#apps a')].map(a => a.textContent)", vec![])
+        .execute(
+            "return [...document.querySelectorAll('#apps a')].map(a => a.textContent)",
+            vec![],
+        )
         .await
         .unwrap();
     assert_eq!(apps, json!(["a"]));
     go(&browser, &format!("{console}/#/app/b")).await;
-    until(&browser, "the refusal", "return document.querySelector('.error')?.textContent.includes('may not access app')", vec![]).await;
-    go(&browser, &format!("{console}/#/app/b/user/bob/session/secret-b")).await;
-    until(&browser, "the refusal", "return document.querySelector('.error')?.textContent.includes('may not access app')", vec![]).await;
+    until(
+        &browser,
+        "the refusal",
+        "return document.querySelector('.error')?.textContent.includes('may not access app')",
+        vec![],
+    )
+    .await;
+    go(
+        &browser,
+        &format!("{console}/#/app/b/user/bob/session/secret-b"),
+    )
+    .await;
+    until(
+        &browser,
+        "the refusal",
+        "return document.querySelector('.error')?.textContent.includes('may not access app')",
+        vec![],
+    )
+    .await;
     go(&browser, &format!("{console}/#/app/b/feed")).await;
-    until(&browser, "the refusal", "return document.querySelector('.error')?.textContent.includes('may not access app')", vec![]).await;
-    let shown = browser.execute("return document.body.innerText", vec![]).await.unwrap();
+    until(
+        &browser,
+        "the refusal",
+        "return document.querySelector('.error')?.textContent.includes('may not access app')",
+        vec![],
+    )
+    .await;
+    let shown = browser
+        .execute("return document.body.innerText", vec![])
+        .await
+        .unwrap();
     assert!(!shown.as_str().unwrap_or_default().contains(B_SECRET));
     screenshot(&browser, "scoped-token").await;
 

@@ -31,7 +31,12 @@ pub(super) async fn serve(cli: &Cli, args: &ConsoleArgs) -> Result<(), CliError>
         session_endpoint: cli.session_endpoint.clone(),
         memory_endpoint: cli.memory_endpoint.clone(),
         ca_pem: cli.access()?.ca_pem,
-        apps: args.apps.iter().map(|a| a.trim().to_owned()).filter(|a| !a.is_empty()).collect(),
+        apps: args
+            .apps
+            .iter()
+            .map(|a| a.trim().to_owned())
+            .filter(|a| !a.is_empty())
+            .collect(),
     };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

@@ -75,12 +75,20 @@ async fn sessions_newest_first(
     app: &str,
     user: Option<&str>,
 ) -> Result<(Vec<Session>, bool), ConsoleError> {
-    let (mut sessions, truncated) = caller.backend.sessions(app, user, MAX_SESSIONS_READ).await?;
+    let (mut sessions, truncated) = caller
+        .backend
+        .sessions(app, user, MAX_SESSIONS_READ)
+        .await?;
     let key = |s: &Session| {
         let t = s.last_update_time.unwrap_or_default();
         (t.seconds, t.nanos)
     };
-    sessions.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| a.user_id.cmp(&b.user_id)).then_with(|| a.id.cmp(&b.id)));
+    sessions.sort_by(|a, b| {
+        key(b)
+            .cmp(&key(a))
+            .then_with(|| a.user_id.cmp(&b.user_id))
+            .then_with(|| a.id.cmp(&b.id))
+    });
     Ok((sessions, truncated))
 }
 
@@ -89,13 +97,21 @@ fn paged(rows: Vec<Value>, page: Option<usize>) -> Value {
     let total = rows.len();
     let pages = total.div_ceil(ROWS_PAGE).max(1);
     let page = page.unwrap_or(1).clamp(1, pages);
-    let rows: Vec<Value> = rows.into_iter().skip((page - 1) * ROWS_PAGE).take(ROWS_PAGE).collect();
+    let rows: Vec<Value> = rows
+        .into_iter()
+        .skip((page - 1) * ROWS_PAGE)
+        .take(ROWS_PAGE)
+        .collect();
     json!({"rows": rows, "total": total, "page": page, "pages": pages})
 }
 
 /// `GET /api/apps/{app}/users`: the app's users with their session counts, most recently
 /// active first, and the app's figures.
-pub async fn users(caller: Caller, Path(app): Path<String>, Query(q): Query<TableQuery>) -> ApiResult {
+pub async fn users(
+    caller: Caller,
+    Path(app): Path<String>,
+    Query(q): Query<TableQuery>,
+) -> ApiResult {
     let (sessions, truncated) = sessions_newest_first(&caller, &app, None).await?;
     let events: u64 = sessions.iter().map(|s| s.last_sequence).sum();
     // Newest first, so a user's first session is their latest activity.
@@ -116,11 +132,17 @@ pub async fn users(caller: Caller, Path(app): Path<String>, Query(q): Query<Tabl
         .filter(|(id, ..)| id.starts_with(&q.prefix))
         .map(|(id, count, events, last)| json!({"user_id": id, "sessions": count, "events": events, "last_update_time": last}))
         .collect();
-    Ok(Json(json!({"figures": figures, "table": paged(rows, q.page)})))
+    Ok(Json(
+        json!({"figures": figures, "table": paged(rows, q.page)}),
+    ))
 }
 
 /// `GET /api/apps/{app}/sessions`: sessions newest first, filtered by user and id prefix.
-pub async fn sessions(caller: Caller, Path(app): Path<String>, Query(q): Query<TableQuery>) -> ApiResult {
+pub async fn sessions(
+    caller: Caller,
+    Path(app): Path<String>,
+    Query(q): Query<TableQuery>,
+) -> ApiResult {
     let user = q.user.as_deref().filter(|u| !u.is_empty());
     let (sessions, truncated) = sessions_newest_first(&caller, &app, user).await?;
     let rows = sessions
@@ -134,12 +156,18 @@ pub async fn sessions(caller: Caller, Path(app): Path<String>, Query(q): Query<T
             })
         })
         .collect();
-    Ok(Json(json!({"table": paged(rows, q.page), "truncated": truncated})))
+    Ok(Json(
+        json!({"table": paged(rows, q.page), "truncated": truncated}),
+    ))
 }
 
 /// The merged state split by scope, prefixes removed.
 fn state_by_scope(state: &str) -> Value {
-    let mut scopes: [(&str, Map<String, Value>); 3] = [("app", Map::new()), ("user", Map::new()), ("session", Map::new())];
+    let mut scopes: [(&str, Map<String, Value>); 3] = [
+        ("app", Map::new()),
+        ("user", Map::new()),
+        ("session", Map::new()),
+    ];
     if let Value::Object(all) = json::parse_json_text(state) {
         for (key, value) in all {
             let (scope, key) = match (key.strip_prefix("app:"), key.strip_prefix("user:")) {
@@ -150,11 +178,19 @@ fn state_by_scope(state: &str) -> Value {
             scopes[scope].1.insert(key, value);
         }
     }
-    Value::Object(scopes.into_iter().map(|(name, map)| (name.to_owned(), Value::Object(map))).collect())
+    Value::Object(
+        scopes
+            .into_iter()
+            .map(|(name, map)| (name.to_owned(), Value::Object(map)))
+            .collect(),
+    )
 }
 
 /// `GET /api/apps/{app}/users/{user}/sessions/{id}`: the session's figures and state by scope.
-pub async fn session(caller: Caller, Path((app, user, id)): Path<(String, String, String)>) -> ApiResult {
+pub async fn session(
+    caller: Caller,
+    Path((app, user, id)): Path<(String, String, String)>,
+) -> ApiResult {
     let s = caller.backend.session(&app, &user, &id).await?;
     Ok(Json(json!({
         "id": s.id, "app_name": s.app_name, "user_id": s.user_id,
@@ -182,7 +218,9 @@ pub async fn events(
     let page = q.page.unwrap_or(1).max(1);
     let after = (page - 1).saturating_mul(u64::from(EVENTS_PAGE));
     let events = caller.backend.events(&app, &user, &id, after).await?;
-    Ok(Json(json!({"page": page, "events": events.iter().map(json::event).collect::<Vec<_>>()})))
+    Ok(Json(
+        json!({"page": page, "events": events.iter().map(json::event).collect::<Vec<_>>()}),
+    ))
 }
 
 #[derive(Deserialize)]
@@ -198,9 +236,16 @@ pub async fn memories(
     Query(q): Query<MemoriesQuery>,
 ) -> ApiResult {
     let first = q.page_token.is_empty();
-    let page = caller.backend.memories(&app, &user, MEMORIES_PAGE, q.page_token).await?;
+    let page = caller
+        .backend
+        .memories(&app, &user, MEMORIES_PAGE, q.page_token)
+        .await?;
     // The user's figure, counted along with the first page.
-    let total = if first { Some(count_memories(&caller, &app, &user).await?) } else { None };
+    let total = if first {
+        Some(count_memories(&caller, &app, &user).await?)
+    } else {
+        None
+    };
     Ok(Json(json!({
         "memories": page.memories.iter().map(json::memory_entry).collect::<Vec<_>>(),
         "next_page_token": page.next_page_token,
@@ -243,10 +288,12 @@ fn timestamp(field: &'static str, text: &str) -> Result<Option<Timestamp>, Conso
     if text.is_empty() {
         return Ok(None);
     }
-    Timestamp::from_str(text).map(Some).map_err(|e| ConsoleError::BadRequest {
-        field,
-        reason: format!("{text:?} is not an RFC 3339 time: {e}"),
-    })
+    Timestamp::from_str(text)
+        .map(Some)
+        .map_err(|e| ConsoleError::BadRequest {
+            field,
+            reason: format!("{text:?} is not an RFC 3339 time: {e}"),
+        })
 }
 
 /// `GET .../memories/search?q=&author=&after=&before=&limit=`: ranked results, best first.

@@ -9,9 +9,9 @@ use adk_proto::{
         SearchMemoryRequest,
     },
     session::v1::{
-        session_service_client::SessionServiceClient, Event, GetAppStateRequest,
-        GetSessionRequest, ListEventsRequest, ListSessionsRequest, Session, WatchEventsRequest,
-        WatchEventsResponse, WatchSessionRequest, WatchSessionResponse,
+        session_service_client::SessionServiceClient, Event, GetAppStateRequest, GetSessionRequest,
+        ListEventsRequest, ListSessionsRequest, Session, WatchEventsRequest, WatchEventsResponse,
+        WatchSessionRequest, WatchSessionResponse,
     },
 };
 use tonic::{transport::Channel, Code, Streaming};
@@ -52,8 +52,15 @@ pub struct Health {
 
 impl Services {
     /// Lazy connections to both services (nothing is dialled before the first call).
-    pub fn connect(session_endpoint: &str, memory_endpoint: &str, ca_pem: Option<Vec<u8>>) -> Result<Self> {
-        let access = Access { token: None, ca_pem };
+    pub fn connect(
+        session_endpoint: &str,
+        memory_endpoint: &str,
+        ca_pem: Option<Vec<u8>>,
+    ) -> Result<Self> {
+        let access = Access {
+            token: None,
+            ca_pem,
+        };
         Ok(Self {
             session: Remote::channel("session-svc", session_endpoint, &access)?,
             memory: Remote::channel("memory-svc", memory_endpoint, &access)?,

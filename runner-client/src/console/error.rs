@@ -37,15 +37,25 @@ pub enum ConsoleError {
 impl IntoResponse for ConsoleError {
     fn into_response(self) -> Response {
         let (status, code) = match &self {
-            ConsoleError::Service(RunnerError::Service { code, .. }) => (http_status(*code), code_name(*code)),
-            ConsoleError::Service(RunnerError::Unreachable { .. }) => (StatusCode::BAD_GATEWAY, "UNAVAILABLE"),
+            ConsoleError::Service(RunnerError::Service { code, .. }) => {
+                (http_status(*code), code_name(*code))
+            }
+            ConsoleError::Service(RunnerError::Unreachable { .. }) => {
+                (StatusCode::BAD_GATEWAY, "UNAVAILABLE")
+            }
             ConsoleError::Service(_) => (StatusCode::BAD_GATEWAY, "INTERNAL"),
             ConsoleError::BadRequest { .. } => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
             ConsoleError::UnknownToken => (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),
             ConsoleError::CrossSite => (StatusCode::FORBIDDEN, "CROSS_SITE"),
-            ConsoleError::TooManyLiveViews { .. } => (StatusCode::TOO_MANY_REQUESTS, "RESOURCE_EXHAUSTED"),
+            ConsoleError::TooManyLiveViews { .. } => {
+                (StatusCode::TOO_MANY_REQUESTS, "RESOURCE_EXHAUSTED")
+            }
         };
-        (status, Json(json!({"error": self.to_string(), "code": code}))).into_response()
+        (
+            status,
+            Json(json!({"error": self.to_string(), "code": code})),
+        )
+            .into_response()
     }
 }
 
@@ -54,7 +64,9 @@ fn http_status(code: Code) -> StatusCode {
         Code::Unauthenticated => StatusCode::UNAUTHORIZED,
         Code::PermissionDenied => StatusCode::FORBIDDEN,
         Code::NotFound => StatusCode::NOT_FOUND,
-        Code::InvalidArgument | Code::OutOfRange | Code::FailedPrecondition => StatusCode::BAD_REQUEST,
+        Code::InvalidArgument | Code::OutOfRange | Code::FailedPrecondition => {
+            StatusCode::BAD_REQUEST
+        }
         Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
         Code::Unavailable | Code::DeadlineExceeded => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::BAD_GATEWAY,

@@ -15,7 +15,9 @@ use std::{
     time::Duration,
 };
 
-use adk_proto::session::v1::{watch_session_response::Change, WatchEventsRequest, WatchSessionRequest};
+use adk_proto::session::v1::{
+    watch_session_response::Change, WatchEventsRequest, WatchSessionRequest,
+};
 use axum::{
     extract::{Path, Query, State},
     http::HeaderMap,
@@ -50,7 +52,11 @@ pub struct LiveViews {
 impl LiveViews {
     /// How many views are open.
     pub fn open(&self) -> usize {
-        self.open.lock().unwrap_or_else(PoisonError::into_inner).values().sum()
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .sum()
     }
 
     /// A slot for one more view of `browser`, released when dropped.
@@ -80,7 +86,11 @@ struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut open = self.views.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut open = self
+            .views
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if let Some(n) = open.get_mut(&self.browser) {
             *n -= 1;
             if *n == 0 {
@@ -106,7 +116,10 @@ fn respond(slot: Slot, events: EventStream) -> Response {
 /// A view that only reports why it cannot run (one `failure` event, then the end: the page
 /// shows it and does not reconnect).
 fn failure(error: ConsoleError) -> Response {
-    Sse::new(tokio_stream::once(Ok::<_, Infallible>(failure_event(error)))).into_response()
+    Sse::new(tokio_stream::once(Ok::<_, Infallible>(failure_event(
+        error,
+    ))))
+    .into_response()
 }
 
 /// `failure` message: `{"error": "..."}`.
@@ -150,10 +163,12 @@ pub async fn session(
     let events = stream.map(move |change| {
         Ok(match change {
             Ok(change) => match change.change {
-                Some(Change::Event(e)) if e.partial == Some(true) => {
-                    Event::default().event("partial").data(json::event(&e).to_string())
-                }
-                Some(Change::Event(e)) => Event::default().event("event").data(json::event(&e).to_string()),
+                Some(Change::Event(e)) if e.partial == Some(true) => Event::default()
+                    .event("partial")
+                    .data(json::event(&e).to_string()),
+                Some(Change::Event(e)) => Event::default()
+                    .event("event")
+                    .data(json::event(&e).to_string()),
                 Some(Change::Deleted(_)) => Event::default().event("deleted").data("{}"),
                 None => Event::default().comment("unknown change"),
             },
@@ -202,7 +217,9 @@ pub async fn feed(
     let events = stream.map(move |item| {
         Ok(match item {
             Ok(item) => {
-                let event = Event::default().event("event").data(json::app_event(&item).to_string());
+                let event = Event::default()
+                    .event("event")
+                    .data(json::app_event(&item).to_string());
                 // An SSE id cannot hold line breaks (the service's cursors never do).
                 if item.cursor.contains(['\n', '\r', '\0']) {
                     event

@@ -50,11 +50,18 @@ impl Logins {
     }
 
     fn add(&self, token: String) -> String {
-        let id = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+        let id = format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
         let mut tokens = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
         tokens.retain(|_, (_, since)| since.elapsed() < LOGIN_LIFETIME);
         if tokens.len() >= MAX_LOGINS {
-            let oldest = tokens.iter().min_by_key(|(_, (_, since))| *since).map(|(id, _)| id.clone());
+            let oldest = tokens
+                .iter()
+                .min_by_key(|(_, (_, since))| *since)
+                .map(|(id, _)| id.clone());
             if let Some(oldest) = oldest {
                 tokens.remove(&oldest);
             }
@@ -64,7 +71,10 @@ impl Logins {
     }
 
     fn remove(&self, id: &str) {
-        self.tokens.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        self.tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
     }
 }
 
@@ -88,7 +98,10 @@ pub struct Caller {
 impl FromRequestParts<Arc<Console>> for Caller {
     type Rejection = ConsoleError;
 
-    async fn from_request_parts(parts: &mut Parts, console: &Arc<Console>) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        console: &Arc<Console>,
+    ) -> Result<Self, Self::Rejection> {
         let login = login_id(&parts.headers).map(str::to_owned);
         let token = login.as_deref().and_then(|id| console.logins.token(id));
         let key = match (&login, &token) {
@@ -108,7 +121,10 @@ impl FromRequestParts<Arc<Console>> for Caller {
 /// A write must carry [`WRITE_HEADER`]: browsers send custom headers cross-site only after a
 /// CORS preflight, which the console never answers.
 pub fn check_write(headers: &HeaderMap) -> Result<(), ConsoleError> {
-    headers.get(WRITE_HEADER).map(|_| ()).ok_or(ConsoleError::CrossSite)
+    headers
+        .get(WRITE_HEADER)
+        .map(|_| ())
+        .ok_or(ConsoleError::CrossSite)
 }
 
 #[derive(Deserialize)]
@@ -130,7 +146,12 @@ pub async fn login(
             reason: "empty".into(),
         });
     }
-    if !console.services.acting_for(Some(&token))?.token_is_known().await? {
+    if !console
+        .services
+        .acting_for(Some(&token))?
+        .token_is_known()
+        .await?
+    {
         return Err(ConsoleError::UnknownToken);
     }
     let id = console.logins.add(token);
@@ -142,7 +163,10 @@ pub async fn login(
 }
 
 /// `POST /api/logout`: forgets the login.
-pub async fn logout(State(console): State<Arc<Console>>, headers: HeaderMap) -> Result<Response, ConsoleError> {
+pub async fn logout(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+) -> Result<Response, ConsoleError> {
     check_write(&headers)?;
     if let Some(id) = login_id(&headers) {
         console.logins.remove(id);
@@ -152,8 +176,13 @@ pub async fn logout(State(console): State<Arc<Console>>, headers: HeaderMap) -> 
 }
 
 /// `GET /api/whoami`: whether this browser is signed in.
-pub async fn whoami(State(console): State<Arc<Console>>, headers: HeaderMap) -> Json<serde_json::Value> {
-    let signed_in = login_id(&headers).and_then(|id| console.logins.token(id)).is_some();
+pub async fn whoami(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+) -> Json<serde_json::Value> {
+    let signed_in = login_id(&headers)
+        .and_then(|id| console.logins.token(id))
+        .is_some();
     Json(json!({ "signed_in": signed_in }))
 }
 

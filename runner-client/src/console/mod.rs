@@ -72,10 +72,17 @@ pub struct Running {
 }
 
 /// Serves the console on `listener` in a background task.
-pub fn spawn(listener: TcpListener, config: Config) -> Result<Running, Box<dyn std::error::Error + Send + Sync>> {
+pub fn spawn(
+    listener: TcpListener,
+    config: Config,
+) -> Result<Running, Box<dyn std::error::Error + Send + Sync>> {
     let addr = listener.local_addr()?;
     let console = Arc::new(Console {
-        services: backend::Services::connect(&config.session_endpoint, &config.memory_endpoint, config.ca_pem)?,
+        services: backend::Services::connect(
+            &config.session_endpoint,
+            &config.memory_endpoint,
+            config.ca_pem,
+        )?,
         logins: logins::Logins::default(),
         live: Arc::default(),
         apps: config.apps,
@@ -91,9 +98,28 @@ fn router(console: Arc<Console>) -> Router {
     let session = "/api/apps/{app}/users/{user}/sessions/{id}";
     let memory = "/api/apps/{app}/users/{user}/memories";
     Router::new()
-        .route("/", get(|| asset("text/html; charset=utf-8", include_str!("assets/index.html"))))
-        .route("/assets/app.js", get(|| asset("text/javascript; charset=utf-8", include_str!("assets/app.js"))))
-        .route("/assets/style.css", get(|| asset("text/css; charset=utf-8", include_str!("assets/style.css"))))
+        .route(
+            "/",
+            get(|| {
+                asset(
+                    "text/html; charset=utf-8",
+                    include_str!("assets/index.html"),
+                )
+            }),
+        )
+        .route(
+            "/assets/app.js",
+            get(|| {
+                asset(
+                    "text/javascript; charset=utf-8",
+                    include_str!("assets/app.js"),
+                )
+            }),
+        )
+        .route(
+            "/assets/style.css",
+            get(|| asset("text/css; charset=utf-8", include_str!("assets/style.css"))),
+        )
         .route("/healthz", get(|| async { "ok" }))
         .route("/api/login", post(logins::login))
         .route("/api/logout", post(logins::logout))
@@ -125,7 +151,11 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
 /// security headers to every response.
 async fn guard(State(console): State<Arc<Console>>, request: Request, next: Next) -> Response {
     if console.loopback_only && !addressed_to_loopback(&request) {
-        return (StatusCode::MISDIRECTED_REQUEST, "the console answers only to localhost").into_response();
+        return (
+            StatusCode::MISDIRECTED_REQUEST,
+            "the console answers only to localhost",
+        )
+            .into_response();
     }
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
@@ -142,7 +172,11 @@ async fn guard(State(console): State<Arc<Console>>, request: Request, next: Next
 }
 
 fn addressed_to_loopback(request: &Request) -> bool {
-    let Some(host) = request.headers().get(header::HOST).and_then(|h| h.to_str().ok()) else {
+    let Some(host) = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+    else {
         return false;
     };
     // Strip the port: "[::1]:8080", "127.0.0.1:8080", "localhost".
@@ -151,5 +185,8 @@ fn addressed_to_loopback(request: &Request) -> bool {
         _ => host,
     };
     let name = name.trim_start_matches('[').trim_end_matches(']');
-    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }

@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 use adk_proto::{
     memory::v1::{memory_service_client::MemoryServiceClient, AddMemoryRequest, MemoryEntry},
     session::v1::{
-        part::Data, session_service_client::SessionServiceClient, Content,
-        CreateSessionRequest, Event, EventActions, FunctionCall, FunctionResponse, Part,
+        part::Data, session_service_client::SessionServiceClient, Content, CreateSessionRequest,
+        Event, EventActions, FunctionCall, FunctionResponse, Part,
     },
 };
 use adk_tests::{append_request, text_event, MemoryServer, SessionServer};
@@ -37,7 +37,9 @@ pub struct Bearer(MetadataValue<Ascii>);
 
 impl Interceptor for Bearer {
     fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
-        request.metadata_mut().insert("authorization", self.0.clone());
+        request
+            .metadata_mut()
+            .insert("authorization", self.0.clone());
         Ok(request)
     }
 }
@@ -75,8 +77,11 @@ impl Fixture {
         })
         .await;
         let endpoint = format!("http://{}", session.addr);
-        let memory = MemoryServer::start_with(&endpoint, |c| c.serve.tokens_file = Some(tokens)).await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("binds");
+        let memory =
+            MemoryServer::start_with(&endpoint, |c| c.serve.tokens_file = Some(tokens)).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("binds");
         let running = runner_client::console::spawn(
             listener,
             runner_client::console::Config {
@@ -135,9 +140,20 @@ impl Fixture {
     /// App `a`: alice's session `s1` (text, a tool call and its response, state in all three
     /// scopes, hostile text) and her memories; app `b`: bob's session with [`B_SECRET`].
     async fn seed(&self) {
-        self.create("a", "alice", "s1", serde_json::json!({"app:plan": "pro", "user:lang": "en", "topic": "console"}))
-            .await;
-        self.append("a", "alice", "s1", text_event("user", "What is my favourite project?")).await;
+        self.create(
+            "a",
+            "alice",
+            "s1",
+            serde_json::json!({"app:plan": "pro", "user:lang": "en", "topic": "console"}),
+        )
+        .await;
+        self.append(
+            "a",
+            "alice",
+            "s1",
+            text_event("user", "What is my favourite project?"),
+        )
+        .await;
         let call = Event {
             author: "helper".into(),
             invocation_id: "e-1".into(),
@@ -176,11 +192,15 @@ impl Fixture {
             ..Default::default()
         };
         self.append("a", "alice", "s1", response).await;
-        self.append("a", "alice", "s1", text_event("user", HOSTILE)).await;
-        self.append("a", "alice", "s1", text_event("user", SCRIPT)).await;
+        self.append("a", "alice", "s1", text_event("user", HOSTILE))
+            .await;
+        self.append("a", "alice", "s1", text_event("user", SCRIPT))
+            .await;
 
-        self.create("b", "bob", "secret-b", serde_json::json!({})).await;
-        self.append("b", "bob", "secret-b", text_event("user", B_SECRET)).await;
+        self.create("b", "bob", "secret-b", serde_json::json!({}))
+            .await;
+        self.append("b", "bob", "secret-b", text_event("user", B_SECRET))
+            .await;
 
         let memory = |id: &str, text: &str, session: &str| MemoryEntry {
             id: id.into(),
@@ -201,7 +221,11 @@ impl Fixture {
                 app_name: "a".into(),
                 user_id: "alice".into(),
                 memories: vec![
-                    memory("m-best", "console console: the web console is my favourite project", "s1"),
+                    memory(
+                        "m-best",
+                        "console console: the web console is my favourite project",
+                        "s1",
+                    ),
                     memory("m-some", "I opened the console once", "s1"),
                     memory("m-food", "my favourite food is pizza", "s2"),
                     memory("m-old", "an old note about the console", "s2"),
@@ -238,7 +262,8 @@ impl Fixture {
             .text()
             .await
             .expect("metrics text");
-        let series = format!("grpc_server_in_flight{{method=\"adk.session.v1.SessionService/{method}\"}} ");
+        let series =
+            format!("grpc_server_in_flight{{method=\"adk.session.v1.SessionService/{method}\"}} ");
         text.lines()
             .find_map(|l| l.strip_prefix(&series))
             .map_or(0.0, |v| v.trim().parse().expect("a number"))
