@@ -342,7 +342,7 @@ async function sessionPage(app, user, id, params) {
   const partials = new Map();
   const status = el("span", { id: "live-status", class: "badge off", text: "connecting" });
   const pageInfo = el("span", { class: "page-info" });
-  const newer = el("p", { class: "notice", hidden: true }, link(`${base}?page=${pages()}`, "Newer events: go to the last page"));
+  const newer = el("p", { class: "notice", hidden: true });
   const goPage = (p) => { location.hash = `${base}?page=${p}`; };
   const nav = el("div", { class: "pager", id: "event-pager" });
   const renderNav = () => {
@@ -379,7 +379,10 @@ async function sessionPage(app, user, id, params) {
     applyDelta(s.state, (e.actions || {}).state_delta);
     renderState(stateBox, s.state);
     if (page === pages()) list.append(renderEvent(e));
-    else newer.hidden = false;
+    else {
+      newer.replaceChildren(link(`${base}?page=${pages()}`, "Newer events: go to the last page"));
+      newer.hidden = false;
+    }
     renderNav();
   });
   live.addEventListener("partial", (message) => {
