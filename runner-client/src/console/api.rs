@@ -11,7 +11,7 @@ use axum::{
     Json,
 };
 use prost_types::Timestamp;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::{
@@ -105,6 +105,15 @@ fn paged(rows: Vec<Value>, page: Option<usize>) -> Value {
     json!({"rows": rows, "total": total, "page": page, "pages": pages})
 }
 
+/// One row of the users table.
+#[derive(Serialize)]
+struct UserRow {
+    user_id: String,
+    sessions: usize,
+    events: u64,
+    last_update_time: Option<String>,
+}
+
 /// `GET /api/apps/{app}/users`: the app's users with their session counts, most recently
 /// active first, and the app's figures.
 pub async fn users(
@@ -113,24 +122,32 @@ pub async fn users(
     Query(q): Query<TableQuery>,
 ) -> ApiResult {
     let (sessions, truncated) = sessions_newest_first(&caller, &app, None).await?;
-    let events: u64 = sessions.iter().map(|s| s.last_sequence).sum();
     // Newest first, so a user's first session is their latest activity.
-    let mut users: Vec<(String, usize, u64, Value)> = Vec::new();
+    let mut users: Vec<UserRow> = Vec::new();
     let mut index = BTreeMap::new();
     for s in &sessions {
-        let at = *index.entry(s.user_id.clone()).or_insert_with(|| {
-            let time = s.last_update_time.map(|t| t.to_string());
-            users.push((s.user_id.clone(), 0, 0, json!(time)));
+        let at = *index.entry(s.user_id.as_str()).or_insert_with(|| {
+            users.push(UserRow {
+                user_id: s.user_id.clone(),
+                sessions: 0,
+                events: 0,
+                last_update_time: s.last_update_time.map(|t| t.to_string()),
+            });
             users.len() - 1
         });
-        users[at].1 += 1;
-        users[at].2 += s.last_sequence;
+        users[at].sessions += 1;
+        users[at].events += s.last_sequence;
     }
-    let figures = json!({"sessions": sessions.len(), "users": users.len(), "events": events, "truncated": truncated});
+    let figures = json!({
+        "sessions": sessions.len(),
+        "users": users.len(),
+        "events": users.iter().map(|u| u.events).sum::<u64>(),
+        "truncated": truncated,
+    });
     let rows = users
         .into_iter()
-        .filter(|(id, ..)| id.starts_with(&q.prefix))
-        .map(|(id, count, events, last)| json!({"user_id": id, "sessions": count, "events": events, "last_update_time": last}))
+        .filter(|u| u.user_id.starts_with(&q.prefix))
+        .map(|u| json!(u))
         .collect();
     Ok(Json(
         json!({"figures": figures, "table": paged(rows, q.page)}),

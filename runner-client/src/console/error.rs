@@ -30,7 +30,10 @@ pub enum ConsoleError {
     CrossSite,
 
     /// This browser already has as many live views open as allowed.
-    #[error("too many live views open: at most {limit} per browser and {total} in all; close another tab")]
+    #[error(
+        "too many live views open: at most {limit} per browser and {total} in all; close \
+         another tab"
+    )]
     TooManyLiveViews { limit: usize, total: usize },
 }
 
