@@ -5,6 +5,7 @@
 
 mod console_fixture;
 
+use adk_tests::text_event;
 use console_fixture::{Fixture, A_TOKEN, B_SECRET, OPS_TOKEN};
 use reqwest::{header, Client, StatusCode};
 use serde_json::{json, Value};
@@ -301,6 +302,21 @@ async fn live_views_are_bounded_per_browser_and_end_with_the_connection() {
         text.starts_with("event: failure") && text.contains("too many live views"),
         "{text}"
     );
+    // Every open view receives what is appended now.
+    fixture
+        .append("a", "alice", "s1", text_event("user", "to every view"))
+        .await;
+    for view in &mut open {
+        let mut text = String::new();
+        while !text.contains("to every view") {
+            let chunk = view
+                .chunk()
+                .await
+                .expect("reads")
+                .expect("the view stays open");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
     // Another browser is not affected.
     let mut other = Browser::new(&fixture);
     other.sign_in(OPS_TOKEN).await;
@@ -322,4 +338,66 @@ async fn live_views_are_bounded_per_browser_and_end_with_the_connection() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert_eq!(browser.get("/api/health").await.1["live_views"], json!(5));
+    // When the browsers go, so do the service's streams.
+    drop((open, _other_view));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while fixture.in_flight("WatchSession").await != 0.0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "WatchSession calls outlive their views"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(browser.get("/api/health").await.1["live_views"], json!(0));
+}
+
+#[tokio::test]
+async fn sessions_come_newest_first_filtered_by_user_and_id_prefix() {
+    let fixture = Fixture::start().await;
+    for (user, id) in [("carol", "x-1"), ("dave", "x-2"), ("carol", "y-1")] {
+        fixture.create("a", user, id, json!({})).await;
+    }
+    fixture
+        .append("a", "carol", "x-1", text_event("user", "again"))
+        .await;
+    let mut browser = Browser::new(&fixture);
+    browser.sign_in(OPS_TOKEN).await;
+    let ids = |body: &Value| -> Vec<String> {
+        body["table"]["rows"]
+            .as_array()
+            .map(|rows| {
+                rows.iter()
+                    .map(|r| r["id"].as_str().unwrap_or_default().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (status, body) = browser.get("/api/apps/a/sessions").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(ids(&body), ["x-1", "y-1", "x-2", "s1"]);
+    assert_eq!(
+        ids(&browser.get("/api/apps/a/sessions?prefix=x-").await.1),
+        ["x-1", "x-2"]
+    );
+    assert_eq!(
+        ids(&browser
+            .get("/api/apps/a/sessions?user=carol&prefix=y")
+            .await
+            .1),
+        ["y-1"]
+    );
+    let (_, users) = browser.get("/api/apps/a/users").await;
+    assert_eq!(
+        users["figures"],
+        json!({"sessions": 4, "users": 3, "events": 6, "truncated": false})
+    );
+    let order: Vec<&str> = users["table"]["rows"]
+        .as_array()
+        .map(|rows| rows.iter().filter_map(|r| r["user_id"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        order,
+        ["carol", "dave", "alice"],
+        "most recently active first"
+    );
 }

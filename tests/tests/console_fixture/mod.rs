@@ -1,8 +1,6 @@
 //! What the console suites share: both services requiring tokens, the console in front of
 //! them, gRPC clients presenting a token, and the data the pages show.
 
-#![allow(dead_code)] // Each suite uses its own part of the fixture.
-
 use std::net::SocketAddr;
 
 use adk_proto::{
@@ -49,7 +47,7 @@ pub type Memories = MemoryServiceClient<InterceptedService<Channel, Bearer>>;
 
 pub struct Fixture {
     pub session: SessionServer,
-    pub memory: MemoryServer,
+    _memory: MemoryServer,
     pub console: SocketAddr,
     pub sessions: Sessions,
     pub memories: Memories,
@@ -103,7 +101,7 @@ impl Fixture {
             memories: MemoryServiceClient::with_interceptor(channel(memory.addr), bearer),
             console: running.addr,
             session,
-            memory,
+            _memory: memory,
             _dir: dir,
         };
         fixture.seed().await;
