@@ -116,6 +116,14 @@ async fn without_a_token_the_console_asks_for_one_and_refuses_unknown_ones() {
         .post("/api/login", json!({"token": "not-a-token"}))
         .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    for bad in ["", "two words", "tab\there", "caf\u{e9}"] {
+        let (status, body) = browser.post("/api/login", json!({ "token": bad })).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad:?}: {body}");
+        assert!(
+            body["error"].as_str().unwrap_or_default().contains("token"),
+            "{body}"
+        );
+    }
     browser.sign_in(OPS_TOKEN).await;
     assert_eq!(
         browser.get("/api/apps").await,

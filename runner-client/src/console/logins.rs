@@ -140,10 +140,10 @@ pub async fn login(
 ) -> Result<Response, ConsoleError> {
     check_write(&headers)?;
     let token = form.token.trim().to_owned();
-    if token.is_empty() {
+    if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(ConsoleError::BadRequest {
             field: "token",
-            reason: "empty".into(),
+            reason: "a bearer token is printable ASCII without spaces".into(),
         });
     }
     if !console
