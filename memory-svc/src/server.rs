@@ -31,6 +31,7 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             None => None,
         },
         ca_pem: config.session_ca.as_ref().map(read).transpose()?,
+        max_session_bytes: config.max_request_bytes,
     };
     let sessions = SessionSource::new(&config.session_endpoint, access)?;
     match config.store() {

@@ -228,20 +228,40 @@ impl MemoryServer {
     /// A server with durable writes on a fresh temporary directory, resolving session
     /// references at `session_endpoint`.
     pub async fn start(session_endpoint: &str) -> Self {
-        Self::boot(Dir::fresh().await, session_endpoint.to_owned(), None).await
+        Self::start_with(session_endpoint, |_| {}).await
+    }
+
+    /// [`start`](Self::start), with `configure` applied to its config.
+    pub async fn start_with(
+        session_endpoint: &str,
+        configure: impl FnOnce(&mut memory_svc::config::Config),
+    ) -> Self {
+        Self::boot(
+            Dir::fresh().await,
+            session_endpoint.to_owned(),
+            None,
+            configure,
+        )
+        .await
     }
 
     /// A server on `store` (`None`: sled in a fresh temporary directory, whatever the
     /// environment says).
     pub async fn start_on(session_endpoint: &str, store: Option<StoreLocation>) -> Self {
         let dir = Dir::Owned(TempDir::new().expect("temp dir"), None);
-        Self::boot(dir, session_endpoint.to_owned(), store).await
+        Self::boot(dir, session_endpoint.to_owned(), store, |_| {}).await
     }
 
-    async fn boot(dir: Dir, session_endpoint: String, store: Option<StoreLocation>) -> Self {
+    async fn boot(
+        dir: Dir,
+        session_endpoint: String,
+        store: Option<StoreLocation>,
+        configure: impl FnOnce(&mut memory_svc::config::Config),
+    ) -> Self {
         let mut config =
             memory_svc::config::Config::ephemeral(dir.path().to_owned(), session_endpoint.clone());
         config.store = store.or_else(|| dir.store());
+        configure(&mut config);
         let running = memory_svc::server::start(config)
             .await
             .expect("server starts");
@@ -264,7 +284,7 @@ impl MemoryServer {
             running.shutdown().await.expect("clean shutdown");
         }
         let dir = std::mem::replace(&mut self.dir, Dir::Borrowed(PathBuf::new()));
-        Self::boot(dir, self.session_endpoint.clone(), None).await
+        Self::boot(dir, self.session_endpoint.clone(), None, |_| {}).await
     }
 }
 
