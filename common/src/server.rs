@@ -233,7 +233,7 @@ impl Stopping {
 }
 
 /// The trigger of a server's [`Stopping`] signal, and the tracker of its tasks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Shutdown(Stopping);
 
 impl Shutdown {
@@ -250,9 +250,9 @@ impl Shutdown {
     }
 }
 
-impl Default for Stopping {
+impl Default for Shutdown {
     fn default() -> Self {
-        Shutdown::new().signal()
+        Self::new()
     }
 }
 
