@@ -11,6 +11,7 @@
 //! - [`postgres`]: `--store`, PostgreSQL connection pool, schema migrations, LISTEN.
 //! - [`page`]: opaque page tokens and cursors that cannot leave the scope they were issued for.
 //! - [`snapshot`]: online backups (snapshot format, AdminService, snapshot/restore commands).
+//! - [`storage`]: storage failures by kind, mapped to gRPC status codes in one place.
 //! - [`rpc`]: per-request access checks and log spans.
 //! - [`server`]: logging setup, serving beside health and reflection, background tasks,
 //!   signals (stop, reload the tokens file).
@@ -28,4 +29,5 @@ pub mod postgres;
 pub mod rpc;
 pub mod server;
 pub mod snapshot;
+pub mod storage;
 pub mod validate;
