@@ -216,7 +216,7 @@ impl Sampler {
             while !stopped.load(Ordering::Relaxed) {
                 ticks.tick().await;
                 n += 1;
-                if n % 15 == 0 {
+                if n.is_multiple_of(15) {
                     println!(
                         "  t={:>4.0}s {}",
                         start.elapsed().as_secs_f64(),

@@ -3,9 +3,10 @@
 //! sled keeps recently used pages in memory up to a capacity (1 GiB unless told otherwise). In a
 //! container with a memory limit, that cache plus the allocator's overhead, the index and the
 //! requests in flight must stay below the limit, or the kernel kills the process. So the capacity
-//! is `--cache-bytes` when given, else a quarter of the cgroup memory limit when the process has
-//! one (the other three quarters cover what sled holds beyond its accounted cache, the rest of
-//! the server and the headroom, as measured in RELIABILITY.md), else sled's own default.
+//! is `--cache-bytes` when given, else an eighth of the cgroup memory limit when the process has
+//! one, else sled's own default. sled holds much more than its accounted cache (its page table,
+//! pages being rewritten, the allocator's fragmentation): RELIABILITY.md, "Bounded memory",
+//! measured what stays under a limit, and an eighth is what did.
 
 use std::path::Path;
 
@@ -13,7 +14,7 @@ use std::path::Path;
 pub const SLED_DEFAULT_CACHE_BYTES: u64 = 1 << 30;
 
 /// The part of a cgroup memory limit given to the cache by default: one in this many bytes.
-const LIMIT_SHARE_DIVISOR: u64 = 4;
+const LIMIT_SHARE_DIVISOR: u64 = 8;
 
 /// Values at or above this mean "no limit" (cgroup v1 writes `PAGE_COUNTER_MAX` pages, about
 /// 2^63, for an unlimited group).
@@ -81,7 +82,7 @@ impl SledCache {
             CacheSource::CgroupLimit(limit) => tracing::info!(
                 bytes = self.bytes,
                 cgroup_limit = limit,
-                "sled cache: a quarter of the cgroup memory limit"
+                "sled cache: an eighth of the cgroup memory limit"
             ),
             CacheSource::Default => tracing::info!(
                 bytes = self.bytes,
@@ -195,7 +196,7 @@ mod tests {
         assert_eq!(
             SledCache::from_limit(None, Some(1 << 30)),
             SledCache {
-                bytes: 256 << 20,
+                bytes: 128 << 20,
                 source: CacheSource::CgroupLimit(1 << 30)
             }
         );

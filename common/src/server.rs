@@ -47,7 +47,7 @@ pub struct ServeFlags {
     #[arg(long, default_value_t = 16)]
     pub pg_max_connections: usize,
 
-    /// Capacity of sled's page cache, in bytes (sled stores only). Default: a quarter of the
+    /// Capacity of sled's page cache, in bytes (sled stores only). Default: an eighth of the
     /// container's memory limit (cgroup v2 `memory.max` or v1 `memory.limit_in_bytes`) when
     /// there is one, else sled's default of 1 GiB. See deploy/README.md for sizing.
     #[arg(long)]
