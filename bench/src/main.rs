@@ -10,6 +10,7 @@
 
 mod bounded;
 mod load;
+mod recall;
 mod server;
 mod text;
 
@@ -162,6 +163,21 @@ enum Scenario {
         load_secs: u64,
         #[arg(long, default_value_t = 8)]
         concurrency: usize,
+    },
+    /// Retrieval quality: ingest the recall corpus through gRPC, ask its questions with
+    /// SearchMemory, report recall@1/5/10 and MRR per question kind, and search latency.
+    /// Not part of `all`.
+    Recall {
+        /// Directory with `corpus.jsonl` and `questions.jsonl` (default: `bench/recall` of
+        /// this source tree).
+        #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/recall"))]
+        corpus: PathBuf,
+        /// Use the memory-svc at this URL (`http://host:port`) instead of starting one.
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// Also print every question with an answer outside the top 5, and what came first.
+        #[arg(long)]
+        misses: bool,
     },
 }
 
@@ -328,6 +344,22 @@ async fn run(cli: Cli) -> Result<()> {
                 },
             )
             .await?
+        }
+        Scenario::Recall {
+            corpus,
+            endpoint,
+            misses,
+        } => {
+            // Its own report: quality per question kind, not a load table.
+            let opts = recall::Options {
+                corpus,
+                endpoint,
+                misses,
+                json: cli.json,
+            };
+            recall::run(&ctx, &opts).await?;
+            print_load("end");
+            return Ok(());
         }
     }
     print_load("end");

@@ -21,6 +21,8 @@ pub(crate) const ADMIN_SERVICE: &str = "adk.admin.v1.AdminService";
 
 /// A store on a local sled database.
 pub trait SledBacked: Snapshotter + Clone {
+    /// The server's name, written into its snapshots.
+    const SERVICE: &'static str;
     /// Publishes the database's size on disk as a gauge.
     fn record_size(&self);
     /// Becomes `Some(reason)` when the store's disk fails.
@@ -66,7 +68,8 @@ impl StoreHooks {
             failures: Some(store.failures()),
             on_stop: Box::pin(async move { store.flush().await }),
             admin: Some(AdminRoute(Box::new(move |routes, authenticator| {
-                let service = AdminServiceServer::new(AdminGrpc::new(admin, snapshot_dir));
+                let service =
+                    AdminServiceServer::new(AdminGrpc::new(S::SERVICE, admin, snapshot_dir));
                 routes.add_service(InterceptedService::new(service, authenticator))
             }))),
         }

@@ -58,6 +58,8 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
 }
 
 impl SledBacked for SledMemoryStore {
+    const SERVICE: &'static str = "memory-svc";
+
     fn record_size(&self) {
         SledMemoryStore::record_size(self)
     }

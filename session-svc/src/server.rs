@@ -58,6 +58,8 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
 }
 
 impl SledBacked for SledStore {
+    const SERVICE: &'static str = "session-svc";
+
     fn record_size(&self) {
         SledStore::record_size(self)
     }
