@@ -634,7 +634,11 @@ mod tests {
         });
         let scratch = tempfile::tempdir().unwrap();
         let service = adk_proto::admin::v1::admin_service_server::AdminServiceServer::new(
-            crate::snapshot::AdminGrpc::new(Arc::new(NoSnapshots), scratch.path().to_owned()),
+            crate::snapshot::AdminGrpc::new(
+                "test",
+                Arc::new(NoSnapshots),
+                scratch.path().to_owned(),
+            ),
         );
         let running = spawn(
             TcpListener::bind("127.0.0.1:0").await.unwrap(),
