@@ -63,6 +63,7 @@ async fn hashed_tokens_and_reload_on_sighup() {
     )
     .unwrap();
     let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
     let tokens_flag = format!("--tokens-file={}", tokens.display());
     let (server, channel) = spawn_binary_with(
         env!("CARGO_BIN_EXE_session-svc"),
