@@ -310,7 +310,7 @@ impl<S: SessionStore> Sessions<S> {
             stopping: self.stopping.clone(),
             tx,
         };
-        tokio::spawn(follower.run());
+        self.stopping.spawn(follower.run());
         Ok(rx)
     }
 
@@ -345,7 +345,7 @@ impl<S: SessionStore> Sessions<S> {
             stopping: self.stopping.clone(),
             tx,
         };
-        tokio::spawn(follower.run());
+        self.stopping.spawn(follower.run());
         Ok(rx)
     }
 

@@ -298,6 +298,11 @@ impl MemoryServer {
 pub struct ServerProcess(std::process::Child);
 
 impl ServerProcess {
+    /// The process id (to send it signals).
+    pub fn id(&self) -> u32 {
+        self.0.id()
+    }
+
     /// SIGKILL, then wait until the process is gone.
     pub fn kill(&mut self) {
         // Already exited is fine: either way it is gone after `wait`.
@@ -329,8 +334,18 @@ pub async fn schema_for(url: &str, data_dir: &Path) -> String {
 /// loopback port with `data_dir` (or, on PostgreSQL, the schema standing for it), waits for its
 /// ready line, and returns the process with a channel to it.
 pub async fn spawn_binary(binary: &str, data_dir: &Path) -> (ServerProcess, Channel) {
+    spawn_binary_with(binary, data_dir, &[]).await
+}
+
+/// [`spawn_binary`] with more flags.
+pub async fn spawn_binary_with(
+    binary: &str,
+    data_dir: &Path,
+    flags: &[&str],
+) -> (ServerProcess, Channel) {
     use std::io::BufRead;
     let mut command = std::process::Command::new(binary);
+    command.args(flags);
     if let Some(url) = postgres_url() {
         command.arg("--store").arg(schema_for(&url, data_dir).await);
     }
