@@ -12,16 +12,7 @@ impl From<MemoryError> for Status {
             MemoryError::SessionNotFound { .. } => Code::NotFound,
             MemoryError::SessionServiceUnavailable { .. } => Code::Unavailable,
             MemoryError::SessionServiceFailed { .. } => Code::FailedPrecondition,
-            MemoryError::Store(StoreError::Durability(_)) => Code::Unavailable,
-            MemoryError::Store(StoreError::Postgres(e)) if e.is_unavailable() => Code::Unavailable,
-            MemoryError::Store(StoreError::Storage(sled::Error::Io(e)))
-                if e.kind() == std::io::ErrorKind::StorageFull =>
-            {
-                Code::ResourceExhausted
-            }
-            MemoryError::Store(
-                StoreError::Storage(_) | StoreError::Postgres(_) | StoreError::Corrupt(_),
-            ) => Code::Internal,
+            MemoryError::Store(StoreError::Storage(e)) => e.kind().code(),
         };
         if matches!(code, Code::Internal | Code::Unavailable) {
             tracing::error!(error = %e, "request failed");
