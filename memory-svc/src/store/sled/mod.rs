@@ -62,6 +62,7 @@ use adk_common::{
     durability::{GroupCommit, SyncMode},
     keys::{prefix_end, Key},
     snapshot::{SnapshotError, Snapshotter, WriteGate},
+    storage::{StorageError, StorageErrorKind},
 };
 use metrics::gauge;
 use sled::{IVec, Tree};
@@ -141,21 +142,31 @@ impl SledMemoryStore {
     /// Applies `write` in `scope` (see [`write`]), then waits until it is durable.
     async fn write(&self, scope: Scope<'_>, write: Write) -> Result<u32> {
         self.commit.check_writable()?;
-        let writing = self.gate.writing().await;
+        let writing = self.gate.writing_owned().await;
         let key = scope_key(scope);
-        let count = self.blocking(move |store| store.write_now(&key, &write)).await;
-        drop(writing);
+        let count = self
+            .blocking(move |store| {
+                let _writing = writing;
+                store.write_now(&key, &write)
+            })
+            .await;
         // Also when nothing changed: the answer may rest on a concurrent write not yet flushed.
         self.commit.wait_durable().await?;
         count
     }
 
-    /// Runs `work`, which makes blocking sled calls, off the async workers.
+    /// Runs `work`, which makes blocking sled calls, on tokio's blocking pool (see the module
+    /// docs). It runs to the end even if the caller stops waiting.
     async fn blocking<T: Send + 'static>(
         &self,
         work: impl FnOnce(&Self) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        work(self)
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || work(&store))
+            .await
+            .map_err(|e| {
+                StorageError::new(StorageErrorKind::Internal, format!("storage task: {e}"))
+            })?
     }
 
     fn stats(&self, scope: &Key) -> Result<(Option<IVec>, Stats)> {
