@@ -256,7 +256,10 @@ pub async fn delete_by_session_and_all<S: MemoryStore + Clone>(store: S) {
     assert_eq!(add(&store, "", entries(&[("d", "delta")])).await, 1);
     assert_eq!(search(&store, "delta").await, ["d"]);
     let (page, _) = store.list(SCOPE, 10, &token).await.unwrap();
-    assert_eq!(page.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["d"]);
+    assert_eq!(
+        page.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
+        ["d"]
+    );
     assert_scores_exact(&store, &["delta"]).await;
 
     let fresh = Scope {

@@ -226,8 +226,8 @@ pub fn plan(write: &Write, loaded: Loaded) -> Plan {
                 });
                 kept.insert(entry.id.as_str());
             }
-            let stale: Vec<Stored> = p
-                .loaded_where(|e| e.session_id == *session_id && !kept.contains(e.id.as_str()));
+            let stale: Vec<Stored> =
+                p.loaded_where(|e| e.session_id == *session_id && !kept.contains(e.id.as_str()));
             for old in stale {
                 p.remove(old);
             }
@@ -241,7 +241,8 @@ pub fn plan(write: &Write, loaded: Loaded) -> Plan {
             for entry in entries {
                 if added.contains(entry.id.as_str())
                     || p.tombstoned.contains(&entry.id)
-                    || p.slots.contains_key(&(session_id.clone(), entry.id.clone()))
+                    || p.slots
+                        .contains_key(&(session_id.clone(), entry.id.clone()))
                 {
                     continue;
                 }
@@ -391,7 +392,11 @@ impl Planner {
 fn is_indexed_as(stored: &Stored, terms: &Terms) -> bool {
     stored.len == terms.len
         && stored.terms.len() == terms.counts.len()
-        && stored.terms.iter().zip(&terms.counts).all(|(a, (b, _))| a == b)
+        && stored
+            .terms
+            .iter()
+            .zip(&terms.counts)
+            .all(|(a, (b, _))| a == b)
 }
 
 /// A count as the calls report it.
@@ -549,7 +554,10 @@ mod tests {
         let Edit::Insert { entry, .. } = &plan.edits[0] else {
             unreachable!()
         };
-        assert_eq!((entry.session_id.as_str(), entry.content.parts.len()), ("s", 1));
+        assert_eq!(
+            (entry.session_id.as_str(), entry.content.parts.len()),
+            ("s", 1)
+        );
         assert_eq!(plan.count, 1);
     }
 
@@ -626,7 +634,10 @@ mod tests {
         );
 
         let all = plan(&Write::Delete(DeleteTarget::All), scope(entries(), &[]));
-        assert_eq!((summary(&all), all.count), (vec![("clear", String::new())], 3));
+        assert_eq!(
+            (summary(&all), all.count),
+            (vec![("clear", String::new())], 3)
+        );
         assert_eq!(
             all.stats,
             Stats {

@@ -51,7 +51,10 @@ mod tests {
             user_id: "other",
         };
         assert_eq!(decode(other, &token), Err(PageTokenError::OtherScope));
-        assert_eq!(decode(SCOPE, "not a token!"), Err(PageTokenError::Malformed));
+        assert_eq!(
+            decode(SCOPE, "not a token!"),
+            Err(PageTokenError::Malformed)
+        );
         // A key of the scope that is not an entry's.
         let longer = page::encode(scope_prefix(SCOPE).u64(1).str("x").as_bytes());
         assert_eq!(decode(SCOPE, &longer), Err(PageTokenError::Malformed));

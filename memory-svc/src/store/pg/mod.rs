@@ -104,8 +104,14 @@ impl MemoryStore for PgMemoryStore {
         entries: Vec<Entry>,
     ) -> Result<u32> {
         let session_id = session_id.to_owned();
-        self.write(scope, Write::Replace { session_id, entries })
-            .await
+        self.write(
+            scope,
+            Write::Replace {
+                session_id,
+                entries,
+            },
+        )
+        .await
     }
 
     async fn add_events(
@@ -115,8 +121,14 @@ impl MemoryStore for PgMemoryStore {
         entries: Vec<Entry>,
     ) -> Result<u32> {
         let session_id = session_id.to_owned();
-        self.write(scope, Write::AddEvents { session_id, entries })
-            .await
+        self.write(
+            scope,
+            Write::AddEvents {
+                session_id,
+                entries,
+            },
+        )
+        .await
     }
 
     async fn add_memories(&self, scope: Scope<'_>, entries: Vec<Entry>) -> Result<()> {

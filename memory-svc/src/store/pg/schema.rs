@@ -71,8 +71,8 @@ pub(super) fn stored(row: &Row) -> Result<Stored> {
     let ts_s: Option<i64> = row.try_get(4)?;
     let ts_n: Option<i32> = row.try_get(5)?;
     let content: &[u8] = row.try_get(7)?;
-    let content =
-        Content::decode(content).map_err(|e| StoreError::corrupt(format!("memory content: {e}")))?;
+    let content = Content::decode(content)
+        .map_err(|e| StoreError::corrupt(format!("memory content: {e}")))?;
     let seq: i64 = row.try_get(0)?;
     let len: i32 = row.try_get(9)?;
     Ok(Stored {

@@ -4,9 +4,8 @@
 use tokio_postgres::NoTls;
 
 use super::PgMemoryStore;
-use crate::store::{
-    contract::{add, delete, entries, listed, memorize, memory_id, memory_store_suite, SCOPE},
-    MemoryStore,
+use crate::store::contract::{
+    add, delete, entries, listed, memorize, memory_id, memory_store_suite, SCOPE,
 };
 
 /// A fresh schema's connection string, or `None` without a test database.

@@ -52,7 +52,12 @@ async fn lock(tx: &Transaction<'_>, scope: Scope<'_>) -> Result<Stats> {
 }
 
 /// What `write` reads, in the locked scope whose statistics are `stats`.
-async fn load(tx: &Transaction<'_>, scope: Scope<'_>, write: &Write, stats: Stats) -> Result<Loaded> {
+async fn load(
+    tx: &Transaction<'_>,
+    scope: Scope<'_>,
+    write: &Write,
+    stats: Stats,
+) -> Result<Loaded> {
     let reads = write.reads();
     let (app, user) = (&scope.app_name, &scope.user_id);
     let mut loaded = Loaded {
@@ -130,7 +135,12 @@ struct Indexed {
 
 /// Applies planned edits in bulk: a clear first, then removals (an entry rewritten in place is
 /// removed, then inserted at the same seq), insertions, tombstones and the statistics.
-async fn apply(tx: &Transaction<'_>, scope: Scope<'_>, edits: Vec<Edit>, stats: Stats) -> Result<()> {
+async fn apply(
+    tx: &Transaction<'_>,
+    scope: Scope<'_>,
+    edits: Vec<Edit>,
+    stats: Stats,
+) -> Result<()> {
     let (app, user) = (&scope.app_name, &scope.user_id);
     let mut clear = false;
     let mut removed: Vec<Stored> = Vec::new();
@@ -207,7 +217,11 @@ async fn apply(tx: &Transaction<'_>, scope: Scope<'_>, edits: Vec<Edit>, stats: 
 }
 
 /// Inserts new entries and their postings, in two statements.
-async fn insert_entries(tx: &Transaction<'_>, scope: Scope<'_>, inserted: &[Indexed]) -> Result<()> {
+async fn insert_entries(
+    tx: &Transaction<'_>,
+    scope: Scope<'_>,
+    inserted: &[Indexed],
+) -> Result<()> {
     let mut seqs = Vec::new();
     let (mut sessions, mut ids, mut authors, mut metadata) = (vec![], vec![], vec![], vec![]);
     let (mut ts_s, mut ts_n, mut contents, mut terms, mut lens) =

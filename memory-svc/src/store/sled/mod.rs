@@ -297,8 +297,14 @@ impl MemoryStore for SledMemoryStore {
         entries: Vec<Entry>,
     ) -> Result<u32> {
         let session_id = session_id.to_owned();
-        self.write(scope, Write::Replace { session_id, entries })
-            .await
+        self.write(
+            scope,
+            Write::Replace {
+                session_id,
+                entries,
+            },
+        )
+        .await
     }
 
     async fn add_events(
@@ -308,8 +314,14 @@ impl MemoryStore for SledMemoryStore {
         entries: Vec<Entry>,
     ) -> Result<u32> {
         let session_id = session_id.to_owned();
-        self.write(scope, Write::AddEvents { session_id, entries })
-            .await
+        self.write(
+            scope,
+            Write::AddEvents {
+                session_id,
+                entries,
+            },
+        )
+        .await
     }
 
     async fn add_memories(&self, scope: Scope<'_>, entries: Vec<Entry>) -> Result<()> {

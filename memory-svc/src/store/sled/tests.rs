@@ -7,8 +7,8 @@ use adk_common::{durability::SyncMode, keys::Key};
 
 use super::{
     super::contract::{
-        self, add, assert_searches_exact, delete, entries, entry, generated_corpus,
-        listed, memorize, memory_id, memory_store_suite, query, replace, search, SCOPE,
+        self, add, assert_searches_exact, delete, entries, entry, generated_corpus, listed,
+        memorize, memory_id, memory_store_suite, query, replace, search, SCOPE,
     },
     migrate::OLD_POSTINGS,
     postings::{self, Posting},
@@ -76,13 +76,17 @@ async fn clearing_removes_every_key_and_keeps_the_numbering() {
 #[tokio::test]
 async fn scopes_with_separator_bytes_do_not_alias() {
     let (_dir, store) = open().await.unwrap();
-    let scopes = [("a\0", "b"), ("a", "\0b")].map(|(app_name, user_id)| Scope { app_name, user_id });
+    let scopes =
+        [("a\0", "b"), ("a", "\0b")].map(|(app_name, user_id)| Scope { app_name, user_id });
     for (i, &scope) in scopes.iter().enumerate() {
         let e = entry("same-id", &format!("word{i}"));
         store.replace_session(scope, "s", vec![e]).await.unwrap();
     }
     for (i, &scope) in scopes.iter().enumerate() {
-        let hits = store.search(scope, &query(&format!("word{i}"))).await.unwrap();
+        let hits = store
+            .search(scope, &query(&format!("word{i}")))
+            .await
+            .unwrap();
         assert_eq!(hits.len(), 1);
         assert_eq!(listed(&store, scope).await.len(), 1);
     }

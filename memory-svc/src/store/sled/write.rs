@@ -67,12 +67,20 @@ impl SledMemoryStore {
         };
         for (session_id, id) in reads.slots {
             if let Some(seq) = self.buckets.get(scope.clone().str(session_id).str(id))? {
-                loaded.entries.push(self.stored(scope, u64_value(&seq, "slot")?)?);
+                loaded
+                    .entries
+                    .push(self.stored(scope, u64_value(&seq, "slot")?)?);
             }
         }
         if let Some(session_id) = reads.session {
-            for seq in self.buckets.scan_prefix(scope.clone().str(session_id)).values() {
-                loaded.entries.push(self.stored(scope, u64_value(&seq?, "slot")?)?);
+            for seq in self
+                .buckets
+                .scan_prefix(scope.clone().str(session_id))
+                .values()
+            {
+                loaded
+                    .entries
+                    .push(self.stored(scope, u64_value(&seq?, "slot")?)?);
             }
         }
         if let Some(id) = reads.id {
