@@ -9,6 +9,7 @@
 //! numbers are for "client and server on one box", which is the pessimistic case.
 
 mod bounded;
+mod contention;
 mod load;
 mod recall;
 mod server;
@@ -140,6 +141,18 @@ enum Scenario {
         load_sync: String,
         #[arg(long, default_value_t = 1)]
         concurrency: usize,
+    },
+    /// SearchMemory and health-check latency on memory-svc, quiet and while `ingesters`
+    /// clients ingest at full speed (AddEventsToMemory batches, one user each).
+    SearchUnderIngest {
+        /// Entries of the searched user's memory.
+        #[arg(long, default_value_t = 10_000)]
+        entries: u64,
+        #[arg(long, default_value_t = 8)]
+        ingesters: usize,
+        /// Events per AddEventsToMemory call of an ingester.
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
     },
     /// Idle RSS of freshly started servers.
     Idle,
@@ -317,6 +330,14 @@ async fn run(cli: Cli) -> Result<()> {
                 concurrency,
             )
             .await?
+        }
+        Scenario::SearchUnderIngest {
+            entries,
+            ingesters,
+            batch,
+        } => {
+            let entries = shrink(q, vec![entries], 2000)[0];
+            contention::search_under_ingest(&ctx, &mut report, entries, ingesters, batch).await?
         }
         Scenario::Idle => idle(&ctx, &mut report).await?,
         Scenario::Bounded {
@@ -880,6 +901,30 @@ async fn list(ctx: &Ctx, report: &mut Report, counts: &[u64], c: usize) -> Resul
     Ok(())
 }
 
+/// Events `m{i}` for each `i` of `range`, with the corpus's memory text, to ingest.
+fn memory_events(corpus: &Corpus, range: std::ops::Range<u64>) -> Vec<Event> {
+    let ts = now_ts();
+    range
+        .map(|i| Event {
+            id: format!("m{i}"),
+            author: if i % 2 == 0 {
+                "user".into()
+            } else {
+                "model".into()
+            },
+            content: Some(Content {
+                role: Some("user".into()),
+                parts: vec![Part {
+                    data: Some(part::Data::Text(corpus.memory_text(i))),
+                    ..Default::default()
+                }],
+            }),
+            timestamp: Some(ts),
+            ..Default::default()
+        })
+        .collect()
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn search(
     ctx: &Ctx,
@@ -926,26 +971,7 @@ async fn search(
                         return Ok::<_, BoxError>(());
                     }
                     let last = (first + batch as u64).min(target);
-                    let ts = now_ts();
-                    let events: Vec<Event> = (first..last)
-                        .map(|i| Event {
-                            id: format!("m{i}"),
-                            author: if i % 2 == 0 {
-                                "user".into()
-                            } else {
-                                "model".into()
-                            },
-                            content: Some(Content {
-                                role: Some("user".into()),
-                                parts: vec![Part {
-                                    data: Some(part::Data::Text(corpus.memory_text(i))),
-                                    ..Default::default()
-                                }],
-                            }),
-                            timestamp: Some(ts),
-                            ..Default::default()
-                        })
-                        .collect();
+                    let events = memory_events(&corpus, first..last);
                     let t0 = Instant::now();
                     let resp = client
                         .add_events_to_memory(AddEventsToMemoryRequest {

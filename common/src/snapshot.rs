@@ -25,7 +25,7 @@ use std::{
 
 use adk_proto::admin::v1::{admin_service_server::AdminService, SnapshotChunk, SnapshotRequest};
 use prost::Message;
-use tokio::sync::{mpsc, RwLock, RwLockReadGuard};
+use tokio::sync::{mpsc, OwnedRwLockReadGuard, RwLock, RwLockReadGuard};
 use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
 use tonic::{transport::Channel, Request, Response, Status};
 
@@ -117,6 +117,12 @@ impl WriteGate {
     /// Hold the returned guard while applying a write.
     pub async fn writing(&self) -> RwLockReadGuard<'_, ()> {
         self.0.read().await
+    }
+
+    /// [`WriteGate::writing`] for a write applied on another thread, which holds the guard
+    /// until it is done even if the caller stops waiting for it.
+    pub async fn writing_owned(&self) -> OwnedRwLockReadGuard<()> {
+        self.0.clone().read_owned().await
     }
 
     /// Writes the body of a snapshot of `db` to `path` with writers paused; returns the entry

@@ -7,7 +7,8 @@
 //! - [`memories`]: the domain: request checks and ADK's memory rules, free of transport types.
 //! - [`session_source`]: fetching sessions from session-svc for ingestion by reference.
 //! - [`text`]: the tokenizer shared by indexing and queries.
-//! - [`store`]: the storage trait and its sled implementation (entries, postings, statistics).
+//! - [`store`]: the storage trait, the ingestion rules both backends share, and the sled and
+//!   PostgreSQL backends.
 //! - [`server`]: assembling and running the server (health, reflection).
 //! - [`error`]: the error type.
 

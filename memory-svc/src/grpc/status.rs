@@ -13,20 +13,37 @@ impl From<MemoryError> for Status {
             MemoryError::SessionTooLarge { .. } => Code::InvalidArgument,
             MemoryError::SessionServiceUnavailable { .. } => Code::Unavailable,
             MemoryError::SessionServiceFailed { .. } => Code::FailedPrecondition,
-            MemoryError::Store(StoreError::Durability(_)) => Code::Unavailable,
-            MemoryError::Store(StoreError::Postgres(e)) if e.is_unavailable() => Code::Unavailable,
-            MemoryError::Store(StoreError::Storage(sled::Error::Io(e)))
-                if e.kind() == std::io::ErrorKind::StorageFull =>
-            {
-                Code::ResourceExhausted
-            }
-            MemoryError::Store(
-                StoreError::Storage(_) | StoreError::Postgres(_) | StoreError::Corrupt(_),
-            ) => Code::Internal,
+            MemoryError::Store(StoreError::Storage(e)) => e.kind().code(),
         };
         if matches!(code, Code::Internal | Code::Unavailable) {
             tracing::error!(error = %e, "request failed");
         }
         Status::new(code, e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use adk_common::storage::{StorageError, StorageErrorKind};
+
+    use super::*;
+
+    fn storage(kind: StorageErrorKind) -> Code {
+        let e = MemoryError::Store(StoreError::Storage(StorageError::new(kind, "failed")));
+        Status::from(e).code()
+    }
+
+    #[test]
+    fn storage_failures_map_by_kind() {
+        assert_eq!(storage(StorageErrorKind::Unavailable), Code::Unavailable);
+        assert_eq!(storage(StorageErrorKind::Full), Code::ResourceExhausted);
+        // A write that kept losing races was not applied: the client may try again.
+        assert_eq!(storage(StorageErrorKind::Conflict), Code::Aborted);
+        assert_eq!(storage(StorageErrorKind::Corrupt), Code::Internal);
+        let token = StoreError::InvalidPageToken(adk_common::page::PageTokenError::Malformed);
+        assert_eq!(
+            Status::from(MemoryError::Store(token)).code(),
+            Code::InvalidArgument
+        );
     }
 }

@@ -2,19 +2,24 @@
 //!
 //! [`MemoryStore`] is what the domain talks to. [`sled::SledMemoryStore`] is the embedded
 //! implementation (one process); [`pg::PgMemoryStore`] keeps memories in PostgreSQL, shared by
-//! any number of replicas; [`index`] is what both compute alike, so they rank alike.
+//! any number of replicas. What both must do alike is written once: [`plan`] decides every
+//! write (the ingestion rules), [`index`] computes terms and scores (so both rank alike) and
+//! [`token`] is the list page token; a backend only loads, applies and searches. The
+//! [`contract`] tests run on both.
 //! Everything lives in one (app, user) [`Scope`]: no call reads or changes another user's
 //! memory. Every method that writes is atomic, and durable when it returns.
 
+#[cfg(test)]
+mod contract;
 pub mod index;
-mod maxscore;
 pub mod pg;
-mod postings;
+mod plan;
 pub mod sled;
+mod token;
 
 use std::future::Future;
 
-use adk_common::{durability::FlushError, page::PageTokenError, postgres::PgError};
+use adk_common::{page::PageTokenError, storage::StorageError};
 use adk_proto::session::v1::Content;
 use prost_types::Timestamp;
 
@@ -91,27 +96,38 @@ pub enum DeleteTarget {
 /// Why a store call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("storage failure: {0}")]
-    Storage(#[from] ::sled::Error),
-    #[error("stored data is corrupt: {0}")]
-    Corrupt(String),
     #[error("page_token {0}")]
     InvalidPageToken(#[from] PageTokenError),
+    /// The storage failed; its kind says what that means for the caller.
     #[error(transparent)]
-    Durability(#[from] FlushError),
-    #[error(transparent)]
-    Postgres(#[from] PgError),
+    Storage(StorageError),
 }
 
-impl From<tokio_postgres::Error> for StoreError {
-    fn from(e: tokio_postgres::Error) -> Self {
-        Self::Postgres(e.into())
-    }
+/// Every storage failure (sled, PostgreSQL, a failed flush) becomes a [`StorageError`], which
+/// says what it means without naming the backend.
+macro_rules! storage_failures {
+    ($($failure:ty),*) => {$(
+        impl From<$failure> for StoreError {
+            fn from(e: $failure) -> Self {
+                Self::Storage(e.into())
+            }
+        }
+    )*};
 }
 
-impl From<deadpool_postgres::PoolError> for StoreError {
-    fn from(e: deadpool_postgres::PoolError) -> Self {
-        Self::Postgres(e.into())
+storage_failures!(
+    StorageError,
+    ::sled::Error,
+    adk_common::postgres::PgError,
+    tokio_postgres::Error,
+    deadpool_postgres::PoolError,
+    adk_common::durability::FlushError
+);
+
+impl StoreError {
+    /// Stored bytes that cannot be decoded; `what` says which.
+    pub fn corrupt(what: impl std::fmt::Display) -> Self {
+        Self::Storage(StorageError::corrupt(what))
     }
 }
 

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use adk_common::keys::Key;
 use sled::{Batch, IVec, Tree};
 
-use super::{Result, StoreError};
+use super::super::{Result, StoreError};
 
 /// Postings an appended-to block holds before a new one is started.
 pub const BLOCK_LEN: usize = 256;
@@ -210,7 +210,7 @@ fn search(from: usize, len: usize, target: u64, value: impl Fn(usize) -> u64) ->
 }
 
 fn corrupt(what: &str) -> StoreError {
-    StoreError::Corrupt(format!("posting block: {what}"))
+    StoreError::corrupt(format!("posting block: {what}"))
 }
 
 /// The seq that ends a block key, after `prefix_len` bytes of (app, user, term).
@@ -358,7 +358,7 @@ impl TermEdit {
 pub fn df_value(bytes: &[u8]) -> Result<u64> {
     <[u8; 8]>::try_from(bytes)
         .map(u64::from_be_bytes)
-        .map_err(|_| StoreError::Corrupt("document frequency: not 8 bytes".into()))
+        .map_err(|_| StoreError::corrupt("document frequency: not 8 bytes"))
 }
 
 /// Reads one term's postings in seq order, for a search: either one by one ([`Cursor::current`],
@@ -460,6 +460,8 @@ impl Cursor {
 
 #[cfg(test)]
 mod tests {
+    use adk_common::storage::StorageErrorKind;
+
     use super::*;
 
     fn p(seq: u64, tf: u32, len: u32) -> Posting {
@@ -494,7 +496,10 @@ mod tests {
             &[0, 1, 1, 1, 1, 1, 1],
         ] {
             let err = decode(0, bad, &mut out).unwrap_err();
-            assert!(matches!(err, StoreError::Corrupt(_)), "{bad:?}: {err}");
+            assert!(
+                matches!(&err, StoreError::Storage(e) if e.kind() == StorageErrorKind::Corrupt),
+                "{bad:?}: {err}"
+            );
         }
     }
 }

@@ -19,9 +19,11 @@
 use std::{cmp::Ordering, collections::BinaryHeap};
 
 use super::{
-    index::{self, K1},
+    super::{
+        index::{self, K1},
+        Result,
+    },
     postings::{Cursor, Posting},
-    Result,
 };
 
 /// Relative margin on bounds: sums of a few dozen non-negative terms in different orders differ

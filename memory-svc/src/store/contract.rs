@@ -1,0 +1,701 @@
+//! The contract of [`MemoryStore`], as tests every backend must pass: [`memory_store_suite!`]
+//! runs each of them on a fresh store of one backend (sled always, PostgreSQL when
+//! `ADK_TEST_POSTGRES` names a database). A behaviour both stores share is tested here, once;
+//! a backend's own tests check only its layout.
+
+use adk_proto::session::v1::{part, Content, Part};
+use prost_types::Timestamp;
+
+use super::{index::Terms, DeleteTarget, Entry, MemoryStore, Scope, SearchQuery, StoreError};
+use crate::text;
+
+/// Declares one `#[tokio::test]` per contract test, each on the store `$open` gives: an async
+/// expression of type `Option<(guard, store)>`, the guard kept alive during the test (a
+/// temporary directory, say); `None` skips the suite (no database to run it on).
+macro_rules! memory_store_suite {
+    ($open:expr) => {
+        $crate::store::contract::memory_store_suite!(
+            @tests $open;
+            indexes_the_text_of_all_parts,
+            empty_queries_find_nothing,
+            replace_session_replaces_its_entries,
+            add_events_keeps_the_first_copy,
+            add_memories_upserts_in_place,
+            deleted_ids_stay_deleted,
+            delete_by_session_and_all,
+            scopes_are_isolated,
+            ranks_by_bm25,
+            ties_keep_ingestion_order,
+            finds_substrings_of_unspaced_scripts,
+            limit_and_filters,
+            lists_in_pages,
+            concurrent_writes_to_one_scope_all_land,
+            pruned_search_equals_exhaustive_scoring,
+        );
+    };
+    (@tests $open:expr; $($test:ident,)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            let Some((_guard, store)) = $open.await else {
+                return;
+            };
+            $crate::store::contract::$test(store).await;
+        }
+    )*};
+}
+
+pub(crate) use memory_store_suite;
+
+pub(crate) const SCOPE: Scope<'static> = Scope {
+    app_name: "app",
+    user_id: "user",
+};
+
+fn text_part(text: &str) -> Part {
+    Part {
+        data: Some(part::Data::Text(text.into())),
+        ..Default::default()
+    }
+}
+
+pub(crate) fn entry(id: &str, text: &str) -> Entry {
+    Entry {
+        id: id.into(),
+        author: "user".into(),
+        content: Content {
+            role: Some("user".into()),
+            parts: vec![text_part(text)],
+        },
+        ..Default::default()
+    }
+}
+
+/// Entries from (id, text) pairs.
+pub(crate) fn entries(pairs: &[(&str, &str)]) -> Vec<Entry> {
+    pairs.iter().map(|(id, text)| entry(id, text)).collect()
+}
+
+pub(crate) fn query(text: &str) -> SearchQuery {
+    SearchQuery {
+        text: text.into(),
+        limit: 10,
+        ..Default::default()
+    }
+}
+
+pub(crate) fn memory_id(id: &str) -> DeleteTarget {
+    DeleteTarget::MemoryId(id.into())
+}
+
+// The calls below work on SCOPE and fail the test on error.
+
+pub(crate) async fn replace(store: &impl MemoryStore, session: &str, entries: Vec<Entry>) -> u32 {
+    store
+        .replace_session(SCOPE, session, entries)
+        .await
+        .unwrap()
+}
+
+pub(crate) async fn add(store: &impl MemoryStore, session: &str, entries: Vec<Entry>) -> u32 {
+    store.add_events(SCOPE, session, entries).await.unwrap()
+}
+
+pub(crate) async fn memorize(store: &impl MemoryStore, entries: Vec<Entry>) {
+    store.add_memories(SCOPE, entries).await.unwrap()
+}
+
+pub(crate) async fn delete(store: &impl MemoryStore, target: DeleteTarget) -> u32 {
+    store.delete(SCOPE, &target).await.unwrap()
+}
+
+/// The ids a search finds, best first.
+async fn found(store: &impl MemoryStore, scope: Scope<'_>, q: &SearchQuery) -> Vec<String> {
+    let hits = store.search(scope, q).await.unwrap();
+    hits.into_iter().map(|h| h.entry.id).collect()
+}
+
+pub(crate) async fn search(store: &impl MemoryStore, text: &str) -> Vec<String> {
+    found(store, SCOPE, &query(text)).await
+}
+
+/// The ids of all entries, in listing order.
+pub(crate) async fn listed(store: &impl MemoryStore, scope: Scope<'_>) -> Vec<String> {
+    let (entries, next) = store.list(scope, 1000, "").await.unwrap();
+    assert_eq!(next, "");
+    entries.into_iter().map(|e| e.id).collect()
+}
+
+pub async fn indexes_the_text_of_all_parts<S: MemoryStore + Clone>(store: S) {
+    let mut e = entry("a", "visible answer");
+    e.content.parts.push(Part {
+        thought: Some(true),
+        ..text_part("hidden reasoning")
+    });
+    e.content.parts.push(text_part("tail"));
+    let no_text = Entry {
+        content: Content::default(),
+        ..entry("b", "")
+    };
+    memorize(&store, vec![e.clone(), no_text]).await;
+
+    assert_eq!(search(&store, "reasoning").await, ["a"]);
+    assert_eq!(search(&store, "answer").await, ["a"]);
+    assert!(search(&store, "answertail").await.is_empty());
+    // Stored whole and listable, but an entry without text is not indexed.
+    let (listed, _) = store.list(SCOPE, 10, "").await.unwrap();
+    assert_eq!(listed[0], e);
+    assert_eq!(listed[1].id, "b");
+    assert_scores_exact(&store, &["answer reasoning tail"]).await;
+}
+
+pub async fn empty_queries_find_nothing<S: MemoryStore + Clone>(store: S) {
+    memorize(&store, entries(&[("a", "something")])).await;
+    assert!(search(&store, "").await.is_empty());
+    assert!(search(&store, " ?! ").await.is_empty());
+    assert!(search(&store, "absent").await.is_empty());
+}
+
+pub async fn replace_session_replaces_its_entries<S: MemoryStore + Clone>(store: S) {
+    let session = entries(&[("a", "alpha"), ("b", "beta"), ("c", "gamma")]);
+    assert_eq!(replace(&store, "s1", session).await, 3);
+    assert_eq!(replace(&store, "s2", entries(&[("x", "xi")])).await, 1);
+
+    // Fewer events shrink the bucket; a changed one is rewritten in its place.
+    let shorter = entries(&[("a", "alpha"), ("c", "delta")]);
+    assert_eq!(replace(&store, "s1", shorter).await, 2);
+    assert_eq!(listed(&store, SCOPE).await, ["a", "c", "x"]);
+    assert!(search(&store, "beta gamma").await.is_empty());
+    assert_eq!(search(&store, "delta").await, ["c"]);
+
+    // Of two entries with one id the first is kept; entries record their session.
+    let dup = entries(&[("d", "first"), ("d", "second")]);
+    assert_eq!(replace(&store, "s1", dup).await, 1);
+    assert_eq!(listed(&store, SCOPE).await, ["x", "d"]);
+    assert!(search(&store, "second").await.is_empty());
+    let (listed_entries, _) = store.list(SCOPE, 10, "").await.unwrap();
+    assert_eq!(listed_entries[1].session_id, "s1");
+
+    assert_eq!(replace(&store, "s1", vec![]).await, 0);
+    assert_eq!(listed(&store, SCOPE).await, ["x"]);
+    assert_scores_exact(&store, &["xi"]).await;
+}
+
+pub async fn add_events_keeps_the_first_copy<S: MemoryStore + Clone>(store: S) {
+    let first = entries(&[("a", "original"), ("a", "shadowed")]);
+    assert_eq!(add(&store, "s1", first).await, 1);
+    let again = entries(&[("a", "rewritten"), ("b", "new")]);
+    assert_eq!(add(&store, "s1", again).await, 1);
+    assert_eq!(search(&store, "original").await, ["a"]);
+    assert!(search(&store, "rewritten shadowed").await.is_empty());
+
+    // Another session, or none, is another bucket.
+    assert_eq!(add(&store, "s2", entries(&[("a", "other")])).await, 1);
+    assert_eq!(add(&store, "", entries(&[("a", "loose")])).await, 1);
+    assert_eq!(listed(&store, SCOPE).await, ["a", "b", "a", "a"]);
+}
+
+pub async fn add_memories_upserts_in_place<S: MemoryStore + Clone>(store: S) {
+    memorize(
+        &store,
+        entries(&[("m1", "old"), ("m2", "two"), ("m1", "newer")]),
+    )
+    .await;
+    memorize(&store, entries(&[("m3", "three")])).await;
+    memorize(&store, entries(&[("m2", "second")])).await;
+    assert_eq!(listed(&store, SCOPE).await, ["m2", "m1", "m3"]);
+    assert!(search(&store, "old two").await.is_empty());
+    assert_eq!(search(&store, "newer second").await.len(), 2);
+    assert_scores_exact(&store, &["newer second three"]).await;
+}
+
+pub async fn deleted_ids_stay_deleted<S: MemoryStore + Clone>(store: S) {
+    replace(&store, "s1", entries(&[("a", "alpha"), ("b", "beta")])).await;
+    add(&store, "s2", entries(&[("a", "alpha")])).await;
+    memorize(&store, entries(&[("a", "alpha")])).await;
+
+    // Every copy of the id goes, in every session.
+    assert_eq!(delete(&store, memory_id("a")).await, 3);
+    assert!(search(&store, "alpha").await.is_empty());
+
+    // Re-ingesting does not bring it back.
+    let session = entries(&[("a", "alpha"), ("b", "beta")]);
+    assert_eq!(replace(&store, "s1", session).await, 1);
+    assert_eq!(add(&store, "s3", entries(&[("a", "alpha")])).await, 0);
+    assert_eq!(listed(&store, SCOPE).await, ["b"]);
+
+    // Deleting an id that is not there tombstones nothing.
+    assert_eq!(delete(&store, memory_id("ghost")).await, 0);
+    assert_eq!(add(&store, "s1", entries(&[("ghost", "boo")])).await, 1);
+
+    // An explicit write lifts the tombstone.
+    memorize(&store, entries(&[("a", "alpha")])).await;
+    assert_eq!(add(&store, "s3", entries(&[("a", "alpha")])).await, 1);
+    assert_eq!(search(&store, "alpha").await, ["a", "a"]);
+}
+
+pub async fn delete_by_session_and_all<S: MemoryStore + Clone>(store: S) {
+    replace(&store, "s1", entries(&[("a", "alpha"), ("b", "beta")])).await;
+    replace(&store, "s2", entries(&[("c", "gamma")])).await;
+    memorize(&store, entries(&[("d", "delta")])).await;
+    delete(&store, memory_id("d")).await;
+
+    let s1 = || DeleteTarget::Session("s1".into());
+    assert_eq!(delete(&store, s1()).await, 2);
+    assert_eq!(delete(&store, s1()).await, 0);
+    assert_eq!(listed(&store, SCOPE).await, ["c"]);
+    // Deleting a session tombstones nothing.
+    assert_eq!(replace(&store, "s1", entries(&[("a", "alpha")])).await, 1);
+
+    let (_, token) = store.list(SCOPE, 1, "").await.unwrap();
+    assert_eq!(delete(&store, DeleteTarget::All).await, 2);
+    assert!(listed(&store, SCOPE).await.is_empty());
+    assert!(search(&store, "alpha gamma").await.is_empty());
+
+    // Tombstones went too; ingestion numbering goes on, so a token issued before skips
+    // nothing added after.
+    assert_eq!(add(&store, "", entries(&[("d", "delta")])).await, 1);
+    assert_eq!(search(&store, "delta").await, ["d"]);
+    let (page, _) = store.list(SCOPE, 10, &token).await.unwrap();
+    assert_eq!(
+        page.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
+        ["d"]
+    );
+    assert_scores_exact(&store, &["delta"]).await;
+
+    let fresh = Scope {
+        app_name: "app",
+        user_id: "nobody",
+    };
+    assert_eq!(store.delete(fresh, &DeleteTarget::All).await.unwrap(), 0);
+}
+
+pub async fn scopes_are_isolated<S: MemoryStore + Clone>(store: S) {
+    let scopes = [
+        ("a/b", "c"),
+        ("a", "b/c"),
+        ("a", "b"),
+        ("ab", "c"),
+        ("a", "bc"),
+    ]
+    .map(|(app_name, user_id)| Scope { app_name, user_id });
+    for (i, &scope) in scopes.iter().enumerate() {
+        let e = entry("same-id", &format!("shared word{i}"));
+        store.replace_session(scope, "s", vec![e]).await.unwrap();
+    }
+    for (i, &scope) in scopes.iter().enumerate() {
+        assert_eq!(found(&store, scope, &query("shared")).await.len(), 1);
+        assert_eq!(
+            found(&store, scope, &query(&format!("word{i}")))
+                .await
+                .len(),
+            1
+        );
+        let other = format!("word{}", (i + 1) % scopes.len());
+        assert!(found(&store, scope, &query(&other)).await.is_empty());
+    }
+
+    // Statistics are per scope too: N = df = 1, whatever the other scopes hold.
+    let hits = store.search(scopes[0], &query("shared")).await.unwrap();
+    let idf = (1.0f64 + 0.5 / 1.5).ln();
+    assert!((hits[0].score - idf).abs() < 1e-12, "{}", hits[0].score);
+
+    // Deletes stay inside their scope, tombstones too.
+    let deletes = [
+        memory_id("same-id"),
+        DeleteTarget::All,
+        DeleteTarget::Session("s".into()),
+    ];
+    for (&scope, target) in scopes.iter().zip(&deletes) {
+        assert_eq!(store.delete(scope, target).await.unwrap(), 1);
+    }
+    for (i, &scope) in scopes.iter().enumerate() {
+        assert_eq!(
+            listed(&store, scope).await.len(),
+            usize::from(i > 2),
+            "{scope:?}"
+        );
+    }
+    let e = entry("same-id", "back");
+    assert_eq!(store.add_events(scopes[1], "t", vec![e]).await.unwrap(), 1);
+
+    // A page token works only for the scope it was issued for.
+    let extra = vec![entry("x", "")];
+    store.add_events(scopes[3], "t", extra).await.unwrap();
+    let (_, token) = store.list(scopes[3], 1, "").await.unwrap();
+    assert!(!token.is_empty());
+    let err = store.list(scopes[4], 1, &token).await.unwrap_err();
+    assert!(matches!(err, StoreError::InvalidPageToken(_)), "{err}");
+}
+
+pub async fn ranks_by_bm25<S: MemoryStore + Clone>(store: S) {
+    let docs = entries(&[
+        ("c1", "common alpha beta"),
+        ("c2", "common beta gamma"),
+        ("c3", "common gamma delta"),
+        ("r", "rare delta alpha"),
+    ]);
+    memorize(&store, docs).await;
+    // The rarer term weighs more; equal scores come in ingestion order.
+    assert_eq!(search(&store, "common rare").await, ["r", "c1", "c2", "c3"]);
+    // Matching more terms weighs more.
+    assert_eq!(search(&store, "gamma beta").await, ["c2", "c1", "c3"]);
+
+    // More occurrences weigh more (at equal length).
+    memorize(
+        &store,
+        entries(&[("t1", "cat dog dog"), ("t2", "cat cat dog")]),
+    )
+    .await;
+    let hits = store.search(SCOPE, &query("cat")).await.unwrap();
+    assert_eq!(hits[0].entry.id, "t2");
+    assert!(hits[0].score > hits[1].score && hits[1].score > 0.0);
+}
+
+pub async fn ties_keep_ingestion_order<S: MemoryStore + Clone>(store: S) {
+    for id in ["z", "m", "a"] {
+        add(&store, "s", entries(&[(id, "same words")])).await;
+    }
+    assert_eq!(search(&store, "same").await, ["z", "m", "a"]);
+    // Re-adding the session rewrites its entries in place: the order holds.
+    let session = entries(&[
+        ("a", "same words"),
+        ("m", "same words"),
+        ("z", "same words"),
+    ]);
+    replace(&store, "s", session).await;
+    assert_eq!(search(&store, "words").await, ["z", "m", "a"]);
+}
+
+pub async fn finds_substrings_of_unspaced_scripts<S: MemoryStore + Clone>(store: S) {
+    let docs = entries(&[
+        ("ota", "太田さんです"),
+        ("yamada", "山田太郎です"),
+        ("hanako", "山田花子です"),
+        ("ja", "私はPythonでADKを使っています"),
+        ("ko", "저는 파이썬을 좋아합니다"),
+    ]);
+    memorize(&store, docs).await;
+    assert_eq!(search(&store, "太郎").await, ["yamada"]);
+    assert_eq!(search(&store, "太").await, ["ota", "yamada"]);
+    // The document with the whole substring outranks those with parts of it.
+    assert_eq!(search(&store, "山田太郎").await, ["yamada", "hanako"]);
+    assert_eq!(search(&store, "python").await, ["ja"]);
+    assert_eq!(search(&store, "ADK").await, ["ja"]);
+    assert!(search(&store, "thon").await.is_empty());
+    assert_eq!(search(&store, "파이썬").await, ["ko"]);
+}
+
+pub async fn limit_and_filters<S: MemoryStore + Clone>(store: S) {
+    let mut docs: Vec<Entry> = (0..6)
+        .map(|i| Entry {
+            timestamp: Some(Timestamp {
+                seconds: 100 + i,
+                nanos: 0,
+            }),
+            ..entry(&format!("e{i}"), "note")
+        })
+        .collect();
+    docs[1].author = "model".into();
+    docs[4].author = "model".into();
+    docs.push(entry("untimed", "note"));
+    memorize(&store, docs).await;
+    let t = |seconds| Some(Timestamp { seconds, nanos: 0 });
+
+    let mut q = query("note");
+    q.limit = 2;
+    assert_eq!(found(&store, SCOPE, &q).await, ["e0", "e1"]);
+
+    let mut q = query("note");
+    q.author = Some("model".into());
+    assert_eq!(found(&store, SCOPE, &q).await, ["e1", "e4"]);
+
+    // `after` is inclusive, `before` exclusive; an entry without a time is outside.
+    let mut q = query("note");
+    (q.after, q.before) = (t(102), t(105));
+    assert_eq!(found(&store, SCOPE, &q).await, ["e2", "e3", "e4"]);
+
+    // Filters apply before the limit.
+    (q.limit, q.author) = (1, Some("model".into()));
+    assert_eq!(found(&store, SCOPE, &q).await, ["e4"]);
+
+    q.limit = 0;
+    assert!(found(&store, SCOPE, &q).await.is_empty());
+}
+
+pub async fn lists_in_pages<S: MemoryStore + Clone>(store: S) {
+    memorize(
+        &store,
+        (0..5).map(|i| entry(&format!("e{i}"), "x")).collect(),
+    )
+    .await;
+
+    let mut token = String::new();
+    let mut pages = Vec::new();
+    loop {
+        let (page, next) = store.list(SCOPE, 2, &token).await.unwrap();
+        pages.push(page.into_iter().map(|e| e.id).collect::<Vec<_>>());
+        if next.is_empty() {
+            break;
+        }
+        token = next;
+    }
+    assert_eq!(pages, [vec!["e0", "e1"], vec!["e2", "e3"], vec!["e4"]]);
+
+    // A page is never empty while entries remain, and the last one has no token.
+    let (page, next) = store.list(SCOPE, 0, "").await.unwrap();
+    assert_eq!((page.len(), next.is_empty()), (1, false));
+    let (page, next) = store.list(SCOPE, 5, "").await.unwrap();
+    assert_eq!((page.len(), next.as_str()), (5, ""));
+
+    let err = store.list(SCOPE, 2, "not a token!").await.unwrap_err();
+    assert!(matches!(err, StoreError::InvalidPageToken(_)), "{err}");
+}
+
+pub async fn concurrent_writes_to_one_scope_all_land<S: MemoryStore + Clone>(store: S) {
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                add(
+                    &store,
+                    "s",
+                    vec![entry(&format!("e{i}"), "concurrent words here")],
+                )
+                .await
+            })
+        })
+        .collect();
+    for task in tasks {
+        assert_eq!(task.await.unwrap(), 1);
+    }
+    assert_scores_exact(&store, &["concurrent words"]).await;
+    assert_eq!(listed(&store, SCOPE).await.len(), 16);
+}
+
+pub async fn pruned_search_equals_exhaustive_scoring<S: MemoryStore + Clone>(store: S) {
+    generated_corpus(&store).await;
+    assert!(assert_searches_exact(&store).await > 400);
+}
+/// A deterministic pseudo-random sequence (splitmix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Text like chat turns: a few very common words in most entries, some mid-frequency ones,
+/// and a long tail of rare ones; repeats give term frequencies above 1.
+fn generated_text(rng: &mut Rng) -> String {
+    let words = 1 + rng.below(30);
+    (0..words)
+        .map(|_| match rng.below(10) {
+            0..=4 => ["the", "is", "a", "my", "to"][rng.below(5) as usize].to_owned(),
+            5..=7 => format!("mid{}", rng.below(40)),
+            _ => format!("rare{}", rng.below(2000)),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// An entry of the generated corpus: random author, and a time (or none).
+fn generated_entry(rng: &mut Rng, id: &str) -> Entry {
+    Entry {
+        author: ["user", "model"][rng.below(2) as usize].into(),
+        timestamp: (rng.below(10) > 0).then(|| Timestamp {
+            seconds: rng.below(1000) as i64,
+            nanos: 0,
+        }),
+        ..entry(id, &generated_text(rng))
+    }
+}
+
+/// Fills SCOPE with a corpus long enough for common terms to span many blocks, then
+/// rewrites and deletes entries so that blocks are edited in the middle, split, emptied
+/// and created below a term's first block.
+pub(crate) async fn generated_corpus(store: &impl MemoryStore) {
+    let mut rng = Rng(7);
+    for session in 0..12 {
+        let batch = (0..100)
+            .map(|i| generated_entry(&mut rng, &format!("e{session}-{i}")))
+            .collect();
+        add(store, &format!("s{session}"), batch).await;
+    }
+    // In-place rewrites: new texts at old seqs.
+    let rewritten = (0..60)
+        .map(|i| {
+            let id = format!("e0-{}", i * 3 % 100);
+            Entry {
+                session_id: "s0".into(),
+                ..generated_entry(&mut rng, &id)
+            }
+        })
+        .collect();
+    memorize(store, rewritten).await;
+    // "spread" first appears in one late entry, then in 600 earlier ones: below the first
+    // block, then growing one block past twice its size (the sled store's blocks hold 256).
+    memorize(store, vec![entry("late", "spread the word")]).await;
+    let spread = (1..7)
+        .flat_map(|session| (0..100).map(move |i| (session, i)))
+        .map(|(session, i)| Entry {
+            session_id: format!("s{session}"),
+            ..entry(
+                &format!("e{session}-{i}"),
+                &format!("spread mid{} is", i % 7),
+            )
+        })
+        .collect();
+    memorize(store, spread).await;
+    delete(store, DeleteTarget::Session("s5".into())).await;
+    delete(store, memory_id("e7-3")).await;
+    delete(store, memory_id("late")).await;
+}
+
+/// Every entry of a scope as a search sees it: (entry, term frequencies, length).
+async fn indexed(store: &impl MemoryStore, scope: Scope<'_>) -> Vec<(Entry, Terms)> {
+    let (entries, _) = store.list(scope, usize::MAX, "").await.unwrap();
+    entries
+        .into_iter()
+        .map(|e| {
+            let terms = Terms::of(&e.content);
+            (e, terms)
+        })
+        .collect()
+}
+
+/// The results of `q` by scoring every entry: today's formula, spelled out separately.
+fn brute_force(docs: &[(Entry, Terms)], q: &SearchQuery) -> Vec<(String, String, u64)> {
+    let n = docs.iter().filter(|(_, r)| r.len > 0).count() as f64;
+    let avg = docs.iter().map(|(_, r)| f64::from(r.len)).sum::<f64>() / n;
+    let tf = |r: &Terms, term: &str| {
+        r.counts
+            .iter()
+            .find(|(t, _)| t == term)
+            .map(|(_, tf)| f64::from(*tf))
+    };
+    let terms = text::query_terms(&q.text);
+    let idfs: Vec<f64> = terms
+        .iter()
+        .map(|term| {
+            let df = docs.iter().filter(|(_, r)| tf(r, term).is_some()).count() as f64;
+            (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+        })
+        .collect();
+    let mut scored: Vec<(f64, usize)> = Vec::new();
+    for (i, (_, r)) in docs.iter().enumerate() {
+        let mut score = None;
+        for (term, idf) in terms.iter().zip(&idfs) {
+            if let Some(tf) = tf(r, term) {
+                let norm = 1.2 * (1.0 - 0.75 + 0.75 * f64::from(r.len) / avg);
+                *score.get_or_insert(0.0) += idf * tf * (1.2 + 1.0) / (tf + norm);
+            }
+        }
+        if let Some(score) = score {
+            scored.push((score, i));
+        }
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored
+        .into_iter()
+        .filter(|&(_, i)| q.admits(&docs[i].0))
+        .take(q.limit)
+        .map(|(score, i)| {
+            (
+                docs[i].0.id.clone(),
+                docs[i].0.session_id.clone(),
+                score.to_bits(),
+            )
+        })
+        .collect()
+}
+
+/// Compares the store's results with [`brute_force`] for queries of common, mid-frequency
+/// and rare words, limits and filters; returns how many searches were compared.
+pub(crate) async fn assert_searches_exact(store: &impl MemoryStore) -> usize {
+    let docs = indexed(store, SCOPE).await;
+    let texts = [
+        "the",
+        "the is a",
+        "my to the is a",
+        "spread",
+        "spread the",
+        "mid3",
+        "mid3 mid17 the",
+        "the mid5 rare12 rare150",
+        "rare1 rare2 rare3",
+        "a rare77",
+        "is mid1 mid2 mid3 mid4 mid5 my",
+        "absent words only",
+        "absent the",
+    ];
+    let t = |seconds| Some(Timestamp { seconds, nanos: 0 });
+    let filters = [
+        SearchQuery::default(),
+        SearchQuery {
+            author: Some("model".into()),
+            ..Default::default()
+        },
+        SearchQuery {
+            after: t(500),
+            ..Default::default()
+        },
+        SearchQuery {
+            before: t(100),
+            ..Default::default()
+        },
+        SearchQuery {
+            author: Some("user".into()),
+            after: t(200),
+            before: t(900),
+            ..Default::default()
+        },
+        SearchQuery {
+            author: Some("nobody".into()),
+            ..Default::default()
+        },
+    ];
+    let mut compared = 0;
+    for text in texts {
+        for filter in &filters {
+            for limit in [1, 3, 10, 25, 100, 10_000] {
+                let q = SearchQuery {
+                    text: text.into(),
+                    limit,
+                    ..filter.clone()
+                };
+                let hits = store.search(SCOPE, &q).await.unwrap();
+                let got: Vec<_> = hits
+                    .into_iter()
+                    .map(|h| (h.entry.id, h.entry.session_id, h.score.to_bits()))
+                    .collect();
+                assert_eq!(got, brute_force(&docs, &q), "{q:?}");
+                compared += 1;
+            }
+        }
+    }
+    compared
+}
+
+/// Checks every score of these queries against scoring every listed entry, which holds only if
+/// the store's statistics (entries with text, their total length) are right.
+async fn assert_scores_exact(store: &impl MemoryStore, texts: &[&str]) {
+    let docs = indexed(store, SCOPE).await;
+    for text in texts {
+        let q = query(text);
+        let hits = store.search(SCOPE, &q).await.unwrap();
+        let got: Vec<_> = hits
+            .into_iter()
+            .map(|h| (h.entry.id, h.entry.session_id, h.score.to_bits()))
+            .collect();
+        assert_eq!(got, brute_force(&docs, &q), "{q:?}");
+    }
+}

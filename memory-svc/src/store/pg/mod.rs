@@ -1,0 +1,252 @@
+//! The PostgreSQL store: memories shared by any number of stateless replicas.
+//!
+//! [`schema`] holds the tables; [`write`] runs a write in one transaction holding its scope's
+//! lock, deciding with the shared planner exactly as the sled store does.
+//!
+//! # Search
+//! The query terms' postings are read in one query; scores are summed in Rust with the same
+//! formula and in the same order as the sled store ([`super::index`]), so both rank alike.
+
+mod schema;
+#[cfg(test)]
+mod tests;
+mod write;
+
+use std::collections::HashMap;
+
+use adk_common::{postgres, storage::StorageErrorKind};
+use deadpool_postgres::Pool;
+
+use self::schema::{db_int, stored, ENTRY, MIGRATIONS};
+use super::{
+    index, plan::Write, token, DeleteTarget, Entry, Hit, MemoryStore, Result, Scope, SearchQuery,
+    StoreError,
+};
+use crate::text;
+
+/// Candidates fetched at a time while filtering ranked search results.
+const FETCH: usize = 64;
+
+/// Memory store on a PostgreSQL database. Cheap to clone.
+#[derive(Clone)]
+pub struct PgMemoryStore {
+    pool: Pool,
+}
+
+impl std::fmt::Debug for PgMemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgMemoryStore").finish_non_exhaustive()
+    }
+}
+
+impl PgMemoryStore {
+    /// Connects with at most `max_connections` and brings the schema up to date.
+    pub async fn open(url: &str, max_connections: usize) -> Result<Self> {
+        let pool = postgres::pool(url, max_connections)?;
+        postgres::migrate(&pool, "memory-svc", MIGRATIONS).await?;
+        Ok(Self { pool })
+    }
+
+    /// Publishes the connection pool's size as gauges (read at each metrics scrape).
+    pub fn record_pool(&self) {
+        postgres::record_pool(&self.pool, "memory-svc");
+    }
+
+    /// Runs `op` in one transaction holding the scope's lock. A transaction that loses a race
+    /// (deadlock, serialization failure) was rolled back by the server, and is run again whole
+    /// on a fresh transaction, a bounded number of times; any other failure, a failed COMMIT
+    /// included, is returned as it is and never re-run. Should the race go on, the call fails
+    /// as a conflict (ABORTED), which the client may retry.
+    async fn write(&self, scope: Scope<'_>, op: Write) -> Result<u32> {
+        postgres::retry_conflicts(
+            || async {
+                let mut client = self.pool.get().await?;
+                // Dropped without a commit on any error, the transaction is rolled back: no
+                // statement runs in a failed transaction.
+                let tx = client.transaction().await?;
+                let out = write::write(&tx, scope, &op).await?;
+                tx.commit().await?;
+                Ok(out)
+            },
+            |e: &StoreError| {
+                matches!(e, StoreError::Storage(e) if e.kind() == StorageErrorKind::Conflict)
+            },
+        )
+        .await
+    }
+
+    /// The entries still stored at these seqs.
+    async fn entries(&self, scope: Scope<'_>, seqs: &[i64]) -> Result<HashMap<i64, Entry>> {
+        let client = self.pool.get().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {ENTRY} FROM memory_entries
+                     WHERE app_name = $1 AND user_id = $2 AND seq = ANY($3)"
+                ),
+                &[&scope.app_name, &scope.user_id, &seqs],
+            )
+            .await?;
+        let mut by_seq = HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let s = stored(row)?;
+            by_seq.insert(db_int(s.seq), s.entry);
+        }
+        Ok(by_seq)
+    }
+}
+
+impl MemoryStore for PgMemoryStore {
+    async fn replace_session(
+        &self,
+        scope: Scope<'_>,
+        session_id: &str,
+        entries: Vec<Entry>,
+    ) -> Result<u32> {
+        let session_id = session_id.to_owned();
+        self.write(
+            scope,
+            Write::Replace {
+                session_id,
+                entries,
+            },
+        )
+        .await
+    }
+
+    async fn add_events(
+        &self,
+        scope: Scope<'_>,
+        session_id: &str,
+        entries: Vec<Entry>,
+    ) -> Result<u32> {
+        let session_id = session_id.to_owned();
+        self.write(
+            scope,
+            Write::AddEvents {
+                session_id,
+                entries,
+            },
+        )
+        .await
+    }
+
+    async fn add_memories(&self, scope: Scope<'_>, entries: Vec<Entry>) -> Result<()> {
+        self.write(scope, Write::AddMemories(entries)).await?;
+        Ok(())
+    }
+
+    async fn search(&self, scope: Scope<'_>, query: &SearchQuery) -> Result<Vec<Hit>> {
+        let terms = text::query_terms(&query.text);
+        if terms.is_empty() || query.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let client = self.pool.get().await?;
+        let stats = client
+            .query_opt(
+                "SELECT docs, total_len FROM memory_scopes WHERE app_name = $1 AND user_id = $2",
+                &[&scope.app_name, &scope.user_id],
+            )
+            .await?;
+        let Some(stats) = stats else {
+            return Ok(Vec::new());
+        };
+        let (docs, total_len): (i64, i64) = (stats.try_get(0)?, stats.try_get(1)?);
+        if docs == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = client
+            .query(
+                "SELECT term, seq, tf, len FROM memory_postings
+                 WHERE app_name = $1 AND user_id = $2 AND term = ANY($3)",
+                &[&scope.app_name, &scope.user_id, &terms],
+            )
+            .await?;
+        let mut postings: HashMap<String, Vec<(i64, f64, f64)>> = HashMap::new();
+        for row in &rows {
+            let (tf, len): (i32, i32) = (row.try_get(2)?, row.try_get(3)?);
+            postings.entry(row.try_get(0)?).or_default().push((
+                row.try_get(1)?,
+                f64::from(tf),
+                f64::from(len),
+            ));
+        }
+        // Summed term by term in query order, as the sled store sums, so scores are equal to
+        // the last bit.
+        let n = docs as f64;
+        let avg_len = total_len as f64 / n;
+        let mut scores = HashMap::<i64, f64>::new();
+        for term in &terms {
+            let Some(list) = postings.get(term) else {
+                continue;
+            };
+            let idf = index::idf(n, list.len() as f64);
+            for &(seq, tf, len) in list {
+                *scores.entry(seq).or_default() += index::score(idf, tf, len, avg_len);
+            }
+        }
+        let mut ranked: Vec<(i64, f64)> = scores.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut hits = Vec::new();
+        for chunk in ranked.chunks(FETCH) {
+            let seqs: Vec<i64> = chunk.iter().map(|(seq, _)| *seq).collect();
+            let mut fetched = self.entries(scope, &seqs).await?;
+            // Searches do not lock out writers: an entry removed since its posting was read is
+            // simply no longer there.
+            for &(seq, score) in chunk {
+                let Some(entry) = fetched.remove(&seq) else {
+                    continue;
+                };
+                if query.admits(&entry) {
+                    hits.push(Hit { entry, score });
+                    if hits.len() == query.limit {
+                        return Ok(hits);
+                    }
+                }
+            }
+        }
+        Ok(hits)
+    }
+
+    async fn delete(&self, scope: Scope<'_>, target: &DeleteTarget) -> Result<u32> {
+        self.write(scope, Write::Delete(target.clone())).await
+    }
+
+    async fn list(
+        &self,
+        scope: Scope<'_>,
+        page_size: usize,
+        page_token: &str,
+    ) -> Result<(Vec<Entry>, String)> {
+        let after = token::decode(scope, page_token)?.map_or(0, db_int);
+        // A page of at least one entry, so paging always makes progress.
+        let size = page_size.max(1);
+        let client = self.pool.get().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {ENTRY} FROM memory_entries
+                     WHERE app_name = $1 AND user_id = $2 AND seq > $3 ORDER BY seq LIMIT $4"
+                ),
+                &[
+                    &scope.app_name,
+                    &scope.user_id,
+                    &after,
+                    &i64::try_from(size.saturating_add(1)).unwrap_or(i64::MAX),
+                ],
+            )
+            .await?;
+        let mut page = Vec::with_capacity(rows.len().min(size));
+        let mut last = None;
+        for row in rows.iter().take(size) {
+            let s = stored(row)?;
+            last = Some(s.seq);
+            page.push(s.entry);
+        }
+        let next = match last {
+            Some(seq) if rows.len() > size => token::encode(scope, seq),
+            _ => String::new(),
+        };
+        Ok((page, next))
+    }
+}

@@ -1,0 +1,99 @@
+//! The PostgreSQL memory schema, and how a stored entry is read back.
+//!
+//! Schema version 1, created by the service itself ([`MIGRATIONS`]):
+//!
+//! | table               | primary key             | holds                                        |
+//! |---------------------|-------------------------|----------------------------------------------|
+//! | `memory_scopes`     | app, user               | BM25 statistics, next ingestion `seq`        |
+//! | `memory_entries`    | app, user, seq          | the entry; unique per (session, id) slot     |
+//! | `memory_postings`   | app, user, term, seq    | term frequency and entry length              |
+//! | `memory_tombstones` | app, user, id           | deleted ids, not re-ingested                 |
+//!
+//! Every key starts with (app, user): no statement reads or writes outside one user's memory,
+//! and a distributed engine can shard by it.
+
+use adk_proto::session::v1::Content;
+use prost::Message;
+use prost_types::Timestamp;
+use tokio_postgres::Row;
+
+use super::super::{plan::Stored, Entry, Result, StoreError};
+
+pub(super) const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE memory_scopes (
+    app_name  text COLLATE "C" NOT NULL,
+    user_id   text COLLATE "C" NOT NULL,
+    docs      bigint NOT NULL,
+    total_len bigint NOT NULL,
+    next_seq  bigint NOT NULL,
+    PRIMARY KEY (app_name, user_id)
+);
+CREATE TABLE memory_entries (
+    app_name        text COLLATE "C" NOT NULL,
+    user_id         text COLLATE "C" NOT NULL,
+    seq             bigint NOT NULL,
+    session_id      text COLLATE "C" NOT NULL,
+    id              text COLLATE "C" NOT NULL,
+    author          text NOT NULL,
+    ts_s            bigint,
+    ts_n            integer,
+    custom_metadata text NOT NULL,
+    content         bytea NOT NULL,
+    terms           text[] NOT NULL,
+    len             integer NOT NULL,
+    PRIMARY KEY (app_name, user_id, seq)
+);
+CREATE UNIQUE INDEX memory_slots ON memory_entries (app_name, user_id, session_id, id);
+CREATE INDEX memory_ids ON memory_entries (app_name, user_id, id);
+CREATE TABLE memory_postings (
+    app_name text COLLATE "C" NOT NULL,
+    user_id  text COLLATE "C" NOT NULL,
+    term     text COLLATE "C" NOT NULL,
+    seq      bigint NOT NULL,
+    tf       integer NOT NULL,
+    len      integer NOT NULL,
+    PRIMARY KEY (app_name, user_id, term, seq)
+);
+CREATE TABLE memory_tombstones (
+    app_name text COLLATE "C" NOT NULL,
+    user_id  text COLLATE "C" NOT NULL,
+    id       text COLLATE "C" NOT NULL,
+    PRIMARY KEY (app_name, user_id, id)
+);
+"#];
+
+/// The `memory_entries` columns [`stored`] reads, in order.
+pub(super) const ENTRY: &str =
+    "seq, session_id, id, author, ts_s, ts_n, custom_metadata, content, terms, len";
+
+/// Reads the [`ENTRY`] columns of a row.
+pub(super) fn stored(row: &Row) -> Result<Stored> {
+    let ts_s: Option<i64> = row.try_get(4)?;
+    let ts_n: Option<i32> = row.try_get(5)?;
+    let content: &[u8] = row.try_get(7)?;
+    let content = Content::decode(content)
+        .map_err(|e| StoreError::corrupt(format!("memory content: {e}")))?;
+    let seq: i64 = row.try_get(0)?;
+    let len: i32 = row.try_get(9)?;
+    Ok(Stored {
+        seq: u64::try_from(seq).map_err(|_| StoreError::corrupt(format!("memory seq {seq}")))?,
+        entry: Entry {
+            id: row.try_get(2)?,
+            session_id: row.try_get(1)?,
+            author: row.try_get(3)?,
+            timestamp: ts_s.map(|seconds| Timestamp {
+                seconds,
+                nanos: ts_n.unwrap_or(0),
+            }),
+            custom_metadata: row.try_get(6)?,
+            content,
+        },
+        terms: row.try_get(8)?,
+        len: u32::try_from(len).unwrap_or(0),
+    })
+}
+
+/// A seq or counter as the database stores it (bigint).
+pub(super) fn db_int(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,296 @@
+//! Writes to the PostgreSQL store. A call is one transaction that first locks its scope's
+//! `memory_scopes` row, so writes to one user's memory are serialised across replicas (as the
+//! sled store serialises them in one process); it loads what the shared planner reads in a few
+//! set-based queries, and applies the planned edits in bulk.
+//!
+//! Each transaction takes one row lock of `memory_scopes` first and then touches rows of that
+//! scope only, so two writes cannot wait for each other's rows in opposite orders (deadlock).
+
+use deadpool_postgres::Transaction;
+use prost::Message;
+
+use super::{
+    super::{
+        index::Terms,
+        plan::{self, Edit, Loaded, Stats, Stored, Write},
+        Entry, Result, Scope,
+    },
+    schema::{db_int, stored, ENTRY},
+};
+
+/// Runs `write` in `tx` and returns the call's count; the caller commits.
+pub(super) async fn write(tx: &Transaction<'_>, scope: Scope<'_>, write: &Write) -> Result<u32> {
+    let stats = lock(tx, scope).await?;
+    let loaded = load(tx, scope, write, stats).await?;
+    let plan = plan::plan(write, loaded);
+    if !plan.edits.is_empty() {
+        apply(tx, scope, plan.edits, plan.stats).await?;
+    }
+    Ok(plan.count)
+}
+
+/// Locks the scope (creating its row) and reads its statistics.
+async fn lock(tx: &Transaction<'_>, scope: Scope<'_>) -> Result<Stats> {
+    let row = tx
+        .query_one(
+            "INSERT INTO memory_scopes (app_name, user_id, docs, total_len, next_seq)
+             VALUES ($1, $2, 0, 0, 1)
+             ON CONFLICT (app_name, user_id) DO UPDATE SET docs = memory_scopes.docs
+             RETURNING docs, total_len, next_seq",
+            &[&scope.app_name, &scope.user_id],
+        )
+        .await?;
+    let counter = |i| -> Result<u64> {
+        let v: i64 = row.try_get(i)?;
+        Ok(u64::try_from(v).unwrap_or(0))
+    };
+    Ok(Stats {
+        docs: counter(0)?,
+        total_len: counter(1)?,
+        next_seq: counter(2)?,
+    })
+}
+
+/// What `write` reads, in the locked scope whose statistics are `stats`.
+async fn load(
+    tx: &Transaction<'_>,
+    scope: Scope<'_>,
+    write: &Write,
+    stats: Stats,
+) -> Result<Loaded> {
+    let reads = write.reads();
+    let (app, user) = (&scope.app_name, &scope.user_id);
+    let mut loaded = Loaded {
+        stats,
+        // The lock created the scope's row.
+        written: true,
+        ..Loaded::default()
+    };
+    let mut keep = |rows: Vec<tokio_postgres::Row>| -> Result<()> {
+        for row in &rows {
+            loaded.entries.push(stored(row)?);
+        }
+        Ok(())
+    };
+    if !reads.slots.is_empty() {
+        let (sessions, ids): (Vec<&str>, Vec<&str>) = reads.slots.iter().copied().unzip();
+        keep(
+            tx.query(
+                &format!(
+                    "SELECT {ENTRY} FROM memory_entries e
+                     JOIN unnest($3::text[], $4::text[]) AS s(slot_session, slot_id)
+                       ON e.session_id = s.slot_session AND e.id = s.slot_id
+                     WHERE e.app_name = $1 AND e.user_id = $2"
+                ),
+                &[app, user, &sessions, &ids],
+            )
+            .await?,
+        )?;
+    }
+    for (column, value) in [("session_id", reads.session), ("id", reads.id)] {
+        if let Some(value) = value {
+            keep(
+                tx.query(
+                    &format!(
+                        "SELECT {ENTRY} FROM memory_entries
+                         WHERE app_name = $1 AND user_id = $2 AND {column} = $3"
+                    ),
+                    &[app, user, &value],
+                )
+                .await?,
+            )?;
+        }
+    }
+    if !reads.tombstones.is_empty() {
+        let rows = tx
+            .query(
+                "SELECT id FROM memory_tombstones
+                 WHERE app_name = $1 AND user_id = $2 AND id = ANY($3)",
+                &[app, user, &reads.tombstones],
+            )
+            .await?;
+        for row in rows {
+            loaded.tombstoned.insert(row.try_get(0)?);
+        }
+    }
+    if reads.count {
+        let row = tx
+            .query_one(
+                "SELECT count(*) FROM memory_entries WHERE app_name = $1 AND user_id = $2",
+                &[app, user],
+            )
+            .await?;
+        let n: i64 = row.try_get(0)?;
+        loaded.count = u64::try_from(n).unwrap_or(0);
+    }
+    Ok(loaded)
+}
+
+/// An entry to write at `seq`, with its index terms.
+struct Indexed {
+    seq: u64,
+    entry: Entry,
+    terms: Terms,
+}
+
+/// Applies planned edits in bulk: a clear first, then removals (an entry rewritten in place is
+/// removed, then inserted at the same seq), insertions, tombstones and the statistics.
+async fn apply(
+    tx: &Transaction<'_>,
+    scope: Scope<'_>,
+    edits: Vec<Edit>,
+    stats: Stats,
+) -> Result<()> {
+    let (app, user) = (&scope.app_name, &scope.user_id);
+    let mut clear = false;
+    let mut removed: Vec<Stored> = Vec::new();
+    let mut inserted = Vec::new();
+    let (mut tombstoned, mut lifted) = (Vec::new(), Vec::new());
+    for edit in edits {
+        match edit {
+            Edit::Clear => clear = true,
+            Edit::Remove(old) => removed.push(old),
+            Edit::Insert { seq, entry, terms } => inserted.push(Indexed { seq, entry, terms }),
+            Edit::Tombstone(id) => tombstoned.push(id),
+            Edit::Lift(id) => lifted.push(id),
+        }
+    }
+    if clear {
+        for table in ["memory_entries", "memory_postings", "memory_tombstones"] {
+            tx.execute(
+                &format!("DELETE FROM {table} WHERE app_name = $1 AND user_id = $2"),
+                &[app, user],
+            )
+            .await?;
+        }
+    }
+    if !removed.is_empty() {
+        let seqs: Vec<i64> = removed.iter().map(|s| db_int(s.seq)).collect();
+        let (terms, term_seqs): (Vec<&str>, Vec<i64>) = removed
+            .iter()
+            .flat_map(|s| s.terms.iter().map(move |t| (t.as_str(), db_int(s.seq))))
+            .unzip();
+        tx.execute(
+            "DELETE FROM memory_entries WHERE app_name = $1 AND user_id = $2 AND seq = ANY($3)",
+            &[app, user, &seqs],
+        )
+        .await?;
+        tx.execute(
+            "DELETE FROM memory_postings p
+             USING unnest($3::text[], $4::bigint[]) AS d(term, seq)
+             WHERE p.app_name = $1 AND p.user_id = $2 AND p.term = d.term AND p.seq = d.seq",
+            &[app, user, &terms, &term_seqs],
+        )
+        .await?;
+    }
+    if !inserted.is_empty() {
+        insert_entries(tx, scope, &inserted).await?;
+    }
+    if !lifted.is_empty() {
+        tx.execute(
+            "DELETE FROM memory_tombstones WHERE app_name = $1 AND user_id = $2 AND id = ANY($3)",
+            &[app, user, &lifted],
+        )
+        .await?;
+    }
+    if !tombstoned.is_empty() {
+        tx.execute(
+            "INSERT INTO memory_tombstones (app_name, user_id, id)
+             SELECT $1, $2, unnest($3::text[]) ON CONFLICT DO NOTHING",
+            &[app, user, &tombstoned],
+        )
+        .await?;
+    }
+    tx.execute(
+        "UPDATE memory_scopes SET docs = $3, total_len = $4, next_seq = $5
+         WHERE app_name = $1 AND user_id = $2",
+        &[
+            app,
+            user,
+            &db_int(stats.docs),
+            &db_int(stats.total_len),
+            &db_int(stats.next_seq),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Inserts new entries and their postings, in two statements.
+async fn insert_entries(
+    tx: &Transaction<'_>,
+    scope: Scope<'_>,
+    inserted: &[Indexed],
+) -> Result<()> {
+    let mut seqs = Vec::new();
+    let (mut sessions, mut ids, mut authors, mut metadata) = (vec![], vec![], vec![], vec![]);
+    let (mut ts_s, mut ts_n, mut contents, mut terms, mut lens) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    let (mut p_terms, mut p_seqs, mut p_tfs, mut p_lens) = (vec![], vec![], vec![], vec![]);
+    for item in inserted {
+        let e = &item.entry;
+        let len = i32::try_from(item.terms.len).unwrap_or(i32::MAX);
+        seqs.push(db_int(item.seq));
+        sessions.push(e.session_id.as_str());
+        ids.push(e.id.as_str());
+        authors.push(e.author.as_str());
+        metadata.push(e.custom_metadata.as_str());
+        ts_s.push(e.timestamp.map(|t| t.seconds));
+        ts_n.push(e.timestamp.map(|t| t.nanos));
+        contents.push(e.content.encode_to_vec());
+        // Arrays of arrays must be rectangular in PostgreSQL, so each entry's terms travel as
+        // one tab-joined string (terms are words: they never contain a tab).
+        let names: Vec<&str> = item.terms.counts.iter().map(|(t, _)| t.as_str()).collect();
+        terms.push(names.join("\t"));
+        lens.push(len);
+        for (term, tf) in &item.terms.counts {
+            p_terms.push(term.as_str());
+            p_seqs.push(db_int(item.seq));
+            p_tfs.push(i32::try_from(*tf).unwrap_or(i32::MAX));
+            p_lens.push(len);
+        }
+    }
+    tx.execute(
+        "INSERT INTO memory_entries (app_name, user_id, seq, session_id, id, author, ts_s, ts_n,
+             custom_metadata, content, terms, len)
+         SELECT $1, $2, d.seq, d.session_id, d.id, d.author, d.ts_s, d.ts_n, d.metadata,
+             d.content, CASE WHEN d.terms = '' THEN '{}'::text[]
+                             ELSE string_to_array(d.terms, E'\\t') END, d.len
+         FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[],
+             $8::integer[], $9::text[], $10::bytea[], $11::text[], $12::integer[])
+             AS d(seq, session_id, id, author, ts_s, ts_n, metadata, content, terms, len)",
+        &[
+            &scope.app_name,
+            &scope.user_id,
+            &seqs,
+            &sessions,
+            &ids,
+            &authors,
+            &ts_s,
+            &ts_n,
+            &metadata,
+            &contents,
+            &terms,
+            &lens,
+        ],
+    )
+    .await?;
+    if !p_terms.is_empty() {
+        tx.execute(
+            "INSERT INTO memory_postings (app_name, user_id, term, seq, tf, len)
+             SELECT $1, $2, d.term, d.seq, d.tf, d.len
+             FROM unnest($3::text[], $4::bigint[], $5::integer[], $6::integer[])
+                 AS d(term, seq, tf, len)",
+            &[
+                &scope.app_name,
+                &scope.user_id,
+                &p_terms,
+                &p_seqs,
+                &p_tfs,
+                &p_lens,
+            ],
+        )
+        .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,654 @@
+//! The memory ingestion rules, once for both stores: what a write call changes, decided from
+//! what the store holds.
+//!
+//! A store runs every write in three steps: it loads what [`Write::reads`] names (inside its
+//! transaction, or against the state its commit checks), [`plan`] decides the [`Edit`]s, and
+//! the store applies them. Only the loading and the applying know a storage layout; the rules
+//! live here:
+//! - a session's ingestion (`replace_session`, `add_events`) keeps the first copy of an id and
+//!   skips tombstoned ids;
+//! - `add_events` adds only ids the session does not hold yet;
+//! - `replace_session` removes the session's entries its new entries do not fill again;
+//! - of several direct writes to one (session, id) slot the last wins, and a direct write lifts
+//!   its id's tombstone;
+//! - an entry written into a taken slot keeps the slot's seq (its place in ingestion order), and
+//!   one identical to the stored entry changes nothing;
+//! - deleting an id that has entries tombstones it; deleting everything keeps the next seq, so a
+//!   page token issued before cannot skip entries added after.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{index::Terms, DeleteTarget, Entry};
+
+/// A write call, as the trait receives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    /// [`super::MemoryStore::replace_session`].
+    Replace {
+        session_id: String,
+        entries: Vec<Entry>,
+    },
+    /// [`super::MemoryStore::add_events`].
+    AddEvents {
+        session_id: String,
+        entries: Vec<Entry>,
+    },
+    /// [`super::MemoryStore::add_memories`].
+    AddMemories(Vec<Entry>),
+    /// [`super::MemoryStore::delete`].
+    Delete(DeleteTarget),
+}
+
+/// What a store must load before [`plan`] can decide a [`Write`].
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Reads<'a> {
+    /// The entries stored in these (session, id) slots.
+    pub slots: Vec<(&'a str, &'a str)>,
+    /// Every entry of this session.
+    pub session: Option<&'a str>,
+    /// Every entry with this id, in any session.
+    pub id: Option<&'a str>,
+    /// Which of these ids are tombstoned.
+    pub tombstones: Vec<&'a str>,
+    /// The number of entries of the scope.
+    pub count: bool,
+}
+
+impl Write {
+    /// What [`plan`] needs to know of the stored state.
+    pub fn reads(&self) -> Reads<'_> {
+        match self {
+            // The session's entries include every slot the new entries could fill.
+            Self::Replace {
+                session_id,
+                entries,
+            } => Reads {
+                session: Some(session_id),
+                tombstones: ids(entries),
+                ..Reads::default()
+            },
+            Self::AddEvents {
+                session_id,
+                entries,
+            } => Reads {
+                slots: entries
+                    .iter()
+                    .map(|e| (session_id.as_str(), e.id.as_str()))
+                    .collect(),
+                tombstones: ids(entries),
+                ..Reads::default()
+            },
+            Self::AddMemories(entries) => Reads {
+                slots: entries
+                    .iter()
+                    .map(|e| (e.session_id.as_str(), e.id.as_str()))
+                    .collect(),
+                tombstones: ids(entries),
+                ..Reads::default()
+            },
+            Self::Delete(DeleteTarget::MemoryId(id)) => Reads {
+                id: Some(id),
+                ..Reads::default()
+            },
+            Self::Delete(DeleteTarget::Session(session_id)) => Reads {
+                session: Some(session_id),
+                ..Reads::default()
+            },
+            Self::Delete(DeleteTarget::All) => Reads {
+                count: true,
+                ..Reads::default()
+            },
+        }
+    }
+}
+
+/// The ids of `entries`, in order.
+fn ids(entries: &[Entry]) -> Vec<&str> {
+    entries.iter().map(|e| e.id.as_str()).collect()
+}
+
+/// A scope's BM25 statistics and next ingestion number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// Entries with at least one term: BM25's N.
+    pub docs: u64,
+    /// Their summed lengths, for the average document length.
+    pub total_len: u64,
+    /// The seq the next new entry gets.
+    pub next_seq: u64,
+}
+
+impl Stats {
+    fn add(&mut self, len: u32) {
+        if len > 0 {
+            self.docs += 1;
+            self.total_len += u64::from(len);
+        }
+    }
+
+    fn subtract(&mut self, len: u32) {
+        if len > 0 {
+            self.docs = self.docs.saturating_sub(1);
+            self.total_len = self.total_len.saturating_sub(u64::from(len));
+        }
+    }
+}
+
+/// An entry as stored, with the terms it was indexed under (kept, not recomputed: removing it
+/// must find exactly its postings, even after a tokenizer change).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    pub seq: u64,
+    pub entry: Entry,
+    /// Its distinct terms, sorted.
+    pub terms: Vec<String>,
+    /// Its length in terms.
+    pub len: u32,
+}
+
+/// What a store loaded for a [`Write`], as its [`Write::reads`] named.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub stats: Stats,
+    /// Whether the scope was ever written to (a scope never written to has nothing to clear).
+    pub written: bool,
+    /// Every entry loaded, whichever read found it (an entry found twice is listed twice).
+    pub entries: Vec<Stored>,
+    /// The ids among those asked for that are tombstoned.
+    pub tombstoned: HashSet<String>,
+    /// The number of entries of the scope, when asked for.
+    pub count: u64,
+}
+
+/// One change to the stored state. Edits are applied in order: an entry rewritten in place is
+/// removed, then inserted at the same seq.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Edit {
+    /// Remove this stored entry and its postings.
+    Remove(Stored),
+    /// Store `entry` at `seq`, indexed under `terms`.
+    Insert {
+        seq: u64,
+        entry: Entry,
+        terms: Terms,
+    },
+    /// Tombstone an id: ingestion skips it from now on.
+    Tombstone(String),
+    /// Lift an id's tombstone.
+    Lift(String),
+    /// Remove every entry, posting and tombstone of the scope.
+    Clear,
+}
+
+/// What a write call changes, and what it reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub edits: Vec<Edit>,
+    /// The scope's statistics once the edits are applied.
+    pub stats: Stats,
+    /// The count the call returns: entries the session now holds (replace), entries added,
+    /// entries removed; 0 for direct writes.
+    pub count: u32,
+}
+
+impl Plan {
+    /// Entries added minus entries removed.
+    pub fn entry_delta(&self) -> i64 {
+        self.edits
+            .iter()
+            .map(|edit| match edit {
+                Edit::Insert { .. } => 1,
+                Edit::Remove(_) => -1,
+                // A clear reports what it removes.
+                Edit::Clear => -i64::from(self.count),
+                Edit::Tombstone(_) | Edit::Lift(_) => 0,
+            })
+            .sum()
+    }
+}
+
+/// Decides what `write` changes in a scope whose state `loaded` holds.
+pub fn plan(write: &Write, loaded: Loaded) -> Plan {
+    let mut p = Planner::new(loaded);
+    let count = match write {
+        Write::Replace {
+            session_id,
+            entries,
+        } => {
+            let mut kept = HashSet::new();
+            for entry in entries {
+                if kept.contains(entry.id.as_str()) || p.tombstoned.contains(&entry.id) {
+                    continue;
+                }
+                p.put(Entry {
+                    session_id: session_id.clone(),
+                    ..entry.clone()
+                });
+                kept.insert(entry.id.as_str());
+            }
+            let stale: Vec<Stored> =
+                p.loaded_where(|e| e.session_id == *session_id && !kept.contains(e.id.as_str()));
+            for old in stale {
+                p.remove(old);
+            }
+            count(kept.len())
+        }
+        Write::AddEvents {
+            session_id,
+            entries,
+        } => {
+            let mut added = HashSet::new();
+            for entry in entries {
+                if added.contains(entry.id.as_str())
+                    || p.tombstoned.contains(&entry.id)
+                    || p.slots
+                        .contains_key(&(session_id.clone(), entry.id.clone()))
+                {
+                    continue;
+                }
+                p.put(Entry {
+                    session_id: session_id.clone(),
+                    ..entry.clone()
+                });
+                added.insert(entry.id.as_str());
+            }
+            count(added.len())
+        }
+        Write::AddMemories(entries) => {
+            // Of several writes to one slot only the last is applied: it would overwrite the
+            // others.
+            let last: HashMap<_, _> = entries
+                .iter()
+                .enumerate()
+                .map(|(i, e)| ((e.session_id.as_str(), e.id.as_str()), i))
+                .collect();
+            for (i, entry) in entries.iter().enumerate() {
+                if last.get(&(entry.session_id.as_str(), entry.id.as_str())) != Some(&i) {
+                    continue;
+                }
+                if p.tombstoned.remove(&entry.id) {
+                    p.edits.push(Edit::Lift(entry.id.clone()));
+                }
+                p.put(entry.clone());
+            }
+            0
+        }
+        Write::Delete(DeleteTarget::MemoryId(id)) => {
+            let found = p.loaded_where(|e| e.id == *id);
+            if !found.is_empty() {
+                p.edits.push(Edit::Tombstone(id.clone()));
+            }
+            let n = count(found.len());
+            for old in found {
+                p.remove(old);
+            }
+            n
+        }
+        Write::Delete(DeleteTarget::Session(session_id)) => {
+            let found = p.loaded_where(|e| e.session_id == *session_id);
+            let n = count(found.len());
+            for old in found {
+                p.remove(old);
+            }
+            n
+        }
+        Write::Delete(DeleteTarget::All) => {
+            if p.written {
+                p.edits.push(Edit::Clear);
+                p.stats.docs = 0;
+                p.stats.total_len = 0;
+            }
+            u32::try_from(p.count).unwrap_or(u32::MAX)
+        }
+    };
+    Plan {
+        edits: p.edits,
+        stats: p.stats,
+        count,
+    }
+}
+
+/// The state a plan is decided against, updated as it goes.
+struct Planner {
+    stats: Stats,
+    written: bool,
+    count: u64,
+    /// The loaded entries by (session, id) slot, as the edits so far leave them.
+    slots: HashMap<(String, String), Stored>,
+    tombstoned: HashSet<String>,
+    edits: Vec<Edit>,
+}
+
+impl Planner {
+    fn new(loaded: Loaded) -> Self {
+        let slots = loaded
+            .entries
+            .into_iter()
+            .map(|s| ((s.entry.session_id.clone(), s.entry.id.clone()), s))
+            .collect();
+        Self {
+            stats: loaded.stats,
+            written: loaded.written,
+            count: loaded.count,
+            slots,
+            tombstoned: loaded.tombstoned,
+            edits: Vec::new(),
+        }
+    }
+
+    /// The stored entries `select` picks, in seq order.
+    fn loaded_where(&self, select: impl Fn(&Entry) -> bool) -> Vec<Stored> {
+        let mut found: Vec<Stored> = self
+            .slots
+            .values()
+            .filter(|s| select(&s.entry))
+            .cloned()
+            .collect();
+        found.sort_by_key(|s| s.seq);
+        found
+    }
+
+    /// Writes `entry` into its (session, id) slot: in place when the slot is taken, so it keeps
+    /// its place in ingestion order, else as the newest entry.
+    fn put(&mut self, entry: Entry) {
+        let terms = Terms::of(&entry.content);
+        let slot = (entry.session_id.clone(), entry.id.clone());
+        let seq = match self.slots.get(&slot) {
+            Some(old) if old.entry == entry && is_indexed_as(old, &terms) => return,
+            Some(old) => {
+                let old = old.clone();
+                let seq = old.seq;
+                self.remove(old);
+                seq
+            }
+            None => {
+                let seq = self.stats.next_seq;
+                self.stats.next_seq += 1;
+                seq
+            }
+        };
+        self.stats.add(terms.len);
+        self.slots.insert(
+            slot,
+            Stored {
+                seq,
+                entry: entry.clone(),
+                terms: terms.counts.iter().map(|(t, _)| t.clone()).collect(),
+                len: terms.len,
+            },
+        );
+        self.edits.push(Edit::Insert { seq, entry, terms });
+    }
+
+    fn remove(&mut self, old: Stored) {
+        self.stats.subtract(old.len);
+        self.slots
+            .remove(&(old.entry.session_id.clone(), old.entry.id.clone()));
+        self.edits.push(Edit::Remove(old));
+    }
+}
+
+/// Whether `stored` is indexed as `terms` index it (not so after a tokenizer change).
+fn is_indexed_as(stored: &Stored, terms: &Terms) -> bool {
+    stored.len == terms.len
+        && stored.terms.len() == terms.counts.len()
+        && stored
+            .terms
+            .iter()
+            .zip(&terms.counts)
+            .all(|(a, (b, _))| a == b)
+}
+
+/// A count as the calls report it.
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use adk_proto::session::v1::{part, Content, Part};
+
+    use super::*;
+
+    fn entry(session_id: &str, id: &str, text: &str) -> Entry {
+        Entry {
+            id: id.into(),
+            session_id: session_id.into(),
+            content: Content {
+                role: Some("user".into()),
+                parts: vec![Part {
+                    data: Some(part::Data::Text(text.into())),
+                    ..Default::default()
+                }],
+            },
+            ..Default::default()
+        }
+    }
+
+    fn stored(seq: u64, session_id: &str, id: &str, text: &str) -> Stored {
+        let entry = entry(session_id, id, text);
+        let terms = Terms::of(&entry.content);
+        Stored {
+            seq,
+            terms: terms.counts.into_iter().map(|(t, _)| t).collect(),
+            len: terms.len,
+            entry,
+        }
+    }
+
+    /// A scope holding `entries` (one term each), with `next_seq` after them.
+    fn scope(entries: Vec<Stored>, tombstoned: &[&str]) -> Loaded {
+        let next_seq = entries.iter().map(|s| s.seq + 1).max().unwrap_or(1);
+        Loaded {
+            stats: Stats {
+                docs: entries.len() as u64,
+                total_len: entries.iter().map(|s| u64::from(s.len)).sum(),
+                next_seq,
+            },
+            written: true,
+            count: entries.len() as u64,
+            entries,
+            tombstoned: tombstoned.iter().map(|&id| id.to_owned()).collect(),
+        }
+    }
+
+    /// The edits as (kind, seq or id) pairs.
+    fn summary(plan: &Plan) -> Vec<(&'static str, String)> {
+        plan.edits
+            .iter()
+            .map(|edit| match edit {
+                Edit::Remove(s) => ("remove", s.seq.to_string()),
+                Edit::Insert { seq, entry, .. } => ("insert", format!("{seq}:{}", entry.id)),
+                Edit::Tombstone(id) => ("tombstone", id.clone()),
+                Edit::Lift(id) => ("lift", id.clone()),
+                Edit::Clear => ("clear", String::new()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_call_reads_what_its_rules_need() {
+        let replace = Write::Replace {
+            session_id: "s".into(),
+            entries: vec![entry("", "a", "x")],
+        };
+        assert_eq!(
+            replace.reads(),
+            Reads {
+                session: Some("s"),
+                tombstones: vec!["a"],
+                ..Reads::default()
+            }
+        );
+        let add = Write::AddEvents {
+            session_id: "s".into(),
+            entries: vec![entry("", "a", "x")],
+        };
+        assert_eq!(add.reads().slots, [("s", "a")]);
+        let direct = Write::AddMemories(vec![entry("t", "a", "x")]);
+        assert_eq!(direct.reads().slots, [("t", "a")]);
+        assert_eq!(direct.reads().tombstones, ["a"]);
+        let by_id = Write::Delete(DeleteTarget::MemoryId("a".into()));
+        assert_eq!(by_id.reads().id, Some("a"));
+        assert!(Write::Delete(DeleteTarget::All).reads().count);
+    }
+
+    #[test]
+    fn replace_keeps_the_first_copy_skips_tombstones_and_removes_stale_entries() {
+        let loaded = scope(
+            vec![
+                stored(1, "s", "a", "alpha"),
+                stored(2, "s", "b", "beta"),
+                stored(3, "s", "c", "gamma"),
+                stored(4, "other", "b", "beta"),
+            ],
+            &["t"],
+        );
+        let write = Write::Replace {
+            session_id: "s".into(),
+            entries: vec![
+                entry("", "a", "alpha"),
+                entry("", "c", "delta"),
+                entry("", "a", "shadowed"),
+                entry("", "t", "tombstoned"),
+                entry("", "n", "new"),
+            ],
+        };
+        let plan = plan(&write, loaded);
+        // "a" is unchanged; "c" is rewritten at its seq; "n" is new; "b" is stale.
+        assert_eq!(
+            summary(&plan),
+            [
+                ("remove", "3".into()),
+                ("insert", "3:c".into()),
+                ("insert", "5:n".into()),
+                ("remove", "2".into()),
+            ]
+        );
+        assert_eq!(plan.count, 3);
+        assert_eq!(
+            plan.stats,
+            Stats {
+                docs: 4,
+                total_len: 4,
+                next_seq: 6
+            }
+        );
+        assert_eq!(plan.entry_delta(), 0);
+    }
+
+    #[test]
+    fn add_events_adds_only_new_untombstoned_ids_once() {
+        let loaded = scope(vec![stored(1, "s", "a", "alpha")], &["t"]);
+        let write = Write::AddEvents {
+            session_id: "s".into(),
+            entries: vec![
+                entry("", "a", "rewritten"),
+                entry("", "b", "first"),
+                entry("", "b", "second"),
+                entry("", "t", "tombstoned"),
+            ],
+        };
+        let plan = plan(&write, loaded);
+        assert_eq!(summary(&plan), [("insert", "2:b".into())]);
+        let Edit::Insert { entry, .. } = &plan.edits[0] else {
+            unreachable!()
+        };
+        assert_eq!(
+            (entry.session_id.as_str(), entry.content.parts.len()),
+            ("s", 1)
+        );
+        assert_eq!(plan.count, 1);
+    }
+
+    #[test]
+    fn direct_writes_keep_the_last_per_slot_and_lift_tombstones() {
+        let loaded = scope(vec![stored(1, "", "m", "old")], &["t"]);
+        let write = Write::AddMemories(vec![
+            entry("", "m", "first"),
+            entry("", "t", "back"),
+            entry("", "m", "last"),
+            entry("x", "m", "another slot"),
+        ]);
+        let plan = plan(&write, loaded);
+        assert_eq!(
+            summary(&plan),
+            [
+                ("lift", "t".into()),
+                ("insert", "2:t".into()),
+                ("remove", "1".into()),
+                ("insert", "1:m".into()),
+                ("insert", "3:m".into()),
+            ]
+        );
+        let Edit::Insert { entry, .. } = &plan.edits[3] else {
+            unreachable!()
+        };
+        assert_eq!(entry.content, super::tests::entry("", "m", "last").content);
+        assert_eq!(plan.stats.next_seq, 4);
+    }
+
+    #[test]
+    fn an_identical_write_changes_nothing_but_a_reindexed_one_does() {
+        let write = Write::AddMemories(vec![entry("", "m", "same words")]);
+        let unchanged = plan(&write, scope(vec![stored(1, "", "m", "same words")], &[]));
+        assert!(unchanged.edits.is_empty());
+        // Indexed under other terms (an older tokenizer): written again, in place.
+        let mut old = stored(1, "", "m", "same words");
+        old.terms = vec!["same words".into()];
+        let reindexed = plan(&write, scope(vec![old], &[]));
+        assert_eq!(
+            summary(&reindexed),
+            [("remove", "1".into()), ("insert", "1:m".into())]
+        );
+    }
+
+    #[test]
+    fn deletes_count_what_they_remove_and_tombstone_found_ids() {
+        let entries = || {
+            vec![
+                stored(1, "s", "a", "alpha"),
+                stored(2, "t", "a", "alpha"),
+                stored(3, "s", "b", "beta"),
+            ]
+        };
+        let by_id = Write::Delete(DeleteTarget::MemoryId("a".into()));
+        let plan_id = plan(&by_id, scope(entries(), &[]));
+        assert_eq!(
+            summary(&plan_id),
+            [
+                ("tombstone", "a".into()),
+                ("remove", "1".into()),
+                ("remove", "2".into()),
+            ]
+        );
+        assert_eq!((plan_id.count, plan_id.stats.docs), (2, 1));
+        let absent = Write::Delete(DeleteTarget::MemoryId("ghost".into()));
+        assert!(plan(&absent, scope(entries(), &[])).edits.is_empty());
+
+        let by_session = Write::Delete(DeleteTarget::Session("s".into()));
+        let plan_session = plan(&by_session, scope(entries(), &[]));
+        assert_eq!(
+            summary(&plan_session),
+            [("remove", "1".into()), ("remove", "3".into())]
+        );
+
+        let all = plan(&Write::Delete(DeleteTarget::All), scope(entries(), &[]));
+        assert_eq!(
+            (summary(&all), all.count),
+            (vec![("clear", String::new())], 3)
+        );
+        assert_eq!(
+            all.stats,
+            Stats {
+                docs: 0,
+                total_len: 0,
+                next_seq: 4
+            }
+        );
+        assert_eq!(all.entry_delta(), -3);
+        // A scope never written to has nothing to clear.
+        let fresh = plan(&Write::Delete(DeleteTarget::All), Loaded::default());
+        assert!(fresh.edits.is_empty());
+    }
+}

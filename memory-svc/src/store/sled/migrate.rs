@@ -1,0 +1,83 @@
+//! Converting a sled database written before the `blocks` and `df` trees, when it is opened.
+
+use sled::{Batch, Tree};
+
+use super::{
+    super::{Result, StoreError},
+    postings::{self, Posting},
+    records::u64_value,
+};
+
+/// The tree of one key per posting that [`migrate`] converts.
+pub(super) const OLD_POSTINGS: &[u8] = b"postings";
+
+/// Converts a database written before the `blocks` and `df` trees: builds them from the old
+/// `postings` tree (keys app, user, term, seq; values term frequency and entry length, two u32s
+/// big-endian), then drops it. Runs before the store serves anything. Until the old tree is
+/// dropped it is what counts: a conversion cut short leaves it in place, and the next open
+/// starts over from cleared new trees.
+pub(super) fn migrate(db: &sled::Db, blocks: &Tree, df: &Tree) -> Result<()> {
+    if !db.tree_names().iter().any(|name| name == OLD_POSTINGS) {
+        return Ok(());
+    }
+    let old = db.open_tree(OLD_POSTINGS)?;
+    tracing::info!(postings = old.len(), "converting postings to blocks");
+    blocks.clear()?;
+    df.clear()?;
+    let (mut block_batch, mut df_batch) = (Batch::default(), Batch::default());
+    // The (app, user, term) being converted, its postings not yet queued, and its df.
+    let (mut prefix, mut block, mut count) = (Vec::new(), Vec::new(), 0u64);
+    let mut queued = 0;
+    for kv in old.iter() {
+        let (key, value) = kv?;
+        let split = key
+            .len()
+            .checked_sub(8)
+            .ok_or_else(|| StoreError::corrupt("posting key without a sequence number"))?;
+        let (term, seq) = key.split_at(split);
+        if term != prefix.as_slice() {
+            flush_block(&prefix, &mut block, &mut block_batch);
+            if count > 0 {
+                df_batch.insert(prefix.as_slice(), &count.to_be_bytes()[..]);
+            }
+            (prefix, count) = (term.to_vec(), 0);
+        } else if block.len() == postings::BLOCK_LEN {
+            flush_block(&prefix, &mut block, &mut block_batch);
+        }
+        let packed = u64_value(&value, "posting")?;
+        block.push(Posting {
+            seq: u64_value(seq, "posting key")?,
+            tf: (packed >> 32) as u32,
+            len: packed as u32,
+        });
+        count += 1;
+        queued += 1;
+        // Applied in parts, to bound the memory the batches take.
+        if queued % 100_000 == 0 {
+            blocks.apply_batch(std::mem::take(&mut block_batch))?;
+            df.apply_batch(std::mem::take(&mut df_batch))?;
+        }
+    }
+    flush_block(&prefix, &mut block, &mut block_batch);
+    if count > 0 {
+        df_batch.insert(prefix.as_slice(), &count.to_be_bytes()[..]);
+    }
+    blocks.apply_batch(block_batch)?;
+    df.apply_batch(df_batch)?;
+    // The new trees are on disk before the old one goes.
+    db.flush()?;
+    db.drop_tree(OLD_POSTINGS)?;
+    db.flush()?;
+    tracing::info!(postings = queued, "converted postings to blocks");
+    Ok(())
+}
+
+/// Queues `block`, the next postings of the term whose keys start with `prefix`, as one block,
+/// and empties it.
+fn flush_block(prefix: &[u8], block: &mut Vec<Posting>, batch: &mut Batch) {
+    if let Some(first) = block.first().map(|p| p.seq) {
+        let key = [prefix, &first.to_be_bytes()[..]].concat();
+        batch.insert(key, postings::encode(first, block));
+        block.clear();
+    }
+}

@@ -1,0 +1,359 @@
+//! The embedded store: memory entries and their inverted index in sled.
+//!
+//! # Layout
+//! Every key starts with the (app, user) as [`Key`] components, so no two scopes alias and a
+//! prefix scan never leaves one user's memory. `seq` is the entry's ingestion sequence number:
+//! per (app, user), increasing, never reused.
+//!
+//! | tree         | key                       | value                                   |
+//! |--------------|---------------------------|-----------------------------------------|
+//! | `entries`    | app, user, seq            | `EntryRecord` (protobuf)                |
+//! | `buckets`    | app, user, session, id    | seq (u64 big-endian)                    |
+//! | `ids`        | app, user, id, seq        | (empty): finds an id in every session   |
+//! | `blocks`     | app, user, term, seq      | a block of postings from seq on         |
+//! | `df`         | app, user, term           | document frequency (u64 big-endian)     |
+//! | `tombstones` | app, user, id             | (empty): deleted ids, not re-ingested   |
+//! | `stats`      | app, user                 | `Stats` (protobuf)                      |
+//!
+//! The `postings` module describes the blocks. A term's document frequency is kept
+//! beside its postings, in the same transactions, so a search knows every term's idf before
+//! reading any posting.
+//!
+//! # Search
+//! BM25 over the scope's statistics, with MaxScore dynamic pruning: every posting of a term
+//! scores at most `idf × (k1 + 1)`. The query's terms are ordered by that bound; once the
+//! current `limit`-th best score is above the summed bounds of the lowest terms, an entry
+//! holding only those terms cannot make it into the results, so only the postings of the other
+//! ("essential") terms are scanned, in seq order, and the lowest terms' postings are looked up
+//! for the candidates whose score could still rise above that score (the blocks between are
+//! not read). A query of common words thus scans the postings of its rarest word and reads
+//! the others' only where they may count. The result is exactly that of scoring every
+//! posting: scores are summed in query-term order as the exhaustive sum would be, bounds carry
+//! a margin for rounding, filters are checked before an entry counts towards the `limit`-th
+//! score, and an entry tying with it loses, as a later one in ingestion order.
+//!
+//! # Format change
+//! Before the `blocks` and `df` trees, postings were one key each in a `postings` tree, with
+//! no stored document frequency. [`SledMemoryStore::open`] converts such a database (see
+//! [`migrate`]) before serving it.
+//!
+//! # Writes
+//! The shared planner decides what a write changes; [`write`] loads what it reads and commits
+//! its edits as one transaction over all trees, and a group-commit flush then makes it durable
+//! before the caller hears of it.
+//!
+//! # Threads
+//! sled calls block (reads may go to disk, a commit takes a lock and writes its log), and
+//! ingesting a batch of entries takes milliseconds of CPU. So every call's sled work runs on
+//! tokio's blocking pool, never on the workers that answer other RPCs (health probes,
+//! searches); an async method only waits for it.
+
+mod maxscore;
+mod migrate;
+mod postings;
+mod records;
+#[cfg(test)]
+mod tests;
+mod write;
+
+use std::{ops::Bound, path::Path};
+
+use adk_common::{
+    durability::{GroupCommit, SyncMode},
+    keys::{prefix_end, Key},
+    snapshot::{SnapshotError, Snapshotter, WriteGate},
+    storage::{StorageError, StorageErrorKind},
+};
+use metrics::gauge;
+use sled::{IVec, Tree};
+
+use self::{
+    maxscore::{Ranked, TermList},
+    postings::Cursor,
+    records::{decode, scope_key, EntryRecord, Stats},
+};
+use super::{
+    index, plan::Write, token, DeleteTarget, Entry, Hit, MemoryStore, Result, Scope, SearchQuery,
+};
+use crate::text;
+
+/// Memory store on a sled database. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct SledMemoryStore {
+    db: sled::Db,
+    entries: Tree,
+    buckets: Tree,
+    ids: Tree,
+    blocks: Tree,
+    df: Tree,
+    tombstones: Tree,
+    stats: Tree,
+    commit: GroupCommit,
+    gate: WriteGate,
+}
+
+impl SledMemoryStore {
+    /// Opens (or creates) the store in `dir`. Must be called inside a tokio runtime.
+    pub fn open(dir: &Path, sync: SyncMode) -> Result<Self> {
+        Self::from_db(sled::open(dir)?, sync)
+    }
+
+    /// Uses the memory trees of an open database, converting an older layout first. Must be
+    /// called inside a tokio runtime.
+    pub fn from_db(db: sled::Db, sync: SyncMode) -> Result<Self> {
+        let (blocks, df) = (db.open_tree("blocks")?, db.open_tree("df")?);
+        migrate::migrate(&db, &blocks, &df)?;
+        let entries = db.open_tree("entries")?;
+        // Counted once at startup (a scan); writes keep the gauge current from then on. Added
+        // rather than set, so stores sharing a process (tests) each count their own.
+        gauge!("store_memories").increment(entries.len() as f64);
+        Ok(Self {
+            entries,
+            buckets: db.open_tree("buckets")?,
+            ids: db.open_tree("ids")?,
+            blocks,
+            df,
+            tombstones: db.open_tree("tombstones")?,
+            stats: db.open_tree("stats")?,
+            commit: GroupCommit::start(db.clone(), sync),
+            gate: WriteGate::default(),
+            db,
+        })
+    }
+
+    /// Publishes the database's size on disk as a gauge (read at each metrics scrape).
+    pub fn record_size(&self) {
+        if let Ok(bytes) = self.db.size_on_disk() {
+            gauge!("store_size_bytes", "service" => "memory-svc").set(bytes as f64);
+        }
+    }
+
+    /// Watches for a disk failure (the health service turns NOT_SERVING on one).
+    pub fn failures(&self) -> tokio::sync::watch::Receiver<Option<std::sync::Arc<str>>> {
+        self.commit.failures()
+    }
+
+    /// Flushes every write to disk, whatever the sync mode (at shutdown).
+    pub async fn flush(&self) -> Result<()> {
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
+    /// Applies `write` in `scope` (see [`write`]), then waits until it is durable.
+    async fn write(&self, scope: Scope<'_>, write: Write) -> Result<u32> {
+        self.commit.check_writable()?;
+        let writing = self.gate.writing_owned().await;
+        let key = scope_key(scope);
+        let count = self
+            .blocking(move |store| {
+                let _writing = writing;
+                store.write_now(&key, &write)
+            })
+            .await;
+        // Also when nothing changed: the answer may rest on a concurrent write not yet flushed.
+        self.commit.wait_durable().await?;
+        count
+    }
+
+    /// Runs `work`, which makes blocking sled calls, on tokio's blocking pool (see the module
+    /// docs). It runs to the end even if the caller stops waiting.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Self) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || work(&store))
+            .await
+            .map_err(|e| {
+                StorageError::new(StorageErrorKind::Internal, format!("storage task: {e}"))
+            })?
+    }
+
+    fn stats(&self, scope: &Key) -> Result<(Option<IVec>, Stats)> {
+        let raw = self.stats.get(scope)?;
+        let stats = match &raw {
+            Some(bytes) => decode(bytes, "stats")?,
+            None => Stats::default(),
+        };
+        Ok((raw, stats))
+    }
+
+    fn record(&self, scope: &Key, seq: u64) -> Result<Option<EntryRecord>> {
+        self.entries
+            .get(scope.clone().u64(seq))?
+            .map(|bytes| decode(&bytes, "entry"))
+            .transpose()
+    }
+
+    /// The best `query.limit` entries for the query's terms among those `admit` lets through
+    /// (see [`maxscore::top_k`]).
+    fn rank<T>(
+        &self,
+        scope: &Key,
+        query: &SearchQuery,
+        admit: impl FnMut(u64) -> Result<Option<T>>,
+    ) -> Result<Vec<Ranked<T>>> {
+        let terms = text::query_terms(&query.text);
+        let (_, stats) = self.stats(scope)?;
+        if terms.is_empty() || query.limit == 0 || stats.docs == 0 {
+            return Ok(Vec::new());
+        }
+        let n = stats.docs as f64;
+        let avg_len = stats.total_len as f64 / n;
+        let mut lists = Vec::with_capacity(terms.len());
+        for term in &terms {
+            let prefix = scope.clone().str(term);
+            // A term without a document frequency is in no entry.
+            let Some(df) = self.df.get(&prefix)? else {
+                continue;
+            };
+            lists.push(TermList {
+                idf: index::idf(n, postings::df_value(&df)? as f64),
+                cursor: Cursor::new(&self.blocks, &prefix)?,
+            });
+        }
+        maxscore::top_k(lists, avg_len, query.limit, admit)
+    }
+
+    /// [`MemoryStore::search`] in the scope whose keys start with `scope`.
+    fn search_now(&self, scope: &Key, query: &SearchQuery) -> Result<Vec<Hit>> {
+        let filtered = query.author.is_some() || query.after.is_some() || query.before.is_some();
+        if !filtered {
+            // Without filters every entry is admitted, so records are read for the results
+            // only. Searches do not lock out writers, though: if one of them was removed since
+            // its postings were read, the search is done again the way filters are applied.
+            let ranked = self.rank(scope, query, |_| Ok(Some(())))?;
+            let mut hits = Vec::with_capacity(ranked.len());
+            for r in &ranked {
+                let Some(record) = self.record(scope, r.seq)? else {
+                    break;
+                };
+                hits.push(Hit {
+                    entry: record.into_entry(),
+                    score: r.score,
+                });
+            }
+            if hits.len() == ranked.len() {
+                return Ok(hits);
+            }
+        }
+        // An entry removed since its posting was read is simply no longer there.
+        let ranked = self.rank(scope, query, |seq| {
+            Ok(self
+                .record(scope, seq)?
+                .map(EntryRecord::into_entry)
+                .filter(|entry| query.admits(entry)))
+        })?;
+        Ok(ranked
+            .into_iter()
+            .map(|r| Hit {
+                entry: r.item,
+                score: r.score,
+            })
+            .collect())
+    }
+
+    /// [`MemoryStore::list`] from the entry after seq `after` (from the first with `None`).
+    fn list_now(
+        &self,
+        scope: Scope<'_>,
+        page_size: usize,
+        after: Option<u64>,
+    ) -> Result<(Vec<Entry>, String)> {
+        let prefix = scope_key(scope);
+        let start = match after {
+            Some(seq) => Bound::Excluded(prefix.clone().u64(seq).into_vec()),
+            None => Bound::Included(prefix.clone().into_vec()),
+        };
+        let end = Bound::Excluded(prefix_end(prefix.as_bytes()));
+        let mut rows = self.entries.range::<Vec<u8>, _>((start, end));
+        let mut page = Vec::new();
+        let mut last_seq = None;
+        // A page of at least one entry, so paging always makes progress.
+        for kv in rows.by_ref().take(page_size.max(1)) {
+            let (key, value) = kv?;
+            page.push(decode::<EntryRecord>(&value, "entry")?.into_entry());
+            last_seq = Some(records::key_seq(&key, prefix.as_bytes().len())?);
+        }
+        let next = match (rows.next(), last_seq) {
+            (Some(_), Some(seq)) => token::encode(scope, seq),
+            _ => String::new(),
+        };
+        Ok((page, next))
+    }
+}
+
+impl Snapshotter for SledMemoryStore {
+    async fn snapshot(&self, path: &Path) -> std::result::Result<u64, SnapshotError> {
+        self.gate.snapshot(&self.db, path).await
+    }
+}
+
+impl MemoryStore for SledMemoryStore {
+    async fn replace_session(
+        &self,
+        scope: Scope<'_>,
+        session_id: &str,
+        entries: Vec<Entry>,
+    ) -> Result<u32> {
+        let session_id = session_id.to_owned();
+        self.write(
+            scope,
+            Write::Replace {
+                session_id,
+                entries,
+            },
+        )
+        .await
+    }
+
+    async fn add_events(
+        &self,
+        scope: Scope<'_>,
+        session_id: &str,
+        entries: Vec<Entry>,
+    ) -> Result<u32> {
+        let session_id = session_id.to_owned();
+        self.write(
+            scope,
+            Write::AddEvents {
+                session_id,
+                entries,
+            },
+        )
+        .await
+    }
+
+    async fn add_memories(&self, scope: Scope<'_>, entries: Vec<Entry>) -> Result<()> {
+        self.write(scope, Write::AddMemories(entries)).await?;
+        Ok(())
+    }
+
+    async fn search(&self, scope: Scope<'_>, query: &SearchQuery) -> Result<Vec<Hit>> {
+        let (key, query) = (scope_key(scope), query.clone());
+        self.blocking(move |store| store.search_now(&key, &query))
+            .await
+    }
+
+    async fn delete(&self, scope: Scope<'_>, target: &DeleteTarget) -> Result<u32> {
+        self.write(scope, Write::Delete(target.clone())).await
+    }
+
+    async fn list(
+        &self,
+        scope: Scope<'_>,
+        page_size: usize,
+        page_token: &str,
+    ) -> Result<(Vec<Entry>, String)> {
+        let after = token::decode(scope, page_token)?;
+        let (app_name, user_id) = (scope.app_name.to_owned(), scope.user_id.to_owned());
+        self.blocking(move |store| {
+            let scope = Scope {
+                app_name: &app_name,
+                user_id: &user_id,
+            };
+            store.list_now(scope, page_size, after)
+        })
+        .await
+    }
+}

@@ -1,0 +1,139 @@
+//! What the sled store keeps per entry and per scope, and how keys and values are read back.
+
+use adk_common::keys::{Key, KeyReader};
+use adk_proto::session::v1::Content;
+use prost::Message;
+use prost_types::Timestamp;
+
+use super::super::{
+    index::Terms,
+    plan::{self, Stored},
+    Entry, Result, Scope, StoreError,
+};
+
+/// What the `entries` tree holds per entry.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct EntryRecord {
+    #[prost(string, tag = "1")]
+    pub id: String,
+    #[prost(string, tag = "2")]
+    pub session_id: String,
+    #[prost(string, tag = "3")]
+    pub author: String,
+    #[prost(message, optional, tag = "4")]
+    pub timestamp: Option<Timestamp>,
+    #[prost(string, tag = "5")]
+    pub custom_metadata: String,
+    #[prost(message, optional, tag = "6")]
+    pub content: Option<Content>,
+    /// The entry's distinct terms, sorted. Kept so that removing the entry finds its postings
+    /// exactly, even after a tokenizer change would index the same text differently.
+    #[prost(message, repeated, tag = "7")]
+    pub terms: Vec<TermCount>,
+    /// Term occurrences in all (BM25's document length); 0 when the entry has no text.
+    #[prost(uint32, tag = "8")]
+    pub len: u32,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct TermCount {
+    #[prost(string, tag = "1")]
+    pub term: String,
+    #[prost(uint32, tag = "2")]
+    pub tf: u32,
+}
+
+/// Per-(app, user) counters.
+#[derive(Clone, Copy, PartialEq, prost::Message)]
+pub(super) struct Stats {
+    /// Entries with at least one term: BM25's N.
+    #[prost(uint64, tag = "1")]
+    pub docs: u64,
+    /// Their summed lengths, for the average document length.
+    #[prost(uint64, tag = "2")]
+    pub total_len: u64,
+    #[prost(uint64, tag = "3")]
+    pub next_seq: u64,
+    /// Bumped by every commit, to detect writes that raced (see the module docs).
+    #[prost(uint64, tag = "4")]
+    pub generation: u64,
+}
+
+impl Stats {
+    /// The counters the planner keeps.
+    pub fn counters(&self) -> plan::Stats {
+        plan::Stats {
+            docs: self.docs,
+            total_len: self.total_len,
+            next_seq: self.next_seq,
+        }
+    }
+}
+
+impl EntryRecord {
+    /// The record of `entry`, indexed under `terms`.
+    pub fn new(entry: Entry, terms: Terms) -> Self {
+        Self {
+            id: entry.id,
+            session_id: entry.session_id,
+            author: entry.author,
+            timestamp: entry.timestamp,
+            custom_metadata: entry.custom_metadata,
+            content: Some(entry.content),
+            terms: terms
+                .counts
+                .into_iter()
+                .map(|(term, tf)| TermCount { term, tf })
+                .collect(),
+            len: terms.len,
+        }
+    }
+
+    pub fn into_entry(self) -> Entry {
+        Entry {
+            id: self.id,
+            session_id: self.session_id,
+            author: self.author,
+            timestamp: self.timestamp,
+            custom_metadata: self.custom_metadata,
+            content: self.content.unwrap_or_default(),
+        }
+    }
+
+    /// The entry stored at `seq`, as the planner sees it.
+    pub fn into_stored(self, seq: u64) -> Stored {
+        let terms = self.terms.iter().map(|t| t.term.clone()).collect();
+        let len = self.len;
+        Stored {
+            seq,
+            entry: self.into_entry(),
+            terms,
+            len,
+        }
+    }
+}
+
+/// The key prefix of everything stored for one (app, user).
+pub(super) fn scope_key(scope: Scope<'_>) -> Key {
+    Key::new().str(scope.app_name).str(scope.user_id)
+}
+
+pub(super) fn decode<M: Message + Default>(bytes: &[u8], what: &str) -> Result<M> {
+    M::decode(bytes).map_err(|e| StoreError::corrupt(format!("{what}: {e}")))
+}
+
+pub(super) fn u64_value(bytes: &[u8], what: &str) -> Result<u64> {
+    let bytes: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| StoreError::corrupt(format!("{what}: not 8 bytes")))?;
+    Ok(u64::from_be_bytes(bytes))
+}
+
+/// The seq that ends a key whose other components take `prefix_len` bytes.
+pub(super) fn key_seq(key: &[u8], prefix_len: usize) -> Result<u64> {
+    let mut rest = KeyReader::new(key.get(prefix_len..).unwrap_or_default());
+    match rest.u64() {
+        Some(seq) if rest.is_empty() => Ok(seq),
+        _ => Err(StoreError::corrupt("key without a sequence number")),
+    }
+}

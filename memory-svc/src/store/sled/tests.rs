@@ -1,0 +1,232 @@
+//! The sled store's own tests: the contract suite on sled, and what only its layout has
+//! (posting blocks, statistics records, the format conversion, reopening).
+
+use std::collections::BTreeMap;
+
+use adk_common::{durability::SyncMode, keys::Key};
+
+use super::{
+    super::contract::{
+        self, add, assert_searches_exact, delete, entries, entry, generated_corpus, listed,
+        memorize, memory_id, memory_store_suite, query, replace, search, SCOPE,
+    },
+    migrate::OLD_POSTINGS,
+    postings::{self, Posting},
+    records::{decode, key_seq, scope_key, u64_value, EntryRecord, Stats},
+    DeleteTarget, MemoryStore, Scope, SledMemoryStore,
+};
+
+async fn open() -> Option<(tempfile::TempDir, SledMemoryStore)> {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledMemoryStore::open(dir.path(), SyncMode::Sync).unwrap();
+    Some((dir, store))
+}
+
+mod contract_suite {
+    use super::*;
+
+    memory_store_suite!(open());
+}
+
+fn stats(store: &SledMemoryStore) -> Stats {
+    store.stats(&scope_key(SCOPE)).unwrap().1
+}
+
+#[tokio::test]
+async fn statistics_count_entries_with_text() {
+    let (_dir, store) = open().await.unwrap();
+    let no_text = contract::entry("b", "");
+    memorize(&store, vec![entry("a", "two words"), no_text]).await;
+    replace(&store, "s", entries(&[("c", "three more words")])).await;
+    let s = stats(&store);
+    assert_eq!((s.docs, s.total_len, s.next_seq), (2, 5, 3));
+}
+
+#[tokio::test]
+async fn clearing_removes_every_key_and_keeps_the_numbering() {
+    let (_dir, store) = open().await.unwrap();
+    replace(&store, "s1", entries(&[("a", "alpha"), ("b", "beta")])).await;
+    memorize(&store, entries(&[("d", "delta")])).await;
+    delete(&store, memory_id("d")).await;
+    assert_eq!(delete(&store, DeleteTarget::All).await, 2);
+    let s = stats(&store);
+    assert_eq!((s.docs, s.total_len, s.next_seq), (0, 0, 3));
+    for tree in [
+        &store.entries,
+        &store.buckets,
+        &store.ids,
+        &store.blocks,
+        &store.df,
+        &store.tombstones,
+    ] {
+        assert!(tree.is_empty());
+    }
+    assert_eq!(add(&store, "", entries(&[("d", "delta")])).await, 1);
+    assert_eq!(stats(&store).next_seq, 4);
+
+    // Clearing a scope never written to writes nothing.
+    let fresh = Scope {
+        app_name: "app",
+        user_id: "nobody",
+    };
+    assert_eq!(store.delete(fresh, &DeleteTarget::All).await.unwrap(), 0);
+    assert!(store.stats.get(scope_key(fresh)).unwrap().is_none());
+}
+
+#[tokio::test]
+async fn scopes_with_separator_bytes_do_not_alias() {
+    let (_dir, store) = open().await.unwrap();
+    let scopes =
+        [("a\0", "b"), ("a", "\0b")].map(|(app_name, user_id)| Scope { app_name, user_id });
+    for (i, &scope) in scopes.iter().enumerate() {
+        let e = entry("same-id", &format!("word{i}"));
+        store.replace_session(scope, "s", vec![e]).await.unwrap();
+    }
+    for (i, &scope) in scopes.iter().enumerate() {
+        let hits = store
+            .search(scope, &query(&format!("word{i}")))
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(listed(&store, scope).await.len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        // Without a flush per write, the one at shutdown is what makes them durable.
+        let store = SledMemoryStore::open(dir.path(), SyncMode::Periodic).unwrap();
+        replace(&store, "s", entries(&[("a", "persisted words")])).await;
+        memorize(&store, entries(&[("gone", "x")])).await;
+        delete(&store, memory_id("gone")).await;
+        store.flush().await.unwrap();
+    }
+    // The flusher task holds the database until it notices the store is gone.
+    let mut attempts = 0;
+    let store = loop {
+        match SledMemoryStore::open(dir.path(), SyncMode::Sync) {
+            Ok(store) => break store,
+            Err(e) if attempts == 100 => panic!("{e}"),
+            Err(_) => attempts += 1,
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(search(&store, "persisted").await, ["a"]);
+    assert_eq!(add(&store, "s", entries(&[("gone", "x")])).await, 0);
+    memorize(&store, entries(&[("b", "later")])).await;
+    assert_eq!(listed(&store, SCOPE).await, ["a", "b"]);
+}
+
+/// Checks the posting blocks and document frequencies of SCOPE against its entries.
+fn assert_index_consistent(store: &SledMemoryStore) {
+    let mut expected = BTreeMap::<Vec<u8>, Vec<Posting>>::new();
+    let scope = scope_key(SCOPE);
+    for kv in store.entries.scan_prefix(&scope) {
+        let (key, value) = kv.unwrap();
+        let seq = key_seq(&key, scope.as_bytes().len()).unwrap();
+        let record: EntryRecord = decode(&value, "entry").unwrap();
+        for t in &record.terms {
+            let prefix = scope.clone().str(&t.term).into_vec();
+            let (tf, len) = (t.tf, record.len);
+            expected
+                .entry(prefix)
+                .or_default()
+                .push(Posting { seq, tf, len });
+        }
+    }
+    let mut stored = BTreeMap::<Vec<u8>, Vec<Posting>>::new();
+    for kv in store.blocks.scan_prefix(&scope) {
+        let (key, value) = kv.unwrap();
+        let (prefix, first) = key.split_at(key.len() - 8);
+        let first = u64_value(first, "key").unwrap();
+        let mut block = Vec::new();
+        postings::decode(first, &value, &mut block).unwrap();
+        assert!(!block.is_empty(), "an empty block is stored");
+        let list = stored.entry(prefix.to_vec()).or_default();
+        assert!(list.last().is_none_or(|p| p.seq < first), "blocks overlap");
+        list.extend(block);
+    }
+    assert_eq!(stored, expected);
+    let df: BTreeMap<Vec<u8>, u64> = store
+        .df
+        .scan_prefix(&scope)
+        .map(|kv| {
+            let (key, value) = kv.unwrap();
+            (key.to_vec(), postings::df_value(&value).unwrap())
+        })
+        .collect();
+    let counts = expected.iter().map(|(k, v)| (k.clone(), v.len() as u64));
+    assert_eq!(df, counts.collect());
+}
+
+#[tokio::test]
+async fn edited_blocks_stay_consistent() {
+    let (_dir, store) = open().await.unwrap();
+    generated_corpus(&store).await;
+    assert_index_consistent(&store);
+    // Common terms span many blocks, and one block was split.
+    let the = store
+        .blocks
+        .scan_prefix(scope_key(SCOPE).str("the"))
+        .count();
+    assert!(the > 2, "{the} blocks");
+    assert_eq!(
+        store
+            .df
+            .get(scope_key(SCOPE).str("spread"))
+            .unwrap()
+            .map(|v| postings::df_value(&v).unwrap()),
+        Some(500)
+    );
+    const { assert!(600 > 2 * postings::BLOCK_LEN) };
+    assert!(
+        store
+            .blocks
+            .scan_prefix(scope_key(SCOPE).str("spread"))
+            .count()
+            >= 2
+    );
+}
+
+#[tokio::test]
+async fn converts_the_old_postings_layout() {
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let store = SledMemoryStore::from_db(db.clone(), SyncMode::Periodic).unwrap();
+    generated_corpus(&store).await;
+    let other = Scope {
+        app_name: "app",
+        user_id: "other",
+    };
+    let e = entry("o", "the other user");
+    store.add_memories(other, vec![e]).await.unwrap();
+
+    // Back to the old layout: one key per posting, no document frequencies. A conversion
+    // cut short left new trees behind.
+    let old = db.open_tree("postings").unwrap();
+    for kv in store.entries.iter() {
+        let (key, value) = kv.unwrap();
+        let (scope, seq) = key.split_at(key.len() - 8);
+        let record: EntryRecord = decode(&value, "entry").unwrap();
+        for t in &record.terms {
+            let key = [scope, Key::new().str(&t.term).as_bytes(), seq].concat();
+            let posting = u64::from(t.tf) << 32 | u64::from(record.len);
+            old.insert(key, &posting.to_be_bytes()[..]).unwrap();
+        }
+    }
+    let the = scope_key(SCOPE).str("the");
+    store.blocks.remove(the.clone().u64(0)).unwrap();
+    store.df.insert(the, &1u64.to_be_bytes()[..]).unwrap();
+    drop(old);
+
+    let store = SledMemoryStore::from_db(db.clone(), SyncMode::Periodic).unwrap();
+    assert!(!db.tree_names().iter().any(|name| name == OLD_POSTINGS));
+    assert_index_consistent(&store);
+    assert!(assert_searches_exact(&store).await > 400);
+    let hits = store.search(other, &query("user")).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    // Converted once: opening again changes nothing.
+    let store = SledMemoryStore::from_db(db, SyncMode::Periodic).unwrap();
+    assert_index_consistent(&store);
+}

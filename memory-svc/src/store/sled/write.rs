@@ -1,0 +1,279 @@
+//! Writes to the sled store: loading what a [`plan`] needs, and committing its edits.
+//!
+//! sled transactions cannot scan, so what a write reads is loaded with ordinary reads, the plan
+//! is made from it, and its edits become batches committed as one transaction over all trees.
+//! Every commit bumps the scope's `Stats::generation`; the transaction checks it is still the
+//! one the load saw, and if another write got in between, the write is loaded and planned
+//! again. This runs on a blocking thread (see [`SledMemoryStore::write`]).
+
+use std::{collections::HashMap, convert::Infallible};
+
+use adk_common::keys::Key;
+use metrics::gauge;
+use prost::Message;
+use sled::{transaction::TransactionError, Batch, IVec, Transactional, Tree};
+
+use super::{
+    super::{
+        plan::{self, Edit, Loaded, Plan, Stored, Write},
+        Result, StoreError,
+    },
+    postings::{Posting, TermEdit},
+    records::{key_seq, u64_value, EntryRecord, Stats},
+    SledMemoryStore,
+};
+
+impl SledMemoryStore {
+    /// Loads, plans and commits `write` in the scope whose keys start with `scope`, until it
+    /// commits without a concurrent write having come between; returns the call's count. Not
+    /// yet durable.
+    pub(super) fn write_now(&self, scope: &Key, write: &Write) -> Result<u32> {
+        loop {
+            let (base, stats) = self.stats(scope)?;
+            let loaded = self.load(scope, write, &stats, base.is_some())?;
+            let plan = plan::plan(write, loaded);
+            // A plan that changes nothing commits nothing.
+            if plan.edits.is_empty() {
+                return Ok(plan.count);
+            }
+            let (count, delta) = (plan.count, plan.entry_delta());
+            let batches = Batches::of(self, scope, plan, stats)?;
+            match batches.commit(self, scope, base) {
+                Ok(true) => {
+                    if delta != 0 {
+                        gauge!("store_memories").increment(delta as f64);
+                    }
+                    return Ok(count);
+                }
+                Ok(false) => continue,
+                Err(e) => {
+                    // An I/O error (a full disk, say) stops all writes until a restart.
+                    if let sled::Error::Io(io) = &e {
+                        self.commit.fail(&io.to_string());
+                    }
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+
+    /// What `write` reads, with the scope's `stats` as loaded.
+    fn load(&self, scope: &Key, write: &Write, stats: &Stats, written: bool) -> Result<Loaded> {
+        let reads = write.reads();
+        let mut loaded = Loaded {
+            stats: stats.counters(),
+            written,
+            ..Loaded::default()
+        };
+        for (session_id, id) in reads.slots {
+            if let Some(seq) = self.buckets.get(scope.clone().str(session_id).str(id))? {
+                loaded
+                    .entries
+                    .push(self.stored(scope, u64_value(&seq, "slot")?)?);
+            }
+        }
+        if let Some(session_id) = reads.session {
+            for seq in self
+                .buckets
+                .scan_prefix(scope.clone().str(session_id))
+                .values()
+            {
+                loaded
+                    .entries
+                    .push(self.stored(scope, u64_value(&seq?, "slot")?)?);
+            }
+        }
+        if let Some(id) = reads.id {
+            let prefix = scope.clone().str(id);
+            for key in self.ids.scan_prefix(&prefix).keys() {
+                let seq = key_seq(&key?, prefix.as_bytes().len())?;
+                loaded.entries.push(self.stored(scope, seq)?);
+            }
+        }
+        for id in reads.tombstones {
+            if self.tombstones.contains_key(scope.clone().str(id))? {
+                loaded.tombstoned.insert(id.to_owned());
+            }
+        }
+        if reads.count {
+            loaded.count = count_keys(&self.entries, scope)?;
+        }
+        Ok(loaded)
+    }
+
+    /// The stored entry an index points at.
+    fn stored(&self, scope: &Key, seq: u64) -> Result<Stored> {
+        self.record(scope, seq)?
+            .map(|record| record.into_stored(seq))
+            .ok_or_else(|| StoreError::corrupt(format!("indexed entry {seq} is missing")))
+    }
+}
+
+/// A plan's edits as batches over the store's trees, and the stats to commit with them.
+struct Batches {
+    stats: Stats,
+    entries: Batch,
+    buckets: Batch,
+    ids: Batch,
+    blocks: Batch,
+    df: Batch,
+    tombstones: Batch,
+}
+
+impl Batches {
+    /// Turns `plan`, made against `stats`, into batches (reading the posting blocks it changes).
+    fn of(store: &SledMemoryStore, scope: &Key, plan: Plan, stats: Stats) -> Result<Self> {
+        let mut b = Self {
+            stats: Stats {
+                docs: plan.stats.docs,
+                total_len: plan.stats.total_len,
+                next_seq: plan.stats.next_seq,
+                generation: stats.generation + 1,
+            },
+            entries: Batch::default(),
+            buckets: Batch::default(),
+            ids: Batch::default(),
+            blocks: Batch::default(),
+            df: Batch::default(),
+            tombstones: Batch::default(),
+        };
+        // The terms whose postings change, by term; queued into `blocks` and `df` at the end.
+        let mut terms = Terms {
+            scope,
+            store,
+            edits: HashMap::new(),
+        };
+        // Seqs from this one on are new entries: their postings are appends.
+        let first_new_seq = stats.next_seq;
+        for edit in plan.edits {
+            match edit {
+                Edit::Remove(old) => {
+                    let (entry, seq) = (&old.entry, old.seq);
+                    b.entries.remove(scope.clone().u64(seq));
+                    b.buckets
+                        .remove(scope.clone().str(&entry.session_id).str(&entry.id));
+                    b.ids.remove(scope.clone().str(&entry.id).u64(seq));
+                    for term in &old.terms {
+                        terms.edit(term)?.remove(&store.blocks, seq)?;
+                    }
+                }
+                Edit::Insert {
+                    seq,
+                    entry,
+                    terms: indexed,
+                } => {
+                    let record = EntryRecord::new(entry, indexed);
+                    let append = seq >= first_new_seq;
+                    for t in &record.terms {
+                        let posting = Posting {
+                            seq,
+                            tf: t.tf,
+                            len: record.len,
+                        };
+                        terms
+                            .edit(&t.term)?
+                            .insert(&store.blocks, posting, append)?;
+                    }
+                    b.buckets.insert(
+                        scope.clone().str(&record.session_id).str(&record.id),
+                        &seq.to_be_bytes()[..],
+                    );
+                    b.ids
+                        .insert(scope.clone().str(&record.id).u64(seq), IVec::default());
+                    b.entries
+                        .insert(scope.clone().u64(seq), record.encode_to_vec());
+                }
+                Edit::Tombstone(id) => b.tombstones.insert(scope.clone().str(&id), IVec::default()),
+                Edit::Lift(id) => b.tombstones.remove(scope.clone().str(&id)),
+                Edit::Clear => {
+                    remove_all(&store.entries, scope, &mut b.entries)?;
+                    remove_all(&store.buckets, scope, &mut b.buckets)?;
+                    remove_all(&store.ids, scope, &mut b.ids)?;
+                    remove_all(&store.blocks, scope, &mut b.blocks)?;
+                    remove_all(&store.df, scope, &mut b.df)?;
+                    remove_all(&store.tombstones, scope, &mut b.tombstones)?;
+                }
+            }
+        }
+        for edit in terms.edits.values() {
+            edit.finish(&mut b.blocks, &mut b.df);
+        }
+        Ok(b)
+    }
+
+    /// Commits the batches unless another write to the scope committed since its stats record
+    /// was `base`; `false` means the write must be planned again.
+    fn commit(
+        self,
+        store: &SledMemoryStore,
+        scope: &Key,
+        base: Option<IVec>,
+    ) -> std::result::Result<bool, sled::Error> {
+        let trees = (
+            &store.entries,
+            &store.buckets,
+            &store.ids,
+            &store.blocks,
+            &store.df,
+            &store.tombstones,
+            &store.stats,
+        );
+        trees
+            .transaction(|(entries, buckets, ids, blocks, df, tombstones, stats)| {
+                if stats.get(scope)? != base {
+                    return Ok(false);
+                }
+                entries.apply_batch(&self.entries)?;
+                buckets.apply_batch(&self.buckets)?;
+                ids.apply_batch(&self.ids)?;
+                blocks.apply_batch(&self.blocks)?;
+                df.apply_batch(&self.df)?;
+                tombstones.apply_batch(&self.tombstones)?;
+                stats.insert(scope.as_bytes(), self.stats.encode_to_vec())?;
+                Ok(true)
+            })
+            .map_err(|e: TransactionError<Infallible>| match e {
+                TransactionError::Abort(never) => match never {},
+                TransactionError::Storage(e) => e,
+            })
+    }
+}
+
+/// The posting edits of one write, by term.
+struct Terms<'a> {
+    scope: &'a Key,
+    store: &'a SledMemoryStore,
+    edits: HashMap<String, TermEdit>,
+}
+
+impl Terms<'_> {
+    /// The edit of `term`'s postings, started on first use.
+    fn edit(&mut self, term: &str) -> Result<&mut TermEdit> {
+        // Looked up before inserting, so the common case of a term seen before allocates nothing.
+        if !self.edits.contains_key(term) {
+            let edit = TermEdit::new(self.scope.clone().str(term), &self.store.df)?;
+            self.edits.insert(term.to_owned(), edit);
+        }
+        self.edits
+            .get_mut(term)
+            .ok_or_else(|| StoreError::corrupt("term edit vanished"))
+    }
+}
+
+/// Queues the removal of every key of `tree` under `prefix`.
+fn remove_all(tree: &Tree, prefix: &Key, batch: &mut Batch) -> Result<()> {
+    for key in tree.scan_prefix(prefix).keys() {
+        batch.remove(key?);
+    }
+    Ok(())
+}
+
+/// The number of keys of `tree` under `prefix`.
+fn count_keys(tree: &Tree, prefix: &Key) -> Result<u64> {
+    let mut n = 0;
+    for key in tree.scan_prefix(prefix).keys() {
+        key?;
+        n += 1;
+    }
+    Ok(n)
+}
