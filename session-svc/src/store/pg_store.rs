@@ -16,11 +16,20 @@
 //! app, so a distributed engine can shard by it (see the README).
 //!
 //! # Concurrency
-//! An append is one transaction that first locks its session row (`FOR UPDATE`): appends to one
-//! session are serialised across replicas, so sequences stay contiguous and
-//! `expected_last_sequence` is checked against the committed last sequence. State rows are
-//! upserted in key order (deltas are sorted), so two appends never wait on each other in
-//! opposite orders; a deadlock or serialization failure is retried anyway.
+//! Every write path takes row locks in one global order, so concurrent writers wait for each
+//! other but never in a cycle (no deadlock, no `deadlock_timeout` stall):
+//! 1. the session's row (`FOR UPDATE`, or its insertion), which serialises the writes to one
+//!    session across replicas: sequences stay contiguous and `expected_last_sequence` is checked
+//!    against the committed last sequence;
+//! 2. rows only that session's writers touch (`events`, `session_state`, a new `changes` row);
+//! 3. `user_state`, then `app_state`, each in key order, last before the commit: these rows
+//!    are shared by every session of a user or an app, so they are held as briefly as possible.
+//!
+//! The sweeper and the change-feed trimmer take only rows nobody else holds (`SKIP LOCKED`).
+//! A transaction that still fails with a deadlock or serialization failure was rolled back by
+//! the server; it is run again whole, from its first statement (which re-reads the stored event
+//! of the same id, so an append is never applied twice), a bounded number of times
+//! ([`postgres::retry_conflicts`]). What still fails is answered `ABORTED`.
 //!
 //! # Change-feed positions
 //! A change's position is the id of the transaction that appended it (`pg_current_xact_id()`).
@@ -48,7 +57,7 @@ use deadpool_postgres::{GenericClient, Pool, Transaction};
 use prost::Message;
 use prost_types::Timestamp;
 use tokio::sync::mpsc;
-use tokio_postgres::{types::ToSql, IsolationLevel, Row};
+use tokio_postgres::{types::ToSql, IsolationLevel, Row, Statement};
 
 /// Statement parameters.
 type Params<'a> = [&'a (dyn ToSql + Sync)];
@@ -277,7 +286,7 @@ impl PgStore {
         if inserted == 0 {
             return Err(exists(key));
         }
-        apply_delta(&tx, key, &new.state).await?;
+        write_in_order(&tx, key, None, &new.state).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -339,15 +348,13 @@ impl PgStore {
             &self.channel,
             &notice,
         ];
-        // Event, session row, change and notification in one statement (one round trip); the
-        // state upserts are pipelined beside it.
+        // Event, session row, change and notification in one statement, pipelined with the
+        // state upserts after it (one round trip).
         let write = tx.prepare_cached(WRITE_APPEND).await?;
-        let write = tx.query_one(&write, &params);
-        let (written, ()) = tokio::try_join!(
-            async { Ok::<_, SessionError>(write.await?) },
-            apply_delta(&tx, key, &append.delta)
-        )?;
-        let change: i64 = written.try_get(0)?;
+        let written = write_in_order(&tx, key, Some((&write, &params)), &append.delta).await?;
+        let change: i64 = written
+            .ok_or_else(|| SessionError::Corrupt("an append wrote no change".into()))?
+            .try_get(0)?;
         tx.commit().await?;
         Ok(Appended {
             event,
@@ -398,6 +405,34 @@ impl PgStore {
         }
         tx.commit().await?;
         Ok(keys)
+    }
+
+    /// Deletes the changes committed before `before`; two replicas trimming at once take
+    /// different rows (`SKIP LOCKED`) and mark the trimmed apps in key order.
+    async fn try_trim_changes(&self, before: &Timestamp) -> Result<usize> {
+        let client = self.pool.get().await?;
+        let row = client
+            .query_one(
+                "WITH doomed AS (
+                     SELECT app_name, position FROM changes
+                     WHERE (commit_s, commit_n) < ($1, $2) FOR UPDATE SKIP LOCKED
+                 ), gone AS (
+                     DELETE FROM changes c USING doomed d
+                     WHERE c.app_name = d.app_name AND c.position = d.position
+                     RETURNING c.app_name, c.position
+                 ), marks AS (
+                     INSERT INTO change_trims (app_name, trimmed)
+                     SELECT app_name, max(position) FROM gone GROUP BY app_name
+                     ORDER BY app_name
+                     ON CONFLICT (app_name)
+                     DO UPDATE SET trimmed = greatest(change_trims.trimmed, excluded.trimmed)
+                 )
+                 SELECT count(*) FROM gone",
+                &[&before.seconds, &before.nanos],
+            )
+            .await?;
+        let trimmed: i64 = row.try_get(0)?;
+        Ok(usize::try_from(trimmed).unwrap_or(0))
     }
 
     /// The session's state and the events `window` selects, read inside `tx`.
@@ -753,24 +788,7 @@ impl SessionStore for PgStore {
     }
 
     async fn trim_changes(&self, before: Timestamp) -> Result<usize> {
-        let client = self.pool.get().await?;
-        let row = client
-            .query_one(
-                "WITH gone AS (
-                     DELETE FROM changes WHERE (commit_s, commit_n) < ($1, $2)
-                     RETURNING app_name, position
-                 ), marks AS (
-                     INSERT INTO change_trims (app_name, trimmed)
-                     SELECT app_name, max(position) FROM gone GROUP BY app_name
-                     ON CONFLICT (app_name)
-                     DO UPDATE SET trimmed = greatest(change_trims.trimmed, excluded.trimmed)
-                 )
-                 SELECT count(*) FROM gone",
-                &[&before.seconds, &before.nanos],
-            )
-            .await?;
-        let trimmed: i64 = row.try_get(0)?;
-        Ok(usize::try_from(trimmed).unwrap_or(0))
+        postgres::retry_conflicts(|| self.try_trim_changes(&before), is_conflict).await
     }
 
     async fn sweep_expired(&self, now: Timestamp, limit: usize) -> Result<Vec<SessionKey>> {
@@ -881,57 +899,115 @@ async fn remove_contents(tx: &Transaction<'_>, key: &SessionKey, channel: &str) 
     Ok(())
 }
 
-/// Upserts a split delta into the three scopes: a shallow replace per key (S0.5).
-async fn apply_delta(tx: &Transaction<'_>, key: &SessionKey, delta: &ScopedDelta) -> Result<()> {
-    let columns =
-        |entries: &[Entry]| -> (Vec<String>, Vec<String>) { entries.iter().cloned().unzip() };
-    let (session_keys, session_values) = columns(&delta.session);
-    let (user_keys, user_values) = columns(&delta.user);
-    let (app_keys, app_values) = columns(&delta.app);
-    let session = async {
-        if !session_keys.is_empty() {
-            tx.execute(
-                "INSERT INTO session_state (app_name, user_id, session_id, key, value)
-                 SELECT $1, $2, $3, d.k, d.v FROM unnest($4::text[], $5::text[]) AS d(k, v)
-                 ON CONFLICT (app_name, user_id, session_id, key)
-                 DO UPDATE SET value = excluded.value",
-                &[
-                    &key.app_name,
-                    &key.user_id,
-                    &key.session_id,
-                    &session_keys,
-                    &session_values,
-                ],
-            )
-            .await?;
+/// Upserts a session's state keys (S0.5: a shallow replace per key). Rows are taken in key
+/// order (`ORDER BY`), as in the two statements below, so writers never wait on each other in
+/// opposite orders.
+const UPSERT_SESSION_STATE: &str =
+    "INSERT INTO session_state (app_name, user_id, session_id, key, value)
+     SELECT $1, $2, $3, d.k, d.v FROM unnest($4::text[], $5::text[]) AS d(k, v) ORDER BY d.k
+     ON CONFLICT (app_name, user_id, session_id, key) DO UPDATE SET value = excluded.value";
+
+/// Upserts `user:` keys; shared by every session of the user.
+const UPSERT_USER_STATE: &str = "INSERT INTO user_state (app_name, user_id, key, value)
+     SELECT $1, $2, d.k, d.v FROM unnest($3::text[], $4::text[]) AS d(k, v) ORDER BY d.k
+     ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = excluded.value";
+
+/// Upserts `app:` keys; shared by every session of the app: the hottest rows.
+const UPSERT_APP_STATE: &str = "INSERT INTO app_state (app_name, key, value)
+     SELECT $1, d.k, d.v FROM unnest($2::text[], $3::text[]) AS d(k, v) ORDER BY d.k
+     ON CONFLICT (app_name, key) DO UPDATE SET value = excluded.value";
+
+/// A delta's keys and values as the array parameters of the upserts.
+struct DeltaColumns {
+    session: (Vec<String>, Vec<String>),
+    user: (Vec<String>, Vec<String>),
+    app: (Vec<String>, Vec<String>),
+}
+
+impl DeltaColumns {
+    fn new(delta: &ScopedDelta) -> Self {
+        let columns = |entries: &[Entry]| entries.iter().cloned().unzip();
+        Self {
+            session: columns(&delta.session),
+            user: columns(&delta.user),
+            app: columns(&delta.app),
         }
-        Ok::<_, SessionError>(())
-    };
-    let user = async {
-        if !user_keys.is_empty() {
-            tx.execute(
-                "INSERT INTO user_state (app_name, user_id, key, value)
-                 SELECT $1, $2, d.k, d.v FROM unnest($3::text[], $4::text[]) AS d(k, v)
-                 ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = excluded.value",
-                &[&key.app_name, &key.user_id, &user_keys, &user_values],
-            )
-            .await?;
-        }
-        Ok(())
-    };
-    let app = async {
-        if !app_keys.is_empty() {
-            tx.execute(
-                "INSERT INTO app_state (app_name, key, value)
-                 SELECT $1, d.k, d.v FROM unnest($2::text[], $3::text[]) AS d(k, v)
-                 ON CONFLICT (app_name, key) DO UPDATE SET value = excluded.value",
-                &[&key.app_name, &app_keys, &app_values],
-            )
-            .await?;
-        }
-        Ok(())
-    };
-    tokio::try_join!(session, user, app)?;
+    }
+}
+
+/// The upsert statements, prepared once per connection.
+struct Upserts {
+    session: Statement,
+    user: Statement,
+    app: Statement,
+}
+
+impl Upserts {
+    async fn prepare(tx: &Transaction<'_>) -> Result<Self> {
+        let (session, user, app) = tokio::try_join!(
+            tx.prepare_cached(UPSERT_SESSION_STATE),
+            tx.prepare_cached(UPSERT_USER_STATE),
+            tx.prepare_cached(UPSERT_APP_STATE),
+        )?;
+        Ok(Self { session, user, app })
+    }
+}
+
+/// Runs `first` (if any) and then the delta's upserts in the lock order of every write path:
+/// the session's own rows, then `user:` rows, then `app:` rows, each in key order. The hot
+/// shared rows come last, so they are held only from their upsert to the commit.
+///
+/// The statements are pipelined (one round trip) and sent in that order: they are prepared
+/// beforehand, so each is sent when first polled, and `biased` polls them first to last (an
+/// unbiased `join!` rotates which future it polls first, which is how two appends once took the
+/// user and app rows in opposite orders and deadlocked). When one fails, the server rejects the
+/// ones after it as part of an aborted transaction, so the first error in order is the cause.
+async fn write_in_order(
+    tx: &Transaction<'_>,
+    key: &SessionKey,
+    first: Option<(&Statement, &Params<'_>)>,
+    delta: &ScopedDelta,
+) -> Result<Option<Row>> {
+    let upserts = Upserts::prepare(tx).await?;
+    let DeltaColumns { session, user, app } = DeltaColumns::new(delta);
+    let session_params: [&(dyn ToSql + Sync); 5] = [
+        &key.app_name,
+        &key.user_id,
+        &key.session_id,
+        &session.0,
+        &session.1,
+    ];
+    let user_params: [&(dyn ToSql + Sync); 4] = [&key.app_name, &key.user_id, &user.0, &user.1];
+    let app_params: [&(dyn ToSql + Sync); 3] = [&key.app_name, &app.0, &app.1];
+    let (first, session, user, app) = tokio::join!(
+        biased;
+        async {
+            match first {
+                Some((statement, params)) => tx.query_one(statement, params).await.map(Some),
+                None => Ok(None),
+            }
+        },
+        upsert(tx, &upserts.session, &session_params, !session.0.is_empty()),
+        upsert(tx, &upserts.user, &user_params, !user.0.is_empty()),
+        upsert(tx, &upserts.app, &app_params, !app.0.is_empty()),
+    );
+    let row = first?;
+    session?;
+    user?;
+    app?;
+    Ok(row)
+}
+
+/// Runs an upsert unless `run` is false (a scope the delta does not touch).
+async fn upsert(
+    tx: &Transaction<'_>,
+    statement: &Statement,
+    params: &Params<'_>,
+    run: bool,
+) -> Result<(), tokio_postgres::Error> {
+    if run {
+        tx.execute(statement, params).await?;
+    }
     Ok(())
 }
 
