@@ -162,17 +162,20 @@ const SELECT_RECORD: &str = concat!(
     " FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3"
 );
 
-/// An append's first statement: the session's record, locked, and the event already stored
-/// under the same id, if any (a retry).
-const LOCK_FOR_APPEND: &str = concat!(
+/// An append's first statement: the session's record, locked.
+const LOCK_SESSION: &str = concat!(
     "SELECT ",
     record_columns!(),
-    ", (SELECT body FROM events e
-         WHERE e.app_name = s.app_name AND e.user_id = s.user_id
-           AND e.session_id = s.session_id AND e.event_id = $4)
-     FROM sessions s
-     WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE"
+    " FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE"
 );
+
+/// The event stored under an id, if any: an append of that id is a retry. A statement of its
+/// own, sent after [`LOCK_SESSION`]: in READ COMMITTED each statement reads a snapshot taken
+/// when it starts, so it sees an append that committed while this one waited for the lock (a
+/// subquery of the locking statement would read the snapshot from before the wait, miss that
+/// event, and the retry would fail on the unique event id instead of being answered).
+const STORED_EVENT: &str = "SELECT body FROM events
+     WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND event_id = $4";
 
 /// An append's write: event, session row, change-log row and notification in one statement.
 const WRITE_APPEND: &str = "WITH ev AS (
@@ -250,10 +253,7 @@ impl PgStore {
         let tx = client.transaction().await?;
         let existing = tx
             .query_opt(
-                &format!(
-                    "SELECT {RECORD} FROM sessions
-                     WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE"
-                ),
+                LOCK_SESSION,
                 &[&key.app_name, &key.user_id, &key.session_id],
             )
             .await?;
@@ -294,21 +294,29 @@ impl PgStore {
     async fn try_append(&self, key: &SessionKey, append: &Append) -> Result<Appended> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        let lock = tx.prepare_cached(LOCK_FOR_APPEND).await?;
-        let row = tx
-            .query_opt(
-                &lock,
-                &[
-                    &key.app_name,
-                    &key.user_id,
-                    &key.session_id,
-                    &append.event.id,
-                ],
-            )
-            .await?;
+        let (lock, lookup) = tokio::try_join!(
+            tx.prepare_cached(LOCK_SESSION),
+            tx.prepare_cached(STORED_EVENT)
+        )?;
+        let name: [&(dyn ToSql + Sync); 4] = [
+            &key.app_name,
+            &key.user_id,
+            &key.session_id,
+            &append.event.id,
+        ];
+        // Pipelined, in this order (see `write_in_order`): the lookup runs once the lock is held.
+        let (row, stored) = tokio::join!(
+            biased;
+            tx.query_opt(&lock, &name[..3]),
+            tx.query_opt(&lookup, &name),
+        );
+        let (row, stored) = (row?, stored?);
         let now = now();
         let (record, stored) = match row {
-            Some(row) => (record(&row)?, row.try_get::<_, Option<Vec<u8>>>(8)?),
+            Some(row) => (
+                record(&row)?,
+                stored.map(|row| row.try_get::<_, Vec<u8>>(0)).transpose()?,
+            ),
             None => return Err(not_found(key)),
         };
         if !record.is_live(&now) {
