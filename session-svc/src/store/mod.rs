@@ -221,7 +221,7 @@ enum Admission {
 /// Checks an append against the session's `last_sequence` and against `stored`, the event
 /// already stored under the same id if any. A retry is recognised before
 /// `expected_last_sequence` is checked, so a retried conditional append gets its event back.
-fn admit(
+fn admission(
     append: &Append,
     stored: Option<Event>,
     last_sequence: u64,
@@ -262,4 +262,17 @@ fn is_retry_of(stored: &Event, append: &Append) -> bool {
         sent.timestamp = None;
         stored == sent
     }
+}
+
+/// The answer to a call on a session that does not exist (or has expired).
+pub(crate) fn not_found(key: &SessionKey) -> SessionError {
+    SessionError::SessionNotFound {
+        session_id: key.session_id.clone(),
+    }
+}
+
+/// Decodes a stored event (both stores keep the encoded `Event`).
+fn decode_event(bytes: &[u8]) -> Result<Event> {
+    use prost::Message;
+    Event::decode(bytes).map_err(|e| SessionError::Corrupt(format!("event: {e}")))
 }

@@ -45,7 +45,7 @@
 //! position: a lost notification delays an event, never loses it, and after a reconnection
 //! every watcher reads again.
 
-use std::{collections::HashMap, time::SystemTime};
+use std::collections::HashMap;
 
 use adk_common::{
     keys::{Key, KeyReader},
@@ -63,12 +63,13 @@ use tokio_postgres::{types::ToSql, IsolationLevel, Row, Statement};
 type Params<'a> = [&'a (dyn ToSql + Sync)];
 
 use super::{
-    Admission, Append, Appended, Change, Changes, EventWindow, NewSession, Notice, Page,
-    SessionKey, SessionStore,
+    decode_event, not_found, Admission, Append, Appended, Change, Changes, EventWindow, NewSession,
+    Notice, Page, SessionKey, SessionStore,
 };
 use crate::{
     error::{Result, SessionError},
     state::{self, Entry, ScopedDelta},
+    time::{self, now},
 };
 
 /// The channel appends and deletions are announced on: one per schema, so deployments that
@@ -204,9 +205,7 @@ struct Record {
 
 impl Record {
     fn is_live(&self, now: &Timestamp) -> bool {
-        self.expire_time
-            .as_ref()
-            .is_none_or(|t| (t.seconds, t.nanos) > (now.seconds, now.nanos))
+        time::is_live(self.expire_time.as_ref(), now)
     }
 }
 
@@ -323,7 +322,7 @@ impl PgStore {
             return Err(not_found(key));
         }
         let stored = stored.map(|bytes| decode_event(&bytes)).transpose()?;
-        let sequence = match super::admit(
+        let sequence = match super::admission(
             append,
             stored,
             record.last_sequence,
@@ -1152,10 +1151,6 @@ fn session(key: &SessionKey, record: &Record, state: String, events: Vec<Event>)
     }
 }
 
-fn decode_event(bytes: &[u8]) -> Result<Event> {
-    Event::decode(bytes).map_err(|e| SessionError::Corrupt(format!("event: {e}")))
-}
-
 /// Sequences and positions are `bigint`; values past `i64::MAX` cannot occur in practice and
 /// are clamped rather than wrapped.
 fn to_i64(v: u64) -> i64 {
@@ -1174,14 +1169,4 @@ fn exists(key: &SessionKey) -> SessionError {
     SessionError::SessionExists {
         session_id: key.session_id.clone(),
     }
-}
-
-fn not_found(key: &SessionKey) -> SessionError {
-    SessionError::SessionNotFound {
-        session_id: key.session_id.clone(),
-    }
-}
-
-fn now() -> Timestamp {
-    Timestamp::from(SystemTime::now())
 }

@@ -24,7 +24,7 @@
 
 mod appender;
 
-use std::{ops::Bound, path::Path, time::SystemTime};
+use std::{ops::Bound, path::Path};
 
 use adk_common::{
     durability::{GroupCommit, SyncMode},
@@ -46,11 +46,13 @@ use sled::{
 use tokio::sync::{mpsc, oneshot, RwLockReadGuard};
 
 use super::{
-    Append, Appended, Change, Changes, EventWindow, NewSession, Page, SessionKey, SessionStore,
+    decode_event, not_found, Append, Appended, Change, Changes, EventWindow, NewSession, Page,
+    SessionKey, SessionStore,
 };
 use crate::{
     error::{Result, SessionError},
     state::{self, Entry},
+    time::{self, now},
 };
 
 /// What the `sessions` tree holds per session.
@@ -71,9 +73,7 @@ struct SessionRecord {
 
 impl SessionRecord {
     fn is_live(&self, now: &Timestamp) -> bool {
-        self.expire_time
-            .as_ref()
-            .is_none_or(|t| (t.seconds, t.nanos) > (now.seconds, now.nanos))
+        time::is_live(self.expire_time.as_ref(), now)
     }
 
     fn last_update_time(&self) -> Timestamp {
@@ -259,7 +259,7 @@ impl SledStore {
             let event = decode_event(&kv?.1)?;
             if let Some(after) = &window.after {
                 let ts = event.timestamp.unwrap_or_default();
-                if (ts.seconds, ts.nanos) < (after.seconds, after.nanos) {
+                if time::is_before(&ts, after) {
                     break;
                 }
             }
@@ -481,9 +481,7 @@ impl SessionStore for SledStore {
     ) -> Result<Page<Event>> {
         let skey = session_key(key);
         let Some(record) = self.live_record(skey.as_bytes())? else {
-            return Err(SessionError::SessionNotFound {
-                session_id: key.session_id.clone(),
-            });
+            return Err(not_found(key));
         };
         let after = after_sequence.max(super::events_token_after(&skey, page_token)?);
         let mut items = Vec::new();
@@ -573,7 +571,7 @@ impl SessionStore for SledStore {
                 let record = ChangeRecord::decode(&v[..])
                     .map_err(|e| SessionError::Corrupt(format!("change record: {e}")))?;
                 let committed = record.commit_time.unwrap_or_default();
-                if (committed.seconds, committed.nanos) >= (before.seconds, before.nanos) {
+                if !time::is_before(&committed, &before) {
                     break;
                 }
                 self.changes.remove(k)?;
@@ -710,10 +708,6 @@ fn decode_record(bytes: &[u8]) -> Result<SessionRecord> {
     SessionRecord::decode(bytes).map_err(|e| SessionError::Corrupt(format!("session record: {e}")))
 }
 
-fn decode_event(bytes: &[u8]) -> Result<Event> {
-    Event::decode(bytes).map_err(|e| SessionError::Corrupt(format!("event: {e}")))
-}
-
 fn change_position(key: &[u8], app_prefix: &Key) -> Result<u64> {
     KeyReader::new(&key[app_prefix.as_bytes().len()..])
         .u64()
@@ -784,8 +778,4 @@ fn apply_delta(
         user_state.insert(user_prefix(key).str(name).into_vec(), value.as_bytes())?;
     }
     Ok(())
-}
-
-fn now() -> Timestamp {
-    Timestamp::from(SystemTime::now())
 }
