@@ -7,6 +7,7 @@
 
 pub mod pg_store;
 pub mod sled_store;
+pub mod token;
 
 use std::future::Future;
 
@@ -195,18 +196,6 @@ pub trait SessionStore: Clone + Send + Sync + 'static {
     /// writes, and the domain already knows every change).
     fn notices(&self) -> Result<Option<mpsc::UnboundedReceiver<Notice>>> {
         Ok(None)
-    }
-}
-
-/// The sequence a ListEvents page token resumes after (0 for the first page). Tokens are the
-/// key of the last event shown, scoped to the session (`skey`), in both stores.
-fn events_token_after(skey: &adk_common::keys::Key, page_token: &str) -> Result<u64> {
-    let prefix = skey.as_bytes();
-    match adk_common::page::decode(page_token, prefix).map_err(SessionError::page_token)? {
-        Some(last) => adk_common::keys::KeyReader::new(&last[prefix.len()..])
-            .u64()
-            .ok_or_else(|| SessionError::page_token(adk_common::page::PageTokenError::Malformed)),
-        None => Ok(0),
     }
 }
 

@@ -47,11 +47,7 @@
 
 use std::collections::HashMap;
 
-use adk_common::{
-    keys::{Key, KeyReader},
-    page,
-    postgres::{self, Notification},
-};
+use adk_common::postgres::{self, Notification};
 use adk_proto::session::v1::{Event, Session};
 use deadpool_postgres::{GenericClient, Pool, Transaction};
 use prost::Message;
@@ -63,8 +59,10 @@ use tokio_postgres::{types::ToSql, IsolationLevel, Row, Statement};
 type Params<'a> = [&'a (dyn ToSql + Sync)];
 
 use super::{
-    decode_event, not_found, Admission, Append, Appended, Change, Changes, EventWindow, NewSession,
-    Notice, Page, SessionKey, SessionStore,
+    decode_event, not_found,
+    token::{self, SessionListing, SessionPlace},
+    Admission, Append, Appended, Change, Changes, EventWindow, NewSession, Notice, Page,
+    SessionKey, SessionStore,
 };
 use crate::{
     error::{Result, SessionError},
@@ -506,36 +504,22 @@ impl SessionStore for PgStore {
         page_size: usize,
         page_token: &str,
     ) -> Result<Page<Session>> {
-        let prefix = match user_id {
-            Some(user) => Key::new().str(app_name).str(user),
-            None => Key::new().str(app_name),
-        };
-        // The token is the sled store's index key of the last session shown.
-        let after = match page::decode(page_token, prefix.as_bytes())
-            .map_err(SessionError::page_token)?
-        {
-            Some(last) => {
-                let mut r = KeyReader::new(&last[prefix.as_bytes().len()..]);
-                let parsed = r.timestamp().and_then(|ts| {
-                    let user = match user_id {
-                        Some(user) => user.to_owned(),
-                        None => r.str()?,
-                    };
-                    let session = r.str()?;
-                    r.is_empty().then_some((ts, user, session))
-                });
-                parsed.ok_or_else(|| SessionError::page_token(page::PageTokenError::Malformed))?
-            }
-            None => (
-                Timestamp {
+        let listing = SessionListing { app_name, user_id };
+        let after = listing
+            .resume_after(page_token)?
+            .unwrap_or_else(|| SessionPlace {
+                last_update_time: Timestamp {
                     seconds: i64::MIN,
                     nanos: i32::MIN,
                 },
-                String::new(),
-                String::new(),
-            ),
-        };
-        let (ts, after_user, after_session) = after;
+                user_id: String::new(),
+                session_id: String::new(),
+            });
+        let SessionPlace {
+            last_update_time: ts,
+            user_id: after_user,
+            session_id: after_session,
+        } = after;
         let now = now();
         let limit = to_i64(page_size as u64 + 1);
         let mut client = self.pool.get().await?;
@@ -646,17 +630,11 @@ impl SessionStore for PgStore {
                 .push((row.try_get(2)?, row.try_get(3)?));
         }
         let next_page_token = match listed.last() {
-            Some((key, record)) if more => page::encode(
-                match user_id {
-                    Some(_) => prefix.clone().timestamp(&record.last_update_time),
-                    None => prefix
-                        .clone()
-                        .timestamp(&record.last_update_time)
-                        .str(&key.user_id),
-                }
-                .str(&key.session_id)
-                .as_bytes(),
-            ),
+            Some((key, record)) if more => listing.token(&SessionPlace {
+                last_update_time: record.last_update_time,
+                user_id: key.user_id.clone(),
+                session_id: key.session_id.clone(),
+            }),
             _ => String::new(),
         };
         let items = listed
@@ -694,11 +672,7 @@ impl SessionStore for PgStore {
         page_size: usize,
         page_token: &str,
     ) -> Result<Page<Event>> {
-        let skey = Key::new()
-            .str(&key.app_name)
-            .str(&key.user_id)
-            .str(&key.session_id);
-        let after = after_sequence.max(super::events_token_after(&skey, page_token)?);
+        let after = after_sequence.max(token::events_resume_after(key, page_token)?);
         let client = self.pool.get().await?;
         let Some(record) = live_record(&client, key).await? else {
             return Err(not_found(key));
@@ -727,7 +701,7 @@ impl SessionStore for PgStore {
             .map(|row| decode_event(row.try_get(0)?))
             .collect::<Result<Vec<_>>>()?;
         let next_page_token = match items.last() {
-            Some(last) if more => page::encode(skey.u64(last.sequence).as_bytes()),
+            Some(last) if more => token::events_token(key, last.sequence),
             _ => String::new(),
         };
         Ok(Page {
