@@ -1,11 +1,11 @@
 //! Storage of sessions, events and scoped state.
 //!
 //! [`SessionStore`] is what the domain ([`crate::sessions`]) talks to. [`sled_store::SledStore`]
-//! is the embedded implementation (one process); [`pg_store::PgStore`] keeps sessions in
+//! is the embedded implementation (one process); [`pg::PgStore`] keeps sessions in
 //! PostgreSQL, shared by any number of replicas. Every method that writes is atomic and durable
 //! when it returns.
 
-pub mod pg_store;
+pub mod pg;
 pub mod sled_store;
 pub mod token;
 
