@@ -266,6 +266,13 @@ impl MemoryServer {
         let dir = std::mem::replace(&mut self.dir, Dir::Borrowed(PathBuf::new()));
         Self::boot(dir, self.session_endpoint.clone(), None).await
     }
+
+    /// Shuts the server down (SIGTERM's path) and waits until it has stopped.
+    pub async fn shutdown(mut self) {
+        if let Some(running) = self.running.take() {
+            running.shutdown().await.expect("clean shutdown");
+        }
+    }
 }
 
 /// A server process, killed (SIGKILL) at the latest when dropped, so a failing test leaves
