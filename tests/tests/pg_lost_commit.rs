@@ -25,8 +25,13 @@ use tonic::Code;
 /// The simple-protocol message tokio-postgres sends to commit: `Q`, length, "COMMIT\0".
 const COMMIT: &[u8] = b"Q\0\0\0\x0bCOMMIT\0";
 
+/// The id of the event whose COMMIT is cut: the proxy cuts the COMMIT of the transaction whose
+/// statements carried it, not that of another transaction (a watcher's read, say).
+const EVENT_ID: &str = "lost-commit-4f1c9a";
+
 /// Starts the proxy to `upstream`; returns its address. While `armed` is set, the first
-/// connection that sends a COMMIT has it forwarded and is then cut (and `armed` cleared).
+/// COMMIT of a transaction that sent [`EVENT_ID`] is forwarded and its connection then cut
+/// (and `armed` cleared).
 async fn proxy(upstream: String, armed: Arc<AtomicBool>) -> std::net::SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
     let addr = listener.local_addr().expect("has an address");
@@ -46,9 +51,20 @@ async fn proxy(upstream: String, armed: Arc<AtomicBool>) -> std::net::SocketAddr
 async fn relay(client: TcpStream, server: TcpStream, armed: Arc<AtomicBool>) {
     let (mut client_rx, mut client_tx) = client.into_split();
     let (mut server_rx, mut server_tx) = server.into_split();
-    let answers = tokio::spawn(async move {
-        let _ = tokio::io::copy(&mut server_rx, &mut client_tx).await;
-    });
+    let swallow = Arc::new(AtomicBool::new(false));
+    let answers = {
+        let swallow = swallow.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 64 << 10];
+            while let Ok(n @ 1..) = server_rx.read(&mut buf).await {
+                if !swallow.load(Ordering::SeqCst) && client_tx.write_all(&buf[..n]).await.is_err()
+                {
+                    break;
+                }
+            }
+            // Dropping `client_tx` closes the service's side.
+        })
+    };
     let mut startup = [0u8; 4];
     if client_rx.read_exact(&mut startup).await.is_err() {
         return;
@@ -59,6 +75,7 @@ async fn relay(client: TcpStream, server: TcpStream, armed: Arc<AtomicBool>) {
     }
     let _ = server_tx.write_all(&startup).await;
     let _ = server_tx.write_all(&body).await;
+    let mut carries_event = false;
     loop {
         let mut header = [0u8; 5];
         if client_rx.read_exact(&mut header).await.is_err() {
@@ -70,14 +87,18 @@ async fn relay(client: TcpStream, server: TcpStream, armed: Arc<AtomicBool>) {
         if client_rx.read_exact(&mut message[5..]).await.is_err() {
             break;
         }
-        if message == COMMIT && armed.swap(false, Ordering::SeqCst) {
+        carries_event |= message
+            .windows(EVENT_ID.len())
+            .any(|w| w == EVENT_ID.as_bytes());
+        if message == COMMIT && carries_event && armed.swap(false, Ordering::SeqCst) {
             // Answers stop first (the service has all earlier ones: it sends COMMIT after
-            // them). PostgreSQL reads the COMMIT before the end of the stream and commits; its
-            // answer never reaches the service.
-            answers.abort();
-            let _ = answers.await;
+            // them). PostgreSQL reads the COMMIT before the end of the stream, commits, answers
+            // into the void and closes; only then is the service's side closed, so the commit
+            // has taken effect when the service learns of the lost connection.
+            swallow.store(true, Ordering::SeqCst);
             let _ = server_tx.write_all(&message).await;
             let _ = server_tx.shutdown().await;
+            let _ = answers.await;
             return;
         }
         if server_tx.write_all(&message).await.is_err() {
@@ -126,7 +147,7 @@ async fn an_append_whose_commit_answer_is_lost_is_stored_once() {
     .await;
     server.create("app", "user", "s", json!({})).await;
     let mut event = text_event("user", "hello");
-    event.id = "e1".into();
+    event.id = EVENT_ID.into();
     let mut client = server.client.clone();
 
     armed.store(true, Ordering::SeqCst);
@@ -140,7 +161,7 @@ async fn an_append_whose_commit_answer_is_lost_is_stored_once() {
     // The COMMIT took effect, and the service did not run the append a second time.
     let session = server.get("app", "user", "s").await;
     let ids: Vec<_> = session.events.iter().map(|e| e.id.as_str()).collect();
-    assert_eq!(ids, ["e1"]);
+    assert_eq!(ids, [EVENT_ID]);
 
     // The client's retry is recognised by its event id.
     let retried = client
