@@ -402,7 +402,7 @@ async def main() -> int:
 # ---------------------------------------------------------------- PostgreSQL: both sides on one database
 # `--postgres URL` runs this section instead of the default one: session-svc on `--store URL`
 # against ADK's DatabaseSessionService on the same PostgreSQL (postgresql+asyncpg), each in a
-# fresh schema, appending 1 KB events at 8 and 64 sessions at once:
+# fresh schema, appending 1 KB events at 8 and 64 sessions at once (16 connections each side):
 #   shared:    every session of one user of one app, each delta writes `app:` and `user:` keys
 #              (the rows every append of the app and the user contend for);
 #   separate:  a user per session, session keys only (no shared row), also against session-svc
@@ -478,13 +478,13 @@ async def main_postgres(a: argparse.Namespace) -> int:
     sep = "&" if "?" in url else "?"
     pg_svc = Server(
         os.path.join(a.bin_dir, "session-svc"),
-        ["--store", f"{url}{sep}options=-csearch_path%3D{grpc_schema}", "--pg-max-connections", "64"],
+        ["--store", f"{url}{sep}options=-csearch_path%3D{grpc_schema}", "--pg-max-connections", "16"],
     )
     sled_svc = Server(os.path.join(a.bin_dir, "session-svc"), [])
     asyncpg_url = "postgresql+asyncpg://" + base.split("://", 1)[1]
     adk = DatabaseSessionService(
         asyncpg_url,
-        pool_size=64,
+        pool_size=16,
         max_overflow=0,
         connect_args={"server_settings": {"search_path": adk_schema}},
     )
