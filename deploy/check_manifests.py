@@ -5,7 +5,7 @@ Reads a kustomize build (a YAML stream) on stdin; prints one line per finding; e
 Used by deploy/validate. Checks:
   - StatefulSets run exactly one replica (sled is single-writer), name an existing headless
     Service, and select their own pod template; Deployments (scaled, HPA) set a shared store
-    (*_SVC_STORE), and HorizontalPodAutoscalers target a Deployment with CPU requests;
+    (*_SVC_STORE) when they run a server, and HorizontalPodAutoscalers target a Deployment with CPU requests;
   - Secrets referenced by env secretKeyRef exist and hold the key;
   - every Service and PodDisruptionBudget selects a pod template, Service target ports exist;
   - ConfigMaps and Secrets referenced by pods exist (or are listed with --external-secret);
@@ -13,6 +13,9 @@ Used by deploy/validate. Checks:
     the container ports; terminationGracePeriodSeconds exceeds the configured shutdown grace;
   - the hardening every pod must keep (non-root, read-only root, no privilege escalation, all
     capabilities dropped, RuntimeDefault seccomp, requests and limits);
+  - sled StatefulSets set their cache (*_SVC_CACHE_BYTES) to at most a quarter of the
+    container's memory limit (sled holds much more than its accounted cache; see
+    deploy/README.md, "Memory");
   - with --bin-dir DIR: every flag in `args` and every SESSION_SVC_*/MEMORY_SVC_* key of the
     ConfigMaps is known to the binary's --help (a misspelt environment variable is silently
     ignored otherwise).
@@ -35,6 +38,16 @@ def finding(obj, msg):
 
 def selects(selector, labels):
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+QUANTITY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
+                     "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "": 1}
+
+
+def bytes_of(quantity):
+    """A Kubernetes memory quantity ("1Gi", "512M", "1073741824") in bytes."""
+    m = re.fullmatch(r"(\d+)(Ki|Mi|Gi|Ti|k|M|G|T|)", str(quantity))
+    return int(m.group(1)) * QUANTITY_SUFFIXES[m.group(2)] if m else None
 
 
 def port_of(addr):
@@ -65,7 +78,9 @@ def main():
             finding(w, "selector does not match the pod template labels")
         stores = [e for c in spec["containers"] for e in c.get("env", [])
                   if re.match(r"^(SESSION|MEMORY)_SVC_STORE$", e["name"])]
-        if w["kind"] == "Deployment" and not stores:
+        servers = [c for c in spec["containers"]
+                   if os.path.basename((c.get("command") or [""])[0]) in ("session-svc", "memory-svc")]
+        if w["kind"] == "Deployment" and servers and not stores:
             finding(w, "a Deployment needs a shared store (*_SVC_STORE): sled is one process per volume")
         if w["kind"] == "StatefulSet":
             if w["spec"].get("replicas") != 1:
@@ -140,6 +155,13 @@ def main():
             res = c.get("resources", {})
             if not res.get("requests") or not res.get("limits", {}).get("memory"):
                 finding(w, f"{where}: needs resource requests and a memory limit")
+            if w["kind"] == "StatefulSet":
+                limit = bytes_of(res.get("limits", {}).get("memory"))
+                cache = next((v for k, v in env.items() if re.match(r"^(SESSION|MEMORY)_SVC_CACHE_BYTES$", k)), None)
+                if cache is None or not str(cache).isdigit():
+                    finding(w, f"{where}: set *_SVC_CACHE_BYTES (sled's cache) explicitly, below the memory limit")
+                elif limit is not None and int(cache) * 4 > limit:
+                    finding(w, f"{where}: cache {cache} bytes is more than a quarter of the memory limit {limit}")
             if opts.bin_dir:
                 check_binary(w, c, env, opts.bin_dir)
 

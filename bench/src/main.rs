@@ -8,6 +8,7 @@
 //! The load generator runs on the same machine as the servers and competes with them for CPU:
 //! numbers are for "client and server on one box", which is the pessimistic case.
 
+mod bounded;
 mod load;
 mod recall;
 mod server;
@@ -142,6 +143,27 @@ enum Scenario {
     },
     /// Idle RSS of freshly started servers.
     Idle,
+    /// session-svc's RSS over time under a mixed load on a store larger than its sled cache
+    /// (see bounded.rs). Not part of `all`.
+    Bounded {
+        /// Sessions seeded.
+        #[arg(long, default_value_t = 400)]
+        sessions: u64,
+        /// ~1 KB events seeded per session.
+        #[arg(long, default_value_t = 1000)]
+        events: u64,
+        /// `--cache-bytes` of the server (default: none given).
+        #[arg(long)]
+        cache_bytes: Option<u64>,
+        /// Run the server inside this cgroup (v1) directory, made beforehand with its limit.
+        #[arg(long)]
+        cgroup: Option<PathBuf>,
+        /// Seconds of mixed load after seeding.
+        #[arg(long, default_value_t = 180)]
+        load_secs: u64,
+        #[arg(long, default_value_t = 8)]
+        concurrency: usize,
+    },
     /// Retrieval quality: ingest the recall corpus through gRPC, ask its questions with
     /// SearchMemory, report recall@1/5/10 and MRR per question kind, and search latency.
     /// Not part of `all`.
@@ -297,6 +319,32 @@ async fn run(cli: Cli) -> Result<()> {
             .await?
         }
         Scenario::Idle => idle(&ctx, &mut report).await?,
+        Scenario::Bounded {
+            sessions,
+            events,
+            cache_bytes,
+            cgroup,
+            load_secs,
+            concurrency,
+        } => {
+            let (sessions, events, load_secs) = if q {
+                (sessions.min(20), events.min(200), load_secs.min(3))
+            } else {
+                (sessions, events, load_secs)
+            };
+            bounded::bounded(
+                &ctx,
+                bounded::Bounded {
+                    sessions,
+                    events,
+                    cache_bytes,
+                    cgroup,
+                    load_secs,
+                    concurrency,
+                },
+            )
+            .await?
+        }
         Scenario::Recall {
             corpus,
             endpoint,

@@ -1,7 +1,11 @@
 //! A release server spawned as a child process on 127.0.0.1:0 with its own data directory
 //! (or, with `--postgres`, its own schema).
 
-use std::{path::Path, process::Stdio, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+    time::Duration,
+};
 
 use tokio::{
     io::{AsyncBufReadExt, BufReader},
@@ -14,20 +18,42 @@ pub struct Server {
     pub addr: String,
     pub pid: u32,
     child: Child,
+    data_dir: PathBuf,
     _dir: Option<tempfile::TempDir>,
 }
 
 impl Server {
     /// Starts `name` with a fresh temporary data directory.
     pub async fn spawn(ctx: &Ctx, name: &str, args: &[&str]) -> Result<Self> {
+        Self::spawn_in_cgroup(ctx, name, args, None).await
+    }
+
+    /// Starts `name` with a fresh temporary data directory, inside `cgroup` (a cgroup
+    /// directory: the server joins it before it starts, so it sees the group's limits).
+    pub async fn spawn_in_cgroup(
+        ctx: &Ctx,
+        name: &str,
+        args: &[&str],
+        cgroup: Option<&Path>,
+    ) -> Result<Self> {
         let dir = tempfile::Builder::new().prefix("adk-bench-").tempdir()?;
-        let mut s = Self::spawn_in(ctx, name, args, dir.path()).await?;
+        let mut s = Self::start(ctx, name, args, dir.path(), cgroup).await?;
         s._dir = Some(dir);
         Ok(s)
     }
 
     /// Starts `name` on an existing data directory (kept by the caller).
     pub async fn spawn_in(ctx: &Ctx, name: &str, args: &[&str], data_dir: &Path) -> Result<Self> {
+        Self::start(ctx, name, args, data_dir, None).await
+    }
+
+    async fn start(
+        ctx: &Ctx,
+        name: &str,
+        args: &[&str],
+        data_dir: &Path,
+        cgroup: Option<&Path>,
+    ) -> Result<Self> {
         let bin = ctx.bin_dir.join(name);
         if !bin.exists() {
             return Err(format!(
@@ -36,7 +62,18 @@ impl Server {
             )
             .into());
         }
-        let mut command = Command::new(&bin);
+        let mut command = match cgroup {
+            // The shell joins the group, then becomes the server (same pid).
+            Some(group) => {
+                let mut c = Command::new("sh");
+                c.arg("-c")
+                    .arg(r#"echo $$ > "$0/cgroup.procs" && exec "$@""#)
+                    .arg(group)
+                    .arg(&bin);
+                c
+            }
+            None => Command::new(&bin),
+        };
         command
             .arg("--listen")
             .arg("127.0.0.1:0")
@@ -77,23 +114,19 @@ impl Server {
             addr,
             pid,
             child,
+            data_dir: data_dir.to_owned(),
             _dir: None,
         })
     }
 
+    /// Where the server keeps its data.
+    pub fn data_dir(&self) -> PathBuf {
+        self.data_dir.clone()
+    }
+
     /// (VmRSS, VmHWM) in KiB, from /proc/PID/status.
     pub fn rss_kb(&self) -> (u64, u64) {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap_or_default();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find(|l| l.starts_with(name))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0)
-        };
-        (field("VmRSS:"), field("VmHWM:"))
+        rss_kb_of(self.pid)
     }
 
     /// SIGTERM (graceful: drain and flush), then kill after 30 s.
@@ -109,6 +142,20 @@ impl Server {
             let _ = self.child.kill().await;
         }
     }
+}
+
+/// (VmRSS, VmHWM) of process `pid` in KiB, from /proc/PID/status (0 when unreadable).
+pub fn rss_kb_of(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
 }
 
 /// The connection string of the schema standing for `data_dir` in the database at `url`

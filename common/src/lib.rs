@@ -1,8 +1,10 @@
 //! Building blocks shared by `session-svc` and `memory-svc`.
 //!
 //! # Layout
-//! - [`auth`]: bearer tokens scoped to apps and users.
+//! - [`auth`]: bearer tokens (in clear or hashed) scoped to apps and users, reloadable.
+//! - [`cache`]: the size of sled's page cache (flag, else a share of the cgroup memory limit).
 //! - [`durability`]: group commit, so concurrent writers share one flush to disk.
+//! - [`hooks`]: what a server needs from its store (sled or PostgreSQL), built once per kind.
 //! - [`keys`]: order-preserving, self-delimiting encoding of composite sled keys.
 //! - [`load`]: load shedding beyond a concurrency limit.
 //! - [`metrics`]: Prometheus metrics of every RPC and the `/metrics` endpoint.
@@ -11,11 +13,14 @@
 //! - [`snapshot`]: online backups (snapshot format, AdminService, snapshot/restore commands).
 //! - [`storage`]: storage failures by kind, mapped to gRPC status codes in one place.
 //! - [`rpc`]: per-request access checks and log spans.
-//! - [`server`]: logging setup, reflection, shutdown signal.
+//! - [`server`]: logging setup, serving beside health and reflection, background tasks,
+//!   signals (stop, reload the tokens file).
 //! - [`validate`]: checks of identifiers, JSON text fields and page sizes.
 
 pub mod auth;
+pub mod cache;
 pub mod durability;
+pub mod hooks;
 pub mod keys;
 pub mod load;
 pub mod metrics;

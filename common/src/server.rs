@@ -1,23 +1,25 @@
-//! What both servers do the same way: logging setup, serving a service beside health and
-//! reflection, and stopping on a signal.
+//! What both servers do the same way: logging setup, serving a service beside health,
+//! reflection and (on stores that have it) the AdminService, tracking background tasks, and
+//! stopping on a signal.
 
 use std::{
-    future::Future, io::IsTerminal, net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc,
+    future::Future, io::IsTerminal, net::SocketAddr, path::PathBuf, process::ExitCode,
     time::Duration,
 };
 
 use crate::{
     auth::{Authenticator, TokensFileError},
     durability::SyncMode,
+    hooks::StoreHooks,
 };
-use tokio::{
-    net::TcpListener,
-    sync::{oneshot, watch},
-    task::JoinHandle,
-};
+use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 use tokio_stream::{wrappers::TcpListenerStream, StreamExt as _};
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tonic::{
-    service::Routes,
+    body::Body,
+    codegen::{http, Service},
+    server::NamedService,
+    service::{interceptor::InterceptedService, Routes},
     transport::{Certificate, Identity, ServerTlsConfig},
 };
 use tonic_health::ServingStatus;
@@ -44,6 +46,12 @@ pub struct ServeFlags {
     /// Connections each process opens to PostgreSQL at most (with a `postgres://` store).
     #[arg(long, default_value_t = 16)]
     pub pg_max_connections: usize,
+
+    /// Capacity of sled's page cache, in bytes (sled stores only). Default: an eighth of the
+    /// container's memory limit (cgroup v2 `memory.max` or v1 `memory.limit_in_bytes`) when
+    /// there is one, else sled's default of 1 GiB. See deploy/README.md for sizing.
+    #[arg(long)]
+    pub cache_bytes: Option<u64>,
 
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long)]
@@ -85,6 +93,7 @@ impl Default for ServeFlags {
         Self {
             sync: SyncMode::Sync,
             pg_max_connections: 16,
+            cache_bytes: None,
             metrics_listen: None,
             tls_cert: None,
             tls_key: None,
@@ -235,30 +244,47 @@ impl Default for ServeOptions {
     }
 }
 
-/// Tells long-running work (watch streams, stream readers) that the server is stopping.
+/// Tells long-running work (watch streams, stream readers, background loops) that the server is
+/// stopping, and tracks the tasks doing it, so that shutdown waits for them to end before the
+/// store is flushed and closed.
 #[derive(Debug, Clone)]
-pub struct Stopping(watch::Receiver<bool>);
+pub struct Stopping {
+    cancel: CancellationToken,
+    tasks: TaskTracker,
+}
 
 impl Stopping {
     /// Resolves once the server starts shutting down.
-    pub async fn wait(&mut self) {
-        // An error means the server is gone altogether, which is stopping too.
-        let _ = self.0.wait_for(|stopping| *stopping).await;
+    pub async fn wait(&self) {
+        self.cancel.cancelled().await
+    }
+
+    /// Runs `task` in the background; shutdown waits (within its grace period) for it to end,
+    /// so it must end soon after [`wait`](Self::wait) resolves.
+    pub fn spawn<F>(&self, task: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.tasks.spawn(task)
     }
 }
 
-/// The trigger of a server's [`Stopping`] signal.
+/// The trigger of a server's [`Stopping`] signal, and the tracker of its tasks.
 #[derive(Debug)]
-pub struct Shutdown(watch::Sender<bool>);
+pub struct Shutdown(Stopping);
 
 impl Shutdown {
     pub fn new() -> Self {
-        Self(watch::Sender::new(false))
+        Self(Stopping {
+            cancel: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+        })
     }
 
     /// The signal handed to the server's service before it starts.
     pub fn signal(&self) -> Stopping {
-        Stopping(self.0.subscribe())
+        self.0.clone()
     }
 }
 
@@ -276,6 +302,7 @@ pub struct Running {
     pub metrics_addr: Option<SocketAddr>,
     stop: oneshot::Sender<()>,
     task: JoinHandle<Result<(), BoxError>>,
+    authenticator: Authenticator,
 }
 
 impl Running {
@@ -285,34 +312,45 @@ impl Running {
         let _ = self.stop.send(());
         self.task.await?
     }
+
+    /// Reads the tokens file again (what SIGHUP does): new calls see the new tokens, open
+    /// streams keep the grant they were opened with. Returns how many tokens are in force.
+    pub fn reload_tokens(&self) -> Result<usize, TokensFileError> {
+        self.authenticator.reload()
+    }
 }
 
-/// What the server needs from its store.
-pub struct StoreHooks<F> {
-    /// Runs before each metrics scrape (gauges read on demand).
-    pub refresh_metrics: Arc<dyn Fn() + Send + Sync>,
-    /// Becomes `Some(reason)` when the store's disk fails: health turns NOT_SERVING.
-    pub failures: watch::Receiver<Option<Arc<str>>>,
-    /// Runs after the server stopped (flushes the store).
-    pub on_stop: F,
-}
-
-/// Serves `routes` (the service named `service_name`) on `listener`, beside
-/// `grpc.health.v1.Health` (SERVING from the start: the caller opened its store already),
-/// reflection and, if asked, `/metrics`. Runs in a background task until [`Running::shutdown`],
-/// then awaits `on_stop`.
-pub async fn spawn(
+/// Serves `service` behind `authenticator` on `listener`, beside `grpc.health.v1.Health`
+/// (SERVING from the start: the caller opened its store already), reflection, the store's
+/// AdminService if it has one, and, if asked, `/metrics`. Runs in a background task until
+/// [`Running::shutdown`]; then waits for the calls in flight and the tasks of `shutdown`
+/// (within the grace period), and awaits the store's `on_stop`.
+pub async fn spawn<S>(
     listener: TcpListener,
-    service_name: &'static str,
-    routes: Routes,
+    service: S,
+    authenticator: Authenticator,
     options: ServeOptions,
     shutdown: Shutdown,
-    store: StoreHooks<impl Future<Output = Result<(), BoxError>> + Send + 'static>,
-) -> Result<Running, BoxError> {
+    store: StoreHooks,
+) -> Result<Running, BoxError>
+where
+    S: Service<
+            http::Request<Body>,
+            Response = http::Response<Body>,
+            Error = std::convert::Infallible,
+        > + NamedService
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let service_name = S::NAME;
     let StoreHooks {
         refresh_metrics,
-        mut failures,
+        failures,
         on_stop,
+        admin,
     } = store;
     let addr = listener.local_addr()?;
     let mut builder = tonic::transport::Server::builder();
@@ -328,26 +366,34 @@ pub async fn spawn(
         None => (None, None),
     };
     let (stop, stopped) = oneshot::channel::<()>();
-    let (reflection_v1, reflection_v1alpha) =
-        reflection(&[service_name, "adk.admin.v1.AdminService"])?;
+    let mut routes = Routes::new(InterceptedService::new(service, authenticator.clone()));
+    let mut served = vec![service_name];
+    if let Some(admin) = admin {
+        routes = admin.add_to(routes, authenticator.clone());
+        served.push(crate::hooks::ADMIN_SERVICE);
+    }
+    let (reflection_v1, reflection_v1alpha) = reflection(&served)?;
     let (health, health_service) = tonic_health::server::health_reporter();
     health
         .set_service_status(service_name, ServingStatus::Serving)
         .await;
     // A failed disk makes the server unready (and, with liveness on health, restarted).
-    let failure_health = health.clone();
-    let failure_watch = tokio::spawn(async move {
-        if failures.wait_for(Option::is_some).await.is_ok() {
-            failure_health
-                .set_service_status(service_name, ServingStatus::NotServing)
-                .await;
-        }
+    let failure_watch = failures.map(|mut failures| {
+        let failure_health = health.clone();
+        tokio::spawn(async move {
+            if failures.wait_for(Option::is_some).await.is_ok() {
+                failure_health
+                    .set_service_status(service_name, ServingStatus::NotServing)
+                    .await;
+            }
+        })
     });
     let routes = routes
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);
-    let mut stopping = shutdown.signal();
+    let Shutdown(stopping) = shutdown;
+    let cancel = stopping.cancel.clone();
     // Replies go out as several small writes (headers, data, trailers); with Nagle's algorithm
     // on, the last one waits for the client's delayed ACK, adding ~40 ms to every unary call.
     // (tonic's own `tcp_nodelay` only applies to listeners it binds itself.)
@@ -370,21 +416,41 @@ pub async fn spawn(
                 health
                     .set_service_status(service_name, ServingStatus::NotServing)
                     .await;
-                // Streams end themselves; unary calls in flight run to completion.
-                let _ = shutdown.0.send(true);
+                // Streams and background tasks end themselves; unary calls in flight run to
+                // completion.
+                cancel.cancel();
             });
         tokio::pin!(serve);
+        // One grace period, counted from the shutdown request, for calls and tasks together.
+        let grace_over = async {
+            stopping.wait().await;
+            tokio::time::sleep(options.grace).await;
+        };
+        tokio::pin!(grace_over);
+        let mut in_grace = true;
         tokio::select! {
             served = &mut serve => served?,
-            _ = async {
-                stopping.wait().await;
-                tokio::time::sleep(options.grace).await;
-            } => tracing::warn!("shutdown grace period over; closing the remaining connections"),
+            _ = &mut grace_over => {
+                in_grace = false;
+                tracing::warn!("shutdown grace period over; closing the remaining connections");
+            }
+        }
+        stopping.tasks.close();
+        if in_grace {
+            tokio::select! {
+                _ = stopping.tasks.wait() => {}
+                _ = &mut grace_over => tracing::warn!(
+                    tasks = stopping.tasks.len(),
+                    "shutdown grace period over; background tasks still running"
+                ),
+            }
         }
         if let Some(task) = metrics_task {
             task.abort();
         }
-        failure_watch.abort();
+        if let Some(task) = failure_watch {
+            task.abort();
+        }
         on_stop.await
     });
     Ok(Running {
@@ -392,6 +458,7 @@ pub async fn spawn(
         metrics_addr,
         stop,
         task,
+        authenticator,
     })
 }
 
@@ -444,7 +511,18 @@ pub async fn run_until_signal(name: &str, started: Result<Running, BoxError>) ->
     // Scripts wait for this line (and read the port from it when listening on port 0).
     println!("{name} listening on {}", running.addr);
     tracing::info!(addr = %running.addr, metrics = ?running.metrics_addr, "{name} serving");
-    shutdown_signal().await;
+    let stop = shutdown_signal();
+    tokio::pin!(stop);
+    let mut hangups = hangups();
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = next_hangup(&mut hangups) => match running.reload_tokens() {
+                Ok(count) => tracing::info!(tokens = count, "tokens file reloaded"),
+                Err(e) => tracing::error!("tokens file not reloaded, the previous tokens stay: {e}"),
+            },
+        }
+    }
     tracing::info!("{name} shutting down");
     match running.shutdown().await {
         Ok(()) => ExitCode::SUCCESS,
@@ -453,6 +531,41 @@ pub async fn run_until_signal(name: &str, started: Result<Running, BoxError>) ->
             ExitCode::FAILURE
         }
     }
+}
+
+/// SIGHUP, where there is such a signal and it can be listened for.
+#[cfg(unix)]
+type Hangups = Option<tokio::signal::unix::Signal>;
+#[cfg(not(unix))]
+type Hangups = Option<std::convert::Infallible>;
+
+fn hangups() -> Hangups {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        signal(SignalKind::hangup())
+            .inspect_err(|e| {
+                tracing::warn!(
+                    "cannot listen for SIGHUP; the tokens file will not be reloaded: {e}"
+                )
+            })
+            .ok()
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// Resolves on the next SIGHUP (never without a listener).
+async fn next_hangup(hangups: &mut Hangups) {
+    #[cfg(unix)]
+    if let Some(signal) = hangups {
+        if signal.recv().await.is_some() {
+            return;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = hangups;
+    std::future::pending::<()>().await
 }
 
 /// Resolves on SIGTERM (what Kubernetes sends) or SIGINT (Ctrl-C).
@@ -476,4 +589,69 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    };
+
+    use super::*;
+
+    /// A service to serve: the AdminService of a store that never has a snapshot to give.
+    struct NoSnapshots;
+
+    impl crate::snapshot::Snapshotter for NoSnapshots {
+        async fn snapshot(
+            &self,
+            _: &std::path::Path,
+        ) -> Result<u64, crate::snapshot::SnapshotError> {
+            Err(crate::snapshot::SnapshotError::Format("no store".into()))
+        }
+    }
+
+    /// Shutdown returns only once tracked tasks have ended, and before the store's `on_stop`.
+    #[tokio::test]
+    async fn shutdown_waits_for_tracked_tasks_before_stopping_the_store() {
+        let shutdown = Shutdown::new();
+        let stopping = shutdown.signal();
+        let task_done = Arc::new(AtomicBool::new(false));
+        let seen_by_on_stop = Arc::new(AtomicBool::new(false));
+        let (done, stopped) = (task_done.clone(), stopping.clone());
+        stopping.spawn(async move {
+            stopped.wait().await;
+            // Work that takes a while to wind down after the signal.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            done.store(true, Ordering::SeqCst);
+        });
+        let (done, seen) = (task_done.clone(), seen_by_on_stop.clone());
+        let mut hooks = StoreHooks::postgres(|| {});
+        hooks.on_stop = Box::pin(async move {
+            seen.store(done.load(Ordering::SeqCst), Ordering::SeqCst);
+            Ok(())
+        });
+        let scratch = tempfile::tempdir().unwrap();
+        let service = adk_proto::admin::v1::admin_service_server::AdminServiceServer::new(
+            crate::snapshot::AdminGrpc::new(
+                "test",
+                Arc::new(NoSnapshots),
+                scratch.path().to_owned(),
+            ),
+        );
+        let running = spawn(
+            TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            service,
+            Authenticator::open(),
+            ServeOptions::default(),
+            shutdown,
+            hooks,
+        )
+        .await
+        .unwrap();
+        running.shutdown().await.unwrap();
+        assert!(task_done.load(Ordering::SeqCst));
+        assert!(seen_by_on_stop.load(Ordering::SeqCst));
+    }
 }

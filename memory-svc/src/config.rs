@@ -27,7 +27,8 @@ pub struct Config {
     #[arg(long, default_value = "http://127.0.0.1:50051")]
     pub session_endpoint: String,
 
-    /// Largest request accepted, in bytes.
+    /// Largest request accepted, in bytes; also the largest session AddSessionToMemory reads
+    /// from session-svc for a `session_ref`.
     #[arg(long, default_value_t = 64 << 20)]
     pub max_request_bytes: usize,
 

@@ -13,6 +13,12 @@ pub enum MemoryError {
     #[error("Session {session_id} not found.")]
     SessionNotFound { session_id: String },
 
+    #[error(
+        "session_ref: session {session_id} is larger than --max-request-bytes ({limit} bytes); \
+         add its events with AddEventsToMemory in several calls"
+    )]
+    SessionTooLarge { session_id: String, limit: usize },
+
     #[error("session-svc at {endpoint} is unavailable: {reason}")]
     SessionServiceUnavailable { endpoint: String, reason: String },
 

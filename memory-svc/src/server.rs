@@ -1,17 +1,16 @@
-//! Assembles the memory server: opens the store (sled or PostgreSQL) and serves the memory service (beside health
-//! and reflection, see [`adk_common::server::spawn`]).
+//! Assembles the memory server: opens the store (sled or PostgreSQL) and serves the memory
+//! service with that store's hooks (see [`adk_common::hooks`] and [`adk_common::server::spawn`]).
 
-use std::{future::Future, sync::Arc};
+use std::sync::Arc;
 
 use adk_common::{
+    cache::SledCache,
+    hooks::{SledBacked, StoreHooks},
     postgres::StoreLocation,
-    server::{spawn, BoxError, Running, Shutdown, StoreHooks},
-    snapshot::AdminGrpc,
+    server::{spawn, BoxError, Running, Shutdown},
 };
-use adk_proto::admin::v1::admin_service_server::AdminServiceServer;
 use adk_proto::memory::v1::memory_service_server::MemoryServiceServer;
 use tokio::net::TcpListener;
-use tonic::service::{interceptor::InterceptedService, Routes};
 
 use crate::{
     config::Config,
@@ -32,61 +31,62 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             None => None,
         },
         ca_pem: config.session_ca.as_ref().map(read).transpose()?,
+        max_session_bytes: config.max_request_bytes,
     };
     let sessions = SessionSource::new(&config.session_endpoint, access)?;
     match config.store() {
         StoreLocation::Sled(dir) => {
-            let store = SledMemoryStore::open(&dir, config.serve.sync)
-                .map_err(|e| format!("cannot open the data directory {}: {e}", dir.display()))?;
-            let admin = AdminServiceServer::new(AdminGrpc::new(
-                "memory-svc",
-                Arc::new(store.clone()),
-                dir.join("snapshots"),
-            ));
-            let (db_size, flushed) = (store.clone(), store.clone());
-            let hooks = StoreHooks {
-                refresh_metrics: Arc::new(move || db_size.record_size()),
-                failures: store.failures(),
-                on_stop: async move { Ok(flushed.flush().await?) },
+            let cache = SledCache::choose(config.serve.cache_bytes);
+            let cannot_open = |e: &dyn std::fmt::Display| {
+                format!("cannot open the data directory {}: {e}", dir.display())
             };
-            serve(config, Memories::new(store, sessions), Some(admin), hooks).await
+            let db = cache.open(&dir).map_err(|e| cannot_open(&e))?;
+            let store =
+                SledMemoryStore::from_db(db, config.serve.sync).map_err(|e| cannot_open(&e))?;
+            let hooks = StoreHooks::sled(store.clone(), cache, dir.join("snapshots"));
+            serve(config, Memories::new(store, sessions), hooks).await
         }
         StoreLocation::Postgres(url) => {
             let store = PgMemoryStore::open(&url, config.serve.pg_max_connections)
                 .await
                 .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
-            // Backups are the database's own (pg_dump, PITR): no AdminService, and nothing to
-            // flush, since every write is committed before it is acknowledged.
             let pool = store.clone();
-            let hooks = StoreHooks {
-                refresh_metrics: Arc::new(move || pool.record_pool()),
-                failures: tokio::sync::watch::channel(None).1,
-                on_stop: async { Ok(()) },
-            };
-            serve(config, Memories::new(store, sessions), None, hooks).await
+            let hooks = StoreHooks::postgres(move || pool.record_pool());
+            serve(config, Memories::new(store, sessions), hooks).await
         }
     }
 }
 
-/// Serves the memory service, with the AdminService when there is one.
+impl SledBacked for SledMemoryStore {
+    const SERVICE: &'static str = "memory-svc";
+
+    fn record_size(&self) {
+        SledMemoryStore::record_size(self)
+    }
+
+    fn failures(&self) -> tokio::sync::watch::Receiver<Option<Arc<str>>> {
+        SledMemoryStore::failures(self)
+    }
+
+    async fn flush(&self) -> Result<(), BoxError> {
+        Ok(SledMemoryStore::flush(self).await?)
+    }
+}
+
+/// Serves the memory service.
 async fn serve<S: MemoryStore>(
     config: Config,
     memories: Memories<S>,
-    admin: Option<AdminServiceServer<AdminGrpc<SledMemoryStore>>>,
-    hooks: StoreHooks<impl Future<Output = Result<(), BoxError>> + Send + 'static>,
+    hooks: StoreHooks,
 ) -> Result<Running, BoxError> {
     let authenticator = config.serve.authenticator()?;
     let listener = TcpListener::bind(config.listen).await?;
     let service = MemoryServiceServer::new(MemoryGrpc::new(Arc::new(memories)))
         .max_decoding_message_size(config.max_request_bytes);
-    let mut routes = Routes::new(InterceptedService::new(service, authenticator.clone()));
-    if let Some(admin) = admin {
-        routes = routes.add_service(InterceptedService::new(admin, authenticator));
-    }
     spawn(
         listener,
-        "adk.memory.v1.MemoryService",
-        routes,
+        service,
+        authenticator,
         config.serve.options(),
         Shutdown::new(),
         hooks,

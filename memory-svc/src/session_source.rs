@@ -21,15 +21,19 @@ pub struct SessionSource {
     client: SessionServiceClient<Channel>,
     /// `Bearer <token>`, when session-svc requires one.
     authorization: Option<MetadataValue<Ascii>>,
+    max_session_bytes: usize,
 }
 
 /// How to reach session-svc securely.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SessionAccess {
     /// The bearer token to present.
     pub token: Option<String>,
     /// CA certificate (PEM) for an `https://` endpoint.
     pub ca_pem: Option<Vec<u8>>,
+    /// Largest session read, in bytes (encoded): the same bound as a request carrying the
+    /// events itself, so a session reference cannot make the server hold more.
+    pub max_session_bytes: usize,
 }
 
 impl SessionSource {
@@ -57,7 +61,8 @@ impl SessionSource {
         Ok(Self {
             endpoint: endpoint.to_owned(),
             client: SessionServiceClient::new(channel.connect_lazy())
-                .max_decoding_message_size(usize::MAX),
+                .max_decoding_message_size(access.max_session_bytes),
+            max_session_bytes: access.max_session_bytes,
             authorization,
         })
     }
@@ -80,6 +85,11 @@ impl SessionSource {
             Err(status) => Err(match status.code() {
                 Code::NotFound => MemoryError::SessionNotFound {
                     session_id: session_id.to_owned(),
+                },
+                // The reply was larger than the decoder accepts.
+                Code::OutOfRange => MemoryError::SessionTooLarge {
+                    session_id: session_id.to_owned(),
+                    limit: self.max_session_bytes,
                 },
                 Code::Unavailable | Code::DeadlineExceeded | Code::Unknown => {
                     MemoryError::SessionServiceUnavailable {

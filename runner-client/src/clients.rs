@@ -33,7 +33,7 @@ use crate::error::{Result, RunnerError};
 /// Largest message accepted from or sent to a service: well above the largest event
 /// session-svc accepts (`--max-event-bytes`, 16 MiB by default), so that a page of events
 /// holding several of them can be read.
-const MAX_MESSAGE_BYTES: usize = 256 << 20;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 256 << 20;
 
 /// Sessions, events or memories fetched per page (the services' maximum).
 const LIST_PAGE: i32 = 100;
@@ -50,15 +50,19 @@ pub struct Access {
 
 /// Where a service lives (for error messages) and what to present to it.
 #[derive(Debug, Clone)]
-struct Remote {
-    service: &'static str,
-    endpoint: String,
+pub(crate) struct Remote {
+    pub(crate) service: &'static str,
+    pub(crate) endpoint: String,
     /// `Bearer <token>`, when the service requires one.
     authorization: Option<MetadataValue<Ascii>>,
 }
 
 impl Remote {
-    fn channel(service: &'static str, endpoint: &str, access: &Access) -> Result<(Self, Channel)> {
+    pub(crate) fn channel(
+        service: &'static str,
+        endpoint: &str,
+        access: &Access,
+    ) -> Result<(Self, Channel)> {
         let invalid = |reason: String| RunnerError::InvalidEndpoint {
             endpoint: endpoint.to_owned(),
             reason,
@@ -71,22 +75,32 @@ impl Remote {
                 .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)))
                 .map_err(|e| invalid(format!("bad TLS settings: {e}")))?;
         }
-        let authorization = access
-            .token
-            .as_ref()
-            .map(|t| format!("Bearer {}", t.trim()).parse())
-            .transpose()
-            .map_err(|_| invalid("the token is not a valid header value".into()))?;
         let remote = Remote {
             service,
             endpoint: endpoint.to_owned(),
-            authorization,
-        };
+            authorization: None,
+        }
+        .with_token(access.token.as_deref())?;
         Ok((remote, channel.connect_lazy()))
     }
 
+    /// The same service, presenting `token` (none: no token).
+    pub(crate) fn with_token(&self, token: Option<&str>) -> Result<Self> {
+        let authorization = token
+            .map(|t| format!("Bearer {}", t.trim()).parse())
+            .transpose()
+            .map_err(|_| RunnerError::InvalidEndpoint {
+                endpoint: self.endpoint.clone(),
+                reason: "the token is not a valid header value".into(),
+            })?;
+        Ok(Self {
+            authorization,
+            ..self.clone()
+        })
+    }
+
     /// `message` as a request carrying the token, if any.
-    fn request<T>(&self, message: T) -> Request<T> {
+    pub(crate) fn request<T>(&self, message: T) -> Request<T> {
         let mut request = Request::new(message);
         if let Some(authorization) = &self.authorization {
             request
@@ -99,7 +113,7 @@ impl Remote {
     /// The error for a failed `rpc`: transport failures mean the service is not there, and an
     /// UNIMPLEMENTED status without a message (gRPC's answer for a service the server does not
     /// have) means another server answers at the address.
-    fn error(&self, rpc: &'static str, status: Status) -> RunnerError {
+    pub(crate) fn error(&self, rpc: &'static str, status: Status) -> RunnerError {
         if status.code() == Code::Unimplemented && status.message().is_empty() {
             return RunnerError::WrongService {
                 service: self.service,

@@ -1,17 +1,16 @@
-//! Assembles the session server: opens the store (sled or PostgreSQL) and serves the session service (beside health
-//! and reflection, see [`adk_common::server::spawn`]).
+//! Assembles the session server: opens the store (sled or PostgreSQL) and serves the session
+//! service with that store's hooks (see [`adk_common::hooks`] and [`adk_common::server::spawn`]).
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use adk_common::{
+    cache::SledCache,
+    hooks::{SledBacked, StoreHooks},
     postgres::StoreLocation,
-    server::{spawn, BoxError, Running, Shutdown, StoreHooks},
-    snapshot::AdminGrpc,
+    server::{spawn, BoxError, Running, Shutdown, Stopping},
 };
-use adk_proto::admin::v1::admin_service_server::AdminServiceServer;
 use adk_proto::session::v1::session_service_server::SessionServiceServer;
 use tokio::net::TcpListener;
-use tonic::service::{interceptor::InterceptedService, Routes};
 
 use crate::{
     config::Config,
@@ -34,49 +33,58 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 pub async fn start(config: Config) -> Result<Running, BoxError> {
     match config.store() {
         StoreLocation::Sled(dir) => {
-            let store = SledStore::open(&dir, config.serve.sync)
-                .map_err(|e| format!("cannot open the data directory {}: {e}", dir.display()))?;
-            let admin = AdminServiceServer::new(AdminGrpc::new(
-                "session-svc",
-                Arc::new(store.clone()),
-                dir.join("snapshots"),
-            ));
-            let (db_size, flushed) = (store.clone(), store.clone());
-            let hooks = StoreHooks {
-                refresh_metrics: Arc::new(move || db_size.record_size()),
-                failures: store.failures(),
-                on_stop: async move { Ok(flushed.close().await?) },
+            let cache = SledCache::choose(config.serve.cache_bytes);
+            let cannot_open = |e: &dyn std::fmt::Display| {
+                format!("cannot open the data directory {}: {e}", dir.display())
             };
-            serve(config, store, Some(admin), hooks).await
+            let db = cache.open(&dir).map_err(|e| cannot_open(&e))?;
+            let store = SledStore::from_db(db, config.serve.sync).map_err(|e| cannot_open(&e))?;
+            let hooks = StoreHooks::sled(store.clone(), cache, dir.join("snapshots"));
+            serve(config, store, hooks).await
         }
         StoreLocation::Postgres(url) => {
             let store = PgStore::open(&url, config.serve.pg_max_connections)
                 .await
                 .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
-            // Backups are the database's own (pg_dump, PITR): no AdminService, and nothing to
-            // flush, since every write is committed before it is acknowledged.
             let pool = store.clone();
-            let hooks = StoreHooks {
-                refresh_metrics: Arc::new(move || pool.record_pool()),
-                failures: tokio::sync::watch::channel(None).1,
-                on_stop: async { Ok(()) },
-            };
-            serve(config, store, None, hooks).await
+            serve(
+                config,
+                store,
+                StoreHooks::postgres(move || pool.record_pool()),
+            )
+            .await
         }
     }
 }
 
-/// Serves the session service over `store`, with the AdminService when there is one.
+impl SledBacked for SledStore {
+    const SERVICE: &'static str = "session-svc";
+
+    fn record_size(&self) {
+        SledStore::record_size(self)
+    }
+
+    fn failures(&self) -> tokio::sync::watch::Receiver<Option<Arc<str>>> {
+        SledStore::failures(self)
+    }
+
+    async fn flush(&self) -> Result<(), BoxError> {
+        Ok(self.close().await?)
+    }
+}
+
+/// Serves the session service over `store`, with its housekeeping (and, on a shared store, the
+/// relay of other replicas' notices) running until shutdown.
 async fn serve<S: SessionStore>(
     config: Config,
     store: S,
-    admin: Option<AdminServiceServer<AdminGrpc<SledStore>>>,
-    hooks: StoreHooks<impl Future<Output = Result<(), BoxError>> + Send + 'static>,
+    hooks: StoreHooks,
 ) -> Result<Running, BoxError> {
     let authenticator = config.serve.authenticator()?;
     let listener = TcpListener::bind(config.listen).await?;
     let change_retention = Duration::from_secs(config.change_retention_secs);
     let shutdown = Shutdown::new();
+    let stopping = shutdown.signal();
     let notices = store.notices()?;
     let sessions = Arc::new(Sessions::new(
         store,
@@ -86,55 +94,50 @@ async fn serve<S: SessionStore>(
             default_ttl: (config.default_session_ttl_secs > 0)
                 .then(|| Duration::from_secs(config.default_session_ttl_secs)),
         },
-        shutdown.signal(),
+        stopping.clone(),
     ));
-    let mut background = vec![tokio::spawn(housekeeping(
+    stopping.spawn(housekeeping(
         sessions.clone(),
         (change_retention / 4).clamp(Duration::from_millis(100), TRIM_INTERVAL),
-    ))];
+        stopping.clone(),
+    ));
     if let Some(notices) = notices {
-        let relay = sessions.clone();
-        background.push(tokio::spawn(async move { relay.relay(notices).await }));
+        let (relay, stopped) = (sessions.clone(), stopping.clone());
+        // The relay only waits between notices (each is handled without an await), so
+        // stopping it there loses nothing.
+        stopping.spawn(async move {
+            tokio::select! {
+                () = relay.relay(notices) => {}
+                () = stopped.wait() => {}
+            }
+        });
     }
     let service = SessionServiceServer::new(SessionGrpc::new(sessions))
         .max_decoding_message_size(config.max_event_bytes + REQUEST_OVERHEAD_BYTES);
-    let mut routes = Routes::new(InterceptedService::new(service, authenticator.clone()));
-    if let Some(admin) = admin {
-        routes = routes.add_service(InterceptedService::new(admin, authenticator));
-    }
-    let StoreHooks {
-        refresh_metrics,
-        failures,
-        on_stop,
-    } = hooks;
     spawn(
         listener,
-        "adk.session.v1.SessionService",
-        routes,
+        service,
+        authenticator,
         config.serve.options(),
         shutdown,
-        StoreHooks {
-            refresh_metrics,
-            failures,
-            on_stop: async move {
-                for task in background {
-                    task.abort();
-                }
-                on_stop.await
-            },
-        },
+        hooks,
     )
     .await
 }
 
 /// Deletes expired sessions (each second: expired ones are already invisible, this reclaims
 /// their space and ends their watches) and keeps the WatchEvents change feed within its
-/// retention window (every `trim_every`).
-async fn housekeeping<S: SessionStore>(sessions: Arc<Sessions<S>>, trim_every: Duration) {
+/// retention window (every `trim_every`), until the server stops (a pass in progress finishes).
+async fn housekeeping<S: SessionStore>(
+    sessions: Arc<Sessions<S>>,
+    trim_every: Duration,
+    stopping: Stopping,
+) {
     let mut sweeps = tokio::time::interval(SWEEP_INTERVAL);
     let mut trims = tokio::time::interval(trim_every);
     loop {
         tokio::select! {
+            () = stopping.wait() => return,
             _ = sweeps.tick() => match sessions.sweep_expired().await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(deleted = n, "expired sessions deleted"),

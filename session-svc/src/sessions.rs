@@ -314,7 +314,7 @@ impl<S: SessionStore> Sessions<S> {
             stopping: self.stopping.clone(),
             tx,
         };
-        tokio::spawn(follower.run());
+        self.stopping.spawn(follower.run());
         Ok(rx)
     }
 
@@ -349,7 +349,7 @@ impl<S: SessionStore> Sessions<S> {
             stopping: self.stopping.clone(),
             tx,
         };
-        tokio::spawn(follower.run());
+        self.stopping.spawn(follower.run());
         Ok(rx)
     }
 

@@ -231,6 +231,19 @@ impl MemoryServer {
         Self::boot(Dir::fresh().await, session_endpoint.to_owned(), None).await
     }
 
+    /// A server on a fresh temporary directory, with `configure` applied to its config.
+    pub async fn start_with(
+        session_endpoint: &str,
+        configure: impl FnOnce(&mut memory_svc::config::Config),
+    ) -> Self {
+        let dir = Dir::fresh().await;
+        let mut config =
+            memory_svc::config::Config::ephemeral(dir.path().to_owned(), session_endpoint.into());
+        config.store = dir.store();
+        configure(&mut config);
+        Self::boot_config(dir, config).await
+    }
+
     /// A server on `store` (`None`: sled in a fresh temporary directory, whatever the
     /// environment says).
     pub async fn start_on(session_endpoint: &str, store: Option<StoreLocation>) -> Self {
@@ -240,8 +253,13 @@ impl MemoryServer {
 
     async fn boot(dir: Dir, session_endpoint: String, store: Option<StoreLocation>) -> Self {
         let mut config =
-            memory_svc::config::Config::ephemeral(dir.path().to_owned(), session_endpoint.clone());
+            memory_svc::config::Config::ephemeral(dir.path().to_owned(), session_endpoint);
         config.store = store.or_else(|| dir.store());
+        Self::boot_config(dir, config).await
+    }
+
+    async fn boot_config(dir: Dir, config: memory_svc::config::Config) -> Self {
+        let session_endpoint = config.session_endpoint.clone();
         let running = memory_svc::server::start(config)
             .await
             .expect("server starts");
@@ -280,6 +298,11 @@ impl MemoryServer {
 pub struct ServerProcess(std::process::Child);
 
 impl ServerProcess {
+    /// The process id (to send it signals).
+    pub fn id(&self) -> u32 {
+        self.0.id()
+    }
+
     /// SIGKILL, then wait until the process is gone.
     pub fn kill(&mut self) {
         // Already exited is fine: either way it is gone after `wait`.
@@ -311,8 +334,18 @@ pub async fn schema_for(url: &str, data_dir: &Path) -> String {
 /// loopback port with `data_dir` (or, on PostgreSQL, the schema standing for it), waits for its
 /// ready line, and returns the process with a channel to it.
 pub async fn spawn_binary(binary: &str, data_dir: &Path) -> (ServerProcess, Channel) {
+    spawn_binary_with(binary, data_dir, &[]).await
+}
+
+/// [`spawn_binary`] with more flags.
+pub async fn spawn_binary_with(
+    binary: &str,
+    data_dir: &Path,
+    flags: &[&str],
+) -> (ServerProcess, Channel) {
     use std::io::BufRead;
     let mut command = std::process::Command::new(binary);
+    command.args(flags);
     if let Some(url) = postgres_url() {
         command.arg("--store").arg(schema_for(&url, data_dir).await);
     }

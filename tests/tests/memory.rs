@@ -738,3 +738,34 @@ async fn sessions_by_reference_come_from_session_svc() {
     assert_eq!(err.code(), Code::Unavailable);
     assert!(err.message().contains(NO_SESSION_SVC), "{}", err.message());
 }
+
+/// A session reference makes the server read no more than a request may carry.
+#[tokio::test]
+async fn sessions_by_reference_are_bounded_by_the_request_limit() {
+    let sessions = SessionServer::start().await;
+    sessions.create("app", "u", "big", json!({})).await;
+    for i in 0..8 {
+        let text = format!("chunk {i} {}", "x".repeat(4000));
+        sessions
+            .append("app", "u", "big", text_event("user", &text))
+            .await;
+    }
+    let srv = MemoryServer::start_with(&format!("http://{}", sessions.addr), |c| {
+        c.max_request_bytes = 16 << 10;
+    })
+    .await;
+    let err = srv
+        .client
+        .clone()
+        .add_session_to_memory(AddSessionToMemoryRequest {
+            source: Some(Source::SessionRef(SessionRef {
+                app_name: "app".into(),
+                user_id: "u".into(),
+                session_id: "big".into(),
+            })),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert!(err.message().contains("session_ref"), "{}", err.message());
+}

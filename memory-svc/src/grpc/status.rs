@@ -10,6 +10,7 @@ impl From<MemoryError> for Status {
             MemoryError::InvalidArgument(_) => Code::InvalidArgument,
             MemoryError::Store(StoreError::InvalidPageToken(_)) => Code::InvalidArgument,
             MemoryError::SessionNotFound { .. } => Code::NotFound,
+            MemoryError::SessionTooLarge { .. } => Code::InvalidArgument,
             MemoryError::SessionServiceUnavailable { .. } => Code::Unavailable,
             MemoryError::SessionServiceFailed { .. } => Code::FailedPrecondition,
             MemoryError::Store(StoreError::Durability(_)) => Code::Unavailable,

@@ -174,7 +174,7 @@ impl SledMemoryStore {
 
     /// Uses the memory trees of an open database, converting an older layout first. Must be
     /// called inside a tokio runtime.
-    fn from_db(db: sled::Db, sync: SyncMode) -> Result<Self> {
+    pub fn from_db(db: sled::Db, sync: SyncMode) -> Result<Self> {
         let (blocks, df) = (db.open_tree("blocks")?, db.open_tree("df")?);
         migrate(&db, &blocks, &df)?;
         let entries = db.open_tree("entries")?;

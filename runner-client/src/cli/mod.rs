@@ -1,6 +1,7 @@
 //! The command line: flags (each with an environment-variable fallback), subcommands, and the
 //! dispatch to their handlers. Handlers only translate between the terminal and the library.
 
+mod console;
 mod memory;
 mod output;
 mod sessions;
@@ -182,6 +183,8 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Serve the web console: browse sessions and memory, follow live activity.
+    Console(console::ConsoleArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -307,6 +310,7 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
             clap_complete::generate(*shell, &mut Cli::command(), "runner-client", &mut script);
             Ok(output::bytes(&script)?)
         }
+        Command::Console(args) => console::serve(cli, args).await,
     }
 }
 

@@ -103,11 +103,11 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         let grant = grant(&request)?.clone();
         let mut requests = request.into_inner();
         let sessions = self.sessions.clone();
-        let mut stopping = sessions.stopping();
+        let stopping = sessions.stopping();
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
         // One request at a time, in order: each response answers the request before it. At
         // shutdown the append in progress completes and the stream then ends.
-        tokio::spawn(async move {
+        stopping.clone().spawn(async move {
             loop {
                 let next = tokio::select! {
                     next = requests.message() => next,

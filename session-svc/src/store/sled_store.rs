@@ -124,9 +124,9 @@ pub struct SledStore {
 }
 
 impl SledStore {
-    /// Opens (or creates) the store in `dir`. Must be called inside a tokio runtime.
-    pub fn open(dir: &Path, sync: SyncMode) -> Result<Self> {
-        let db = sled::Config::new().path(dir).open()?;
+    /// Uses the session trees of an open database (see [`adk_common::cache::SledCache::open`]).
+    /// Must be called inside a tokio runtime.
+    pub fn from_db(db: sled::Db, sync: SyncMode) -> Result<Self> {
         let trees = appender::AppendTrees {
             sessions: db.open_tree("sessions")?,
             session_state: db.open_tree("session_state")?,

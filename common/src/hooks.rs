@@ -1,0 +1,87 @@
+//! What a server needs from its store beside the service itself, built one way per kind of
+//! store: [`StoreHooks::sled`] (metrics of the database, disk failures, a flush at stop, and the
+//! AdminService for online backups) and [`StoreHooks::postgres`] (metrics of the pool only:
+//! backups are the database's own, and every write is committed before it is acknowledged).
+
+use std::{future::Future, path::PathBuf, pin::Pin, sync::Arc};
+
+use adk_proto::admin::v1::admin_service_server::AdminServiceServer;
+use tokio::sync::watch;
+use tonic::service::{interceptor::InterceptedService, Routes};
+
+use crate::{
+    auth::Authenticator,
+    cache::SledCache,
+    server::BoxError,
+    snapshot::{AdminGrpc, Snapshotter},
+};
+
+/// The gRPC name of the AdminService, for reflection.
+pub(crate) const ADMIN_SERVICE: &str = "adk.admin.v1.AdminService";
+
+/// A store on a local sled database.
+pub trait SledBacked: Snapshotter + Clone {
+    /// The server's name, written into its snapshots.
+    const SERVICE: &'static str;
+    /// Publishes the database's size on disk as a gauge.
+    fn record_size(&self);
+    /// Becomes `Some(reason)` when the store's disk fails.
+    fn failures(&self) -> watch::Receiver<Option<Arc<str>>>;
+    /// Makes every acknowledged write durable; the server calls it once it has stopped.
+    fn flush(&self) -> impl Future<Output = Result<(), BoxError>> + Send;
+}
+
+/// The AdminService of a store, ready to be routed beside the main service.
+pub(crate) struct AdminRoute(Box<dyn FnOnce(Routes, Authenticator) -> Routes + Send>);
+
+impl AdminRoute {
+    pub(crate) fn add_to(self, routes: Routes, authenticator: Authenticator) -> Routes {
+        (self.0)(routes, authenticator)
+    }
+}
+
+/// What the server needs from its store.
+pub struct StoreHooks {
+    /// Runs before each metrics scrape (gauges read on demand).
+    pub(crate) refresh_metrics: Arc<dyn Fn() + Send + Sync>,
+    /// Becomes `Some(reason)` when the store's disk fails: health turns NOT_SERVING.
+    pub(crate) failures: Option<watch::Receiver<Option<Arc<str>>>>,
+    /// Runs after the server stopped (flushes the store).
+    pub(crate) on_stop: Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>,
+    /// The AdminService, on stores that take their own backups.
+    pub(crate) admin: Option<AdminRoute>,
+}
+
+impl StoreHooks {
+    /// A sled store opened with `cache`: its size and cache capacity as gauges, health that
+    /// follows its disk, a flush at stop, and the AdminService writing snapshots to
+    /// `snapshot_dir` before streaming them.
+    pub fn sled<S: SledBacked>(store: S, cache: SledCache, snapshot_dir: PathBuf) -> Self {
+        cache.announce();
+        let metrics = store.clone();
+        let admin = Arc::new(store.clone());
+        Self {
+            refresh_metrics: Arc::new(move || {
+                metrics.record_size();
+                cache.record();
+            }),
+            failures: Some(store.failures()),
+            on_stop: Box::pin(async move { store.flush().await }),
+            admin: Some(AdminRoute(Box::new(move |routes, authenticator| {
+                let service =
+                    AdminServiceServer::new(AdminGrpc::new(S::SERVICE, admin, snapshot_dir));
+                routes.add_service(InterceptedService::new(service, authenticator))
+            }))),
+        }
+    }
+
+    /// A PostgreSQL store: `refresh_metrics` publishes its pool's gauges.
+    pub fn postgres(refresh_metrics: impl Fn() + Send + Sync + 'static) -> Self {
+        Self {
+            refresh_metrics: Arc::new(refresh_metrics),
+            failures: None,
+            on_stop: Box::pin(async { Ok(()) }),
+            admin: None,
+        }
+    }
+}
