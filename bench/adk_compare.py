@@ -309,7 +309,10 @@ async def main() -> int:
     ap.add_argument("--ingest-sessions", type=int, default=500)
     ap.add_argument("--only", default="append,get,memory,ingest", help="comma-separated subset")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke run")
+    ap.add_argument("--postgres", help="run the PostgreSQL section on this database instead")
     a = ap.parse_args()
+    if a.postgres:
+        return await main_postgres(a)
     only = set(a.only.split(","))
     if a.quick:
         a.appends, a.gets, a.session_events, a.memories, a.searches = 200, 5, 200, 2000, 5
@@ -393,6 +396,141 @@ async def main() -> int:
                 f"p50 {d['p50_ms']:.2f} ms | {g['rate'] / d['rate']:.1f}x | "
                 f"{d['p50_ms'] / g['p50_ms']:.1f}x |"
             )
+    return 0
+
+
+# ---------------------------------------------------------------- PostgreSQL: both sides on one database
+# `--postgres URL` runs this section instead of the default one: session-svc on `--store URL`
+# against ADK's DatabaseSessionService on the same PostgreSQL (postgresql+asyncpg), each in a
+# fresh schema, appending 1 KB events at 8 and 64 sessions at once (16 connections each side):
+#   shared:    every session of one user of one app, each delta writes `app:` and `user:` keys
+#              (the rows every append of the app and the user contend for);
+#   separate:  a user per session, session keys only (no shared row), also against session-svc
+#              on sled.
+# It prints the deadlocks PostgreSQL counted in the database during the run
+# (pg_stat_database.deadlocks; statistics are published when the connections close).
+# Setup: as above, plus `pip install asyncpg`.
+
+
+def pg_event(author: str, i: int, text: str, shared: bool) -> Event:
+    delta: dict[str, Any] = {"turn": i, "last_topic": f"topic-{i % 97}"}
+    if shared:
+        delta.update({"app:last_writer": author, "app:turns": i, "user:turns": i, "user:last": author})
+    return Event(
+        id=str(uuid.uuid4()),
+        invocation_id=f"inv-{i}",
+        author=author,
+        content=types.Content(role="user" if author == "user" else "model", parts=[types.Part(text=text)]),
+        actions=EventActions(state_delta=delta),
+    )
+
+
+async def pg_append_run(svc: Any, user: str, sid: str, n: int, shared: bool) -> list[float]:
+    session = await svc.create_session(app_name=APP, user_id=user, session_id=sid, state={"turn": 0})
+    lat = []
+    for i in range(n):
+        ev = pg_event("user" if i % 2 == 0 else "model", i, TEXTS[i % 16], shared)
+        t0 = time.perf_counter()
+        await svc.append_event(session, ev)
+        lat.append(time.perf_counter() - t0)
+    return lat
+
+
+async def pg_measure(svc: Any, tag: str, n: int, concurrency: int, shared: bool) -> dict[str, float]:
+    per = max(1, n // concurrency)
+
+    def user(w: int) -> str:
+        return f"{tag}-user" if shared else f"{tag}-u{w}"
+
+    t0 = time.perf_counter()
+    results = await asyncio.gather(
+        *(pg_append_run(svc, user(w), f"{tag}-s{w}", per, shared) for w in range(concurrency))
+    )
+    secs = time.perf_counter() - t0
+    lat = sorted(x for r in results for x in r)
+    return {
+        "rate": len(lat) / secs,
+        "p50_ms": pct(lat, 0.5),
+        "p95_ms": pct(lat, 0.95),
+        "p99_ms": pct(lat, 0.99),
+    }
+
+
+async def main_postgres(a: argparse.Namespace) -> int:
+    import asyncpg  # only this section needs it
+
+    url = a.postgres
+    base = url.split("?", 1)[0]
+    db = await asyncpg.connect(base)
+
+    async def deadlocks() -> int:
+        return await db.fetchval("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
+
+    async def fresh_schema(name: str) -> str:
+        schema = f"bench_{name}_{os.getpid()}_{int(time.time())}"
+        await db.execute(f"CREATE SCHEMA {schema}")
+        return schema
+
+    print(f"# load average at start: {os.getloadavg()}")
+    before = await deadlocks()
+    grpc_schema = await fresh_schema("grpc")
+    adk_schema = await fresh_schema("adk")
+    sep = "&" if "?" in url else "?"
+    pg_svc = Server(
+        os.path.join(a.bin_dir, "session-svc"),
+        ["--store", f"{url}{sep}options=-csearch_path%3D{grpc_schema}", "--pg-max-connections", "16"],
+    )
+    sled_svc = Server(os.path.join(a.bin_dir, "session-svc"), [])
+    asyncpg_url = "postgresql+asyncpg://" + base.split("://", 1)[1]
+    adk = DatabaseSessionService(
+        asyncpg_url,
+        pool_size=16,
+        max_overflow=0,
+        connect_args={"server_settings": {"search_path": adk_schema}},
+    )
+    sides = {
+        "grpc-pg": GrpcSessionService(pg_svc.addr),
+        "adk-pg": adk,
+        "grpc-sled": GrpcSessionService(sled_svc.addr),
+    }
+    rows: list[tuple[str, str, dict[str, float]]] = []
+    try:
+        for shared, concurrencies in ((True, (8, 64)), (False, (64,))):
+            kind = "shared app:/user: keys" if shared else "no shared keys"
+            for c in concurrencies:
+                for side, svc in sides.items():
+                    if shared and side == "grpc-sled":
+                        continue
+                    tag = f"{side}-{'sh' if shared else 'own'}-c{c}"
+                    r = await pg_measure(svc, tag, a.appends, c, shared)
+                    rows.append((f"append, {kind}, c={c}", side, r))
+                    print(
+                        f"{rows[-1][0]:<36} {side:<9} {r['rate']:9.1f}/s  p50 {r['p50_ms']:7.2f}  "
+                        f"p95 {r['p95_ms']:7.2f}  p99 {r['p99_ms']:7.2f} ms",
+                        flush=True,
+                    )
+    finally:
+        for side, svc in sides.items():
+            if side != "adk-pg":
+                await svc.close()
+        await adk.close()
+        pg_svc.stop()
+        sled_svc.stop()
+    # Statistics of the closed connections are published as their backends exit.
+    await asyncio.sleep(2)
+    after = await deadlocks()
+    for schema in (grpc_schema, adk_schema):
+        await db.execute(f"DROP SCHEMA {schema} CASCADE")
+    await db.close()
+    print(f"\n# load average at end: {os.getloadavg()}")
+    print(f"# deadlocks detected in the database during the run: {after - before}")
+    print("\n| workload | side | rate | p50 | p95 | p99 |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, side, r in rows:
+        print(
+            f"| {name} | {side} | {r['rate']:.1f}/s | {r['p50_ms']:.2f} ms | {r['p95_ms']:.2f} ms "
+            f"| {r['p99_ms']:.2f} ms |"
+        )
     return 0
 
 

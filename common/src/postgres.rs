@@ -182,6 +182,12 @@ pub async fn migrate(pool: &Pool, component: &str, steps: &[&str]) -> Result<(),
 
 /// Runs `attempt` until it does not fail with a conflict (see [`PgError::is_conflict`]), at most
 /// a few times; `conflict` tells whether an error is one.
+///
+/// Each attempt must be a whole transaction, from `BEGIN` (and its idempotency check) to
+/// `COMMIT`: a conflict means the server rolled the transaction back, so nothing of it was
+/// applied and running it again is safe. Nothing else is retried here; in particular a lost
+/// connection may have lost the answer to a `COMMIT` that took effect, so such an error is
+/// returned, never re-run blindly.
 pub async fn retry_conflicts<T, E, F, Fut>(
     mut attempt: F,
     conflict: impl Fn(&E) -> bool,
@@ -195,13 +201,24 @@ where
     loop {
         match attempt().await {
             Err(e) if tries < ATTEMPTS && conflict(&e) => {
+                metrics::counter!("store_pg_conflict_retries").increment(1);
+                // A growing, jittered pause, so the winners finish and the losers do not all
+                // come back at the same instant.
+                let ceiling = 1 + u64::from(tries.min(10)) * 2;
+                tokio::time::sleep(Duration::from_micros(500 + jitter() % (ceiling * 1000))).await;
                 tries += 1;
-                // A little backoff so the winners finish before we run again.
-                tokio::time::sleep(Duration::from_millis(u64::from(tries))).await;
             }
             result => return result,
         }
     }
+}
+
+/// A random number from the standard library's per-process hash keys.
+fn jitter() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
 }
 
 /// What a [`listen`] connection reports.

@@ -6,7 +6,8 @@ use std::{net::SocketAddr, path::PathBuf};
 use adk_common::{postgres::StoreLocation, server::ServeFlags, snapshot::AdminCommand};
 use clap::Parser;
 
-/// gRPC session service for agents: sessions, ordered events and scoped state on sled.
+/// gRPC session service for agents: sessions, ordered events and scoped state, kept in sled
+/// (embedded, one process) or PostgreSQL (shared by any number of replicas).
 #[derive(Debug, Clone, Parser)]
 #[command(name = "session-svc", version)]
 pub struct Config {

@@ -7,7 +7,9 @@
 //! - [`hub`]: in-process change notifications for watchers.
 //! - [`state`]: splitting state deltas by scope and merging scopes back.
 //! - [`event`]: checks of incoming events.
-//! - [`store`]: the storage trait and its sled implementation.
+//! - [`store`]: the storage trait and its two implementations, sled (embedded, one process)
+//!   and PostgreSQL (shared by any number of replicas).
+//! - [`time`]: the current time and the order of protobuf timestamps.
 //! - [`server`]: assembling and running the server (health, reflection).
 //! - [`error`]: the one error type.
 
@@ -20,3 +22,4 @@ pub mod server;
 pub mod sessions;
 pub mod state;
 pub mod store;
+pub mod time;

@@ -16,7 +16,7 @@ use crate::{
     config::Config,
     grpc::SessionGrpc,
     sessions::{Limits, Sessions},
-    store::{pg_store::PgStore, sled_store::SledStore, SessionStore},
+    store::{pg::PgStore, sled_store::SledStore, SessionStore},
 };
 
 /// Room above `max_event_bytes` for the rest of a request; larger messages are refused by the

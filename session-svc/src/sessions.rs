@@ -30,7 +30,11 @@ use crate::{
     event,
     hub::{AppWatch, Hub, SessionWatch},
     state::{self, Delta, ScopedDelta},
-    store::{Append, Appended, EventWindow, NewSession, Notice, Page, SessionKey, SessionStore},
+    store::{
+        not_found, Append, Appended, EventWindow, NewSession, Notice, Page, SessionKey,
+        SessionStore,
+    },
+    time::{is_before, now},
 };
 
 /// Expired sessions deleted per sweep step.
@@ -600,20 +604,6 @@ fn session_key(app_name: &str, user_id: &str, session_id: &str) -> Result<Sessio
         user_id: identifier("user_id", user_id)?.to_owned(),
         session_id: identifier("session_id", session_id.trim())?.to_owned(),
     })
-}
-
-fn not_found(key: &SessionKey) -> SessionError {
-    SessionError::SessionNotFound {
-        session_id: key.session_id.clone(),
-    }
-}
-
-fn now() -> Timestamp {
-    Timestamp::from(SystemTime::now())
-}
-
-fn is_before(a: &Timestamp, b: &Timestamp) -> bool {
-    (a.seconds, a.nanos) < (b.seconds, b.nanos)
 }
 
 fn add(t: &Timestamp, d: &prost_types::Duration) -> Timestamp {

@@ -21,6 +21,8 @@ impl From<SessionError> for Status {
             SessionError::CursorExpired { .. } => Code::OutOfRange,
             SessionError::Durability(_) => Code::Unavailable,
             SessionError::Postgres(e) if e.is_unavailable() => Code::Unavailable,
+            // A transaction that kept losing races after its retries: nothing was written.
+            SessionError::Postgres(e) if e.is_conflict() => Code::Aborted,
             SessionError::Storage(sled::Error::Io(e))
                 if e.kind() == std::io::ErrorKind::StorageFull =>
             {

@@ -1,12 +1,13 @@
 //! Storage of sessions, events and scoped state.
 //!
 //! [`SessionStore`] is what the domain ([`crate::sessions`]) talks to. [`sled_store::SledStore`]
-//! is the embedded implementation (one process); [`pg_store::PgStore`] keeps sessions in
+//! is the embedded implementation (one process); [`pg::PgStore`] keeps sessions in
 //! PostgreSQL, shared by any number of replicas. Every method that writes is atomic and durable
 //! when it returns.
 
-pub mod pg_store;
+pub mod pg;
 pub mod sled_store;
+pub mod token;
 
 use std::future::Future;
 
@@ -198,18 +199,6 @@ pub trait SessionStore: Clone + Send + Sync + 'static {
     }
 }
 
-/// The sequence a ListEvents page token resumes after (0 for the first page). Tokens are the
-/// key of the last event shown, scoped to the session (`skey`), in both stores.
-fn events_token_after(skey: &adk_common::keys::Key, page_token: &str) -> Result<u64> {
-    let prefix = skey.as_bytes();
-    match adk_common::page::decode(page_token, prefix).map_err(SessionError::page_token)? {
-        Some(last) => adk_common::keys::KeyReader::new(&last[prefix.len()..])
-            .u64()
-            .ok_or_else(|| SessionError::page_token(adk_common::page::PageTokenError::Malformed)),
-        None => Ok(0),
-    }
-}
-
 /// What an append may do, decided by both stores alike once they hold the session's lock.
 enum Admission {
     /// The event was stored already (a retry): answer with it and write nothing.
@@ -221,7 +210,7 @@ enum Admission {
 /// Checks an append against the session's `last_sequence` and against `stored`, the event
 /// already stored under the same id if any. A retry is recognised before
 /// `expected_last_sequence` is checked, so a retried conditional append gets its event back.
-fn admit(
+fn admission(
     append: &Append,
     stored: Option<Event>,
     last_sequence: u64,
@@ -262,4 +251,17 @@ fn is_retry_of(stored: &Event, append: &Append) -> bool {
         sent.timestamp = None;
         stored == sent
     }
+}
+
+/// The answer to a call on a session that does not exist (or has expired).
+pub(crate) fn not_found(key: &SessionKey) -> SessionError {
+    SessionError::SessionNotFound {
+        session_id: key.session_id.clone(),
+    }
+}
+
+/// Decodes a stored event (both stores keep the encoded `Event`).
+fn decode_event(bytes: &[u8]) -> Result<Event> {
+    use prost::Message;
+    Event::decode(bytes).map_err(|e| SessionError::Corrupt(format!("event: {e}")))
 }

@@ -24,12 +24,11 @@
 
 mod appender;
 
-use std::{ops::Bound, path::Path, time::SystemTime};
+use std::{ops::Bound, path::Path};
 
 use adk_common::{
     durability::{GroupCommit, SyncMode},
     keys::{prefix_end, Key, KeyReader},
-    page,
     snapshot::{SnapshotError, Snapshotter, WriteGate},
 };
 use adk_proto::session::v1::{Event, Session};
@@ -46,11 +45,14 @@ use sled::{
 use tokio::sync::{mpsc, oneshot, RwLockReadGuard};
 
 use super::{
+    decode_event, not_found,
+    token::{self, SessionListing, SessionPlace},
     Append, Appended, Change, Changes, EventWindow, NewSession, Page, SessionKey, SessionStore,
 };
 use crate::{
     error::{Result, SessionError},
     state::{self, Entry},
+    time::{self, now},
 };
 
 /// What the `sessions` tree holds per session.
@@ -71,9 +73,7 @@ struct SessionRecord {
 
 impl SessionRecord {
     fn is_live(&self, now: &Timestamp) -> bool {
-        self.expire_time
-            .as_ref()
-            .is_none_or(|t| (t.seconds, t.nanos) > (now.seconds, now.nanos))
+        time::is_live(self.expire_time.as_ref(), now)
     }
 
     fn last_update_time(&self) -> Timestamp {
@@ -259,7 +259,7 @@ impl SledStore {
             let event = decode_event(&kv?.1)?;
             if let Some(after) = &window.after {
                 let ts = event.timestamp.unwrap_or_default();
-                if (ts.seconds, ts.nanos) < (after.seconds, after.nanos) {
+                if time::is_before(&ts, after) {
                     break;
                 }
             }
@@ -395,30 +395,40 @@ impl SessionStore for SledStore {
         page_size: usize,
         page_token: &str,
     ) -> Result<Page<Session>> {
-        let (index, prefix) = match user_id {
-            Some(user) => (&self.by_user_time, Key::new().str(app_name).str(user)),
-            None => (&self.by_time, app_prefix(app_name)),
+        let listing = SessionListing { app_name, user_id };
+        let index = match user_id {
+            Some(_) => &self.by_user_time,
+            None => &self.by_time,
         };
-        let start =
-            match page::decode(page_token, prefix.as_bytes()).map_err(SessionError::page_token)? {
-                Some(last) => Bound::Excluded(last),
-                None => Bound::Included(prefix.as_bytes().to_vec()),
-            };
+        let prefix = listing.prefix();
+        let start = match listing.resume_after(page_token)? {
+            Some(place) => Bound::Excluded(listing.key(&place).into_vec()),
+            None => Bound::Included(prefix.as_bytes().to_vec()),
+        };
         let end = Bound::Excluded(prefix_end(prefix.as_bytes()));
         let app_state = scan_entries(&self.app_state, app_prefix(app_name).as_bytes())?;
         let now = now();
         let mut items = Vec::with_capacity(page_size);
         let mut next_page_token = String::new();
-        let mut last_key = None;
+        let mut last_place = None;
         for kv in index.range::<Vec<u8>, _>((start, end)) {
             let (index_key, _) = kv?;
             if items.len() == page_size {
                 // The token names the last entry read, so the next page starts right after it.
-                next_page_token = last_key.as_deref().map(page::encode).unwrap_or_default();
+                next_page_token = last_place
+                    .as_ref()
+                    .map(|place| listing.token(place))
+                    .unwrap_or_default();
                 break;
             }
-            let key = parse_index_key(&index_key[prefix.as_bytes().len()..], app_name, user_id)
+            let place = listing
+                .parse(&index_key)
                 .ok_or_else(|| SessionError::Corrupt("unreadable ListSessions index key".into()))?;
+            let key = SessionKey {
+                app_name: app_name.to_owned(),
+                user_id: place.user_id.clone(),
+                session_id: place.session_id.clone(),
+            };
             // Expired sessions stay in the index until swept; they are not shown.
             if let Some(record) = self
                 .record(session_key(&key).as_bytes())?
@@ -426,7 +436,7 @@ impl SessionStore for SledStore {
             {
                 items.push(self.assemble(&key, &record, &app_state, EventWindow::NONE)?);
             }
-            last_key = Some(index_key.to_vec());
+            last_place = Some(place);
         }
         Ok(Page {
             items,
@@ -481,11 +491,9 @@ impl SessionStore for SledStore {
     ) -> Result<Page<Event>> {
         let skey = session_key(key);
         let Some(record) = self.live_record(skey.as_bytes())? else {
-            return Err(SessionError::SessionNotFound {
-                session_id: key.session_id.clone(),
-            });
+            return Err(not_found(key));
         };
-        let after = after_sequence.max(super::events_token_after(&skey, page_token)?);
+        let after = after_sequence.max(token::events_resume_after(key, page_token)?);
         let mut items = Vec::new();
         let mut next_page_token = String::new();
         if let Some(first) = after.checked_add(1).filter(|f| *f <= record.last_sequence) {
@@ -495,7 +503,7 @@ impl SessionStore for SledStore {
             for kv in range {
                 if items.len() == page_size {
                     let last: &Event = &items[page_size - 1];
-                    next_page_token = page::encode(&event_key(&skey, last.sequence));
+                    next_page_token = token::events_token(key, last.sequence);
                     break;
                 }
                 items.push(decode_event(&kv?.1)?);
@@ -573,7 +581,7 @@ impl SessionStore for SledStore {
                 let record = ChangeRecord::decode(&v[..])
                     .map_err(|e| SessionError::Corrupt(format!("change record: {e}")))?;
                 let committed = record.commit_time.unwrap_or_default();
-                if (committed.seconds, committed.nanos) >= (before.seconds, before.nanos) {
+                if !time::is_before(&committed, &before) {
                     break;
                 }
                 self.changes.remove(k)?;
@@ -664,12 +672,9 @@ fn event_key(skey: &Key, sequence: u64) -> Vec<u8> {
     skey.clone().u64(sequence).into_vec()
 }
 
+/// The key of the index of an app's sessions by time (the ListSessions order, see [`token`]).
 fn by_time_key(key: &SessionKey, ts: &Timestamp) -> Key {
-    Key::new()
-        .str(&key.app_name)
-        .timestamp(ts)
-        .str(&key.user_id)
-        .str(&key.session_id)
+    index_key(key, ts, None)
 }
 
 fn by_expiry_key(key: &SessionKey, expire: &Timestamp) -> Key {
@@ -680,27 +685,20 @@ fn by_expiry_key(key: &SessionKey, expire: &Timestamp) -> Key {
         .str(&key.session_id)
 }
 
+/// The key of the index of a user's sessions by time.
 fn by_user_time_key(key: &SessionKey, ts: &Timestamp) -> Key {
-    Key::new()
-        .str(&key.app_name)
-        .str(&key.user_id)
-        .timestamp(ts)
-        .str(&key.session_id)
+    index_key(key, ts, Some(&key.user_id))
 }
 
-/// Reads the session named by the part of a ListSessions index key after its scan prefix.
-fn parse_index_key(rest: &[u8], app_name: &str, user_id: Option<&str>) -> Option<SessionKey> {
-    let mut r = KeyReader::new(rest);
-    r.timestamp()?;
-    let user_id = match user_id {
-        Some(user) => user.to_owned(),
-        None => r.str()?,
-    };
-    let session_id = r.str()?;
-    r.is_empty().then(|| SessionKey {
-        app_name: app_name.to_owned(),
+fn index_key(key: &SessionKey, ts: &Timestamp, user_id: Option<&str>) -> Key {
+    let listing = SessionListing {
+        app_name: &key.app_name,
         user_id,
-        session_id,
+    };
+    listing.key(&SessionPlace {
+        last_update_time: *ts,
+        user_id: key.user_id.clone(),
+        session_id: key.session_id.clone(),
     })
 }
 
@@ -708,10 +706,6 @@ fn parse_index_key(rest: &[u8], app_name: &str, user_id: Option<&str>) -> Option
 
 fn decode_record(bytes: &[u8]) -> Result<SessionRecord> {
     SessionRecord::decode(bytes).map_err(|e| SessionError::Corrupt(format!("session record: {e}")))
-}
-
-fn decode_event(bytes: &[u8]) -> Result<Event> {
-    Event::decode(bytes).map_err(|e| SessionError::Corrupt(format!("event: {e}")))
 }
 
 fn change_position(key: &[u8], app_prefix: &Key) -> Result<u64> {
@@ -784,8 +778,4 @@ fn apply_delta(
         user_state.insert(user_prefix(key).str(name).into_vec(), value.as_bytes())?;
     }
     Ok(())
-}
-
-fn now() -> Timestamp {
-    Timestamp::from(SystemTime::now())
 }

@@ -29,12 +29,13 @@ use sled::{
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    app_prefix, apply_delta, by_time_key, by_user_time_key, decode_event, decode_record,
-    decode_u64, event_key, now, session_key, ChangeRecord,
+    app_prefix, apply_delta, by_time_key, by_user_time_key, decode_record, decode_u64, event_key,
+    session_key, ChangeRecord,
 };
 use crate::{
     error::{Result, SessionError},
-    store::{admit, Admission, Append, Appended, SessionKey},
+    store::{admission, decode_event, not_found, Admission, Append, Appended, SessionKey},
+    time::now,
 };
 
 /// At most this many appends share a transaction, so one batch's latency stays bounded.
@@ -249,11 +250,7 @@ fn append_one(
     let record = match sessions.get(skey.as_bytes())?.map(|b| decode_record(&b)) {
         Some(Ok(record)) if record.is_live(now) => record,
         Some(Err(e)) => return Ok(Err(e)),
-        _ => {
-            return Ok(Err(SessionError::SessionNotFound {
-                session_id: key.session_id.clone(),
-            }))
-        }
+        _ => return Ok(Err(not_found(key))),
     };
     let stored = match event_ids.get(id_key.as_bytes())? {
         None => None,
@@ -272,7 +269,7 @@ fn append_one(
             }
         }
     };
-    let sequence = match admit(
+    let sequence = match admission(
         append,
         stored,
         record.last_sequence,
