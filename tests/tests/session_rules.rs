@@ -760,6 +760,7 @@ async fn list_events_pages_by_sequence() {
         after_sequence: after,
         page_size,
         page_token: token,
+        ..Default::default()
     };
     let mut token = String::new();
     let mut seqs = Vec::new();
