@@ -79,7 +79,10 @@ class GrpcMemoryService(BaseMemoryService):
             timeout=timeout,
         )
         self._connection = Connection(
-            where.target, mpb_grpc.MemoryServiceStub, credentials=where.credentials, options=where.options
+            where.target,
+            mpb_grpc.MemoryServiceStub,
+            credentials=where.credentials,
+            options=where.options,
         )
         self._metadata = where.metadata
         self._timeout = where.timeout

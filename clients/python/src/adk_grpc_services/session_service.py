@@ -29,7 +29,14 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 
 from . import timestamps
-from ._channel import Connection, Metadata, endpoint, ignore_adk_options, translate
+from ._channel import (
+    READ_BUDGET_BYTES,
+    Connection,
+    Metadata,
+    endpoint,
+    ignore_adk_options,
+    translate,
+)
 from ._proto.adk.session.v1 import session_pb2 as pb
 from ._proto.adk.session.v1 import session_pb2_grpc as pb_grpc
 from .mapping import (
@@ -96,7 +103,10 @@ class GrpcSessionService(BaseSessionService):
             timeout=timeout,
         )
         self._connection = Connection(
-            where.target, pb_grpc.SessionServiceStub, credentials=where.credentials, options=where.options
+            where.target,
+            pb_grpc.SessionServiceStub,
+            credentials=where.credentials,
+            options=where.options,
         )
         self._metadata = where.metadata
         self._timeout = where.timeout
@@ -159,7 +169,12 @@ class GrpcSessionService(BaseSessionService):
     ) -> Session | None:
         if not _names_a_session(app_name, user_id, session_id):
             return None
-        request = pb.GetSessionRequest(app_name=app_name, user_id=user_id, session_id=session_id)
+        request = pb.GetSessionRequest(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            max_reply_event_bytes=READ_BUDGET_BYTES,
+        )
         if config is not None and config.num_recent_events is not None:
             # More than 2**31-1 recent events is every event.
             request.num_recent_events = min(config.num_recent_events, _INT32_MAX)
@@ -171,7 +186,41 @@ class GrpcSessionService(BaseSessionService):
             if e.code() == grpc.StatusCode.NOT_FOUND:
                 return None
             raise translate(e) from e
+        if reply.events and reply.events[-1].sequence < reply.last_sequence:
+            if not await self._read_rest(reply):
+                return None
         return session_from_proto(reply)
+
+    async def _read_rest(self, reply: pb.Session) -> bool:
+        """Adds to ``reply`` the events a byte-bounded GetSession left for ListEvents: those
+        after its last event, up to its ``last_sequence`` (the session as it was read). False
+        when the session was deleted meanwhile."""
+        token = ""
+        while True:
+            request = pb.ListEventsRequest(
+                app_name=reply.app_name,
+                user_id=reply.user_id,
+                session_id=reply.id,
+                after_sequence=reply.events[-1].sequence,
+                page_size=_PAGE_SIZE,
+                page_token=token,
+                max_reply_event_bytes=READ_BUDGET_BYTES,
+            )
+            try:
+                page: pb.ListEventsResponse = await (await self._stub()).ListEvents(
+                    request, **self._call()
+                )
+            except grpc.aio.AioRpcError as e:
+                if e.code() == grpc.StatusCode.NOT_FOUND:
+                    return False
+                raise translate(e) from e
+            for event in page.events:
+                if event.sequence > reply.last_sequence:
+                    return True
+                reply.events.append(event)
+            token = page.next_page_token
+            if not token or reply.events[-1].sequence >= reply.last_sequence:
+                return True
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
@@ -216,7 +265,9 @@ class GrpcSessionService(BaseSessionService):
             return {}
         request = pb.GetUserStateRequest(app_name=app_name, user_id=user_id)
         try:
-            reply: pb.StateResponse = await (await self._stub()).GetUserState(request, **self._call())
+            reply: pb.StateResponse = await (await self._stub()).GetUserState(
+                request, **self._call()
+            )
         except grpc.aio.AioRpcError as e:
             raise translate(e) from e
         return loads_object(reply.state, "StateResponse.state")
@@ -238,7 +289,9 @@ class GrpcSessionService(BaseSessionService):
             expected_last_sequence=expected,
         )
         try:
-            reply: pb.AppendEventResponse = await (await self._stub()).AppendEvent(request, **self._call())
+            reply: pb.AppendEventResponse = await (await self._stub()).AppendEvent(
+                request, **self._call()
+            )
         except grpc.aio.AioRpcError as e:
             code = e.code()
             if code == grpc.StatusCode.ABORTED:
