@@ -15,12 +15,15 @@ Setup (once):
 Run:
     /tmp/adk-bench-venv/bin/python bench/adk_compare.py --bin-dir target/release
     /tmp/adk-bench-venv/bin/python bench/adk_compare.py --quick      # seconds, for a smoke run
+    /tmp/adk-bench-venv/bin/python bench/adk_compare.py --workloads get,list   # a subset
 
 Workload (identical for both sides, through ADK's BaseSessionService / BaseMemoryService API):
   append:  `--appends` events (~1 KB of text, state delta in app:, user: and session scope),
            appended one after another to one session (concurrency 1), and again with
            `--concurrency` sessions appending at once.
   get:     get_session of a 1,000-event session, `--gets` times.
+  list:    list_sessions of one user's `--list-sessions` sessions (small state each), `--lists`
+           times; ADK's side is its SqliteSessionService here (sqlite3, no SQLAlchemy).
   search:  `--memories` entries (12-40 words each, Zipf-distributed vocabulary) added to one
            user's memory with add_events_to_memory in batches of 1,000, then `--searches`
            queries of two kinds: two rare words, and a 4-word question with one common word.
@@ -47,6 +50,7 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.adk.memory import InMemoryMemoryService
 from google.adk.sessions import DatabaseSessionService
+from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
 
 from adk_grpc_services import GrpcMemoryService, GrpcSessionService
@@ -226,6 +230,21 @@ async def measure_get(svc: Any, tag: str, events: int, gets: int) -> dict[str, f
     return await timed(gets, op)
 
 
+async def measure_list(svc: Any, tag: str, sessions: int, lists: int) -> dict[str, float]:
+    user = f"{tag}-lister"
+    for i in range(sessions):
+        await svc.create_session(
+            app_name=APP, user_id=user, session_id=f"l{i}", state={"n": i, "topic": "notes"}
+        )
+
+    async def op(_: int) -> None:
+        listed = await svc.list_sessions(app_name=APP, user_id=user)
+        assert len(listed.sessions) == sessions, len(listed.sessions)
+
+    await op(0)  # warm
+    return await timed(lists, op)
+
+
 async def load_memory(svc: Any, entries: int) -> float:
     t0 = time.perf_counter()
     batch = 1000
@@ -267,10 +286,19 @@ async def main() -> int:
     ap.add_argument("--session-events", type=int, default=1000)
     ap.add_argument("--memories", type=int, default=100_000)
     ap.add_argument("--searches", type=int, default=30)
+    ap.add_argument("--list-sessions", type=int, default=1000)
+    ap.add_argument("--lists", type=int, default=50)
+    ap.add_argument(
+        "--workloads",
+        default="append,get,list,search",
+        help="comma-separated subset of append,get,list,search",
+    )
     ap.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke run")
     a = ap.parse_args()
     if a.quick:
         a.appends, a.gets, a.session_events, a.memories, a.searches = 200, 5, 200, 2000, 5
+        a.list_sessions, a.lists = 200, 5
+    workloads = set(a.workloads.split(","))
     print(f"# load average at start: {os.getloadavg()}")
 
     session_svc = Server(os.path.join(a.bin_dir, "session-svc"), [])
@@ -280,6 +308,8 @@ async def main() -> int:
     db_dir = tempfile.mkdtemp(prefix="adk-compare-sqlite-")
     try:
         adk_sessions = DatabaseSessionService(f"sqlite+aiosqlite:///{db_dir}/sessions.db")
+        # ADK's SQLite service (no SQLAlchemy) for the listing, as ADK users pick it for that.
+        adk_sqlite = SqliteSessionService(f"{db_dir}/list.db")
     except Exception:
         memory_svc.stop()
         session_svc.stop()
@@ -295,21 +325,34 @@ async def main() -> int:
 
     try:
         for side, svc in (("grpc", grpc_sessions), ("adk", adk_sessions)):
-            record("append_event, 1 session", side, await measure_append(svc, side, a.appends, 1))
-            try:
+            if "append" in workloads:
                 record(
-                    f"append_event, {a.concurrency} sessions at once",
-                    side,
-                    await measure_append(svc, side, a.appends, a.concurrency),
+                    "append_event, 1 session", side, await measure_append(svc, side, a.appends, 1)
                 )
-            except Exception as e:  # SQLite may refuse concurrent writers
-                print(f"append_event concurrent, {side}: failed: {type(e).__name__}: {e}")
-            record(
-                f"get_session of a {a.session_events}-event session",
-                side,
-                await measure_get(svc, side, a.session_events, a.gets),
-            )
+                try:
+                    record(
+                        f"append_event, {a.concurrency} sessions at once",
+                        side,
+                        await measure_append(svc, side, a.appends, a.concurrency),
+                    )
+                except Exception as e:  # SQLite may refuse concurrent writers
+                    print(f"append_event concurrent, {side}: failed: {type(e).__name__}: {e}")
+            if "get" in workloads:
+                record(
+                    f"get_session of a {a.session_events}-event session",
+                    side,
+                    await measure_get(svc, side, a.session_events, a.gets),
+                )
+        for side, svc in (("grpc", grpc_sessions), ("adk", adk_sqlite)):
+            if "list" in workloads:
+                record(
+                    f"list_sessions of one user's {a.list_sessions} (ADK: SQLite)",
+                    side,
+                    await measure_list(svc, side, a.list_sessions, a.lists),
+                )
         for side, msvc in (("grpc", grpc_memory), ("adk", adk_memory)):
+            if "search" not in workloads:
+                break
             rate = await load_memory(msvc, a.memories)
             print(f"{'add_events_to_memory':<44} {side:<5} {rate:10.1f} entries/s", flush=True)
             for kind in ("rare", "mixed"):

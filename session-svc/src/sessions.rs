@@ -14,7 +14,7 @@ use adk_common::{
     keys::{Key, KeyReader},
     page,
     server::Stopping,
-    validate::{identifier, page_size, timestamp, InvalidArgument},
+    validate::{identifier, page_size, page_size_up_to, timestamp, InvalidArgument},
 };
 use adk_proto::session::v1::{
     AppendEventRequest, CreateSessionRequest, DeleteSessionRequest, Event, GetAppStateRequest,
@@ -35,6 +35,11 @@ use crate::{
 
 /// Expired sessions deleted per sweep step.
 const SWEEP_BATCH: usize = 100;
+
+/// The largest ListSessions page. Listed sessions carry no events, so pages can be larger than
+/// other listings', and reading a user's whole list (ADK's list_sessions) takes one round trip
+/// per 1,000 sessions instead of ten.
+const MAX_SESSIONS_PAGE: usize = 1000;
 
 /// Events a watcher reads from the store at a time while catching up.
 const WATCH_PAGE: usize = 100;
@@ -197,7 +202,7 @@ impl<S: SessionStore> Sessions<S> {
     /// S4: sessions of an app, or of one user when `user_id` is present (even empty).
     pub async fn list(&self, req: ListSessionsRequest) -> Result<Page<Session>> {
         let app_name = identifier("app_name", &req.app_name)?;
-        let page_size = page_size("page_size", req.page_size)?;
+        let page_size = page_size_up_to("page_size", req.page_size, MAX_SESSIONS_PAGE)?;
         match req.user_id.as_deref() {
             // No session can belong to an empty user id, since create refuses one.
             Some("") => Ok(Page {

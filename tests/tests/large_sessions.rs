@@ -92,7 +92,10 @@ async fn read_bounded(
             .expect("list_events")
             .into_inner();
         replies += 1;
-        assert!(!page.events.is_empty(), "a page before the end holds events");
+        assert!(
+            !page.events.is_empty(),
+            "a page before the end holds events"
+        );
         assert!(within(&page.events), "ListEvents page over budget");
         events.extend(page.events);
         token = page.next_page_token;
@@ -111,7 +114,10 @@ async fn events_of_5_and_15_mib_are_stored_and_read_back() {
             .await;
     }
     let (events, replies) = read_bounded(&mut client, "big", 4 * MIB).await;
-    assert_eq!(replies, 2, "one event per reply: each exceeds the budget alone");
+    assert_eq!(
+        replies, 2,
+        "one event per reply: each exceeds the budget alone"
+    );
     assert_eq!(events.len(), 2);
     for (i, size) in sizes.iter().enumerate() {
         assert_eq!(text_of(&events[i]), big_text(i, *size));

@@ -57,8 +57,10 @@ STALE_SESSION_MESSAGE = (
     "Please reload the session before appending more events."
 )
 
-# ListSessions serves at most 100 per page; ADK's list_sessions returns them all.
-_PAGE_SIZE = 100
+# ADK's list_sessions returns every session: pages as large as ListSessions serves.
+_SESSIONS_PAGE_SIZE = 1000
+# ListEvents serves at most 100 per page.
+_EVENTS_PAGE_SIZE = 100
 _INT32_MAX = 2**31 - 1
 
 
@@ -202,7 +204,7 @@ class GrpcSessionService(BaseSessionService):
                 user_id=reply.user_id,
                 session_id=reply.id,
                 after_sequence=reply.events[-1].sequence,
-                page_size=_PAGE_SIZE,
+                page_size=_EVENTS_PAGE_SIZE,
                 page_token=token,
                 max_reply_event_bytes=READ_BUDGET_BYTES,
             )
@@ -231,7 +233,7 @@ class GrpcSessionService(BaseSessionService):
         page_token = ""
         while True:
             request = pb.ListSessionsRequest(
-                app_name=app_name, page_size=_PAGE_SIZE, page_token=page_token
+                app_name=app_name, page_size=_SESSIONS_PAGE_SIZE, page_token=page_token
             )
             if user_id is not None:
                 request.user_id = user_id
