@@ -205,21 +205,29 @@ def sequence_of(session: Session) -> int | None:
 
 def session_from_proto(message: pb.Session) -> Session:
     """The ADK Session a message holds, with its sequence in the storage marker."""
-    with _collector_paused():
-        events = [event_from_proto(e) for e in message.events]
+    events: list[Event] = []
+    if message.events:
+        with _collector_paused():
+            events = [event_from_proto(e) for e in message.events]
     last_update_time = timestamps.to_seconds(message.last_update_time)
     # last_update_time is the last event's timestamp (S6.8); when that event is here, its exact
     # float is known even where a nanosecond Timestamp cannot hold it.
     if message.events and message.events[-1].sequence == message.last_sequence > 0:
         last_update_time = events[-1].timestamp
-    session = Session(
-        id=message.id,
-        app_name=message.app_name,
-        user_id=message.user_id,
-        state=loads_object(message.state, "Session.state"),
-        events=events,
-        last_update_time=last_update_time,
-    )
+    values: JsonObject = {
+        "id": message.id,
+        "app_name": message.app_name,
+        "user_id": message.user_id,
+        "state": loads_object(message.state, "Session.state"),
+        "events": events,
+        "last_update_time": last_update_time,
+    }
+    # Every value is what validation would keep (strings, a JSON object, built events, a
+    # float): listings build a thousand sessions at a time.
+    try:
+        session = _SESSION.build(values)
+    except _NeedsValidation:
+        session = Session(**values)
     session._storage_update_marker = session_marker(message.last_sequence)
     return session
 
@@ -580,6 +588,7 @@ _EVENT = _Blueprint(Event, also_harmless=("model_post_init",))
 # Only non-empty requested_auth_configs are parsed; those take the validating path.
 _ACTIONS = _Blueprint(EventActions, also_harmless=("_parse_auth_configs",))
 _CONTENT = _Blueprint(types.Content)
+_SESSION = _Blueprint(Session)
 _PART = _Blueprint(types.Part)
 _CALLS: dict[str, tuple[_Blueprint[Any], str]] = {
     "function_call": (_Blueprint(types.FunctionCall), "args"),
