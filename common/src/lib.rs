@@ -9,6 +9,7 @@
 //! - [`postgres`]: `--store`, PostgreSQL connection pool, schema migrations, LISTEN.
 //! - [`page`]: opaque page tokens and cursors that cannot leave the scope they were issued for.
 //! - [`snapshot`]: online backups (snapshot format, AdminService, snapshot/restore commands).
+//! - [`storage`]: storage failures by kind, mapped to gRPC status codes in one place.
 //! - [`rpc`]: per-request access checks and log spans.
 //! - [`server`]: logging setup, reflection, shutdown signal.
 //! - [`validate`]: checks of identifiers, JSON text fields and page sizes.
@@ -23,4 +24,5 @@ pub mod postgres;
 pub mod rpc;
 pub mod server;
 pub mod snapshot;
+pub mod storage;
 pub mod validate;
