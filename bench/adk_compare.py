@@ -3,8 +3,8 @@
 
   * the Python client of this project (adk-grpc-services: GrpcSessionService, GrpcMemoryService)
     against the release session-svc / memory-svc (default `--sync sync`: durable appends), and
-  * Google ADK's own DatabaseSessionService (SQLite file, sqlite+aiosqlite) and
-    InMemoryMemoryService (google-adk==2.13.0),
+  * Google ADK's own DatabaseSessionService (SQLite file, sqlite+aiosqlite), InMemoryMemoryService
+    and SqliteMemoryService (SQLite file, FTS5) (google-adk==2.13.0),
 
 in one run, printing each measurement and the ratios (gRPC service / ADK service).
 
@@ -15,7 +15,6 @@ Setup (once):
 Run:
     /tmp/adk-bench-venv/bin/python bench/adk_compare.py --bin-dir target/release
     /tmp/adk-bench-venv/bin/python bench/adk_compare.py --quick      # seconds, for a smoke run
-    /tmp/adk-bench-venv/bin/python bench/adk_compare.py --workloads get,list   # a subset
 
 Workload (identical for both sides, through ADK's BaseSessionService / BaseMemoryService API):
   append:  `--appends` events (~1 KB of text, state delta in app:, user: and session scope),
@@ -26,7 +25,13 @@ Workload (identical for both sides, through ADK's BaseSessionService / BaseMemor
            times; ADK's side is its SqliteSessionService here (sqlite3, no SQLAlchemy).
   search:  `--memories` entries (12-40 words each, Zipf-distributed vocabulary) added to one
            user's memory with add_events_to_memory in batches of 1,000, then `--searches`
-           queries of two kinds: two rare words, and a 4-word question with one common word.
+           queries of two kinds: two rare words, and a 4-word question with one common word
+           (ADK side: InMemoryMemoryService).
+  ingest:  `--ingest-sessions` sessions of 20 events (12-40 words each) added one after another
+           to one user's memory with add_session_to_memory (ADK side: SqliteMemoryService, the
+           ADK memory service that persists and indexes); events/s and latency per session.
+
+`--only append,get,list,memory,ingest` runs a subset.
 """
 
 from __future__ import annotations
@@ -48,8 +53,8 @@ from typing import Any, Awaitable, Callable
 
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
-from google.adk.memory import InMemoryMemoryService
-from google.adk.sessions import DatabaseSessionService
+from google.adk.memory import InMemoryMemoryService, SqliteMemoryService
+from google.adk.sessions import DatabaseSessionService, Session
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
 
@@ -272,6 +277,39 @@ async def measure_search(svc: Any, kind: str, n: int) -> dict[str, float]:
     return await timed(n, op)
 
 
+SESSION_EVENTS = 20
+
+
+def ingest_sessions(n: int) -> list[Session]:
+    """`n` sessions of SESSION_EVENTS events, built before timing starts."""
+    sessions = []
+    for s in range(n):
+        events = [
+            Event(
+                id=f"s{s}-e{e}",
+                invocation_id=f"inv-{s}-{e // 2}",
+                author="user" if e % 2 == 0 else "model",
+                content=types.Content(
+                    role="user" if e % 2 == 0 else "model",
+                    parts=[types.Part(text=memory_text(s * SESSION_EVENTS + e + 1_000_000))],
+                ),
+                timestamp=1_770_000_000.0 + s * 60 + e,
+            )
+            for e in range(SESSION_EVENTS)
+        ]
+        sessions.append(Session(id=f"ingest-{s}", app_name=APP, user_id="ingester", events=events))
+    return sessions
+
+
+async def measure_ingest(svc: Any, sessions: list[Session]) -> dict[str, float]:
+    async def op(i: int) -> None:
+        await svc.add_session_to_memory(sessions[i])
+
+    r = await timed(len(sessions), op)
+    r["rate"] *= SESSION_EVENTS  # events/s
+    return r
+
+
 def fmt(r: dict[str, float]) -> str:
     return f"{r['rate']:10.1f}/s  p50 {r['p50_ms']:8.2f} ms  p99 {r['p99_ms']:8.2f} ms"
 
@@ -286,19 +324,19 @@ async def main() -> int:
     ap.add_argument("--session-events", type=int, default=1000)
     ap.add_argument("--memories", type=int, default=100_000)
     ap.add_argument("--searches", type=int, default=30)
+    ap.add_argument("--ingest-sessions", type=int, default=500)
     ap.add_argument("--list-sessions", type=int, default=1000)
     ap.add_argument("--lists", type=int, default=50)
     ap.add_argument(
-        "--workloads",
-        default="append,get,list,search",
-        help="comma-separated subset of append,get,list,search",
+        "--only", default="append,get,list,memory,ingest", help="comma-separated subset"
     )
     ap.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke run")
     a = ap.parse_args()
+    only = set(a.only.split(","))
     if a.quick:
         a.appends, a.gets, a.session_events, a.memories, a.searches = 200, 5, 200, 2000, 5
         a.list_sessions, a.lists = 200, 5
-    workloads = set(a.workloads.split(","))
+        a.ingest_sessions = 20
     print(f"# load average at start: {os.getloadavg()}")
 
     session_svc = Server(os.path.join(a.bin_dir, "session-svc"), [])
@@ -309,7 +347,7 @@ async def main() -> int:
     try:
         adk_sessions = DatabaseSessionService(f"sqlite+aiosqlite:///{db_dir}/sessions.db")
         # ADK's SQLite service (no SQLAlchemy) for the listing, as ADK users pick it for that.
-        adk_sqlite = SqliteSessionService(f"{db_dir}/list.db")
+        adk_sqlite_sessions = SqliteSessionService(f"{db_dir}/list.db")
     except Exception:
         memory_svc.stop()
         session_svc.stop()
@@ -317,6 +355,7 @@ async def main() -> int:
     grpc_sessions = GrpcSessionService(session_svc.addr)
     grpc_memory = GrpcMemoryService(memory_svc.addr)
     adk_memory = InMemoryMemoryService()
+    adk_sqlite_memory = SqliteMemoryService(os.path.join(db_dir, "memory.db"))
     results: dict[str, dict[str, dict[str, float]]] = {}
 
     def record(name: str, side: str, r: dict[str, float]) -> None:
@@ -325,10 +364,8 @@ async def main() -> int:
 
     try:
         for side, svc in (("grpc", grpc_sessions), ("adk", adk_sessions)):
-            if "append" in workloads:
-                record(
-                    "append_event, 1 session", side, await measure_append(svc, side, a.appends, 1)
-                )
+            if "append" in only:
+                record("append_event, 1 session", side, await measure_append(svc, side, a.appends, 1))
                 try:
                     record(
                         f"append_event, {a.concurrency} sessions at once",
@@ -337,34 +374,42 @@ async def main() -> int:
                     )
                 except Exception as e:  # SQLite may refuse concurrent writers
                     print(f"append_event concurrent, {side}: failed: {type(e).__name__}: {e}")
-            if "get" in workloads:
+            if "get" in only:
                 record(
                     f"get_session of a {a.session_events}-event session",
                     side,
                     await measure_get(svc, side, a.session_events, a.gets),
                 )
-        for side, svc in (("grpc", grpc_sessions), ("adk", adk_sqlite)):
-            if "list" in workloads:
+        if "list" in only:
+            for side, svc in (("grpc", grpc_sessions), ("adk", adk_sqlite_sessions)):
                 record(
                     f"list_sessions of one user's {a.list_sessions} (ADK: SQLite)",
                     side,
                     await measure_list(svc, side, a.list_sessions, a.lists),
                 )
-        for side, msvc in (("grpc", grpc_memory), ("adk", adk_memory)):
-            if "search" not in workloads:
-                break
-            rate = await load_memory(msvc, a.memories)
-            print(f"{'add_events_to_memory':<44} {side:<5} {rate:10.1f} entries/s", flush=True)
-            for kind in ("rare", "mixed"):
+        if "memory" in only:
+            for side, msvc in (("grpc", grpc_memory), ("adk", adk_memory)):
+                rate = await load_memory(msvc, a.memories)
+                print(f"{'add_events_to_memory':<44} {side:<5} {rate:10.1f} entries/s", flush=True)
+                for kind in ("rare", "mixed"):
+                    record(
+                        f"search_memory ({kind} query) at {a.memories} entries",
+                        side,
+                        await measure_search(msvc, kind, a.searches),
+                    )
+        if "ingest" in only:
+            sessions = ingest_sessions(a.ingest_sessions)
+            for side, msvc in (("grpc", grpc_memory), ("adk", adk_sqlite_memory)):
                 record(
-                    f"search_memory ({kind} query) at {a.memories} entries",
+                    f"add_session_to_memory, {a.ingest_sessions} x {SESSION_EVENTS} events (events/s)",
                     side,
-                    await measure_search(msvc, kind, a.searches),
+                    await measure_ingest(msvc, sessions),
                 )
     finally:
         await grpc_sessions.close()
         await grpc_memory.close()
         await adk_sessions.close() if hasattr(adk_sessions, "close") else None
+        await adk_sqlite_memory.close()
         memory_svc.stop()
         session_svc.stop()
         shutil.rmtree(db_dir, ignore_errors=True)

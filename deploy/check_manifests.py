@@ -5,7 +5,7 @@ Reads a kustomize build (a YAML stream) on stdin; prints one line per finding; e
 Used by deploy/validate. Checks:
   - StatefulSets run exactly one replica (sled is single-writer), name an existing headless
     Service, and select their own pod template; Deployments (scaled, HPA) set a shared store
-    (*_SVC_STORE), and HorizontalPodAutoscalers target a Deployment with CPU requests;
+    (*_SVC_STORE) when they run a server, and HorizontalPodAutoscalers target a Deployment with CPU requests;
   - Secrets referenced by env secretKeyRef exist and hold the key;
   - every Service and PodDisruptionBudget selects a pod template, Service target ports exist;
   - ConfigMaps and Secrets referenced by pods exist (or are listed with --external-secret);
@@ -65,7 +65,9 @@ def main():
             finding(w, "selector does not match the pod template labels")
         stores = [e for c in spec["containers"] for e in c.get("env", [])
                   if re.match(r"^(SESSION|MEMORY)_SVC_STORE$", e["name"])]
-        if w["kind"] == "Deployment" and not stores:
+        servers = [c for c in spec["containers"]
+                   if os.path.basename((c.get("command") or [""])[0]) in ("session-svc", "memory-svc")]
+        if w["kind"] == "Deployment" and servers and not stores:
             finding(w, "a Deployment needs a shared store (*_SVC_STORE): sled is one process per volume")
         if w["kind"] == "StatefulSet":
             if w["spec"].get("replicas") != 1:

@@ -9,6 +9,7 @@
 //! numbers are for "client and server on one box", which is the pessimistic case.
 
 mod load;
+mod recall;
 mod server;
 mod text;
 
@@ -141,6 +142,21 @@ enum Scenario {
     },
     /// Idle RSS of freshly started servers.
     Idle,
+    /// Retrieval quality: ingest the recall corpus through gRPC, ask its questions with
+    /// SearchMemory, report recall@1/5/10 and MRR per question kind, and search latency.
+    /// Not part of `all`.
+    Recall {
+        /// Directory with `corpus.jsonl` and `questions.jsonl` (default: `bench/recall` of
+        /// this source tree).
+        #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/recall"))]
+        corpus: PathBuf,
+        /// Use the memory-svc at this URL (`http://host:port`) instead of starting one.
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// Also print every question with an answer outside the top 5, and what came first.
+        #[arg(long)]
+        misses: bool,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -281,6 +297,22 @@ async fn run(cli: Cli) -> Result<()> {
             .await?
         }
         Scenario::Idle => idle(&ctx, &mut report).await?,
+        Scenario::Recall {
+            corpus,
+            endpoint,
+            misses,
+        } => {
+            // Its own report: quality per question kind, not a load table.
+            let opts = recall::Options {
+                corpus,
+                endpoint,
+                misses,
+                json: cli.json,
+            };
+            recall::run(&ctx, &opts).await?;
+            print_load("end");
+            return Ok(());
+        }
     }
     print_load("end");
     report.print_table();

@@ -97,6 +97,44 @@ impl Default for ServeFlags {
     }
 }
 
+/// The flags for people, as the startup log shows them.
+impl std::fmt::Display for ServeFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let on_off = |set: bool| if set { "on" } else { "off" };
+        let sync = match self.sync {
+            SyncMode::Sync => "sync",
+            SyncMode::Periodic => "periodic",
+        };
+        write!(
+            f,
+            "durability {sync}, TLS {}",
+            on_off(self.tls_cert.is_some())
+        )?;
+        if self.tls_client_ca.is_some() {
+            f.write_str(" with client certificates")?;
+        }
+        write!(f, ", tokens {}", on_off(self.tokens_file.is_some()))?;
+        match self.metrics_listen {
+            Some(addr) => write!(f, ", metrics on {addr}")?,
+            None => f.write_str(", metrics off")?,
+        }
+        write!(
+            f,
+            ", at most {} calls at once, {} s shutdown grace, at most {} PostgreSQL connections",
+            self.max_concurrent_requests, self.shutdown_grace_secs, self.pg_max_connections
+        )
+    }
+}
+
+/// A size for people: whole MiB or KiB when it is one, else bytes.
+pub fn human_bytes(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}
+
 impl ServeFlags {
     pub fn options(&self) -> ServeOptions {
         let tls = match (&self.tls_cert, &self.tls_key) {

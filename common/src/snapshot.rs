@@ -1,16 +1,22 @@
 //! Online backups: the snapshot file format of a sled database, the `AdminService` that streams
 //! a snapshot out of a running server, and the `snapshot` / `restore` commands of both binaries.
 //!
-//! A snapshot file is `ADKSNAP1` followed by length-delimited [`Record`]s (every entry of every
+//! A snapshot file is `ADKSNAP2`, a length-delimited [`Header`] naming the service that took it
+//! and the format version, then the body: length-delimited [`Record`]s (every entry of every
 //! tree) and a final record with an empty tree name carrying the entry count, so a truncated
-//! file is detected on restore. The store pauses its writers while the file is written to local
-//! disk (see [`Snapshotter`]), so the snapshot is consistent across trees; it is streamed to the
-//! client afterwards, at the client's pace, without holding writers up.
+//! file is detected on restore. Files of the first format (`ADKSNAP1` and the body, no header)
+//! do not say which service they belong to: restore refuses them unless told to accept them.
+//!
+//! The store pauses its writers while the body is written to local disk (see [`Snapshotter`]),
+//! so the snapshot is consistent across trees; it is streamed to the client afterwards, at the
+//! client's pace, without holding writers up. A restore writes into a temporary directory beside
+//! the target and renames it into place only once the whole snapshot is in, so a failed restore
+//! leaves nothing behind. Both commands show their progress on stderr.
 
 use std::{
     fs::File,
     future::Future,
-    io::{BufReader, BufWriter, Read, Write},
+    io::{BufReader, BufWriter, IsTerminal, Read, Write},
     path::{Path, PathBuf},
     pin::Pin,
     process::ExitCode,
@@ -25,7 +31,19 @@ use tonic::{transport::Channel, Request, Response, Status};
 
 use crate::auth::grant;
 
-const MAGIC: &[u8; 8] = b"ADKSNAP1";
+/// The start of a snapshot file: the magic, then a [`Header`].
+const MAGIC: &[u8; 8] = b"ADKSNAP2";
+
+/// The start of a file of the first format: the magic, then the body (no header).
+const UNLABELLED_MAGIC: &[u8; 8] = b"ADKSNAP1";
+
+/// The version of the format this code writes and reads.
+const FORMAT_VERSION: u32 = 2;
+
+/// Largest record a snapshot may hold (a store entry: a session's event, say, is at most the
+/// server's --max-event-bytes), so that a corrupt length cannot make a restore allocate
+/// without bound.
+const MAX_RECORD_BYTES: u64 = 1 << 30;
 
 /// Bytes per streamed chunk.
 const CHUNK_BYTES: usize = 256 * 1024;
@@ -41,6 +59,41 @@ pub enum SnapshotError {
     Format(String),
     #[error("{0} is not empty: restore only into a fresh data directory")]
     NotEmpty(PathBuf),
+    #[error("this is a snapshot of {found}, not of {expected}: restore it with {found}")]
+    WrongService { found: String, expected: String },
+    #[error(
+        "this snapshot does not say which service took it (it is in the first snapshot format); \
+         if you are sure it is a {expected} snapshot, restore it with --accept-unlabelled"
+    )]
+    Unlabelled { expected: String },
+}
+
+/// What a snapshot file says about itself, after the magic.
+#[derive(Clone, PartialEq, prost::Message)]
+struct Header {
+    /// The service whose store it holds: `session-svc` or `memory-svc`.
+    #[prost(string, tag = "1")]
+    service: String,
+    #[prost(uint32, tag = "2")]
+    format_version: u32,
+    /// The size of the body that follows (for progress).
+    #[prost(uint64, tag = "3")]
+    body_bytes: u64,
+}
+
+impl Header {
+    /// The magic and this header: the first bytes of a snapshot file.
+    fn file_start(service: &str, body_bytes: u64) -> Vec<u8> {
+        let header = Header {
+            service: service.to_owned(),
+            format_version: FORMAT_VERSION,
+            body_bytes,
+        };
+        let mut bytes = MAGIC.to_vec();
+        // Encoding into a Vec cannot run out of room.
+        let _ = header.encode_length_delimited(&mut bytes);
+        bytes
+    }
 }
 
 /// One entry of one tree.
@@ -66,7 +119,8 @@ impl WriteGate {
         self.0.read().await
     }
 
-    /// Writes a snapshot of `db` to `path` with writers paused; returns the entry count.
+    /// Writes the body of a snapshot of `db` to `path` with writers paused; returns the entry
+    /// count.
     pub async fn snapshot(&self, db: &sled::Db, path: &Path) -> Result<u64, SnapshotError> {
         let paused = self.0.clone().write_owned().await;
         let (db, path) = (db.clone(), path.to_owned());
@@ -81,14 +135,15 @@ impl WriteGate {
 
 /// A store that can write a consistent snapshot of itself.
 pub trait Snapshotter: Send + Sync + 'static {
-    /// Writes the snapshot to `path`, pausing writers meanwhile; returns the entry count.
+    /// Writes the body of a snapshot to `path`, pausing writers meanwhile; returns the entry
+    /// count.
     fn snapshot(&self, path: &Path) -> impl Future<Output = Result<u64, SnapshotError>> + Send;
 }
 
-/// Writes every entry of every tree of `db`. The caller keeps writers out meanwhile.
+/// Writes the body of a snapshot: every entry of every tree of `db`. The caller keeps writers
+/// out meanwhile.
 pub fn write(db: &sled::Db, out: impl Write) -> Result<u64, SnapshotError> {
     let mut out = BufWriter::new(out);
-    out.write_all(MAGIC)?;
     let mut count = 0u64;
     let mut buf = Vec::new();
     for name in db.tree_names() {
@@ -121,36 +176,102 @@ pub fn write(db: &sled::Db, out: impl Write) -> Result<u64, SnapshotError> {
     Ok(count)
 }
 
-/// Restores a snapshot into a new database at `data_dir`, which must not hold one yet.
-pub fn restore(data_dir: &Path, input: impl Read) -> Result<u64, SnapshotError> {
+/// What a restore expects of the snapshot it is given.
+#[derive(Debug, Clone, Copy)]
+pub struct Expect<'a> {
+    /// The service restoring: a snapshot of another one is refused.
+    pub service: &'a str,
+    /// Accept a snapshot of the first format, which does not name its service.
+    pub accept_unlabelled: bool,
+}
+
+/// Restores a snapshot into a new database at `data_dir`, which must not hold one yet; returns
+/// the entry count. The database is built in a temporary directory beside `data_dir` and renamed
+/// into place at the end: on any failure (a truncated or foreign snapshot, a full disk) nothing
+/// is left behind and the restore can simply be run again.
+pub fn restore(
+    expect: Expect<'_>,
+    data_dir: &Path,
+    input: impl Read,
+    progress: &mut Progress,
+) -> Result<u64, SnapshotError> {
     if data_dir.exists() && std::fs::read_dir(data_dir)?.next().is_some() {
         return Err(SnapshotError::NotEmpty(data_dir.to_owned()));
     }
-    let mut input = BufReader::new(input);
+    let mut input = BufReader::new(Counted {
+        inner: input,
+        progress,
+    });
     let mut magic = [0u8; 8];
-    input.read_exact(&mut magic)?;
-    if &magic != MAGIC {
-        return Err(SnapshotError::Format("missing ADKSNAP1 header".into()));
+    read_exact(&mut input, &mut magic)?;
+    match &magic {
+        MAGIC => {
+            let header = Header::decode(read_record_bytes(&mut input)?.as_slice())
+                .map_err(|e| SnapshotError::Format(format!("unreadable header: {e}")))?;
+            if header.format_version != FORMAT_VERSION {
+                return Err(SnapshotError::Format(format!(
+                    "format version {} (this version reads {FORMAT_VERSION})",
+                    header.format_version
+                )));
+            }
+            if header.service != expect.service {
+                return Err(SnapshotError::WrongService {
+                    found: header.service,
+                    expected: expect.service.to_owned(),
+                });
+            }
+        }
+        UNLABELLED_MAGIC if expect.accept_unlabelled => {}
+        UNLABELLED_MAGIC => {
+            return Err(SnapshotError::Unlabelled {
+                expected: expect.service.to_owned(),
+            })
+        }
+        _ => return Err(SnapshotError::Format("no snapshot header".into())),
     }
-    let mut bytes = Vec::new();
-    input.read_to_end(&mut bytes)?;
-    let db = sled::open(data_dir)?;
-    let mut rest = &bytes[..];
+    let parent = match data_dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent)?;
+    let building = tempfile::Builder::new()
+        .prefix(".restoring-")
+        .tempdir_in(&parent)?;
+    let count = restore_body(&mut input, building.path())?;
+    if data_dir.exists() {
+        // Checked empty above.
+        std::fs::remove_dir(data_dir)?;
+    }
+    let built = building.keep();
+    if let Err(e) = std::fs::rename(&built, data_dir) {
+        // Best effort: the rename's error is the one to report.
+        let _ = std::fs::remove_dir_all(&built);
+        return Err(e.into());
+    }
+    input.into_inner().progress.finish();
+    Ok(count)
+}
+
+/// Reads the records of a snapshot body into a new database at `dir`; returns their count.
+fn restore_body(input: &mut impl Read, dir: &Path) -> Result<u64, SnapshotError> {
+    let db = sled::open(dir)?;
     let mut count = 0u64;
     loop {
-        if rest.is_empty() {
-            return Err(SnapshotError::Format("truncated: no final record".into()));
-        }
-        let record = Record::decode_length_delimited(&mut rest)
+        let record = Record::decode(read_record_bytes(input)?.as_slice())
             .map_err(|e| SnapshotError::Format(e.to_string()))?;
         if record.tree.is_empty() {
             let expected = <[u8; 8]>::try_from(record.value.as_slice())
                 .map(u64::from_be_bytes)
                 .map_err(|_| SnapshotError::Format("bad final record".into()))?;
-            if expected != count || !rest.is_empty() {
+            if expected != count {
                 return Err(SnapshotError::Format(format!(
-                    "expected {expected} entries, found {count}"
+                    "expected {}, found {count}",
+                    entries(expected)
                 )));
+            }
+            let mut rest = [0u8; 1];
+            if input.read(&mut rest)? != 0 {
+                return Err(SnapshotError::Format("data after the final record".into()));
             }
             break;
         }
@@ -162,9 +283,145 @@ pub fn restore(data_dir: &Path, input: impl Read) -> Result<u64, SnapshotError> 
     Ok(count)
 }
 
+/// The bytes of the next length-delimited message of `input`.
+fn read_record_bytes(input: &mut impl Read) -> Result<Vec<u8>, SnapshotError> {
+    // The length: a varint of at most ten bytes.
+    let mut len = 0u64;
+    for shift in (0..70).step_by(7) {
+        let mut byte = [0u8; 1];
+        read_exact(input, &mut byte)?;
+        len |= u64::from(byte[0] & 0x7f) << shift;
+        if byte[0] & 0x80 == 0 {
+            if len > MAX_RECORD_BYTES {
+                return Err(SnapshotError::Format(format!("a record of {len} bytes")));
+            }
+            let mut bytes = Vec::new();
+            input.take(len).read_to_end(&mut bytes)?;
+            if bytes.len() as u64 != len {
+                return Err(truncated());
+            }
+            return Ok(bytes);
+        }
+    }
+    Err(SnapshotError::Format("bad record length".into()))
+}
+
+/// `read_exact`, with the end of the file reported as a truncated snapshot.
+fn read_exact(input: &mut impl Read, buf: &mut [u8]) -> Result<(), SnapshotError> {
+    input.read_exact(buf).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => truncated(),
+        _ => SnapshotError::Io(e),
+    })
+}
+
+fn truncated() -> SnapshotError {
+    SnapshotError::Format("truncated: the file ends before the final record".into())
+}
+
+/// A reader that reports the bytes read to a [`Progress`].
+struct Counted<'a, R> {
+    inner: R,
+    progress: &'a mut Progress,
+}
+
+impl<R: Read> Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.progress.add(n as u64);
+        Ok(n)
+    }
+}
+
+/// Progress of a long copy, shown on stderr: bytes and percent, on one line rewritten in place
+/// on a terminal, otherwise a line every tenth of the way.
+#[derive(Debug)]
+pub struct Progress {
+    /// What is being done ("restoring"), or `None` to show nothing.
+    label: Option<&'static str>,
+    total: u64,
+    done: u64,
+    /// The last percentage shown.
+    shown: Option<u64>,
+    terminal: bool,
+}
+
+impl Progress {
+    /// Progress of `label` over `total` bytes, shown on stderr.
+    pub fn on_stderr(label: &'static str, total: u64) -> Self {
+        Self {
+            label: Some(label),
+            total,
+            done: 0,
+            shown: None,
+            terminal: std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// Progress that is not shown.
+    pub fn hidden() -> Self {
+        Self {
+            label: None,
+            total: 0,
+            done: 0,
+            shown: None,
+            terminal: false,
+        }
+    }
+
+    fn add(&mut self, bytes: u64) {
+        self.done += bytes;
+        let percent = (self.done * 100)
+            .checked_div(self.total)
+            .unwrap_or(100)
+            .min(100);
+        let step = if self.terminal { 1 } else { 10 };
+        if self.shown.is_none_or(|shown| percent >= shown + step) {
+            self.show(percent);
+        }
+    }
+
+    fn show(&mut self, percent: u64) {
+        let Some(label) = self.label else {
+            return;
+        };
+        self.shown = Some(percent);
+        let line = format!(
+            "{label}: {} of {} ({percent}%)",
+            mib(self.done),
+            mib(self.total)
+        );
+        if self.terminal {
+            eprint!("\r{line}");
+        } else {
+            eprintln!("{line}");
+        }
+    }
+
+    /// Shows the end (100%, unless shown already), and ends the line on a terminal.
+    fn finish(&mut self) {
+        if self.shown != Some(100) {
+            self.show(100);
+        }
+        if self.terminal && self.label.is_some() {
+            eprintln!();
+        }
+    }
+}
+
+/// "1 entry", "2 entries".
+fn entries(n: u64) -> String {
+    format!("{n} {}", if n == 1 { "entry" } else { "entries" })
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+}
+
 /// `adk.admin.v1.AdminService` over a store.
 #[derive(Debug)]
 pub struct AdminGrpc<T> {
+    /// The service whose store this is, named in the snapshot's header.
+    service: &'static str,
     store: Arc<T>,
     /// Where snapshots are written before they are streamed (inside the data directory, so
     /// they land on the same volume, which has room for a copy of the data).
@@ -172,8 +429,12 @@ pub struct AdminGrpc<T> {
 }
 
 impl<T> AdminGrpc<T> {
-    pub fn new(store: Arc<T>, scratch_dir: PathBuf) -> Self {
-        Self { store, scratch_dir }
+    pub fn new(service: &'static str, store: Arc<T>, scratch_dir: PathBuf) -> Self {
+        Self {
+            service,
+            store,
+            scratch_dir,
+        }
     }
 }
 
@@ -202,10 +463,16 @@ impl<T: Snapshotter> AdminService for AdminGrpc<T> {
             .snapshot(file.path())
             .await
             .map_err(|e| internal(&e))?;
-        tracing::info!(entries, "snapshot taken");
+        let body_bytes = file.as_file().metadata().map_err(|e| internal(&e))?.len();
+        tracing::info!(entries, body_bytes, "snapshot taken");
         let (tx, rx) = mpsc::channel(4);
+        let start = Header::file_start(self.service, body_bytes);
         // The temporary file is removed when this task drops it, streamed or not.
         tokio::task::spawn_blocking(move || {
+            // The header goes first, in a chunk of its own.
+            if tx.blocking_send(Ok(SnapshotChunk { data: start })).is_err() {
+                return;
+            }
             let mut reader = match file.reopen() {
                 Ok(f) => BufReader::new(f),
                 Err(e) => {
@@ -253,18 +520,21 @@ pub enum AdminCommand {
         ca: Option<PathBuf>,
     },
     /// Restore a snapshot file into a fresh data directory (the server must not be running on
-    /// it).
+    /// it). Nothing is left behind when the restore fails.
     Restore {
         #[arg(long)]
         input: PathBuf,
         #[arg(long)]
         data_dir: PathBuf,
+        /// Accept a snapshot of the first format, which does not say which service took it.
+        #[arg(long)]
+        accept_unlabelled: bool,
     },
 }
 
 impl AdminCommand {
-    /// Runs the command, reporting on stdout/stderr.
-    pub async fn run(self) -> ExitCode {
+    /// Runs the command of `service`'s binary, reporting on stdout/stderr.
+    pub async fn run(self, service: &'static str) -> ExitCode {
         let outcome = match self {
             AdminCommand::Snapshot {
                 endpoint,
@@ -273,16 +543,25 @@ impl AdminCommand {
                 ca,
             } => download(&endpoint, &output, token_file, ca)
                 .await
-                .map(|bytes| {
+                .map(|(of, bytes)| {
                     format!(
-                        "snapshot of {endpoint} written to {} ({bytes} bytes)",
+                        "snapshot of {of} at {endpoint} written to {} ({bytes} bytes)",
                         output.display()
                     )
                 }),
-            AdminCommand::Restore { input, data_dir } => File::open(&input)
-                .map_err(|e| format!("cannot open {}: {e}", input.display()).into())
-                .and_then(|f| restore(&data_dir, f).map_err(Into::into))
-                .map(|n| format!("restored {n} entries into {}", data_dir.display())),
+            AdminCommand::Restore {
+                input,
+                data_dir,
+                accept_unlabelled,
+            } => restore_file(
+                Expect {
+                    service,
+                    accept_unlabelled,
+                },
+                &input,
+                &data_dir,
+            )
+            .map(|n| format!("restored {} into {}", entries(n), data_dir.display())),
         };
         match outcome {
             Ok(message) => {
@@ -297,12 +576,26 @@ impl AdminCommand {
     }
 }
 
+/// `restore` from the file at `input`, with progress.
+fn restore_file(
+    expect: Expect<'_>,
+    input: &Path,
+    data_dir: &Path,
+) -> Result<u64, crate::server::BoxError> {
+    let file = File::open(input).map_err(|e| format!("cannot open {}: {e}", input.display()))?;
+    let mut progress = Progress::on_stderr("restoring", file.metadata()?.len());
+    Ok(restore(expect, data_dir, file, &mut progress)?)
+}
+
+/// Streams a snapshot from the server at `endpoint` into `output`, with progress; returns the
+/// service the snapshot is of and its size. The file is written beside `output` and renamed
+/// into place once complete, so a failed download leaves nothing behind.
 async fn download(
     endpoint: &str,
     output: &Path,
     token_file: Option<PathBuf>,
     ca: Option<PathBuf>,
-) -> Result<u64, crate::server::BoxError> {
+) -> Result<(String, u64), crate::server::BoxError> {
     let mut channel = Channel::from_shared(endpoint.to_owned())?;
     if let Some(ca) = ca {
         let pem = std::fs::read(&ca).map_err(|e| format!("cannot read {}: {e}", ca.display()))?;
@@ -325,15 +618,34 @@ async fn download(
     }
     let mut client = adk_proto::admin::v1::admin_service_client::AdminServiceClient::new(channel);
     let mut stream = client.snapshot(request).await?.into_inner();
-    let partial = output.with_extension("partial");
-    let mut file = BufWriter::new(File::create(&partial)?);
-    let mut bytes = 0u64;
+    // The first chunk is the header: it names the service and the size of what follows.
+    let start = stream
+        .next()
+        .await
+        .ok_or("the server sent an empty snapshot")??
+        .data;
+    let header = start
+        .strip_prefix(MAGIC.as_slice())
+        .and_then(|rest| Header::decode_length_delimited(rest).ok())
+        .ok_or("the server sent a snapshot without a header")?;
+    let dir = match output.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let partial = tempfile::Builder::new()
+        .prefix(".snapshot-")
+        .tempfile_in(dir)?;
+    let mut file = BufWriter::new(partial.as_file());
+    let mut progress = Progress::on_stderr("snapshot", start.len() as u64 + header.body_bytes);
+    file.write_all(&start)?;
+    progress.add(start.len() as u64);
     while let Some(chunk) = stream.next().await {
         let chunk = chunk?;
         file.write_all(&chunk.data)?;
-        bytes += chunk.data.len() as u64;
+        progress.add(chunk.data.len() as u64);
     }
     file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    std::fs::rename(&partial, output)?;
-    Ok(bytes)
+    partial.persist(output)?;
+    progress.finish();
+    Ok((header.service, progress.done))
 }

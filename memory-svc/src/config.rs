@@ -47,6 +47,21 @@ pub struct Config {
     pub admin: Option<AdminCommand>,
 }
 
+/// The configuration for people, as the startup log shows it.
+impl std::fmt::Display for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "listen {}, store {:?}, session-svc at {}, requests up to {}, {}",
+            self.listen,
+            self.store(),
+            self.session_endpoint,
+            adk_common::server::human_bytes(self.max_request_bytes),
+            self.serve
+        )
+    }
+}
+
 impl Config {
     /// The command line (with environment fallbacks) of this process.
     pub fn from_env() -> Self {

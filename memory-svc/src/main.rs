@@ -8,9 +8,9 @@ use memory_svc::{config::Config, server};
 async fn main() -> ExitCode {
     let config = Config::from_env();
     if let Some(command) = config.admin {
-        return command.run().await;
+        return command.run("memory-svc").await;
     }
     adk_common::server::init_logging(config.serve.log_format);
-    tracing::info!(?config, "starting");
+    tracing::info!("starting: {config}");
     adk_common::server::run_until_signal("memory-svc", server::start(config).await).await
 }

@@ -1,6 +1,6 @@
-//! The memory domain: checks each request, applies ADK's memory rules (M1), and calls the
-//! store. Requests are the protobuf messages of `adk.memory.v1` (plain data); results are the
-//! store's entries. Nothing here knows about gRPC transport.
+//! The memory domain: checks each request, applies ADK's memory rules (M1 in docs/rules.md),
+//! and calls the store. Requests are the protobuf messages of `adk.memory.v1` (plain data);
+//! results are the store's entries. Nothing here knows about gRPC transport.
 
 use adk_common::validate::{
     self, identifier, json_object, json_object_text, page_size, timestamp, InvalidArgument,

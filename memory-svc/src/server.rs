@@ -39,6 +39,7 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             let store = SledMemoryStore::open(&dir, config.serve.sync)
                 .map_err(|e| format!("cannot open the data directory {}: {e}", dir.display()))?;
             let admin = AdminServiceServer::new(AdminGrpc::new(
+                "memory-svc",
                 Arc::new(store.clone()),
                 dir.join("snapshots"),
             ));

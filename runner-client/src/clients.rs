@@ -2,19 +2,22 @@
 //! failure turned into a [`RunnerError`] that names the service and its address.
 //!
 //! Channels connect lazily, so building a client never fails on a service that is down; the
-//! first call does, with [`RunnerError::Unreachable`].
+//! first call does, with [`RunnerError::Unreachable`]. An endpoint may omit its scheme
+//! (`127.0.0.1:50051`, as grpcurl takes it): `http://` is assumed, `https://` with a CA
+//! certificate.
 
 use std::{error::Error as _, time::Duration};
 
 use adk_proto::{
     memory::v1::{
-        add_session_to_memory_request::Source, memory_service_client::MemoryServiceClient,
-        AddSessionToMemoryRequest, MemoryEntry, SearchMemoryRequest, SessionRef,
+        add_session_to_memory_request::Source, delete_memory_request::Target,
+        memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest, DeleteMemoryRequest,
+        ListMemoriesRequest, MemoryEntry, SearchMemoryRequest, SessionRef,
     },
     session::v1::{
         session_service_client::SessionServiceClient, AppendEventRequest, AppendEventResponse,
-        CreateSessionRequest, DeleteSessionRequest, GetSessionRequest, ListSessionsRequest,
-        Session, WatchEventsRequest, WatchEventsResponse, WatchSessionRequest,
+        CreateSessionRequest, DeleteSessionRequest, Event, GetSessionRequest, ListEventsRequest,
+        ListSessionsRequest, Session, WatchEventsRequest, WatchEventsResponse, WatchSessionRequest,
         WatchSessionResponse,
     },
 };
@@ -27,10 +30,12 @@ use tonic::{
 
 use crate::error::{Result, RunnerError};
 
-/// Largest message accepted from a service: a session with all its events can be large.
-const MAX_MESSAGE_BYTES: usize = 256 << 20;
+/// Largest message accepted from or sent to a service: well above the largest event
+/// session-svc accepts (`--max-event-bytes`, 16 MiB by default), so that a page of events
+/// holding several of them can be read.
+pub(crate) const MAX_MESSAGE_BYTES: usize = 256 << 20;
 
-/// Sessions fetched per ListSessions page (the service's maximum).
+/// Sessions, events or memories fetched per page (the services' maximum).
 const LIST_PAGE: i32 = 100;
 
 /// How to reach services that require TLS or a token (see the servers' `--tls-cert` and
@@ -45,20 +50,24 @@ pub struct Access {
 
 /// Where a service lives (for error messages) and what to present to it.
 #[derive(Debug, Clone)]
-struct Remote {
-    service: &'static str,
-    endpoint: String,
+pub(crate) struct Remote {
+    pub(crate) service: &'static str,
+    pub(crate) endpoint: String,
     /// `Bearer <token>`, when the service requires one.
     authorization: Option<MetadataValue<Ascii>>,
 }
 
 impl Remote {
-    fn channel(service: &'static str, endpoint: &str, access: &Access) -> Result<(Self, Channel)> {
+    pub(crate) fn channel(
+        service: &'static str,
+        endpoint: &str,
+        access: &Access,
+    ) -> Result<(Self, Channel)> {
         let invalid = |reason: String| RunnerError::InvalidEndpoint {
             endpoint: endpoint.to_owned(),
             reason,
         };
-        let mut channel = Channel::from_shared(endpoint.to_owned())
+        let mut channel = Channel::from_shared(with_scheme(endpoint, access))
             .map_err(|e| invalid(e.to_string()))?
             .connect_timeout(Duration::from_secs(5));
         if let Some(ca) = &access.ca_pem {
@@ -66,22 +75,32 @@ impl Remote {
                 .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)))
                 .map_err(|e| invalid(format!("bad TLS settings: {e}")))?;
         }
-        let authorization = access
-            .token
-            .as_ref()
-            .map(|t| format!("Bearer {}", t.trim()).parse())
-            .transpose()
-            .map_err(|_| invalid("the token is not a valid header value".into()))?;
         let remote = Remote {
             service,
             endpoint: endpoint.to_owned(),
-            authorization,
-        };
+            authorization: None,
+        }
+        .with_token(access.token.as_deref())?;
         Ok((remote, channel.connect_lazy()))
     }
 
+    /// The same service, presenting `token` (none: no token).
+    pub(crate) fn with_token(&self, token: Option<&str>) -> Result<Self> {
+        let authorization = token
+            .map(|t| format!("Bearer {}", t.trim()).parse())
+            .transpose()
+            .map_err(|_| RunnerError::InvalidEndpoint {
+                endpoint: self.endpoint.clone(),
+                reason: "the token is not a valid header value".into(),
+            })?;
+        Ok(Self {
+            authorization,
+            ..self.clone()
+        })
+    }
+
     /// `message` as a request carrying the token, if any.
-    fn request<T>(&self, message: T) -> Request<T> {
+    pub(crate) fn request<T>(&self, message: T) -> Request<T> {
         let mut request = Request::new(message);
         if let Some(authorization) = &self.authorization {
             request
@@ -91,8 +110,17 @@ impl Remote {
         request
     }
 
-    /// The error for a failed `rpc`: transport failures mean the service is not there.
-    fn error(&self, rpc: &'static str, status: Status) -> RunnerError {
+    /// The error for a failed `rpc`: transport failures mean the service is not there, and an
+    /// UNIMPLEMENTED status without a message (gRPC's answer for a service the server does not
+    /// have) means another server answers at the address.
+    pub(crate) fn error(&self, rpc: &'static str, status: Status) -> RunnerError {
+        if status.code() == Code::Unimplemented && status.message().is_empty() {
+            return RunnerError::WrongService {
+                service: self.service,
+                endpoint: self.endpoint.clone(),
+                rpc,
+            };
+        }
         match unreachable_reason(&status) {
             Some(reason) => RunnerError::Unreachable {
                 service: self.service,
@@ -107,6 +135,45 @@ impl Remote {
                 message: status.message().to_owned(),
             },
         }
+    }
+}
+
+/// `endpoint` with a scheme: as given when it has one, else `https://` when a CA certificate
+/// is given and `http://` otherwise.
+fn with_scheme(endpoint: &str, access: &Access) -> String {
+    if endpoint.contains("://") {
+        endpoint.to_owned()
+    } else if access.ca_pem.is_some() {
+        format!("https://{endpoint}")
+    } else {
+        format!("http://{endpoint}")
+    }
+}
+
+/// The gRPC services a server at `endpoint` offers, as its reflection service lists them;
+/// `None` when it cannot say (no reflection, unreachable...). For telling a user which server
+/// answered where another was expected.
+pub async fn services_at(endpoint: &str, access: &Access) -> Option<Vec<String>> {
+    use tonic_reflection::pb::v1::{
+        server_reflection_client::ServerReflectionClient,
+        server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+        ServerReflectionRequest,
+    };
+    let (remote, channel) = Remote::channel("reflection", endpoint, access).ok()?;
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut responses = ServerReflectionClient::new(channel)
+        .server_reflection_info(remote.request(tokio_stream::once(request)))
+        .await
+        .ok()?
+        .into_inner();
+    match responses.message().await.ok()??.message_response? {
+        MessageResponse::ListServicesResponse(list) => {
+            Some(list.service.into_iter().map(|s| s.name).collect())
+        }
+        _ => None,
     }
 }
 
@@ -166,11 +233,30 @@ impl SessionClient {
     }
 
     /// The whole session, or `None` when it does not exist.
+    ///
+    /// The session (state and metadata) comes first, without events; its events then come page
+    /// by page through ListEvents, up to the session's `last_sequence` at that moment, so the
+    /// state and the events match and no single message has to hold a large session.
     pub async fn get(&self, app: &str, user: &str, session: &str) -> Result<Option<Session>> {
+        let Some(mut found) = self.get_without_events(app, user, session).await? else {
+            return Ok(None);
+        };
+        found.events = self.events(app, user, session, found.last_sequence).await?;
+        Ok(Some(found))
+    }
+
+    /// The session's state and metadata without its events, or `None` when it does not exist.
+    pub async fn get_without_events(
+        &self,
+        app: &str,
+        user: &str,
+        session: &str,
+    ) -> Result<Option<Session>> {
         let request = GetSessionRequest {
             app_name: app.to_owned(),
             user_id: user.to_owned(),
             session_id: session.to_owned(),
+            num_recent_events: Some(0),
             ..Default::default()
         };
         match self
@@ -183,6 +269,48 @@ impl SessionClient {
             Err(status) if status.code() == Code::NotFound => Ok(None),
             Err(status) => Err(self.remote.error("GetSession", status)),
         }
+    }
+
+    /// The session's stored events up to sequence `last`, in order. A page too large for one
+    /// message (events of many megabytes each) is fetched again in smaller pages.
+    async fn events(&self, app: &str, user: &str, session: &str, last: u64) -> Result<Vec<Event>> {
+        let mut events = Vec::new();
+        let mut page_size = LIST_PAGE;
+        let mut after = 0;
+        while after < last {
+            let request = ListEventsRequest {
+                app_name: app.to_owned(),
+                user_id: user.to_owned(),
+                session_id: session.to_owned(),
+                after_sequence: after,
+                page_size,
+                page_token: String::new(),
+            };
+            let page = match self
+                .client
+                .clone()
+                .list_events(self.remote.request(request))
+                .await
+            {
+                Ok(page) => page.into_inner(),
+                Err(status) if too_large(&status) && page_size > 1 => {
+                    page_size /= 2;
+                    continue;
+                }
+                Err(status) if status.code() == Code::NotFound => {
+                    return Err(RunnerError::SessionNotFound {
+                        session_id: session.to_owned(),
+                    })
+                }
+                Err(status) => return Err(self.remote.error("ListEvents", status)),
+            };
+            let Some(next) = page.events.last().map(|e| e.sequence) else {
+                break;
+            };
+            events.extend(page.events.into_iter().filter(|e| e.sequence <= last));
+            after = next;
+        }
+        Ok(events)
     }
 
     /// The session, created empty when it does not exist yet (R1: auto-create).
@@ -241,8 +369,12 @@ impl SessionClient {
         }
     }
 
-    /// Deletes the session and its events (nothing happens when it does not exist).
-    pub async fn delete(&self, app: &str, user: &str, session: &str) -> Result<()> {
+    /// Deletes the session and its events; returns whether there was one.
+    ///
+    /// DeleteSession does not say (it is idempotent), so the session is looked up first; a
+    /// session created between the two calls is deleted and reported as absent.
+    pub async fn delete(&self, app: &str, user: &str, session: &str) -> Result<bool> {
+        let existed = self.get_without_events(app, user, session).await?.is_some();
         let request = DeleteSessionRequest {
             app_name: app.to_owned(),
             user_id: user.to_owned(),
@@ -253,7 +385,7 @@ impl SessionClient {
             .delete_session(self.remote.request(request))
             .await
             .map_err(|s| self.remote.error("DeleteSession", s))?;
-        Ok(())
+        Ok(existed)
     }
 
     /// Opens an AppendEvents stream fed by `requests`.
@@ -326,6 +458,14 @@ impl SessionClient {
     }
 }
 
+/// Whether `status` says a message exceeded a size limit (the client's decoding limit is
+/// OUT_OF_RANGE in tonic, a server's RESOURCE_EXHAUSTED).
+fn too_large(status: &Status) -> bool {
+    let message = status.message();
+    matches!(status.code(), Code::OutOfRange | Code::ResourceExhausted)
+        && (message.contains("too large") || message.contains("larger than max"))
+}
+
 /// A client of memory-svc.
 #[derive(Debug, Clone)]
 pub struct MemoryClient {
@@ -385,4 +525,62 @@ impl MemoryClient {
             .into_inner()
             .entries)
     }
+
+    /// Every memory of the (app, user), in ingestion order.
+    pub async fn list(&self, app: &str, user: &str) -> Result<Vec<MemoryEntry>> {
+        let mut memories = Vec::new();
+        let mut page_token = String::new();
+        loop {
+            let request = ListMemoriesRequest {
+                app_name: app.to_owned(),
+                user_id: user.to_owned(),
+                page_size: LIST_PAGE,
+                page_token,
+            };
+            let page = self
+                .client
+                .clone()
+                .list_memories(self.remote.request(request))
+                .await
+                .map_err(|s| self.remote.error("ListMemories", s))?
+                .into_inner();
+            memories.extend(page.memories);
+            if page.next_page_token.is_empty() {
+                return Ok(memories);
+            }
+            page_token = page.next_page_token;
+        }
+    }
+
+    /// Deletes the (app, user)'s memories that `target` names; returns how many there were.
+    pub async fn delete(&self, app: &str, user: &str, target: MemoryTarget) -> Result<u32> {
+        let request = DeleteMemoryRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            target: Some(match target {
+                MemoryTarget::Id(id) => Target::MemoryId(id),
+                MemoryTarget::Session(id) => Target::SessionId(id),
+                MemoryTarget::All => Target::All(true),
+            }),
+        };
+        Ok(self
+            .client
+            .clone()
+            .delete_memory(self.remote.request(request))
+            .await
+            .map_err(|s| self.remote.error("DeleteMemory", s))?
+            .into_inner()
+            .deleted)
+    }
+}
+
+/// Which memories [`MemoryClient::delete`] deletes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryTarget {
+    /// The entry with this id (which is then never ingested again).
+    Id(String),
+    /// Every entry that came from this session.
+    Session(String),
+    /// Every entry of the user.
+    All,
 }

@@ -22,6 +22,14 @@ pub enum RunnerError {
         message: String,
     },
 
+    /// Another server answers at the service's address: it does not know the service's calls.
+    #[error("the server at {endpoint} is not {service}: it does not offer {rpc}")]
+    WrongService {
+        service: &'static str,
+        endpoint: String,
+        rpc: &'static str,
+    },
+
     /// The session does not exist (where the runner does not create it).
     #[error("session {session_id} not found")]
     SessionNotFound { session_id: String },

@@ -9,10 +9,10 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
 use crate::{
-    agent::{content_text, function_calls, is_final_response},
     append_stream::AppendStream,
     clients::MemoryClient,
     error::{Result, RunnerError},
+    event::{content_text, function_calls, is_final_response},
     memory_tools, template,
 };
 
@@ -132,8 +132,12 @@ impl InvocationContext {
     }
 
     /// Runs the function calls of `call_event` (as emitted) and emits their responses as one
-    /// event, as ADK's function-calling flow does; returns that event. A call the runner has no
-    /// tool for is answered with an error the model can read, rather than ending the turn.
+    /// event, as ADK's function-calling flow does; returns that event.
+    ///
+    /// Every call is answered, so the stored session never holds a call without a response: a
+    /// call the runner has no tool for, and a tool that fails (memory-svc down, say), get an
+    /// `{"error": ...}` response the model can read, rather than ending the turn with the call
+    /// unanswered (which the next model request could not include).
     pub async fn call_tools(&mut self, call_event: &Event) -> Result<Event> {
         let calls: Vec<FunctionCall> = function_calls(call_event).cloned().collect();
         let mut parts = Vec::with_capacity(calls.len());
@@ -141,7 +145,13 @@ impl InvocationContext {
             let name = call.name.clone().unwrap_or_default();
             let response = match name.as_str() {
                 memory_tools::LOAD_MEMORY => match load_memory_query(&call.args) {
-                    Some(query) => self.load_memory(&query).await?,
+                    Some(query) => match self.load_memory(&query).await {
+                        Ok(response) => response,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "load_memory failed; the model is told");
+                            json!({"error": format!("load_memory failed: {e}")})
+                        }
+                    },
                     None => json!({"error": "load_memory takes one string argument, `query`"}),
                 },
                 _ => json!({"error": format!("there is no tool named {name:?}")}),

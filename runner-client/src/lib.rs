@@ -1,6 +1,6 @@
-//! Runs agent turns the way Google ADK's Runner does (rules R1-R3 and R6 of the ADK behaviour
-//! reference; compaction, R4, and abort events, R5, are not offered), against session-svc and
-//! memory-svc.
+//! Runs agent turns the way Google ADK's Runner does (rules R1-R3 and R6 of the repository's
+//! `docs/rules.md`; compaction, R4, and abort events, R5, are not offered), against session-svc
+//! and memory-svc.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), runner_client::RunnerError> {
@@ -24,7 +24,8 @@
 //! # Layout
 //! - [`runner`]: [`Runner`], one turn end to end.
 //! - [`invocation`]: [`InvocationContext`], what an agent sees and does during a turn.
-//! - [`agent`]: the [`Agent`] trait and event helpers.
+//! - [`agent`]: the [`Agent`] trait.
+//! - [`event`]: building the events agents emit and reading stored ones.
 //! - [`agents`]: the shipped agents, `recall` and `openai`.
 //! - [`template`]: `{key}` / `{key?}` instruction templating.
 //! - [`memory_tools`]: `load_memory` and `preload_memory`.
@@ -32,12 +33,15 @@
 //! - `append_stream`: the turn's one `AppendEvents` stream.
 //! - [`json`]: protobuf messages as JSON, for output and for the model.
 //! - [`error`]: [`RunnerError`], the crate's one error type.
+//! - [`console`]: the web console served by `runner-client console`.
 
 pub mod agent;
 pub mod agents;
 mod append_stream;
 pub mod clients;
+pub mod console;
 pub mod error;
+pub mod event;
 pub mod invocation;
 pub mod json;
 pub mod memory_tools;
@@ -48,7 +52,7 @@ pub use agent::Agent;
 /// The attribute for implementing [`Agent`] (its method is async), so agents need no
 /// dependency of their own on `async-trait`.
 pub use async_trait::async_trait;
-pub use clients::{Access, MemoryClient, SessionClient};
+pub use clients::{Access, MemoryClient, MemoryTarget, SessionClient};
 pub use error::RunnerError;
 pub use invocation::InvocationContext;
 pub use runner::Runner;
@@ -59,6 +63,6 @@ use adk_proto::session::v1::Content;
 pub fn user_text(text: impl Into<String>) -> Content {
     Content {
         role: Some("user".into()),
-        parts: vec![agent::text_part(text)],
+        parts: vec![event::text_part(text)],
     }
 }

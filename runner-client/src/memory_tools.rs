@@ -9,7 +9,7 @@
 use adk_proto::memory::v1::MemoryEntry;
 use serde_json::{json, Value};
 
-use crate::{agent::content_text, clients::MemoryClient, error::Result, json};
+use crate::{clients::MemoryClient, error::Result, event::content_text, json};
 
 /// The tool's name, as the model calls it.
 pub const LOAD_MEMORY: &str = "load_memory";
@@ -82,7 +82,7 @@ mod tests {
     use prost_types::Timestamp;
 
     use super::*;
-    use crate::agent::text_part;
+    use crate::event::text_part;
 
     fn entry(author: &str, texts: &[&str], seconds: Option<i64>) -> MemoryEntry {
         MemoryEntry {

@@ -221,7 +221,7 @@ mod tests {
     use adk_proto::session::v1::{FunctionCall, Part};
 
     use super::*;
-    use crate::agent::{function_call_part, text_part};
+    use crate::event::{function_call_part, text_part};
 
     #[test]
     fn messages_become_user_messages_and_bad_ones_are_refused() {

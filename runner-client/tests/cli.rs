@@ -1,7 +1,12 @@
 //! The `runner-client` binary against servers booted in this process: `run` (people and
-//! `--json`), `memory`, `sessions`, `watch`, and the message when a service is down.
+//! `--json`), `memory`, `sessions`, `watch` (and its reconnection), large events, help and
+//! completions, and the messages when a service is down or another answers.
 
-use std::{process::Stdio, time::Duration};
+use std::{
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use adk_tests::{MemoryServer, SessionServer};
 use serde_json::{json, Value};
@@ -88,7 +93,7 @@ async fn run_remember_and_recall_in_json_and_for_people() {
     let s = servers().await;
     let told = ok(s
         .cli()
-        .args(["--session", "a", "--remember", "run", "--json"])
+        .args(["--session", "a", "run", "--remember", "--json"])
         .arg("My favorite project is Project Alpha."))
     .await;
     let told = json_lines(&told);
@@ -184,6 +189,17 @@ async fn sessions_list_get_and_delete() {
     let people = ok(s.cli().args(["sessions", "list"])).await;
     assert_eq!(people.lines().count(), 2);
     assert!(people.starts_with("s1  user alice  2 events"), "{people}");
+    s.sessions.create("demo", "alice", "one", json!({})).await;
+    s.sessions
+        .append("demo", "alice", "one", adk_tests::text_event("user", "Hi."))
+        .await;
+    let people = ok(s.cli().args(["sessions", "list"])).await;
+    assert!(
+        people
+            .lines()
+            .any(|l| l.starts_with("one  user alice  1 event  ")),
+        "one event is \"1 event\": {people}"
+    );
 
     let got = ok(s.cli().args(["--session", "s1", "sessions", "get"])).await;
     assert_eq!(
@@ -196,9 +212,24 @@ async fn sessions_list_get_and_delete() {
         ]
     );
 
-    ok(s.cli().args(["--session", "s1", "sessions", "delete"])).await;
+    let deleted = ok(s.cli().args(["--session", "s1", "sessions", "delete"])).await;
+    assert_eq!(deleted.trim(), "deleted session s1");
+    let again = ok(s.cli().args(["--session", "s1", "sessions", "delete"])).await;
+    assert_eq!(
+        again.trim(),
+        "there was no session s1 of user alice in app demo: nothing deleted"
+    );
+    let again = ok(s
+        .cli()
+        .args(["--session", "s1", "sessions", "delete", "--json"]))
+    .await;
+    assert_eq!(
+        json_lines(&again),
+        [json!({"deleted": "s1", "existed": false})]
+    );
     let listed = json_lines(&ok(s.cli().args(["sessions", "list", "--json"])).await);
-    assert_eq!(listed.len(), 1);
+    let ids: Vec<&str> = listed.iter().map(|v| v["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["s2", "one"]);
     let gone = output(s.cli().args(["--session", "s1", "sessions", "get"])).await;
     assert!(!gone.ok);
     assert_eq!(gone.stderr.trim(), "runner-client: session s1 not found");
@@ -256,6 +287,7 @@ async fn a_service_that_is_down_is_named_with_a_hint_and_a_failure_status() {
     );
     assert!(down.stdout.is_empty());
 
+    // A tool that fails does not end the turn: the agent is told, and says so.
     let down = output(cli(&s.session_endpoint, NOWHERE).args([
         "--session",
         "q",
@@ -263,16 +295,248 @@ async fn a_service_that_is_down_is_named_with_a_hint_and_a_failure_status() {
         "What did I say?",
     ]))
     .await;
-    assert!(!down.ok);
+    assert!(down.ok, "{}", down.stderr);
     assert!(
-        down.stderr.contains(
-            "runner-client: cannot reach memory-svc at http://127.0.0.1:9: connection refused — is it running?"
+        down.stdout.contains(
+            "I could not look in my memory (load_memory failed: cannot reach memory-svc at http://127.0.0.1:9: connection refused — is it running?)"
         ),
         "{}",
-        down.stderr
+        down.stdout
     );
+    // ...and the session can go on.
+    let next = ok(cli(&s.session_endpoint, &s.memory_endpoint).args([
+        "--session",
+        "q",
+        "run",
+        "What did I say?",
+    ]))
+    .await;
+    assert_eq!(
+        next.lines().last(),
+        Some("recall: I don't remember anything about that."),
+        "{next}"
+    );
+    let session = s.sessions.get("demo", "alice", "q").await;
+    assert_eq!(session.events.len(), 8, "two whole turns");
 
     let usage = output(cli(&s.session_endpoint, NOWHERE).args(["sessions", "get"])).await;
     assert!(!usage.ok);
     assert!(usage.stderr.contains("needs --session"), "{}", usage.stderr);
+}
+
+#[tokio::test]
+async fn endpoints_without_a_scheme_and_the_wrong_service_at_an_endpoint() {
+    let s = servers().await;
+    let bare = s.session_endpoint.trim_start_matches("http://").to_owned();
+    let listed = ok(cli(&bare, &s.memory_endpoint).args(["sessions", "list", "--json"])).await;
+    assert!(listed.is_empty(), "{listed}");
+
+    // memory-svc where session-svc should be.
+    let wrong =
+        output(cli(&s.memory_endpoint, &s.memory_endpoint).args(["sessions", "list"])).await;
+    assert!(!wrong.ok);
+    assert_eq!(
+        wrong.stderr.trim(),
+        format!(
+            "runner-client: the server at {} is not session-svc: it does not offer ListSessions; \
+             it offers adk.memory.v1.MemoryService (memory-svc), adk.admin.v1.AdminService",
+            s.memory_endpoint
+        )
+    );
+}
+
+#[tokio::test]
+async fn memory_list_and_delete() {
+    let s = servers().await;
+    for (session, text) in [("a", "I like tea."), ("b", "I live in Lyon.")] {
+        ok(s.cli()
+            .args(["--session", session, "run", "--remember", text]))
+        .await;
+    }
+    let listed = json_lines(&ok(s.cli().args(["memory", "list", "--json"])).await);
+    let sessions: Vec<&str> = listed
+        .iter()
+        .map(|m| m["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(sessions, ["a", "a", "b", "b"], "{listed:?}");
+    let people = ok(s.cli().args(["memory", "list"])).await;
+    let first_id = listed[0]["id"].as_str().unwrap();
+    assert_eq!(
+        people.lines().next().unwrap(),
+        format!("{first_id}  user: I like tea.  (session a)")
+    );
+
+    let one = ok(s.cli().args(["memory", "delete", "--id", first_id])).await;
+    assert_eq!(one.trim(), "deleted 1 memory");
+    let session = ok(s.cli().args(["--session", "b", "memory", "delete"])).await;
+    assert_eq!(session.trim(), "deleted 2 memories");
+    let all = ok(s.cli().args(["memory", "delete", "--all", "--json"])).await;
+    assert_eq!(json_lines(&all), [json!({"deleted": 1})]);
+    let none = output(s.cli().args(["memory", "list"])).await;
+    assert!(none.ok && none.stdout.is_empty());
+    assert_eq!(none.stderr.trim(), "no memories of user alice in app demo");
+    let usage = output(s.cli().args(["memory", "delete"])).await;
+    assert!(!usage.ok);
+    assert!(
+        usage.stderr.contains("needs --id, --all or --session"),
+        "{}",
+        usage.stderr
+    );
+}
+
+#[tokio::test]
+async fn help_lists_a_commands_own_flags_first_and_completions_are_printed() {
+    let help = ok(cli(NOWHERE, NOWHERE).args(["sessions", "list", "--help"])).await;
+    assert!(!help.contains("--model"), "no agent flags: {help}");
+    let own = help.find("Options:").expect("own options");
+    let global = help.find("Global options:").expect("global options");
+    assert!(own < global, "{help}");
+
+    let help = ok(cli(NOWHERE, NOWHERE).args(["run", "--help"])).await;
+    let model = help.find("--model <MODEL>").expect("run takes --model");
+    assert!(model < help.find("Global options:").unwrap(), "{help}");
+
+    let bash = ok(cli(NOWHERE, NOWHERE).args(["completions", "bash"])).await;
+    assert!(bash.contains("complete -F _runner__client"), "{bash}");
+    let zsh = ok(cli(NOWHERE, NOWHERE).args(["completions", "zsh"])).await;
+    assert!(zsh.starts_with("#compdef runner-client"), "{zsh}");
+    let fish = ok(cli(NOWHERE, NOWHERE).args(["completions", "fish"])).await;
+    assert!(fish.contains("complete -c runner-client"), "{fish}");
+}
+
+/// A text event of `bytes` bytes.
+fn big_event(bytes: usize) -> adk_proto::session::v1::Event {
+    adk_tests::text_event("user", &"x".repeat(bytes))
+}
+
+#[tokio::test]
+async fn sessions_with_events_of_many_megabytes_are_read_and_continued() {
+    let s = servers().await;
+    s.sessions.create("demo", "alice", "big", json!({})).await;
+    for bytes in [5 << 20, 15 << 20] {
+        s.sessions
+            .append("demo", "alice", "big", big_event(bytes))
+            .await;
+    }
+    let got = json_lines(
+        &ok(s
+            .cli()
+            .args(["--session", "big", "sessions", "get", "--json"]))
+        .await,
+    );
+    let texts: Vec<usize> = got[0]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["content"]["parts"][0]["text"].as_str().unwrap().len())
+        .collect();
+    assert_eq!(texts, [5 << 20, 15 << 20]);
+
+    // A turn loads the whole session.
+    let told = ok(s.cli().args(["--session", "big", "run", "Noted?"])).await;
+    assert!(told.starts_with("recall: "), "{told}");
+}
+
+/// A TCP relay on a loopback port of its own, forwarding each connection to the current backend
+/// (none: the connection is closed at once). A server behind it can restart on another port and
+/// still be found at the relay's address, which nobody else can take meanwhile.
+struct Relay {
+    addr: std::net::SocketAddr,
+    backend: Arc<Mutex<Option<std::net::SocketAddr>>>,
+}
+
+impl Relay {
+    async fn start(backend: std::net::SocketAddr) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let backend = Arc::new(Mutex::new(Some(backend)));
+        let current = backend.clone();
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let Some(target) = *current.lock().unwrap() else {
+                    continue;
+                };
+                tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+            }
+        });
+        Self { addr, backend }
+    }
+
+    fn point_at(&self, backend: Option<std::net::SocketAddr>) {
+        *self.backend.lock().unwrap() = backend;
+    }
+}
+
+#[tokio::test]
+async fn watch_reconnects_after_a_restart_and_gives_up_when_the_server_stays_away() {
+    let s = servers().await;
+    s.sessions.create("demo", "alice", "w", json!({})).await;
+    let relay = Relay::start(s.sessions.addr).await;
+    // Long enough for a restart on a busy machine; the give-up at the end waits this long.
+    let relayed = format!("http://{}", relay.addr);
+    let mut watcher = cli(&relayed, &s.memory_endpoint)
+        .args(["--session", "w", "watch", "--json", "--give-up-after", "15"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("watch starts");
+    let mut lines = BufReader::new(watcher.stdout.take().expect("piped")).lines();
+    let mut errors = BufReader::new(watcher.stderr.take().expect("piped")).lines();
+    ok(cli(&relayed, &s.memory_endpoint).args(["--session", "w", "run", "Hello."])).await;
+    assert_eq!(next_sequence(&mut lines).await, 1);
+    assert_eq!(next_sequence(&mut lines).await, 2);
+
+    let Servers {
+        sessions,
+        _memory: memory,
+        memory_endpoint,
+        ..
+    } = s;
+    let sessions = sessions.restart().await;
+    relay.point_at(Some(sessions.addr));
+    ok(cli(&relayed, &memory_endpoint).args(["--session", "w", "run", "Again."])).await;
+    // Resumed after #2: nothing twice, nothing missed.
+    assert_eq!(next_sequence(&mut lines).await, 3);
+    assert_eq!(next_sequence(&mut lines).await, 4);
+
+    sessions.shutdown().await;
+    relay.point_at(None);
+    let status = tokio::time::timeout(Duration::from_secs(60), watcher.wait())
+        .await
+        .expect("watch gives up")
+        .unwrap();
+    assert!(!status.success());
+    let mut stderr = Vec::new();
+    while let Some(line) = errors.next_line().await.unwrap() {
+        stderr.push(line);
+    }
+    let stderr = stderr.join("\n");
+    assert!(
+        stderr.contains(&format!(
+            "the stream from session-svc at {relayed} ended; reconnecting in 0.2 s, resuming after #2"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("runner-client: reconnected"), "{stderr}");
+    assert!(
+        stderr.contains("resuming after #4") && stderr.contains("gave up reconnecting after 15 s"),
+        "{stderr}"
+    );
+    drop(memory);
+}
+
+/// The sequence of the next event `watch --json` prints.
+async fn next_sequence(
+    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+) -> Value {
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("an event line arrives")
+        .unwrap()
+        .expect("watch still running");
+    serde_json::from_str::<Value>(&line).unwrap()["sequence"].clone()
 }

@@ -11,7 +11,7 @@ use std::{
 
 use adk_proto::{
     memory::v1::{AddMemoryRequest, MemoryEntry},
-    session::v1::{part::Data, Content, Event},
+    session::v1::{part::Data, Content, Event, FunctionCall},
 };
 use adk_tests::{json, MemoryServer, SessionServer};
 use axum::{
@@ -23,8 +23,9 @@ use axum::{
     Json, Router,
 };
 use runner_client::{
-    agent::text_part,
     agents::{OpenAiAgent, OpenAiConfig},
+    event::function_call_part,
+    event::text_part,
     memory_tools::{LOAD_MEMORY_DESCRIPTION, LOAD_MEMORY_INSTRUCTION},
     user_text, MemoryClient, Runner, RunnerError, SessionClient,
 };
@@ -85,8 +86,22 @@ async fn completions(
         authorization: headers
             .get(header::AUTHORIZATION)
             .map(|v| v.to_str().unwrap().to_owned()),
-        body,
+        body: body.clone(),
     });
+    if let Some(id) = unanswered_tool_call(&body) {
+        // What OpenAI's endpoint answers to such a request.
+        let message = format!(
+            "An assistant message with 'tool_calls' must be followed by tool messages \
+             responding to each 'tool_call_id'. The following tool_call_ids did not have \
+             response messages: {id}"
+        );
+        return Response::builder()
+            .status(StatusCode::BAD_REQUEST)
+            .body(Body::from(
+                json!({"error": {"message": message}}).to_string(),
+            ))
+            .unwrap();
+    }
     let reply = model.replies.lock().unwrap().pop_front();
     match reply.expect("the test scripted a reply for every request") {
         Reply::Stream(chunks) => {
@@ -110,6 +125,25 @@ async fn completions(
             .body(Body::from(text))
             .unwrap(),
     }
+}
+
+/// The id of a tool call in the request's messages that the tool messages right after it do
+/// not answer.
+fn unanswered_tool_call(body: &Value) -> Option<String> {
+    let messages = body["messages"].as_array()?;
+    for (index, message) in messages.iter().enumerate() {
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            let id = call["id"].as_str().unwrap_or_default();
+            let answered = messages[index + 1..]
+                .iter()
+                .take_while(|m| m["role"] == "tool")
+                .any(|m| m["tool_call_id"] == id);
+            if !answered {
+                return Some(id.to_owned());
+            }
+        }
+    }
+    None
 }
 
 fn text_chunk(text: &str) -> Value {
@@ -422,4 +456,91 @@ async fn model_failures_end_the_turn_with_their_reason() {
     .await;
     let error = error.expect("nothing listens there").to_string();
     assert!(error.contains("cannot reach it"), "{error}");
+}
+
+fn load_memory_call(id: &str) -> Value {
+    json!({"model": "fake-model", "choices": [{"index": 0, "delta": {
+        "role": "assistant",
+        "tool_calls": [{"index": 0, "id": id, "type": "function",
+                        "function": {"name": "load_memory", "arguments": "{\"query\": \"project\"}"}}]}}]})
+}
+
+#[tokio::test]
+async fn a_failed_tool_call_leaves_a_session_the_next_turn_can_use() {
+    let sessions = SessionServer::start().await;
+    let memory = MemoryServer::start(&endpoint(sessions.addr)).await;
+    let memory_endpoint = endpoint(memory.addr);
+    memory.shutdown().await;
+    let (model, base_url) = FakeModel::start(vec![
+        Reply::Stream(vec![load_memory_call("call_1"), finish_chunk("tool_calls")]),
+        Reply::Stream(vec![text_chunk("My memory is down."), finish_chunk("stop")]),
+        Reply::Stream(vec![text_chunk("Hello again."), finish_chunk("stop")]),
+        Reply::Stream(vec![text_chunk("Still fine."), finish_chunk("stop")]),
+    ])
+    .await;
+    let runner = Runner::new(
+        APP,
+        Arc::new(OpenAiAgent::new(config(&base_url)).unwrap()),
+        SessionClient::connect(&endpoint(sessions.addr)).unwrap(),
+    )
+    .with_memory(MemoryClient::connect(&memory_endpoint).unwrap());
+
+    // memory-svc is stopped: the call is answered with the failure, and the model goes on.
+    let (events, error) = collect(&runner, "s", "Which project?", None).await;
+    assert!(error.is_none(), "{error:?}");
+    let stored: Vec<&Event> = events.iter().filter(|e| e.partial != Some(true)).collect();
+    let [_, response, answer] = stored[..] else {
+        panic!("call, response, answer: {stored:#?}");
+    };
+    let Some(Data::FunctionResponse(fr)) = &response.content.as_ref().unwrap().parts[0].data else {
+        panic!("a function response: {response:?}");
+    };
+    assert_eq!(fr.id.as_deref(), Some("call_1"));
+    let failure = json(&fr.response)["error"].as_str().unwrap().to_owned();
+    assert!(
+        failure.contains("cannot reach memory-svc"),
+        "the model reads why: {failure}"
+    );
+    assert_eq!(texts(answer), "My memory is down.");
+
+    // The next turn of the session works.
+    let (_, error) = collect(&runner, "s", "Hello?", None).await;
+    assert!(error.is_none(), "{error:?}");
+
+    // A call left unanswered in the session (by a turn that failed before its tool answered)
+    // is answered in the request, and the turn works.
+    sessions
+        .append(
+            APP,
+            USER,
+            "s",
+            Event {
+                author: "assistant".into(),
+                content: Some(Content {
+                    role: Some("model".into()),
+                    parts: vec![function_call_part(FunctionCall {
+                        id: Some("call_2".into()),
+                        name: Some("load_memory".into()),
+                        args: r#"{"query": "project"}"#.into(),
+                        ..Default::default()
+                    })],
+                }),
+                ..Default::default()
+            },
+        )
+        .await;
+    let (events, error) = collect(&runner, "s", "And now?", None).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(texts(events.last().unwrap()), "Still fine.");
+    let received = model.received();
+    assert_eq!(received.len(), 4);
+    let messages = received[3].body["messages"].as_array().unwrap();
+    let answered = messages
+        .iter()
+        .find(|m| m["tool_call_id"] == "call_2")
+        .expect("the dangling call is answered");
+    assert!(answered["content"]
+        .as_str()
+        .unwrap()
+        .contains("was not answered"));
 }

@@ -44,6 +44,25 @@ pub struct Config {
     pub admin: Option<AdminCommand>,
 }
 
+/// The configuration for people, as the startup log shows it.
+impl std::fmt::Display for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "listen {}, store {:?}, events up to {}, change feed kept {} s, ",
+            self.listen,
+            self.store(),
+            adk_common::server::human_bytes(self.max_event_bytes),
+            self.change_retention_secs
+        )?;
+        match self.default_session_ttl_secs {
+            0 => f.write_str("sessions kept until deleted")?,
+            secs => write!(f, "sessions expire after {secs} s by default")?,
+        }
+        write!(f, ", {}", self.serve)
+    }
+}
+
 impl Config {
     /// The command line (with environment fallbacks) of this process.
     pub fn from_env() -> Self {

@@ -8,9 +8,9 @@ use session_svc::{config::Config, server};
 async fn main() -> ExitCode {
     let config = Config::from_env();
     if let Some(command) = config.admin {
-        return command.run().await;
+        return command.run("session-svc").await;
     }
     adk_common::server::init_logging(config.serve.log_format);
-    tracing::info!(?config, "starting");
+    tracing::info!("starting: {config}");
     adk_common::server::run_until_signal("session-svc", server::start(config).await).await
 }

@@ -1,5 +1,5 @@
-//! The session domain: checks each request, applies ADK's rules (S0-S8), calls the store, and
-//! tells watchers (through the [`Hub`]) what changed.
+//! The session domain: checks each request, applies ADK's rules (S0-S8 in docs/rules.md),
+//! calls the store, and tells watchers (through the [`Hub`]) what changed.
 //!
 //! Requests and results are the protobuf messages of `adk.session.v1` (plain data); nothing
 //! here knows about gRPC transport.

@@ -231,6 +231,19 @@ impl MemoryServer {
         Self::boot(Dir::fresh().await, session_endpoint.to_owned(), None).await
     }
 
+    /// A server on a fresh temporary directory, with `configure` applied to its config.
+    pub async fn start_with(
+        session_endpoint: &str,
+        configure: impl FnOnce(&mut memory_svc::config::Config),
+    ) -> Self {
+        let dir = Dir::fresh().await;
+        let mut config =
+            memory_svc::config::Config::ephemeral(dir.path().to_owned(), session_endpoint.into());
+        config.store = dir.store();
+        configure(&mut config);
+        Self::boot_config(dir, config).await
+    }
+
     /// A server on `store` (`None`: sled in a fresh temporary directory, whatever the
     /// environment says).
     pub async fn start_on(session_endpoint: &str, store: Option<StoreLocation>) -> Self {
@@ -240,8 +253,13 @@ impl MemoryServer {
 
     async fn boot(dir: Dir, session_endpoint: String, store: Option<StoreLocation>) -> Self {
         let mut config =
-            memory_svc::config::Config::ephemeral(dir.path().to_owned(), session_endpoint.clone());
+            memory_svc::config::Config::ephemeral(dir.path().to_owned(), session_endpoint);
         config.store = store.or_else(|| dir.store());
+        Self::boot_config(dir, config).await
+    }
+
+    async fn boot_config(dir: Dir, config: memory_svc::config::Config) -> Self {
+        let session_endpoint = config.session_endpoint.clone();
         let running = memory_svc::server::start(config)
             .await
             .expect("server starts");
@@ -265,6 +283,13 @@ impl MemoryServer {
         }
         let dir = std::mem::replace(&mut self.dir, Dir::Borrowed(PathBuf::new()));
         Self::boot(dir, self.session_endpoint.clone(), None).await
+    }
+
+    /// Shuts the server down (SIGTERM's path) and waits until it has stopped.
+    pub async fn shutdown(mut self) {
+        if let Some(running) = self.running.take() {
+            running.shutdown().await.expect("clean shutdown");
+        }
     }
 }
 

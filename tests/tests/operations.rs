@@ -631,6 +631,21 @@ async fn metrics_are_exposed_for_prometheus() {
     );
 }
 
+/// Restores the snapshot file at `file` into `data_dir` as `service` would.
+fn restore(
+    service: &str,
+    data_dir: &std::path::Path,
+    file: &std::path::Path,
+) -> Result<u64, adk_common::snapshot::SnapshotError> {
+    use adk_common::snapshot::{Expect, Progress};
+    let expect = Expect {
+        service,
+        accept_unlabelled: false,
+    };
+    let input = std::fs::File::open(file).unwrap();
+    adk_common::snapshot::restore(expect, data_dir, input, &mut Progress::hidden())
+}
+
 /// Downloads a snapshot over AdminService into `path`.
 async fn snapshot_to(addr: std::net::SocketAddr, path: &std::path::Path) {
     let mut client = adk_proto::admin::v1::admin_service_client::AdminServiceClient::connect(
@@ -696,8 +711,7 @@ async fn online_snapshots_restore_into_a_fresh_data_directory() {
     writer.await.unwrap();
 
     let restored_dir = work.path().join("restored");
-    let entries =
-        adk_common::snapshot::restore(&restored_dir, std::fs::File::open(&file).unwrap()).unwrap();
+    let entries = restore("session-svc", &restored_dir, &file).unwrap();
     assert!(entries > 0);
     let restored = SessionServer::start_in(&restored_dir).await;
     let session = restored.get("app", "u", "s").await;
@@ -716,16 +730,11 @@ async fn online_snapshots_restore_into_a_fresh_data_directory() {
     assert_eq!(next.last_sequence, session.last_sequence + 1);
 
     // Restoring over existing data is refused; a truncated file is detected.
-    assert!(
-        adk_common::snapshot::restore(&restored_dir, std::fs::File::open(&file).unwrap()).is_err()
-    );
+    assert!(restore("session-svc", &restored_dir, &file).is_err());
     let bytes = std::fs::read(&file).unwrap();
     let truncated = work.path().join("truncated.snap");
     std::fs::write(&truncated, &bytes[..bytes.len() - 3]).unwrap();
-    let err = adk_common::snapshot::restore(
-        &work.path().join("t"),
-        std::fs::File::open(&truncated).unwrap(),
-    );
+    let err = restore("session-svc", &work.path().join("t"), &truncated);
     assert!(err.is_err());
 
     // memory-svc snapshots the same way.
@@ -746,7 +755,7 @@ async fn online_snapshots_restore_into_a_fresh_data_directory() {
     let memory_file = work.path().join("memory.snap");
     snapshot_to(memory.addr, &memory_file).await;
     let memory_dir = work.path().join("memory-restored");
-    adk_common::snapshot::restore(&memory_dir, std::fs::File::open(&memory_file).unwrap()).unwrap();
+    restore("memory-svc", &memory_dir, &memory_file).unwrap();
     let restored_memory = {
         let config =
             memory_svc::config::Config::ephemeral(memory_dir.clone(), "http://127.0.0.1:9".into());

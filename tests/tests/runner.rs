@@ -13,10 +13,10 @@ use adk_proto::session::v1::{
 };
 use adk_tests::{append_request, json, text_event, MemoryServer, SessionServer};
 use runner_client::{
-    agent::{partial_text_event, text_event as agent_text},
     agents::RecallAgent,
-    async_trait, user_text, Access, Agent, InvocationContext, MemoryClient, Runner, RunnerError,
-    SessionClient,
+    async_trait,
+    event::{partial_text_event, text_event as agent_text},
+    user_text, Access, Agent, InvocationContext, MemoryClient, Runner, RunnerError, SessionClient,
 };
 use serde_json::{json, Value};
 use tokio_stream::StreamExt;

@@ -1,4 +1,4 @@
-//! session-svc against ADK's session rules (S0-S8 of the behaviour reference), over gRPC.
+//! session-svc against ADK's session rules (S0-S8 in docs/rules.md), over gRPC.
 
 use adk_proto::session::v1::{
     part::Data, Blob, Content, CreateSessionRequest, DeleteSessionRequest, Event, EventActions,

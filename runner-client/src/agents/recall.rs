@@ -12,8 +12,9 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use crate::{
-    agent::{content_text, function_call_part, new_function_call_id, text_event, Agent},
+    agent::Agent,
     error::{Result, RunnerError},
+    event::{content_text, function_call_part, new_function_call_id, text_event},
     invocation::InvocationContext,
     memory_tools::LOAD_MEMORY,
 };
@@ -47,6 +48,9 @@ impl RecallAgent {
 
     /// The reply drawn from a `load_memory` response.
     fn answer(&self, response: &Value) -> String {
+        if let Some(error) = response["error"].as_str() {
+            return format!("I could not look in my memory ({error}).");
+        }
         let best = response["memories"]
             .as_array()
             .into_iter()
@@ -143,6 +147,9 @@ mod tests {
             "You told me: \"My favorite project is Project Alpha.\""
         );
         assert_eq!(agent.answer(&json!({"memories": []})), NOTHING_REMEMBERED);
-        assert_eq!(agent.answer(&json!({"error": "x"})), NOTHING_REMEMBERED);
+        assert_eq!(
+            agent.answer(&json!({"error": "x"})),
+            "I could not look in my memory (x)."
+        );
     }
 }

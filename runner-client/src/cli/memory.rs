@@ -1,6 +1,7 @@
-//! `memory search|add-session`.
+//! `memory search|add-session|list|delete`.
 
-use runner_client::{agent::content_text, json};
+use adk_proto::memory::v1::MemoryEntry;
+use runner_client::{event::content_text, json, MemoryTarget};
 use serde_json::json;
 
 use super::{output, Cli, CliError};
@@ -12,15 +13,7 @@ pub(super) async fn search(cli: &Cli, query: &str) -> Result<(), CliError> {
         if cli.json {
             output::json_line(&json::memory_entry(memory))?;
         } else {
-            let text = memory
-                .content
-                .as_ref()
-                .map(|c| content_text(c, " "))
-                .unwrap_or_default();
-            output::line(&format!(
-                "{:.3}  {}: {text}  (session {})",
-                memory.score, memory.author, memory.session_id
-            ))?;
+            output::line(&format!("{:.3}  {}", memory.score, memory_line(memory)))?;
         }
     }
     if memories.is_empty() && !cli.json {
@@ -36,7 +29,68 @@ pub(super) async fn add_session(cli: &Cli) -> Result<(), CliError> {
     if cli.json {
         output::json_line(&json!({"session_id": id, "entries": entries}))?;
     } else {
-        output::line(&format!("session {id} is in memory: {entries} entries"))?;
+        output::line(&format!(
+            "session {id} is in memory: {}",
+            output::count(entries, "entry", "entries")
+        ))?;
     }
     Ok(())
+}
+
+/// `memory list`: every memory of the user, oldest first.
+pub(super) async fn list(cli: &Cli) -> Result<(), CliError> {
+    let memories = cli.memory()?.list(&cli.app, cli.user()).await?;
+    for memory in &memories {
+        if cli.json {
+            output::json_line(&json::memory_entry(memory))?;
+        } else {
+            output::line(&format!("{}  {}", memory.id, memory_line(memory)))?;
+        }
+    }
+    if memories.is_empty() && !cli.json {
+        eprintln!("no memories of user {} in app {}", cli.user(), cli.app);
+    }
+    Ok(())
+}
+
+/// `memory delete`: the memory `id`, or `all` of the user's, or those of `--session`.
+pub(super) async fn delete(cli: &Cli, id: Option<&str>, all: bool) -> Result<(), CliError> {
+    let target = match (id, all) {
+        (Some(id), _) => MemoryTarget::Id(id.to_owned()),
+        (None, true) => MemoryTarget::All,
+        (None, false) => MemoryTarget::Session(
+            cli.session
+                .clone()
+                .ok_or("memory delete needs --id, --all or --session")?,
+        ),
+    };
+    let deleted = cli.memory()?.delete(&cli.app, cli.user(), target).await?;
+    if cli.json {
+        output::json_line(&json!({"deleted": deleted}))?;
+    } else {
+        output::line(&format!(
+            "deleted {}",
+            output::count(deleted, "memory", "memories")
+        ))?;
+    }
+    Ok(())
+}
+
+/// A memory for people: `author: text  (session id)`.
+fn memory_line(memory: &MemoryEntry) -> String {
+    let text = memory
+        .content
+        .as_ref()
+        .map(|c| content_text(c, " "))
+        .unwrap_or_default();
+    let author = if memory.author.is_empty() {
+        String::new()
+    } else {
+        format!("{}: ", memory.author)
+    };
+    if memory.session_id.is_empty() {
+        format!("{author}{text}")
+    } else {
+        format!("{author}{text}  (session {})", memory.session_id)
+    }
 }

@@ -1,6 +1,7 @@
 //! The command line: flags (each with an environment-variable fallback), subcommands, and the
 //! dispatch to their handlers. Handlers only translate between the terminal and the library.
 
+mod console;
 mod memory;
 mod output;
 mod sessions;
@@ -9,8 +10,8 @@ mod watch;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use runner_client::{Access, MemoryClient, SessionClient};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use runner_client::{clients::services_at, Access, MemoryClient, RunnerError, SessionClient};
 
 /// Failures of a command; the library's [`runner_client::RunnerError`] for service and agent
 /// failures, I/O errors for the terminal.
@@ -18,6 +19,9 @@ pub type CliError = Box<dyn std::error::Error + Send + Sync>;
 
 /// User id used when a command needs one and `--user` is not given.
 const DEFAULT_USER: &str = "user";
+
+/// Where `--help` lists the flags every command takes, after the command's own.
+const GLOBAL: &str = "Global options";
 
 /// Run agent turns against session-svc and memory-svc, and look at what they store.
 #[derive(Debug, Parser)]
@@ -28,7 +32,8 @@ pub struct Cli {
         long,
         env = "RUNNER_SESSION_ENDPOINT",
         default_value = "http://127.0.0.1:50051",
-        global = true
+        global = true,
+        help_heading = GLOBAL
     )]
     session_endpoint: String,
 
@@ -37,36 +42,40 @@ pub struct Cli {
         long,
         env = "RUNNER_MEMORY_ENDPOINT",
         default_value = "http://127.0.0.1:50052",
-        global = true
+        global = true,
+        help_heading = GLOBAL
     )]
     memory_endpoint: String,
 
     /// File holding the bearer token to present to both services (when they require tokens).
-    #[arg(long, env = "RUNNER_TOKEN_FILE", global = true)]
+    #[arg(long, env = "RUNNER_TOKEN_FILE", global = true, help_heading = GLOBAL)]
     token_file: Option<PathBuf>,
 
     /// CA certificate (PEM) of `https://` service endpoints.
-    #[arg(long, env = "RUNNER_CA_CERT", global = true)]
+    #[arg(long, env = "RUNNER_CA_CERT", global = true, help_heading = GLOBAL)]
     ca_cert: Option<PathBuf>,
 
     /// App name.
-    #[arg(long, env = "RUNNER_APP", default_value = "demo", global = true)]
+    #[arg(
+        long,
+        env = "RUNNER_APP",
+        default_value = "demo",
+        global = true,
+        help_heading = GLOBAL
+    )]
     app: String,
 
     /// User id [default: "user"; for `sessions list` and `watch --app-feed`: every user].
-    #[arg(long, env = "RUNNER_USER", global = true)]
+    #[arg(long, env = "RUNNER_USER", global = true, help_heading = GLOBAL)]
     user: Option<String>,
 
     /// Session id [`chat`, `run`: a new session when not given].
-    #[arg(long, env = "RUNNER_SESSION", global = true)]
+    #[arg(long, env = "RUNNER_SESSION", global = true, help_heading = GLOBAL)]
     session: Option<String>,
 
     /// Print JSON, one object per line, instead of text for people.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     json: bool,
-
-    #[command(flatten)]
-    agent: AgentArgs,
 
     #[command(subcommand)]
     command: Command,
@@ -76,45 +85,39 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct AgentArgs {
     /// The agent.
-    #[arg(long, env = "RUNNER_AGENT", value_enum, default_value_t = AgentKind::Recall, global = true)]
+    #[arg(long, env = "RUNNER_AGENT", value_enum, default_value_t = AgentKind::Recall)]
     agent: AgentKind,
 
     /// Base URL of an OpenAI-compatible API (`--agent openai`), e.g. Ollama's.
     #[arg(
         long,
         env = "RUNNER_MODEL_ENDPOINT",
-        default_value = "http://127.0.0.1:11434/v1",
-        global = true
+        default_value = "http://127.0.0.1:11434/v1"
     )]
     model_endpoint: String,
 
     /// Model name (`--agent openai`).
-    #[arg(long, env = "RUNNER_MODEL", global = true)]
+    #[arg(long, env = "RUNNER_MODEL")]
     model: Option<String>,
 
     /// Environment variable holding the API key (`--agent openai`); unset or empty: no key.
-    #[arg(
-        long,
-        env = "RUNNER_API_KEY_ENV",
-        default_value = "OPENAI_API_KEY",
-        global = true
-    )]
+    #[arg(long, env = "RUNNER_API_KEY_ENV", default_value = "OPENAI_API_KEY")]
     api_key_env: String,
 
     /// System instruction; `{key}` / `{key?}` are replaced from the session state.
-    #[arg(long, env = "RUNNER_INSTRUCTION", default_value = "", global = true)]
+    #[arg(long, env = "RUNNER_INSTRUCTION", default_value = "")]
     instruction: String,
 
     /// Save the agent's final reply in the session state under this key.
-    #[arg(long, env = "RUNNER_OUTPUT_KEY", global = true)]
+    #[arg(long, env = "RUNNER_OUTPUT_KEY")]
     output_key: Option<String>,
 
     /// Add the session to memory after each turn.
-    #[arg(long, env = "RUNNER_REMEMBER", global = true)]
+    #[arg(long, env = "RUNNER_REMEMBER")]
     remember: bool,
 
     /// Give the model memories matching each message up front (`--agent openai`).
-    #[arg(long, env = "RUNNER_PRELOAD_MEMORY", global = true)]
+    #[arg(long, env = "RUNNER_PRELOAD_MEMORY")]
     preload_memory: bool,
 }
 
@@ -129,7 +132,10 @@ pub enum AgentKind {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Talk with the agent; replies stream in as they are produced. Ctrl-D ends.
-    Chat,
+    Chat {
+        #[command(flatten)]
+        agent: AgentArgs,
+    },
     /// One turn: send a message, print the agent's events.
     Run {
         /// The user's message.
@@ -138,6 +144,8 @@ enum Command {
         /// for this turn).
         #[arg(long)]
         state_delta: Option<String>,
+        #[command(flatten)]
+        agent: AgentArgs,
     },
     /// Print a session's events as they are appended (or, with --app-feed, every event of the
     /// app).
@@ -154,17 +162,29 @@ enum Command {
         /// Also print live partial events (streamed fragments).
         #[arg(long, conflicts_with = "app_feed")]
         partial: bool,
+        /// When the stream breaks (the server restarts, say), how long to keep reconnecting
+        /// before giving up, in seconds.
+        #[arg(long, default_value_t = 60)]
+        give_up_after: u64,
     },
     /// List, show or delete sessions.
     Sessions {
         #[command(subcommand)]
         command: SessionsCommand,
     },
-    /// Search memory or add a session to it.
+    /// Search, list or delete memories, or add a session to memory.
     Memory {
         #[command(subcommand)]
         command: MemoryCommand,
     },
+    /// Print a completion script for a shell, e.g. `runner-client completions bash >
+    /// ~/.local/share/bash-completion/completions/runner-client`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Serve the web console: browse sessions and memory, follow live activity.
+    Console(console::ConsoleArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -186,6 +206,18 @@ enum MemoryCommand {
     },
     /// Add (or refresh) the --session in memory.
     AddSession,
+    /// The memories of --user, in the order they were added.
+    List,
+    /// Delete memories of --user: the one with --id, all of them with --all, otherwise those
+    /// that came from the --session.
+    Delete {
+        /// The memory's id (it is then never added again).
+        #[arg(long, conflicts_with = "all")]
+        id: Option<String>,
+        /// Every memory of the user.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 impl Cli {
@@ -235,38 +267,89 @@ impl Cli {
 
 /// Runs the command the command line asks for.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
+    match dispatch(&cli).await {
+        Ok(()) => Ok(()),
+        Err(e) => Err(explain(&cli, e).await),
+    }
+}
+
+async fn dispatch(cli: &Cli) -> Result<(), CliError> {
     match &cli.command {
-        Command::Chat => turn::chat(&cli).await,
+        Command::Chat { agent } => turn::chat(cli, agent).await,
         Command::Run {
             message,
             state_delta,
-        } => turn::run(&cli, message, state_delta.as_deref()).await,
+            agent,
+        } => turn::run(cli, agent, message, state_delta.as_deref()).await,
         Command::Watch {
             app_feed: true,
             cursor,
+            give_up_after,
             ..
-        } => watch::app_feed(&cli, cursor.as_deref()).await,
+        } => watch::app_feed(cli, cursor.as_deref(), *give_up_after).await,
         Command::Watch {
             after_sequence,
             partial,
+            give_up_after,
             ..
-        } => watch::session(&cli, *after_sequence, *partial).await,
+        } => watch::session(cli, *after_sequence, *partial, *give_up_after).await,
         Command::Sessions { command } => match command {
-            SessionsCommand::List => sessions::list(&cli).await,
-            SessionsCommand::Get => sessions::get(&cli).await,
-            SessionsCommand::Delete => sessions::delete(&cli).await,
+            SessionsCommand::List => sessions::list(cli).await,
+            SessionsCommand::Get => sessions::get(cli).await,
+            SessionsCommand::Delete => sessions::delete(cli).await,
         },
         Command::Memory { command } => match command {
-            MemoryCommand::Search { query } => memory::search(&cli, query).await,
-            MemoryCommand::AddSession => memory::add_session(&cli).await,
+            MemoryCommand::Search { query } => memory::search(cli, query).await,
+            MemoryCommand::AddSession => memory::add_session(cli).await,
+            MemoryCommand::List => memory::list(cli).await,
+            MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,
         },
+        Command::Completions { shell } => {
+            // Generated in memory: written to stdout directly, a closed pipe would panic.
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "runner-client", &mut script);
+            Ok(output::bytes(&script)?)
+        }
+        Command::Console(args) => console::serve(cli, args).await,
+    }
+}
+
+/// `e`, with the services that do answer when the server at an address is not the one
+/// expected there.
+async fn explain(cli: &Cli, e: CliError) -> CliError {
+    let Some(RunnerError::WrongService { endpoint, .. }) = e.downcast_ref::<RunnerError>() else {
+        return e;
+    };
+    let Ok(access) = cli.access() else {
+        return e;
+    };
+    match services_at(endpoint, &access).await {
+        Some(services) => {
+            let named: Vec<String> = services
+                .iter()
+                .filter(|s| !s.starts_with("grpc."))
+                .map(|s| match known_server(s) {
+                    Some(server) => format!("{s} ({server})"),
+                    None => s.clone(),
+                })
+                .collect();
+            format!("{e}; it offers {}", named.join(", ")).into()
+        }
+        None => e,
+    }
+}
+
+/// The server of this project that offers `service`.
+fn known_server(service: &str) -> Option<&'static str> {
+    match service {
+        "adk.session.v1.SessionService" => Some("session-svc"),
+        "adk.memory.v1.MemoryService" => Some("memory-svc"),
+        _ => None,
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
-
     use super::*;
 
     #[test]
@@ -278,16 +361,19 @@ mod tests {
     fn global_flags_go_anywhere() {
         let cli = Cli::try_parse_from([
             "runner-client",
-            "--agent",
-            "openai",
+            "--json",
             "run",
             "--app",
             "a",
-            "--json",
+            "--agent",
+            "openai",
             "hi",
         ])
         .unwrap();
-        assert_eq!(cli.agent.agent, AgentKind::Openai);
+        let Command::Run { agent, .. } = &cli.command else {
+            panic!("run: {cli:?}");
+        };
+        assert_eq!(agent.agent, AgentKind::Openai);
         assert_eq!(cli.app, "a");
         assert!(cli.json);
         assert_eq!(cli.user(), DEFAULT_USER);

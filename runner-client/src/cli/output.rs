@@ -10,10 +10,23 @@ use serde_json::Value;
 /// Longest tool response quoted in a human line.
 const MAX_QUOTE: usize = 200;
 
+/// `n` and the noun, singular or plural as `n` asks: "1 event", "2 events".
+pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Prints `value` as one line of JSON.
 pub(crate) fn json_line(value: &Value) -> io::Result<()> {
     let mut out = io::stdout().lock();
     writeln!(out, "{value}")?;
+    out.flush()
+}
+
+/// Prints `bytes` as they are.
+pub(crate) fn bytes(bytes: &[u8]) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(bytes)?;
     out.flush()
 }
 
@@ -71,8 +84,10 @@ fn part_summary(part: &Part, with_text: bool) -> Option<String> {
             let name = response.name.as_deref().unwrap_or_default();
             let value = json::parse_json_text(&response.response);
             match value["memories"].as_array() {
-                Some(memories) if memories.len() == 1 => format!("[{name} returned 1 memory]"),
-                Some(memories) => format!("[{name} returned {} memories]", memories.len()),
+                Some(memories) => format!(
+                    "[{name} returned {}]",
+                    count(memories.len() as u64, "memory", "memories")
+                ),
                 None => format!("[{name} returned {}]", quote(&response.response)),
             }
         }

@@ -17,10 +17,10 @@ pub(super) async fn list(cli: &Cli) -> Result<(), CliError> {
                 .map(|t| t.to_string())
                 .unwrap_or_default();
             output::line(&format!(
-                "{}  user {}  {} events  updated {updated}  state {}",
+                "{}  user {}  {}  updated {updated}  state {}",
                 session.id,
                 session.user_id,
-                session.last_sequence,
+                output::count(session.last_sequence, "event", "events"),
                 if session.state.is_empty() {
                     "{}"
                 } else {
@@ -66,14 +66,21 @@ pub(super) async fn get(cli: &Cli) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `sessions delete`.
+/// `sessions delete`: deleting a session that does not exist succeeds (the session is gone
+/// either way) and says there was none.
 pub(super) async fn delete(cli: &Cli) -> Result<(), CliError> {
     let id = cli.required_session()?;
-    cli.sessions()?.delete(&cli.app, cli.user(), id).await?;
+    let existed = cli.sessions()?.delete(&cli.app, cli.user(), id).await?;
     if cli.json {
-        output::json_line(&json!({"deleted": id}))?;
-    } else {
+        output::json_line(&json!({"deleted": id, "existed": existed}))?;
+    } else if existed {
         output::line(&format!("deleted session {id}"))?;
+    } else {
+        output::line(&format!(
+            "there was no session {id} of user {} in app {}: nothing deleted",
+            cli.user(),
+            cli.app
+        ))?;
     }
     Ok(())
 }

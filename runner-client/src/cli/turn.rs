@@ -12,7 +12,7 @@ use tokio_stream::StreamExt;
 
 use super::{
     output::{self, TurnPrinter},
-    AgentKind, Cli, CliError,
+    AgentArgs, AgentKind, Cli, CliError,
 };
 
 /// The runner, the user and the session that `chat` / `run` talk in.
@@ -23,11 +23,10 @@ struct Conversation {
 }
 
 impl Conversation {
-    fn new(cli: &Cli) -> Result<Self, CliError> {
-        let agent = agent(cli)?;
-        let runner = Runner::new(cli.app.clone(), agent, cli.sessions()?)
+    fn new(cli: &Cli, args: &AgentArgs) -> Result<Self, CliError> {
+        let runner = Runner::new(cli.app.clone(), agent(args)?, cli.sessions()?)
             .with_memory(cli.memory()?)
-            .remember_sessions(cli.agent.remember);
+            .remember_sessions(args.remember);
         let session = match &cli.session {
             Some(session) => session.clone(),
             None => {
@@ -74,8 +73,7 @@ impl Conversation {
 }
 
 /// The agent the flags choose.
-fn agent(cli: &Cli) -> Result<Arc<dyn Agent>, CliError> {
-    let args = &cli.agent;
+fn agent(args: &AgentArgs) -> Result<Arc<dyn Agent>, CliError> {
     Ok(match args.agent {
         AgentKind::Recall => {
             let mut agent = RecallAgent::new("recall");
@@ -108,6 +106,7 @@ fn agent(cli: &Cli) -> Result<Arc<dyn Agent>, CliError> {
 /// `run MESSAGE`: one turn.
 pub(super) async fn run(
     cli: &Cli,
+    agent: &AgentArgs,
     message: &str,
     state_delta: Option<&str>,
 ) -> Result<(), CliError> {
@@ -117,14 +116,14 @@ pub(super) async fn run(
                 .map_err(|e| format!("--state-delta must be a JSON object: {e}"))
         })
         .transpose()?;
-    Conversation::new(cli)?
+    Conversation::new(cli, agent)?
         .turn(message, state_delta, cli.json)
         .await
 }
 
 /// `chat`: a turn per line read, until end of input.
-pub(super) async fn chat(cli: &Cli) -> Result<(), CliError> {
-    let conversation = Conversation::new(cli)?;
+pub(super) async fn chat(cli: &Cli, agent: &AgentArgs) -> Result<(), CliError> {
+    let conversation = Conversation::new(cli, agent)?;
     eprintln!(
         "app {}, user {}, session {}, agent {}; Ctrl-D to quit",
         cli.app,

@@ -5,7 +5,7 @@
 use adk_proto::session::v1::{part::Data, Event};
 use serde_json::{json, Value};
 
-use crate::agent::content_text;
+use crate::event::content_text;
 
 /// The messages for the next model request.
 ///
@@ -66,7 +66,47 @@ pub(crate) fn chat_messages(
             }
         }
     }
-    messages
+    pair_tool_calls(messages)
+}
+
+/// The tool result a call gets when the session holds none for it.
+pub(crate) const UNANSWERED: &str =
+    r#"{"error": "the tool call was not answered: the turn that made it failed"}"#;
+
+/// `messages` with every tool call answered right after the assistant message making it, as
+/// chat-completions endpoints require: a call whose result the session lacks (its turn failed
+/// before the tool answered) is answered with [`UNANSWERED`], and a tool result whose call is
+/// not the one just made is dropped.
+fn pair_tool_calls(messages: Vec<Value>) -> Vec<Value> {
+    let mut paired = Vec::with_capacity(messages.len());
+    // Ids of the last assistant message's calls that have no result yet, in call order.
+    let mut pending: Vec<String> = Vec::new();
+    for message in messages {
+        if message["role"] == "tool" {
+            let id = message["tool_call_id"].as_str().unwrap_or_default();
+            if let Some(position) = pending.iter().position(|p| p == id) {
+                pending.remove(position);
+                paired.push(message);
+            }
+            continue;
+        }
+        answer_pending(&mut paired, &mut pending);
+        if let Some(calls) = message["tool_calls"].as_array() {
+            pending = calls
+                .iter()
+                .filter_map(|c| c["id"].as_str().map(str::to_owned))
+                .collect();
+        }
+        paired.push(message);
+    }
+    answer_pending(&mut paired, &mut pending);
+    paired
+}
+
+fn answer_pending(messages: &mut Vec<Value>, pending: &mut Vec<String>) {
+    for id in pending.drain(..) {
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": UNANSWERED}));
+    }
 }
 
 /// A call's id. Calls this runner stores always have one; for others, a stand-in made from the
@@ -83,7 +123,7 @@ mod tests {
     use adk_proto::session::v1::{Content, FunctionCall, FunctionResponse, Part};
 
     use super::*;
-    use crate::agent::{function_call_part, text_event, text_part};
+    use crate::event::{function_call_part, text_event, text_part};
 
     fn event(author: &str, invocation: &str, role: &str, parts: Vec<Part>) -> Event {
         Event {
@@ -148,5 +188,61 @@ mod tests {
             ]
         );
         assert_eq!(chat_messages(&[], "", "e-3", None), Vec::<Value>::new());
+    }
+
+    fn call(id: &str) -> Part {
+        function_call_part(FunctionCall {
+            id: Some(id.into()),
+            name: Some("load_memory".into()),
+            args: "{}".into(),
+            ..Default::default()
+        })
+    }
+
+    fn response(id: &str) -> Part {
+        Part {
+            data: Some(Data::FunctionResponse(FunctionResponse {
+                id: Some(id.into()),
+                name: Some("load_memory".into()),
+                response: "{}".into(),
+                ..Default::default()
+            })),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn unanswered_calls_are_answered_and_stray_results_dropped() {
+        let events = vec![
+            event("user", "e-1", "user", vec![text_part("Favourite?")]),
+            event("assistant", "e-1", "model", vec![call("a"), call("b")]),
+            event("assistant", "e-1", "user", vec![response("b")]),
+            event("user", "e-2", "user", vec![text_part("Again?")]),
+            event("assistant", "e-2", "user", vec![response("x")]),
+            event("assistant", "e-2", "model", vec![call("c")]),
+        ];
+        let tool = |id: &str, content: &str| json!({"role": "tool", "tool_call_id": id, "content": content});
+        let calls = |ids: &[&str]| {
+            let calls: Vec<Value> = ids
+                .iter()
+                .map(|id| {
+                    json!({"id": id, "type": "function",
+                           "function": {"name": "load_memory", "arguments": "{}"}})
+                })
+                .collect();
+            json!({"role": "assistant", "content": null, "tool_calls": calls})
+        };
+        assert_eq!(
+            chat_messages(&events, "", "e-2", None),
+            vec![
+                json!({"role": "user", "content": "Favourite?"}),
+                calls(&["a", "b"]),
+                tool("b", "{}"),
+                tool("a", UNANSWERED),
+                json!({"role": "user", "content": "Again?"}),
+                calls(&["c"]),
+                tool("c", UNANSWERED),
+            ]
+        );
     }
 }

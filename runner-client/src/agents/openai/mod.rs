@@ -18,10 +18,9 @@ use serde_json::{json, Value};
 use tokio_stream::StreamExt as _;
 
 use crate::{
-    agent::{
-        function_call_part, new_function_call_id, partial_text_event, text_event, text_part, Agent,
-    },
+    agent::Agent,
     error::{Result, RunnerError},
+    event::{function_call_part, new_function_call_id, partial_text_event, text_event, text_part},
     invocation::InvocationContext,
     memory_tools::{
         load_memory_parameters, LOAD_MEMORY, LOAD_MEMORY_DESCRIPTION, LOAD_MEMORY_INSTRUCTION,

@@ -1,0 +1,373 @@
+//! The JSON API the page reads: apps, users, sessions, a session's state and events, memory,
+//! health. Handlers only translate between HTTP and [`super::backend`]; entities are rendered
+//! by [`crate::json`].
+
+use std::{collections::BTreeMap, str::FromStr, sync::Arc};
+
+use adk_proto::{memory::v1::SearchMemoryRequest, session::v1::Session};
+use axum::{
+    extract::{Path, Query, State},
+    http::HeaderMap,
+    Json,
+};
+use prost_types::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::{
+    backend::{MemoryTarget, EVENTS_PAGE},
+    error::ConsoleError,
+    logins::{check_write, Caller},
+    Console,
+};
+use crate::json;
+
+/// Rows per page of the users and sessions tables.
+const ROWS_PAGE: usize = 50;
+
+/// Sessions read to build the users and sessions tables. The service lists least recently
+/// updated first and the console shows newest first, so it reads them all, up to this.
+const MAX_SESSIONS_READ: usize = 20_000;
+
+/// Memories per page of the memory list.
+const MEMORIES_PAGE: i32 = 50;
+
+/// Memories counted for a user's figure.
+const MAX_MEMORIES_COUNTED: usize = 10_000;
+
+type ApiResult = Result<Json<Value>, ConsoleError>;
+
+/// `GET /api/health`: both services' health and the console's own figures.
+pub async fn health(State(console): State<Arc<Console>>) -> Json<Value> {
+    let services = console.services.health().await;
+    Json(json!({
+        "services": services,
+        "live_views": console.live.open(),
+        "uptime_secs": console.started.elapsed().as_secs(),
+    }))
+}
+
+/// `GET /api/apps`: the apps the console was told about that this token may see.
+pub async fn apps(State(console): State<Arc<Console>>, caller: Caller) -> ApiResult {
+    let mut visible = Vec::new();
+    for app in &console.apps {
+        if caller.backend.app_visible(app).await? {
+            visible.push(app.clone());
+        }
+    }
+    Ok(Json(json!({ "apps": visible })))
+}
+
+#[derive(Deserialize)]
+pub struct TableQuery {
+    /// Only this user's sessions.
+    user: Option<String>,
+    /// Only ids (user ids in the users table) starting with this.
+    #[serde(default)]
+    prefix: String,
+    /// 1-based.
+    page: Option<usize>,
+}
+
+/// The app's sessions (of one user if asked), newest first, and whether the list was cut.
+async fn sessions_newest_first(
+    caller: &Caller,
+    app: &str,
+    user: Option<&str>,
+) -> Result<(Vec<Session>, bool), ConsoleError> {
+    let (mut sessions, truncated) = caller
+        .backend
+        .sessions(app, user, MAX_SESSIONS_READ)
+        .await?;
+    let key = |s: &Session| {
+        let t = s.last_update_time.unwrap_or_default();
+        (t.seconds, t.nanos)
+    };
+    sessions.sort_by(|a, b| {
+        key(b)
+            .cmp(&key(a))
+            .then_with(|| a.user_id.cmp(&b.user_id))
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    Ok((sessions, truncated))
+}
+
+/// Page `page` (1-based) of `rows`, with the paging figures.
+fn paged(rows: Vec<Value>, page: Option<usize>) -> Value {
+    let total = rows.len();
+    let pages = total.div_ceil(ROWS_PAGE).max(1);
+    let page = page.unwrap_or(1).clamp(1, pages);
+    let rows: Vec<Value> = rows
+        .into_iter()
+        .skip((page - 1) * ROWS_PAGE)
+        .take(ROWS_PAGE)
+        .collect();
+    json!({"rows": rows, "total": total, "page": page, "pages": pages})
+}
+
+/// One row of the users table.
+#[derive(Serialize)]
+struct UserRow {
+    user_id: String,
+    sessions: usize,
+    events: u64,
+    last_update_time: Option<String>,
+}
+
+/// `GET /api/apps/{app}/users`: the app's users with their session counts, most recently
+/// active first, and the app's figures.
+pub async fn users(
+    caller: Caller,
+    Path(app): Path<String>,
+    Query(q): Query<TableQuery>,
+) -> ApiResult {
+    let (sessions, truncated) = sessions_newest_first(&caller, &app, None).await?;
+    // Newest first, so a user's first session is their latest activity.
+    let mut users: Vec<UserRow> = Vec::new();
+    let mut index = BTreeMap::new();
+    for s in &sessions {
+        let at = *index.entry(s.user_id.as_str()).or_insert_with(|| {
+            users.push(UserRow {
+                user_id: s.user_id.clone(),
+                sessions: 0,
+                events: 0,
+                last_update_time: s.last_update_time.map(|t| t.to_string()),
+            });
+            users.len() - 1
+        });
+        users[at].sessions += 1;
+        users[at].events += s.last_sequence;
+    }
+    let figures = json!({
+        "sessions": sessions.len(),
+        "users": users.len(),
+        "events": users.iter().map(|u| u.events).sum::<u64>(),
+        "truncated": truncated,
+    });
+    let rows = users
+        .into_iter()
+        .filter(|u| u.user_id.starts_with(&q.prefix))
+        .map(|u| json!(u))
+        .collect();
+    Ok(Json(
+        json!({"figures": figures, "table": paged(rows, q.page)}),
+    ))
+}
+
+/// `GET /api/apps/{app}/sessions`: sessions newest first, filtered by user and id prefix.
+pub async fn sessions(
+    caller: Caller,
+    Path(app): Path<String>,
+    Query(q): Query<TableQuery>,
+) -> ApiResult {
+    let user = q.user.as_deref().filter(|u| !u.is_empty());
+    let (sessions, truncated) = sessions_newest_first(&caller, &app, user).await?;
+    let rows = sessions
+        .iter()
+        .filter(|s| s.id.starts_with(&q.prefix))
+        .map(|s| {
+            json!({
+                "id": s.id, "user_id": s.user_id, "events": s.last_sequence,
+                "create_time": s.create_time.map(|t| t.to_string()),
+                "last_update_time": s.last_update_time.map(|t| t.to_string()),
+            })
+        })
+        .collect();
+    Ok(Json(
+        json!({"table": paged(rows, q.page), "truncated": truncated}),
+    ))
+}
+
+/// The merged state split by scope, prefixes removed.
+fn state_by_scope(state: &str) -> Value {
+    let mut scopes: [(&str, Map<String, Value>); 3] = [
+        ("app", Map::new()),
+        ("user", Map::new()),
+        ("session", Map::new()),
+    ];
+    if let Value::Object(all) = json::parse_json_text(state) {
+        for (key, value) in all {
+            let (scope, key) = match (key.strip_prefix("app:"), key.strip_prefix("user:")) {
+                (Some(k), _) => (0, k.to_owned()),
+                (_, Some(k)) => (1, k.to_owned()),
+                _ => (2, key),
+            };
+            scopes[scope].1.insert(key, value);
+        }
+    }
+    Value::Object(
+        scopes
+            .into_iter()
+            .map(|(name, map)| (name.to_owned(), Value::Object(map)))
+            .collect(),
+    )
+}
+
+/// `GET /api/apps/{app}/users/{user}/sessions/{id}`: the session's figures and state by scope.
+pub async fn session(
+    caller: Caller,
+    Path((app, user, id)): Path<(String, String, String)>,
+) -> ApiResult {
+    let s = caller.backend.session(&app, &user, &id).await?;
+    Ok(Json(json!({
+        "id": s.id, "app_name": s.app_name, "user_id": s.user_id,
+        "create_time": s.create_time.map(|t| t.to_string()),
+        "last_update_time": s.last_update_time.map(|t| t.to_string()),
+        "expire_time": s.expire_time.map(|t| t.to_string()),
+        "last_sequence": s.last_sequence,
+        "page_size": EVENTS_PAGE,
+        "state": state_by_scope(&s.state),
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct EventsQuery {
+    /// 1-based; page `n` holds sequences `(n-1)*100+1 ..= n*100`.
+    page: Option<u64>,
+}
+
+/// `GET .../sessions/{id}/events?page=N`: one page of stored events.
+pub async fn events(
+    caller: Caller,
+    Path((app, user, id)): Path<(String, String, String)>,
+    Query(q): Query<EventsQuery>,
+) -> ApiResult {
+    let page = q.page.unwrap_or(1).max(1);
+    let after = (page - 1).saturating_mul(u64::from(EVENTS_PAGE));
+    let events = caller.backend.events(&app, &user, &id, after).await?;
+    Ok(Json(
+        json!({"page": page, "events": events.iter().map(json::event).collect::<Vec<_>>()}),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct MemoriesQuery {
+    #[serde(default)]
+    page_token: String,
+}
+
+/// `GET .../memories?page_token=`: one page of the user's memories, in ingestion order.
+pub async fn memories(
+    caller: Caller,
+    Path((app, user)): Path<(String, String)>,
+    Query(q): Query<MemoriesQuery>,
+) -> ApiResult {
+    let first = q.page_token.is_empty();
+    let page = caller
+        .backend
+        .memories(&app, &user, MEMORIES_PAGE, q.page_token)
+        .await?;
+    // The user's figure, counted along with the first page.
+    let total = if first {
+        Some(count_memories(&caller, &app, &user).await?)
+    } else {
+        None
+    };
+    Ok(Json(json!({
+        "memories": page.memories.iter().map(json::memory_entry).collect::<Vec<_>>(),
+        "next_page_token": page.next_page_token,
+        "total": total,
+    })))
+}
+
+/// How many memories the user has, counting up to [`MAX_MEMORIES_COUNTED`] (`"N+"` beyond).
+async fn count_memories(caller: &Caller, app: &str, user: &str) -> Result<Value, ConsoleError> {
+    let mut counted = 0;
+    let mut token = String::new();
+    loop {
+        let page = caller.backend.memories(app, user, 100, token).await?;
+        counted += page.memories.len();
+        if page.next_page_token.is_empty() {
+            return Ok(json!(counted));
+        }
+        if counted >= MAX_MEMORIES_COUNTED {
+            return Ok(json!(format!("{counted}+")));
+        }
+        token = page.next_page_token;
+    }
+}
+
+#[derive(Deserialize)]
+pub struct SearchQuery {
+    q: String,
+    #[serde(default)]
+    author: String,
+    /// RFC 3339.
+    #[serde(default)]
+    after: String,
+    /// RFC 3339.
+    #[serde(default)]
+    before: String,
+    limit: Option<i32>,
+}
+
+fn timestamp(field: &'static str, text: &str) -> Result<Option<Timestamp>, ConsoleError> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    Timestamp::from_str(text)
+        .map(Some)
+        .map_err(|e| ConsoleError::BadRequest {
+            field,
+            reason: format!("{text:?} is not an RFC 3339 time: {e}"),
+        })
+}
+
+/// `GET .../memories/search?q=&author=&after=&before=&limit=`: ranked results, best first.
+pub async fn search(
+    caller: Caller,
+    Path((app, user)): Path<(String, String)>,
+    Query(q): Query<SearchQuery>,
+) -> ApiResult {
+    let request = SearchMemoryRequest {
+        app_name: app,
+        user_id: user,
+        query: q.q,
+        limit: q.limit.unwrap_or(20),
+        after_timestamp: timestamp("after", &q.after)?,
+        before_timestamp: timestamp("before", &q.before)?,
+        author: q.author,
+    };
+    let found = caller.backend.search(request).await?;
+    // Scores ride along even when 0, unlike in json::memory_entry.
+    let rows: Vec<Value> = found
+        .iter()
+        .map(|m| {
+            let mut row = json::memory_entry(m);
+            if let Value::Object(o) = &mut row {
+                o.insert("score".into(), json!(m.score));
+            }
+            row
+        })
+        .collect();
+    Ok(Json(json!({ "memories": rows })))
+}
+
+#[derive(Deserialize)]
+pub struct DeleteForm {
+    memory_id: Option<String>,
+    session_id: Option<String>,
+}
+
+/// `POST .../memories/delete {"memory_id"} | {"session_id"}`: the page asks for confirmation
+/// first; the request must come from the page (see [`check_write`]).
+pub async fn delete_memory(
+    caller: Caller,
+    headers: HeaderMap,
+    Path((app, user)): Path<(String, String)>,
+    Json(form): Json<DeleteForm>,
+) -> ApiResult {
+    check_write(&headers)?;
+    let target = match (form.memory_id, form.session_id) {
+        (Some(id), None) if !id.is_empty() => MemoryTarget::Entry(id),
+        (None, Some(id)) if !id.is_empty() => MemoryTarget::Session(id),
+        _ => {
+            return Err(ConsoleError::BadRequest {
+                field: "memory_id",
+                reason: "give exactly one non-empty memory_id or session_id".into(),
+            })
+        }
+    };
+    let deleted = caller.backend.delete_memory(&app, &user, target).await?;
+    Ok(Json(json!({ "deleted": deleted })))
+}

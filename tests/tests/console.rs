@@ -1,0 +1,411 @@
+//! The web console's HTTP API against real servers that require tokens: signing in, what a
+//! scoped token may see, writes that must come from the page, the loopback host check, and the
+//! bound on live views per browser. (The page itself is tested in a real browser by
+//! `console_browser.rs`.)
+
+mod console_fixture;
+
+use adk_tests::text_event;
+use console_fixture::{Fixture, A_TOKEN, B_SECRET, OPS_TOKEN};
+use reqwest::{header, Client, StatusCode};
+use serde_json::{json, Value};
+
+/// A browser: a client keeping nothing but the console's login cookie it is given.
+struct Browser {
+    http: Client,
+    console: String,
+    cookie: Option<String>,
+}
+
+impl Browser {
+    fn new(fixture: &Fixture) -> Self {
+        Browser {
+            http: Client::new(),
+            console: fixture.url(),
+            cookie: None,
+        }
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let mut request = self.http.request(method, format!("{}{path}", self.console));
+        if let Some(cookie) = &self.cookie {
+            request = request.header(header::COOKIE, cookie);
+        }
+        request
+    }
+
+    async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let response = self
+            .request(reqwest::Method::GET, path)
+            .send()
+            .await
+            .expect("GET");
+        let status = response.status();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// A write as the page makes it (with the console's write header).
+    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        let response = self
+            .request(reqwest::Method::POST, path)
+            .header("x-console-write", "1")
+            .json(&body)
+            .send()
+            .await
+            .expect("POST");
+        let status = response.status();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Signs in and keeps the login cookie.
+    async fn sign_in(&mut self, token: &str) {
+        let response = self
+            .request(reqwest::Method::POST, "/api/login")
+            .header("x-console-write", "1")
+            .json(&json!({ "token": token }))
+            .send()
+            .await
+            .expect("POST /api/login");
+        assert_eq!(response.status(), StatusCode::OK);
+        let set_cookie = response
+            .headers()
+            .get(header::SET_COOKIE)
+            .expect("a login cookie")
+            .to_str()
+            .expect("ASCII")
+            .to_owned();
+        assert!(
+            set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"),
+            "{set_cookie}"
+        );
+        assert!(
+            !set_cookie.contains(token),
+            "the cookie holds the token itself: {set_cookie}"
+        );
+        self.cookie = set_cookie.split(';').next().map(str::to_owned);
+    }
+
+    /// The first message of a live view, and the open response (dropped: the view closes).
+    async fn first_message(&self, path: &str) -> (String, reqwest::Response) {
+        let mut response = self
+            .request(reqwest::Method::GET, path)
+            .send()
+            .await
+            .expect("GET live");
+        assert_eq!(response.status(), StatusCode::OK);
+        let mut text = String::new();
+        while !text.contains("\n\n") {
+            let chunk = response
+                .chunk()
+                .await
+                .expect("reads")
+                .expect("the view sends something");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        (text, response)
+    }
+}
+
+#[tokio::test]
+async fn without_a_token_the_console_asks_for_one_and_refuses_unknown_ones() {
+    let fixture = Fixture::start().await;
+    let mut browser = Browser::new(&fixture);
+    let (status, body) = browser.get("/api/apps").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    let (status, body) = browser
+        .post("/api/login", json!({"token": "not-a-token"}))
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    for bad in ["", "two words", "tab\there", "caf\u{e9}"] {
+        let (status, body) = browser.post("/api/login", json!({ "token": bad })).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad:?}: {body}");
+        assert!(
+            body["error"].as_str().unwrap_or_default().contains("token"),
+            "{body}"
+        );
+    }
+    browser.sign_in(OPS_TOKEN).await;
+    assert_eq!(
+        browser.get("/api/apps").await,
+        (StatusCode::OK, json!({"apps": ["a", "b"]}))
+    );
+    assert_eq!(
+        browser.get("/api/whoami").await.1,
+        json!({"signed_in": true})
+    );
+    let (status, _) = browser.post("/api/logout", json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = browser.get("/api/apps").await;
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "the login is forgotten on sign-out"
+    );
+}
+
+#[tokio::test]
+async fn a_token_scoped_to_app_a_sees_nothing_of_app_b() {
+    let fixture = Fixture::start().await;
+    let mut browser = Browser::new(&fixture);
+    browser.sign_in(A_TOKEN).await;
+    assert_eq!(browser.get("/api/apps").await.1, json!({"apps": ["a"]}));
+    let (status, body) = browser.get("/api/apps/a/users").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for path in [
+        "/api/apps/b/users",
+        "/api/apps/b/sessions",
+        "/api/apps/b/sessions?user=bob",
+        "/api/apps/b/users/bob/sessions/secret-b",
+        "/api/apps/b/users/bob/sessions/secret-b/events",
+        "/api/apps/b/users/bob/memories",
+        "/api/apps/b/users/bob/memories/search?q=secret",
+    ] {
+        let (status, body) = browser.get(path).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{path}: {body}");
+        assert_eq!(body["code"], "PERMISSION_DENIED", "{path}: {body}");
+        assert!(!body.to_string().contains(B_SECRET), "{path}: {body}");
+    }
+    let (status, body) = browser
+        .post(
+            "/api/apps/b/users/bob/memories/delete",
+            json!({"session_id": "secret-b"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    for path in [
+        "/api/apps/b/feed",
+        "/api/apps/b/users/bob/sessions/secret-b/live",
+    ] {
+        let (text, _) = browser.first_message(path).await;
+        assert!(
+            text.starts_with("event: failure") && text.contains("may not access app"),
+            "{path}: {text}"
+        );
+        assert!(!text.contains(B_SECRET), "{path}: {text}");
+    }
+}
+
+#[tokio::test]
+async fn writes_need_the_page_header_and_name_exactly_one_target() {
+    let fixture = Fixture::start().await;
+    let mut browser = Browser::new(&fixture);
+    browser.sign_in(OPS_TOKEN).await;
+    // A cross-site form can post, but cannot add a header.
+    let response = browser
+        .request(
+            reqwest::Method::POST,
+            "/api/apps/a/users/alice/memories/delete",
+        )
+        .json(&json!({"memory_id": "m-food"}))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let (status, body) = browser
+        .post(
+            "/api/apps/a/users/alice/memories/delete",
+            json!({"memory_id": "m-food", "session_id": "s2"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(fixture.memory_ids().await.len(), 4, "nothing was deleted");
+    let (status, body) = browser
+        .post(
+            "/api/apps/a/users/alice/memories/delete",
+            json!({"memory_id": "m-food"}),
+        )
+        .await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"deleted": 1})));
+    assert_eq!(fixture.memory_ids().await.len(), 3);
+}
+
+#[tokio::test]
+async fn search_filters_reach_the_service() {
+    let fixture = Fixture::start().await;
+    let mut browser = Browser::new(&fixture);
+    browser.sign_in(OPS_TOKEN).await;
+    let (status, body) = browser
+        .get("/api/apps/a/users/alice/memories/search?q=console&author=user")
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["memories"].as_array().map(Vec::len), Some(3), "{body}");
+    let (_, body) = browser
+        .get("/api/apps/a/users/alice/memories/search?q=console&author=nobody")
+        .await;
+    assert_eq!(body["memories"], json!([]));
+    let (_, body) = browser
+        .get("/api/apps/a/users/alice/memories/search?q=console&before=2000-01-01T00:00:00Z")
+        .await;
+    assert_eq!(
+        body["memories"],
+        json!([]),
+        "every entry is newer than 2000"
+    );
+    let (status, body) = browser
+        .get("/api/apps/a/users/alice/memories/search?q=console&after=yesterday")
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        body["error"].as_str().unwrap_or_default().contains("after"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn on_loopback_the_console_answers_only_to_loopback_names() {
+    let fixture = Fixture::start().await;
+    let browser = Browser::new(&fixture);
+    let port = fixture.console.port();
+    for host in [
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        "localhost".into(),
+    ] {
+        let response = browser
+            .request(reqwest::Method::GET, "/")
+            .header(header::HOST, host.as_str())
+            .send()
+            .await;
+        assert_eq!(response.expect("GET").status(), StatusCode::OK, "{host}");
+    }
+    // What a page of another site reaches through DNS rebinding.
+    let response = browser
+        .request(reqwest::Method::GET, "/api/apps")
+        .header(header::HOST, format!("rebound.example:{port}"))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(response.status(), StatusCode::MISDIRECTED_REQUEST);
+    let page = browser
+        .request(reqwest::Method::GET, "/")
+        .send()
+        .await
+        .expect("GET /");
+    let csp = page
+        .headers()
+        .get(header::CONTENT_SECURITY_POLICY)
+        .expect("a CSP")
+        .to_str()
+        .unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
+}
+
+#[tokio::test]
+async fn live_views_are_bounded_per_browser_and_end_with_the_connection() {
+    let fixture = Fixture::start().await;
+    let mut browser = Browser::new(&fixture);
+    browser.sign_in(OPS_TOKEN).await;
+    let session = "/api/apps/a/users/alice/sessions/s1/live";
+    let mut open = Vec::new();
+    for _ in 0..runner_client::console::live::MAX_PER_BROWSER {
+        let (text, response) = browser.first_message(session).await;
+        assert!(text.starts_with("event: event"), "{text}");
+        open.push(response);
+    }
+    let (text, _) = browser.first_message(session).await;
+    assert!(
+        text.starts_with("event: failure") && text.contains("too many live views"),
+        "{text}"
+    );
+    // Every open view receives what is appended now.
+    fixture
+        .append("a", "alice", "s1", text_event("user", "to every view"))
+        .await;
+    for view in &mut open {
+        let mut text = String::new();
+        while !text.contains("to every view") {
+            let chunk = view
+                .chunk()
+                .await
+                .expect("reads")
+                .expect("the view stays open");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+    // Another browser is not affected.
+    let mut other = Browser::new(&fixture);
+    other.sign_in(OPS_TOKEN).await;
+    let (text, _other_view) = other.first_message(session).await;
+    assert!(!text.contains("too many"), "{text}");
+    // Closing one frees its place; the service's stream ends with it.
+    open.pop();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (text, response) = browser.first_message(session).await;
+        if text.starts_with("event: event") {
+            open.push(response);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the closed view's place never came back"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(browser.get("/api/health").await.1["live_views"], json!(5));
+    // When the browsers go, so do the service's streams.
+    drop((open, _other_view));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while fixture.in_flight("WatchSession").await != 0.0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "WatchSession calls outlive their views"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(browser.get("/api/health").await.1["live_views"], json!(0));
+}
+
+#[tokio::test]
+async fn sessions_come_newest_first_filtered_by_user_and_id_prefix() {
+    let fixture = Fixture::start().await;
+    for (user, id) in [("carol", "x-1"), ("dave", "x-2"), ("carol", "y-1")] {
+        fixture.create("a", user, id, json!({})).await;
+    }
+    fixture
+        .append("a", "carol", "x-1", text_event("user", "again"))
+        .await;
+    let mut browser = Browser::new(&fixture);
+    browser.sign_in(OPS_TOKEN).await;
+    let ids = |body: &Value| -> Vec<String> {
+        body["table"]["rows"]
+            .as_array()
+            .map(|rows| {
+                rows.iter()
+                    .map(|r| r["id"].as_str().unwrap_or_default().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (status, body) = browser.get("/api/apps/a/sessions").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(ids(&body), ["x-1", "y-1", "x-2", "s1"]);
+    assert_eq!(
+        ids(&browser.get("/api/apps/a/sessions?prefix=x-").await.1),
+        ["x-1", "x-2"]
+    );
+    assert_eq!(
+        ids(&browser
+            .get("/api/apps/a/sessions?user=carol&prefix=y")
+            .await
+            .1),
+        ["y-1"]
+    );
+    let (_, users) = browser.get("/api/apps/a/users").await;
+    assert_eq!(
+        users["figures"],
+        json!({"sessions": 4, "users": 3, "events": 6, "truncated": false})
+    );
+    let order: Vec<&str> = users["table"]["rows"]
+        .as_array()
+        .map(|rows| rows.iter().filter_map(|r| r["user_id"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        order,
+        ["carol", "dave", "alice"],
+        "most recently active first"
+    );
+}

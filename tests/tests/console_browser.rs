@@ -1,0 +1,627 @@
+//! The web console in a real headless browser (Chromium driven over WebDriver by
+//! chromedriver), against real servers booted in-process: signing in, browsing, live follow,
+//! the activity feed, memory search and deletion, escaping of hostile text, scoped tokens, and
+//! large sessions and apps. Screenshots go to `target/console-screenshots/`; with
+//! `ADK_CONSOLE_UPDATE_DOCS=1` the session view also replaces `docs/console.png`.
+//!
+//! Needs `chromium` and `chromium-driver` (Debian packages); `.ci/run` installs them and runs
+//! this suite with `--ignored`.
+
+mod console_fixture;
+
+use std::{
+    path::PathBuf,
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use adk_proto::session::v1::{AppendEventRequest, CreateSessionRequest, Event};
+use adk_tests::{append_request, text_event};
+use console_fixture::{Fixture, A_TOKEN, B_SECRET, HOSTILE, OPS_TOKEN, SCRIPT};
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// How long the page may take to show something.
+const PATIENCE: Duration = Duration::from_secs(15);
+
+/// chromedriver on a free port, killed when dropped.
+struct Driver {
+    child: tokio::process::Child,
+    port: u16,
+}
+
+impl Driver {
+    async fn start() -> Self {
+        let mut child = tokio::process::Command::new("chromedriver")
+            .arg("--port=0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("chromedriver runs (apt-get install chromium chromium-driver)");
+        let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+        // "ChromeDriver was started successfully on port 40943."
+        let port = loop {
+            let line = lines
+                .next_line()
+                .await
+                .expect("reads chromedriver's output")
+                .expect("chromedriver announces its port");
+            if let Some(rest) = line.split(" on port ").nth(1) {
+                if line.contains("started successfully") {
+                    break rest.trim_end_matches('.').parse().expect("a port number");
+                }
+            }
+        };
+        Driver { child, port }
+    }
+
+    async fn browser(&self, profile: &std::path::Path) -> Client {
+        let args = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--window-size=1280,900",
+            &format!("--user-data-dir={}", profile.display()),
+        ];
+        let mut caps = serde_json::Map::new();
+        caps.insert("goog:chromeOptions".into(), json!({ "args": args }));
+        ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{}", self.port))
+            .await
+            .expect("a browser session")
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+fn screenshots() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let dir = target.join("console-screenshots");
+    std::fs::create_dir_all(&dir).expect("creates the screenshot directory");
+    dir
+}
+
+async fn screenshot(browser: &Client, name: &str) {
+    let png = browser.screenshot().await.expect("takes a screenshot");
+    std::fs::write(screenshots().join(format!("{name}.png")), &png).expect("writes it");
+    if name == "session" && std::env::var_os("ADK_CONSOLE_UPDATE_DOCS").is_some() {
+        let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/console.png");
+        std::fs::write(docs, &png).expect("writes docs/console.png");
+    }
+}
+
+/// Runs `script` (a function body returning a value) until it returns something truthy.
+async fn until(browser: &Client, what: &str, script: &str, args: Vec<Value>) -> Value {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let value = browser
+            .execute(script, args.clone())
+            .await
+            .expect("script runs");
+        let truthy = !matches!(&value, Value::Null | Value::Bool(false))
+            && value != json!(0)
+            && value != json!("");
+        if truthy {
+            return value;
+        }
+        if Instant::now() > deadline {
+            let text = browser
+                .execute("return document.body.innerText", vec![])
+                .await
+                .unwrap_or_default();
+            panic!("timed out waiting for {what}; the page shows:\n{text}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until some element matching `css` has exactly `text` as its text.
+async fn until_text(browser: &Client, css: &str, text: &str) {
+    until(
+        browser,
+        &format!("{css} with text {text:?}"),
+        "return [...document.querySelectorAll(arguments[0])].some(e => e.textContent === arguments[1])",
+        vec![json!(css), json!(text)],
+    )
+    .await;
+}
+
+async fn text_of(browser: &Client, css: &str) -> String {
+    browser
+        .wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no {css}: {e}"))
+        .text()
+        .await
+        .expect("element text")
+}
+
+async fn go(browser: &Client, url: &str) {
+    browser.goto(url).await.expect("navigates");
+}
+
+async fn click(browser: &Client, css: &str) {
+    browser
+        .wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no {css}: {e}"))
+        .click()
+        .await
+        .expect("clicks");
+}
+
+/// Signs in from a fresh load of the start page.
+async fn sign_in(browser: &Client, console: &str, token: &str) {
+    go(browser, &format!("{console}/?sign-in")).await;
+    let input = browser
+        .wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css("#token"))
+        .await
+        .expect("the sign-in form: the services require a token");
+    input.send_keys(token).await.expect("types");
+    click(browser, "#login button[type=submit]").await;
+    browser
+        .wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css("#health"))
+        .await
+        .expect("the home page after signing in");
+}
+
+/// Appends `count` events to a session over one AppendEvents stream.
+async fn append_many(fixture: &Fixture, app: &str, user: &str, id: &str, count: usize) {
+    let requests: Vec<AppendEventRequest> = (1..=count)
+        .map(|i| {
+            append_request(
+                app,
+                user,
+                id,
+                text_event("agent", &format!("bulk event {i}")),
+            )
+        })
+        .collect();
+    let mut responses = fixture
+        .sessions
+        .clone()
+        .append_events(tokio_stream::iter(requests))
+        .await
+        .expect("append_events")
+        .into_inner();
+    let mut acknowledged = 0;
+    while let Some(response) = responses.message().await.expect("a response") {
+        assert_eq!(response.code, 0, "append failed: {}", response.message);
+        acknowledged += 1;
+    }
+    assert_eq!(acknowledged, count);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromium-driver; .ci/run runs it"]
+async fn the_console_in_a_browser() {
+    let fixture = Fixture::start().await;
+    let console = fixture.url();
+    let driver = Driver::start().await;
+    let profile = tempfile::TempDir::new().expect("profile dir");
+    let browser = driver.browser(profile.path()).await;
+
+    // Signing in: the services require tokens, so the console asks for one.
+    go(&browser, &format!("{console}/")).await;
+    text_of(&browser, "#login h1").await;
+    screenshot(&browser, "sign-in").await;
+    sign_in(&browser, &console, OPS_TOKEN).await;
+    until(
+        &browser,
+        "both services SERVING",
+        "return document.querySelectorAll('#health .status-SERVING').length === 2",
+        vec![],
+    )
+    .await;
+    until_text(&browser, "#apps a", "a").await;
+    until_text(&browser, "#apps a", "b").await;
+
+    // Apps → users → sessions → a session.
+    click(&browser, "#apps a[href='#/app/a']").await;
+    until_text(&browser, "#users a", "alice").await;
+    click(&browser, "#users a[href='#/app/a/user/alice']").await;
+    until_text(&browser, "#sessions a", "s1").await;
+    click(&browser, "#sessions a").await;
+    until_text(&browser, "#events .text", "What is my favourite project?").await;
+
+    // Function calls and responses, state deltas, state split by scope.
+    until_text(&browser, "#events .part-label", "call load_memory").await;
+    until_text(&browser, "#events .part-label", "response load_memory").await;
+    until_text(&browser, "#events .part-label", "state delta").await;
+    let state = |scope: &str| {
+        format!("return JSON.parse(document.querySelector('#state-{scope} pre').textContent)")
+    };
+    assert_eq!(
+        browser.execute(&state("app"), vec![]).await.unwrap(),
+        json!({"plan": "pro"})
+    );
+    assert_eq!(
+        browser.execute(&state("user"), vec![]).await.unwrap(),
+        json!({"lang": "en", "visits": 3})
+    );
+    assert_eq!(
+        browser.execute(&state("session"), vec![]).await.unwrap(),
+        json!({"topic": "console", "answered": true})
+    );
+
+    // Hostile text is text: no element is made of it, no script ran.
+    until_text(&browser, "#events .text", HOSTILE).await;
+    until_text(&browser, "#events .text", SCRIPT).await;
+    let injected = browser
+        .execute(
+            "return document.querySelectorAll('#events img, #events script').length",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(injected, json!(0), "hostile text became elements");
+    assert_eq!(browser.title().await.unwrap(), "ADK console");
+    assert!(browser.get_alert_text().await.is_err(), "an alert is open");
+
+    // Live: an event appended through gRPC appears without a reload; partial fragments show
+    // as they stream and give way to the final event.
+    until_text(&browser, "#live-status", "live").await;
+    browser
+        .execute("window.notReloaded = true", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        fixture.in_flight("WatchSession").await,
+        1.0,
+        "the page follows the session"
+    );
+    let partial = |text: &str| Event {
+        partial: Some(true),
+        ..text_event("helper", text)
+    };
+    fixture
+        .append("a", "alice", "s1", partial("Your favourite "))
+        .await;
+    fixture
+        .append("a", "alice", "s1", partial("project is the console"))
+        .await;
+    until_text(
+        &browser,
+        "#events .event.partial .text",
+        "Your favourite project is the console",
+    )
+    .await;
+    until_text(&browser, "#events .badge.partial", "partial").await;
+    fixture
+        .append(
+            "a",
+            "alice",
+            "s1",
+            text_event("helper", "Your favourite project is the console."),
+        )
+        .await;
+    until_text(
+        &browser,
+        "#events .text",
+        "Your favourite project is the console.",
+    )
+    .await;
+    until(
+        &browser,
+        "the partial row gone",
+        "return document.querySelectorAll('#events .event.partial').length === 0",
+        vec![],
+    )
+    .await;
+    fixture
+        .append("a", "alice", "s1", text_event("user", "live hello"))
+        .await;
+    until_text(&browser, "#events .text", "live hello").await;
+    assert_eq!(
+        browser
+            .execute("return window.notReloaded", vec![])
+            .await
+            .unwrap(),
+        json!(true)
+    );
+    screenshot(&browser, "session").await;
+
+    // Closing the view (the tab navigates away) cancels the WatchSession call.
+    go(&browser, "about:blank").await;
+    let deadline = Instant::now() + PATIENCE;
+    while fixture.in_flight("WatchSession").await != 0.0 {
+        assert!(
+            Instant::now() < deadline,
+            "WatchSession still in flight after the page closed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // The app's activity feed: live, and resumed after leaving and coming back.
+    go(&browser, &format!("{console}/#/app/a/feed")).await;
+    until_text(&browser, "#live-status", "live").await;
+    fixture
+        .append("a", "alice", "s1", text_event("user", "feed one"))
+        .await;
+    until_text(&browser, "#feed .text", "feed one").await;
+    go(&browser, "about:blank").await;
+    fixture
+        .append("a", "alice", "s1", text_event("user", "feed while away"))
+        .await;
+    go(&browser, &format!("{console}/#/app/a/feed")).await;
+    until_text(&browser, "#feed .text", "feed while away").await;
+    until_text(&browser, "#feed .text", "feed one").await;
+    let order = browser
+        .execute(
+            "return [...document.querySelectorAll('#feed .text')].map(e => e.textContent)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        order,
+        json!(["feed while away", "feed one"]),
+        "newest first, nothing twice"
+    );
+    screenshot(&browser, "feed").await;
+
+    // Memory: ranked search results.
+    go(&browser, &format!("{console}/#/app/a/user/alice/memory")).await;
+    until_text(&browser, "#memory-total", "4").await;
+    browser
+        .wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css("#search-q"))
+        .await
+        .unwrap()
+        .send_keys("console")
+        .await
+        .unwrap();
+    click(&browser, "#search button[type=submit]").await;
+    until(
+        &browser,
+        "search results",
+        "return document.querySelectorAll('#results tbody tr').length",
+        vec![],
+    )
+    .await;
+    let ranked = browser
+        .execute(
+            "return [...document.querySelectorAll('#results tbody tr')].map(r => [r.dataset.id, Number(r.querySelector('.score').textContent)])",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let ranked: Vec<(String, f64)> = serde_json::from_value(ranked).unwrap();
+    assert_eq!(
+        ranked.first().map(|r| r.0.as_str()),
+        Some("m-best"),
+        "{ranked:?}"
+    );
+    assert_eq!(
+        ranked.len(),
+        3,
+        "only entries about the console: {ranked:?}"
+    );
+    assert!(
+        ranked.windows(2).all(|w| w[0].1 >= w[1].1),
+        "best first: {ranked:?}"
+    );
+    assert!(ranked.iter().all(|r| r.1 > 0.0), "scores shown: {ranked:?}");
+    screenshot(&browser, "memory-search").await;
+
+    // Deleting needs a confirmation: cancelling deletes nothing.
+    click(&browser, "#memories tr[data-id='m-food'] .delete-entry").await;
+    until(
+        &browser,
+        "the confirmation",
+        "return document.getElementById('confirm').open",
+        vec![],
+    )
+    .await;
+    screenshot(&browser, "memory-delete-confirm").await;
+    click(&browser, "#confirm-cancel").await;
+    until(
+        &browser,
+        "the dialog closed",
+        "return !document.getElementById('confirm').open",
+        vec![],
+    )
+    .await;
+    assert!(
+        fixture.memory_ids().await.contains(&"m-food".to_owned()),
+        "cancel deleted it"
+    );
+    click(&browser, "#memories tr[data-id='m-food'] .delete-entry").await;
+    until(
+        &browser,
+        "the confirmation",
+        "return document.getElementById('confirm').open",
+        vec![],
+    )
+    .await;
+    click(&browser, "#confirm-ok").await;
+    until_text(&browser, "#memory-message .notice", "Deleted 1 entry.").await;
+    assert!(
+        !fixture.memory_ids().await.contains(&"m-food".to_owned()),
+        "not deleted"
+    );
+    until(
+        &browser,
+        "the list without the entry",
+        "return !document.querySelector(\"#memories tr[data-id='m-food']\")",
+        vec![],
+    )
+    .await;
+    // A session's entries, from a search result.
+    click(&browser, "#results tr[data-id='m-best'] .delete-session").await;
+    until(
+        &browser,
+        "the confirmation",
+        "return document.getElementById('confirm').open",
+        vec![],
+    )
+    .await;
+    click(&browser, "#confirm-ok").await;
+    until_text(&browser, "#memory-message .notice", "Deleted 2 entries.").await;
+    assert_eq!(fixture.memory_ids().await, vec!["m-old".to_owned()]);
+
+    // A 10,000-event session: paged, one page of rows in the page at a time.
+    fixture.create("a", "bulk", "big", json!({})).await;
+    append_many(&fixture, "a", "bulk", "big", 10_000).await;
+    go(
+        &browser,
+        &format!("{console}/#/app/a/user/bulk/session/big"),
+    )
+    .await;
+    until_text(
+        &browser,
+        "#event-pager .page-info",
+        "Page 100 of 100 (10000 events)",
+    )
+    .await;
+    until_text(&browser, "#events .text", "bulk event 10000").await;
+    let rows = "return document.querySelectorAll('#events .event').length";
+    assert_eq!(browser.execute(rows, vec![]).await.unwrap(), json!(100));
+    click(&browser, "#event-pager button:first-child").await;
+    until_text(
+        &browser,
+        "#event-pager .page-info",
+        "Page 1 of 100 (10000 events)",
+    )
+    .await;
+    until_text(
+        &browser,
+        "#events .event:first-child .meta span:first-child",
+        "#1",
+    )
+    .await;
+    assert_eq!(browser.execute(rows, vec![]).await.unwrap(), json!(100));
+    screenshot(&browser, "big-session").await;
+
+    // 1,000 sessions: newest first, paged, filtered by id prefix and user.
+    let ids: Vec<usize> = (0..1000).collect();
+    for chunk in ids.chunks(50) {
+        futures::future::join_all(chunk.iter().map(|&i| {
+            let mut sessions = fixture.sessions.clone();
+            async move {
+                sessions
+                    .create_session(CreateSessionRequest {
+                        app_name: "a".into(),
+                        user_id: format!("user-{}", i % 10),
+                        session_id: format!("many-{i:04}"),
+                        ..Default::default()
+                    })
+                    .await
+                    .expect("create_session")
+            }
+        }))
+        .await;
+    }
+    fixture
+        .append("a", "user-3", "many-0003", text_event("user", "touch"))
+        .await;
+    go(&browser, &format!("{console}/#/app/a/sessions")).await;
+    until_text(&browser, ".page-info", "Page 1 of 21 (1002 in all)").await;
+    let first = "return document.querySelector('#sessions tbody tr td a').textContent";
+    assert_eq!(
+        browser.execute(first, vec![]).await.unwrap(),
+        json!("many-0003"),
+        "the last updated first"
+    );
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelectorAll('#sessions tbody tr').length",
+                vec![]
+            )
+            .await
+            .unwrap(),
+        json!(50)
+    );
+    screenshot(&browser, "sessions").await;
+    // Sessions created in the same concurrent batch have no set order: touch one to know
+    // which is the newest of user-7's.
+    fixture
+        .append("a", "user-7", "many-0917", text_event("user", "touch"))
+        .await;
+    go(
+        &browser,
+        &format!("{console}/#/app/a/sessions?user=user-7&prefix=many-09"),
+    )
+    .await;
+    until_text(&browser, ".page-info", "Page 1 of 1 (10 in all)").await;
+    assert_eq!(
+        browser.execute(first, vec![]).await.unwrap(),
+        json!("many-0917")
+    );
+    go(&browser, &format!("{console}/#/app/a")).await;
+    until_text(&browser, "#figures .figure", "1002").await;
+
+    // A token scoped to app `a` does not see app `b` through the console.
+    click(&browser, "#logout").await;
+    sign_in(&browser, &console, A_TOKEN).await;
+    until_text(&browser, "#apps a", "a").await;
+    let apps = browser
+        .execute(
+            "return [...document.querySelectorAll('#apps a')].map(a => a.textContent)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(apps, json!(["a"]));
+    go(&browser, &format!("{console}/#/app/b")).await;
+    until(
+        &browser,
+        "the refusal",
+        "return document.querySelector('.error')?.textContent.includes('may not access app')",
+        vec![],
+    )
+    .await;
+    go(
+        &browser,
+        &format!("{console}/#/app/b/user/bob/session/secret-b"),
+    )
+    .await;
+    until(
+        &browser,
+        "the refusal",
+        "return document.querySelector('.error')?.textContent.includes('may not access app')",
+        vec![],
+    )
+    .await;
+    go(&browser, &format!("{console}/#/app/b/feed")).await;
+    until(
+        &browser,
+        "the refusal",
+        "return document.querySelector('.error')?.textContent.includes('may not access app')",
+        vec![],
+    )
+    .await;
+    let shown = browser
+        .execute("return document.body.innerText", vec![])
+        .await
+        .unwrap();
+    assert!(!shown.as_str().unwrap_or_default().contains(B_SECRET));
+    screenshot(&browser, "scoped-token").await;
+
+    browser.close().await.expect("closes the browser");
+}

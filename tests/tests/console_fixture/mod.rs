@@ -1,0 +1,269 @@
+//! What the console suites share: both services requiring tokens, the console in front of
+//! them, gRPC clients presenting a token, and the data the pages show.
+
+use std::net::SocketAddr;
+
+use adk_proto::{
+    memory::v1::{memory_service_client::MemoryServiceClient, AddMemoryRequest, MemoryEntry},
+    session::v1::{
+        part::Data, session_service_client::SessionServiceClient, Content, CreateSessionRequest,
+        Event, EventActions, FunctionCall, FunctionResponse, Part,
+    },
+};
+use adk_tests::{append_request, text_event, MemoryServer, SessionServer};
+use tonic::{
+    metadata::{Ascii, MetadataValue},
+    service::{interceptor::InterceptedService, Interceptor},
+    transport::Channel,
+    Request, Status,
+};
+
+/// Sees every app.
+pub const OPS_TOKEN: &str = "ops-token-0123456789";
+/// Sees app `a` only.
+pub const A_TOKEN: &str = "a-token-0123456789";
+/// The text of a hostile event: must show as text, never as markup.
+pub const HOSTILE: &str = "<img src=x onerror=alert(1)>";
+/// The text of another hostile event.
+pub const SCRIPT: &str = "<script>document.title='pwned'</script>";
+/// Only a token that may see app `b` may read this.
+pub const B_SECRET: &str = "the secret of app b";
+
+/// Adds `authorization: Bearer <token>` to every call.
+#[derive(Clone)]
+pub struct Bearer(MetadataValue<Ascii>);
+
+impl Interceptor for Bearer {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        request
+            .metadata_mut()
+            .insert("authorization", self.0.clone());
+        Ok(request)
+    }
+}
+
+pub type Sessions = SessionServiceClient<InterceptedService<Channel, Bearer>>;
+pub type Memories = MemoryServiceClient<InterceptedService<Channel, Bearer>>;
+
+pub struct Fixture {
+    pub session: SessionServer,
+    _memory: MemoryServer,
+    pub console: SocketAddr,
+    pub sessions: Sessions,
+    pub memories: Memories,
+    _dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    /// Both services (tokens required, session-svc with `/metrics`) and the console listing
+    /// apps `a` and `b`, with [`Fixture::seed`] data.
+    pub async fn start() -> Self {
+        // reqwest (used to talk HTTP to the console and /metrics) needs a TLS provider even
+        // for plain HTTP; ring is the one tonic already links. Another test may have done it.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let dir = tempfile::TempDir::new().expect("temp dir");
+        let tokens = dir.path().join("tokens.json");
+        let file = serde_json::json!({"tokens": [
+            {"name": "ops", "token": OPS_TOKEN, "apps": ["*"]},
+            {"name": "a-only", "token": A_TOKEN, "apps": ["a"]},
+        ]});
+        std::fs::write(&tokens, file.to_string()).expect("writes the tokens file");
+        let session_tokens = tokens.clone();
+        let session = SessionServer::start_with(|c| {
+            c.serve.tokens_file = Some(session_tokens);
+            c.serve.metrics_listen = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
+        })
+        .await;
+        let endpoint = format!("http://{}", session.addr);
+        let memory =
+            MemoryServer::start_with(&endpoint, |c| c.serve.tokens_file = Some(tokens)).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("binds");
+        let running = runner_client::console::spawn(
+            listener,
+            runner_client::console::Config {
+                session_endpoint: endpoint,
+                memory_endpoint: format!("http://{}", memory.addr),
+                ca_pem: None,
+                apps: vec!["a".into(), "b".into()],
+            },
+        )
+        .expect("the console starts");
+        let bearer = Bearer(format!("Bearer {OPS_TOKEN}").parse().expect("header value"));
+        let channel = |addr: SocketAddr| {
+            Channel::from_shared(format!("http://{addr}"))
+                .expect("address")
+                .connect_lazy()
+        };
+        let fixture = Fixture {
+            sessions: SessionServiceClient::with_interceptor(channel(session.addr), bearer.clone()),
+            memories: MemoryServiceClient::with_interceptor(channel(memory.addr), bearer),
+            console: running.addr,
+            session,
+            _memory: memory,
+            _dir: dir,
+        };
+        fixture.seed().await;
+        fixture
+    }
+
+    /// `http://127.0.0.1:PORT` of the console.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.console)
+    }
+
+    pub async fn create(&self, app: &str, user: &str, id: &str, state: serde_json::Value) {
+        self.sessions
+            .clone()
+            .create_session(CreateSessionRequest {
+                app_name: app.into(),
+                user_id: user.into(),
+                session_id: id.into(),
+                state: state.to_string(),
+                ..Default::default()
+            })
+            .await
+            .expect("create_session");
+    }
+
+    pub async fn append(&self, app: &str, user: &str, id: &str, event: Event) {
+        self.sessions
+            .clone()
+            .append_event(append_request(app, user, id, event))
+            .await
+            .expect("append_event");
+    }
+
+    /// App `a`: alice's session `s1` (text, a tool call and its response, state in all three
+    /// scopes, hostile text) and her memories; app `b`: bob's session with [`B_SECRET`].
+    async fn seed(&self) {
+        self.create(
+            "a",
+            "alice",
+            "s1",
+            serde_json::json!({"app:plan": "pro", "user:lang": "en", "topic": "console"}),
+        )
+        .await;
+        self.append(
+            "a",
+            "alice",
+            "s1",
+            text_event("user", "What is my favourite project?"),
+        )
+        .await;
+        let call = Event {
+            author: "helper".into(),
+            invocation_id: "e-1".into(),
+            content: Some(Content {
+                role: Some("model".into()),
+                parts: vec![Part {
+                    data: Some(Data::FunctionCall(FunctionCall {
+                        name: Some("load_memory".into()),
+                        args: r#"{"query":"favourite project"}"#.into(),
+                        ..Default::default()
+                    })),
+                    ..Default::default()
+                }],
+            }),
+            ..Default::default()
+        };
+        self.append("a", "alice", "s1", call).await;
+        let response = Event {
+            author: "helper".into(),
+            invocation_id: "e-1".into(),
+            content: Some(Content {
+                role: Some("user".into()),
+                parts: vec![Part {
+                    data: Some(Data::FunctionResponse(FunctionResponse {
+                        name: Some("load_memory".into()),
+                        response: r#"{"memories":["the console"]}"#.into(),
+                        ..Default::default()
+                    })),
+                    ..Default::default()
+                }],
+            }),
+            actions: Some(EventActions {
+                state_delta: r#"{"answered": true, "user:visits": 3}"#.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        self.append("a", "alice", "s1", response).await;
+        self.append("a", "alice", "s1", text_event("user", HOSTILE))
+            .await;
+        self.append("a", "alice", "s1", text_event("user", SCRIPT))
+            .await;
+
+        self.create("b", "bob", "secret-b", serde_json::json!({}))
+            .await;
+        self.append("b", "bob", "secret-b", text_event("user", B_SECRET))
+            .await;
+
+        let memory = |id: &str, text: &str, session: &str| MemoryEntry {
+            id: id.into(),
+            author: "user".into(),
+            session_id: session.into(),
+            content: Some(Content {
+                role: Some("user".into()),
+                parts: vec![Part {
+                    data: Some(Data::Text(text.into())),
+                    ..Default::default()
+                }],
+            }),
+            ..Default::default()
+        };
+        self.memories
+            .clone()
+            .add_memory(AddMemoryRequest {
+                app_name: "a".into(),
+                user_id: "alice".into(),
+                memories: vec![
+                    memory(
+                        "m-best",
+                        "console console: the web console is my favourite project",
+                        "s1",
+                    ),
+                    memory("m-some", "I opened the console once", "s1"),
+                    memory("m-food", "my favourite food is pizza", "s2"),
+                    memory("m-old", "an old note about the console", "s2"),
+                ],
+                custom_metadata: String::new(),
+            })
+            .await
+            .expect("add_memory");
+    }
+
+    /// The ids of alice's memories in app `a`.
+    pub async fn memory_ids(&self) -> Vec<String> {
+        let page = self
+            .memories
+            .clone()
+            .list_memories(adk_proto::memory::v1::ListMemoriesRequest {
+                app_name: "a".into(),
+                user_id: "alice".into(),
+                page_size: 100,
+                page_token: String::new(),
+            })
+            .await
+            .expect("list_memories")
+            .into_inner();
+        page.memories.into_iter().map(|m| m.id).collect()
+    }
+
+    /// The value of session-svc's in-flight gauge of `method` (0 when not reported).
+    pub async fn in_flight(&self, method: &str) -> f64 {
+        let addr = self.session.metrics_addr().expect("metrics are on");
+        let text = reqwest::get(format!("http://{addr}/metrics"))
+            .await
+            .expect("scrapes")
+            .text()
+            .await
+            .expect("metrics text");
+        let series =
+            format!("grpc_server_in_flight{{method=\"adk.session.v1.SessionService/{method}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&series))
+            .map_or(0.0, |v| v.trim().parse().expect("a number"))
+    }
+}
