@@ -21,6 +21,8 @@ Workload (identical for both sides, through ADK's BaseSessionService / BaseMemor
            appended one after another to one session (concurrency 1), and again with
            `--concurrency` sessions appending at once.
   get:     get_session of a 1,000-event session, `--gets` times.
+  list:    list_sessions of one user's `--list-sessions` sessions (small state each), `--lists`
+           times; ADK's side is its SqliteSessionService here (sqlite3, no SQLAlchemy).
   search:  `--memories` entries (12-40 words each, Zipf-distributed vocabulary) added to one
            user's memory with add_events_to_memory in batches of 1,000, then `--searches`
            queries of two kinds: two rare words, and a 4-word question with one common word
@@ -29,7 +31,7 @@ Workload (identical for both sides, through ADK's BaseSessionService / BaseMemor
            to one user's memory with add_session_to_memory (ADK side: SqliteMemoryService, the
            ADK memory service that persists and indexes); events/s and latency per session.
 
-`--only append,get,memory,ingest` runs a subset.
+`--only append,get,list,memory,ingest` runs a subset.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.adk.memory import InMemoryMemoryService, SqliteMemoryService
 from google.adk.sessions import DatabaseSessionService, Session
+from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
 
 from adk_grpc_services import GrpcMemoryService, GrpcSessionService
@@ -232,6 +235,21 @@ async def measure_get(svc: Any, tag: str, events: int, gets: int) -> dict[str, f
     return await timed(gets, op)
 
 
+async def measure_list(svc: Any, tag: str, sessions: int, lists: int) -> dict[str, float]:
+    user = f"{tag}-lister"
+    for i in range(sessions):
+        await svc.create_session(
+            app_name=APP, user_id=user, session_id=f"l{i}", state={"n": i, "topic": "notes"}
+        )
+
+    async def op(_: int) -> None:
+        listed = await svc.list_sessions(app_name=APP, user_id=user)
+        assert len(listed.sessions) == sessions, len(listed.sessions)
+
+    await op(0)  # warm
+    return await timed(lists, op)
+
+
 async def load_memory(svc: Any, entries: int) -> float:
     t0 = time.perf_counter()
     batch = 1000
@@ -307,7 +325,11 @@ async def main() -> int:
     ap.add_argument("--memories", type=int, default=100_000)
     ap.add_argument("--searches", type=int, default=30)
     ap.add_argument("--ingest-sessions", type=int, default=500)
-    ap.add_argument("--only", default="append,get,memory,ingest", help="comma-separated subset")
+    ap.add_argument("--list-sessions", type=int, default=1000)
+    ap.add_argument("--lists", type=int, default=50)
+    ap.add_argument(
+        "--only", default="append,get,list,memory,ingest", help="comma-separated subset"
+    )
     ap.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke run")
     ap.add_argument("--postgres", help="run the PostgreSQL section on this database instead")
     a = ap.parse_args()
@@ -316,6 +338,7 @@ async def main() -> int:
     only = set(a.only.split(","))
     if a.quick:
         a.appends, a.gets, a.session_events, a.memories, a.searches = 200, 5, 200, 2000, 5
+        a.list_sessions, a.lists = 200, 5
         a.ingest_sessions = 20
     print(f"# load average at start: {os.getloadavg()}")
 
@@ -326,6 +349,8 @@ async def main() -> int:
     db_dir = tempfile.mkdtemp(prefix="adk-compare-sqlite-")
     try:
         adk_sessions = DatabaseSessionService(f"sqlite+aiosqlite:///{db_dir}/sessions.db")
+        # ADK's SQLite service (no SQLAlchemy) for the listing, as ADK users pick it for that.
+        adk_sqlite_sessions = SqliteSessionService(f"{db_dir}/list.db")
     except Exception:
         memory_svc.stop()
         session_svc.stop()
@@ -357,6 +382,13 @@ async def main() -> int:
                     f"get_session of a {a.session_events}-event session",
                     side,
                     await measure_get(svc, side, a.session_events, a.gets),
+                )
+        if "list" in only:
+            for side, svc in (("grpc", grpc_sessions), ("adk", adk_sqlite_sessions)):
+                record(
+                    f"list_sessions of one user's {a.list_sessions} (ADK: SQLite)",
+                    side,
+                    await measure_list(svc, side, a.list_sessions, a.lists),
                 )
         if "memory" in only:
             for side, msvc in (("grpc", grpc_memory), ("adk", adk_memory)):

@@ -779,7 +779,7 @@ async fn get_like(
                         user_id: "reader".into(),
                         session_id: format!("len{n}"),
                         num_recent_events: recent,
-                        after_timestamp: None,
+                        ..Default::default()
                     })
                     .await?
                     .into_inner();

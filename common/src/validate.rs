@@ -122,10 +122,15 @@ fn check_depth(field: &str, text: &str) -> Result<(), InvalidArgument> {
 /// Resolves a requested page size: 0 means [`DEFAULT_PAGE_SIZE`], larger than
 /// [`MAX_PAGE_SIZE`] is served as the maximum, negative is an error.
 pub fn page_size(field: &str, requested: i32) -> Result<usize, InvalidArgument> {
+    page_size_up_to(field, requested, MAX_PAGE_SIZE)
+}
+
+/// [`page_size`] for a listing whose pages may hold up to `max` items.
+pub fn page_size_up_to(field: &str, requested: i32, max: usize) -> Result<usize, InvalidArgument> {
     match requested {
         0 => Ok(DEFAULT_PAGE_SIZE),
         n if n < 0 => Err(InvalidArgument::new(field, "must not be negative")),
-        n => Ok((n as usize).min(MAX_PAGE_SIZE)),
+        n => Ok((n as usize).min(max)),
     }
 }
 

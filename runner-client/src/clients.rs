@@ -285,6 +285,7 @@ impl SessionClient {
                 after_sequence: after,
                 page_size,
                 page_token: String::new(),
+                ..Default::default()
             };
             let page = match self
                 .client

@@ -14,7 +14,7 @@ use adk_common::{
     keys::{Key, KeyReader},
     page,
     server::Stopping,
-    validate::{identifier, page_size, timestamp, InvalidArgument},
+    validate::{identifier, page_size, page_size_up_to, timestamp, InvalidArgument},
 };
 use adk_proto::session::v1::{
     AppendEventRequest, CreateSessionRequest, DeleteSessionRequest, Event, GetAppStateRequest,
@@ -39,6 +39,11 @@ use crate::{
 
 /// Expired sessions deleted per sweep step.
 const SWEEP_BATCH: usize = 100;
+
+/// The largest ListSessions page. Listed sessions carry no events, so pages can be larger than
+/// other listings', and reading a user's whole list (ADK's list_sessions) takes one round trip
+/// per 1,000 sessions instead of ten.
+const MAX_SESSIONS_PAGE: usize = 1000;
 
 /// Events a watcher reads from the store at a time while catching up.
 const WATCH_PAGE: usize = 100;
@@ -186,16 +191,22 @@ impl<S: SessionStore> Sessions<S> {
             num_recent,
             after: req.after_timestamp,
         };
-        self.store
+        let mut session = self
+            .store
             .get(&key, window)
             .await?
-            .ok_or_else(|| not_found(&key))
+            .ok_or_else(|| not_found(&key))?;
+        if let Some(budget) = reply_budget(req.max_reply_event_bytes) {
+            let kept = within_budget(&session.events, budget);
+            session.events.truncate(kept);
+        }
+        Ok(session)
     }
 
     /// S4: sessions of an app, or of one user when `user_id` is present (even empty).
     pub async fn list(&self, req: ListSessionsRequest) -> Result<Page<Session>> {
         let app_name = identifier("app_name", &req.app_name)?;
-        let page_size = page_size("page_size", req.page_size)?;
+        let page_size = page_size_up_to("page_size", req.page_size, MAX_SESSIONS_PAGE)?;
         match req.user_id.as_deref() {
             // No session can belong to an empty user id, since create refuses one.
             Some("") => Ok(Page {
@@ -381,9 +392,70 @@ impl<S: SessionStore> Sessions<S> {
     pub async fn list_events(&self, req: ListEventsRequest) -> Result<Page<Event>> {
         let key = session_key(&req.app_name, &req.user_id, &req.session_id)?;
         let page_size = page_size("page_size", req.page_size)?;
-        self.store
-            .list_events(&key, req.after_sequence, page_size, &req.page_token)
-            .await
+        match reply_budget(req.max_reply_event_bytes) {
+            None => {
+                self.store
+                    .list_events(&key, req.after_sequence, page_size, &req.page_token)
+                    .await
+            }
+            Some(budget) => {
+                self.list_events_within(&key, req.after_sequence, page_size, req.page_token, budget)
+                    .await
+            }
+        }
+    }
+
+    /// A ListEvents page that also ends at `budget` bytes of events. The store is read in
+    /// chunks of 1, 2, 4... events, so that a page of large events reads little more than the
+    /// budget; when the budget ends inside a chunk, the part that fits is read again to get the
+    /// store's token for resuming right after it.
+    async fn list_events_within(
+        &self,
+        key: &SessionKey,
+        after_sequence: u64,
+        page_size: usize,
+        mut page_token: String,
+        budget: usize,
+    ) -> Result<Page<Event>> {
+        let mut items: Vec<Event> = Vec::new();
+        let mut used = 0;
+        let mut chunk = 1;
+        loop {
+            let want = chunk.min(page_size - items.len());
+            let read = self
+                .store
+                .list_events(key, after_sequence, want, &page_token)
+                .await?;
+            let fit = if items.is_empty() {
+                within_budget(&read.items, budget)
+            } else {
+                within_budget_after(&read.items, budget, used)
+            };
+            if fit < read.items.len() {
+                if fit > 0 {
+                    let kept = self
+                        .store
+                        .list_events(key, after_sequence, fit, &page_token)
+                        .await?;
+                    items.extend(kept.items);
+                    page_token = kept.next_page_token;
+                }
+                return Ok(Page {
+                    items,
+                    next_page_token: page_token,
+                });
+            }
+            used += read.items.iter().map(Message::encoded_len).sum::<usize>();
+            items.extend(read.items);
+            if read.next_page_token.is_empty() || items.len() == page_size {
+                return Ok(Page {
+                    items,
+                    next_page_token: read.next_page_token,
+                });
+            }
+            page_token = read.next_page_token;
+            chunk *= 2;
+        }
     }
 
     /// S7: the user scope as a JSON object, keys without prefix.
@@ -400,6 +472,31 @@ impl<S: SessionStore> Sessions<S> {
         let app_name = identifier("app_name", &req.app_name)?;
         Ok(state::object(&self.store.app_state(app_name).await?))
     }
+}
+
+/// The byte budget a read asked for (`max_reply_event_bytes`), if any.
+fn reply_budget(requested: u64) -> Option<usize> {
+    (requested > 0).then(|| usize::try_from(requested).unwrap_or(usize::MAX))
+}
+
+/// How many of `events`, from the first, fit in `budget` encoded bytes; at least one, so that
+/// a reader always makes progress.
+fn within_budget(events: &[Event], budget: usize) -> usize {
+    match events.split_first() {
+        None => 0,
+        Some((first, rest)) => 1 + within_budget_after(rest, budget, first.encoded_len()),
+    }
+}
+
+/// How many of `events`, from the first, still fit in `budget` once `used` bytes are spent.
+fn within_budget_after(events: &[Event], budget: usize, mut used: usize) -> usize {
+    events
+        .iter()
+        .take_while(|event| {
+            used = used.saturating_add(event.encoded_len());
+            used <= budget
+        })
+        .count()
 }
 
 /// Follows one session for a WatchSession stream.

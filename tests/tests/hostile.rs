@@ -111,6 +111,7 @@ async fn malformed_requests_get_clear_statuses_and_change_nothing() {
                 after_sequence: 0,
                 page_size: 5,
                 page_token: token.into(),
+                ..Default::default()
             })
             .await;
         assert!(token.is_empty() || r.unwrap_err().code() == Code::InvalidArgument);
@@ -141,6 +142,7 @@ async fn malformed_requests_get_clear_statuses_and_change_nothing() {
             session_id: "s".into(),
             num_recent_events: Some(i32::MIN),
             after_timestamp: None,
+            ..Default::default()
         })
         .await;
     assert_eq!(r.unwrap_err().code(), Code::InvalidArgument);

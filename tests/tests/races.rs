@@ -18,6 +18,7 @@ fn get(id: &str) -> GetSessionRequest {
         session_id: id.into(),
         num_recent_events: Some(0),
         after_timestamp: None,
+        ..Default::default()
     }
 }
 

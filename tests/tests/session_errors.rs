@@ -104,6 +104,7 @@ async fn reads_refuse_bad_arguments() {
         session_id: "s".into(),
         num_recent_events: Some(-1),
         after_timestamp: None,
+        ..Default::default()
     };
     assert_status(
         c.get_session(get.clone()).await,
@@ -175,6 +176,7 @@ async fn reads_refuse_bad_arguments() {
         after_sequence: 0,
         page_size: 0,
         page_token: token.into(),
+        ..Default::default()
     };
     assert_status(
         c.list_events(events(&page.next_page_token)).await,

@@ -358,13 +358,32 @@ async fn s4_pagination_through_250_sessions() {
         sorted.dedup();
         assert_eq!(seen, sorted, "in order, without duplicates");
     }
-    // A page size above the maximum is served as the maximum.
-    let big = srv
+    // ListSessions pages go up to 1,000 (a whole-list read is one round trip per 1,000);
+    // a page size above that is served as 1,000.
+    let all = srv
         .client
         .clone()
         .list_sessions(list_request("app", None, 1000, ""))
-        .await;
-    assert_eq!(big.unwrap().into_inner().sessions.len(), 100);
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (all.sessions.len(), all.next_page_token.as_str()),
+        (250, "")
+    );
+    for i in 0..1001 {
+        srv.create("many", "u", &format!("s{i:04}"), json!({}))
+            .await;
+    }
+    let big = srv
+        .client
+        .clone()
+        .list_sessions(list_request("many", None, 5000, ""))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(big.sessions.len(), 1000);
+    assert!(!big.next_page_token.is_empty());
 }
 
 #[tokio::test]
@@ -760,6 +779,7 @@ async fn list_events_pages_by_sequence() {
         after_sequence: after,
         page_size,
         page_token: token,
+        ..Default::default()
     };
     let mut token = String::new();
     let mut seqs = Vec::new();

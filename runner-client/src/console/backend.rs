@@ -216,6 +216,7 @@ impl Backend {
             session_id: id.to_owned(),
             num_recent_events: Some(0),
             after_timestamp: None,
+            ..Default::default()
         };
         self.session
             .clone()
@@ -234,6 +235,7 @@ impl Backend {
             after_sequence: after,
             page_size: EVENTS_PAGE as i32,
             page_token: String::new(),
+            ..Default::default()
         };
         self.session
             .clone()

@@ -205,23 +205,35 @@ def sequence_of(session: Session) -> int | None:
 
 def session_from_proto(message: pb.Session) -> Session:
     """The ADK Session a message holds, with its sequence in the storage marker."""
-    with _collector_paused():
-        events = [event_from_proto(e) for e in message.events]
+    # Each access to a message field makes a new wrapper object: read each once.
+    proto_events = message.events
+    last_sequence = message.last_sequence
+    events: list[Event] = []
     last_update_time = timestamps.to_seconds(message.last_update_time)
-    # last_update_time is the last event's timestamp (S6.8); when that event is here, its exact
-    # float is known even where a nanosecond Timestamp cannot hold it.
-    if message.events and message.events[-1].sequence == message.last_sequence > 0:
-        last_update_time = events[-1].timestamp
-    session = Session(
-        id=message.id,
-        app_name=message.app_name,
-        user_id=message.user_id,
-        state=loads_object(message.state, "Session.state"),
-        events=events,
-        last_update_time=last_update_time,
-    )
-    session._storage_update_marker = session_marker(message.last_sequence)
-    return session
+    if proto_events:
+        with _collector_paused():
+            events = [event_from_proto(e) for e in proto_events]
+        # last_update_time is the last event's timestamp (S6.8); when that event is here, its
+        # exact float is known even where a nanosecond Timestamp cannot hold it.
+        if proto_events[-1].sequence == last_sequence > 0:
+            last_update_time = events[-1].timestamp
+    values: JsonObject = {
+        "id": message.id,
+        "app_name": message.app_name,
+        "user_id": message.user_id,
+        "state": loads_object(message.state, "Session.state"),
+        "events": events,
+        "last_update_time": last_update_time,
+    }
+    # Every value is what validation would keep (strings, a JSON object, built events, a
+    # float): listings build a thousand sessions at a time.
+    marker = session_marker(last_sequence)
+    try:
+        return _SESSION.build(values, private={"_storage_update_marker": marker})
+    except _NeedsValidation:
+        session = Session(**values)
+        session._storage_update_marker = marker
+        return session
 
 
 @contextlib.contextmanager
@@ -554,7 +566,9 @@ class _Blueprint(Generic[_Model]):
             and not takes_data
         )
 
-    def build(self, values: JsonObject) -> _Model:
+    def build(self, values: JsonObject, private: JsonObject | None = None) -> _Model:
+        """An instance with these field values and, if given, these private attribute values
+        (names the model declares)."""
         if not self.usable:
             raise _NeedsValidation
         fields = self.defaults.copy()
@@ -569,9 +583,13 @@ class _Blueprint(Generic[_Model]):
         _set_attribute(instance, "__dict__", fields)
         _set_attribute(instance, "__pydantic_fields_set__", set(values))
         _set_attribute(instance, "__pydantic_extra__", None)
-        _set_attribute(
-            instance, "__pydantic_private__", None if self.private is None else self.private.copy()
-        )
+        if private is None:
+            private_values = None if self.private is None else self.private.copy()
+        elif self.private is not None and private.keys() <= self.private.keys():
+            private_values = {**self.private, **private}
+        else:
+            raise _NeedsValidation  # a private attribute this model does not have
+        _set_attribute(instance, "__pydantic_private__", private_values)
         return instance
 
 
@@ -580,6 +598,7 @@ _EVENT = _Blueprint(Event, also_harmless=("model_post_init",))
 # Only non-empty requested_auth_configs are parsed; those take the validating path.
 _ACTIONS = _Blueprint(EventActions, also_harmless=("_parse_auth_configs",))
 _CONTENT = _Blueprint(types.Content)
+_SESSION = _Blueprint(Session)
 _PART = _Blueprint(types.Part)
 _CALLS: dict[str, tuple[_Blueprint[Any], str]] = {
     "function_call": (_Blueprint(types.FunctionCall), "args"),

@@ -20,7 +20,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 
 from . import timestamps
-from ._channel import Connection, Metadata, parse_uri, translate
+from ._channel import Connection, Metadata, endpoint, ignore_adk_options, translate
 from ._proto.adk.memory.v1 import memory_pb2 as mpb
 from ._proto.adk.memory.v1 import memory_pb2_grpc as mpb_grpc
 from .mapping import (
@@ -40,7 +40,13 @@ class GrpcMemoryService(BaseMemoryService):
     """A memory service that stores memories in memory-svc.
 
     Args:
-      target: the server's address, e.g. ``"localhost:50052"``.
+      target: the server's address (give this or ``uri``), e.g. ``"localhost:50052"``.
+      uri: a service URI instead of ``target``: ``grpc://host[:port]`` or ``grpcs://...`` with
+        query parameters ``token_env``, ``ca_file``, ``timeout`` and ``grpc.*`` channel options
+        (see the README); what it leaves out comes from ``ADK_GRPC_*`` environment variables.
+        ADK's ``services.yaml`` registration constructs the class this way.
+      adk_options: what ADK's service factories pass besides ``uri`` (``agents_dir``);
+        ignored, with a warning for anything else.
       credentials: channel credentials for TLS; plaintext when None.
       options: gRPC channel options.
       metadata: sent with every call, e.g. ``[("authorization", "Bearer ...")]``.
@@ -51,26 +57,42 @@ class GrpcMemoryService(BaseMemoryService):
 
     def __init__(
         self,
-        target: str,
+        target: str | None = None,
         *,
+        uri: str | None = None,
         credentials: grpc.ChannelCredentials | None = None,
         options: Sequence[tuple[str, Any]] | None = None,
         metadata: Metadata | None = None,
         timeout: float | None = None,
         search_limit: int = 10,
+        **adk_options: Any,
     ) -> None:
-        self._connection = Connection(
-            target, mpb_grpc.MemoryServiceStub, credentials=credentials, options=options
+        ignore_adk_options(adk_options, "memory")
+        where = endpoint(
+            target,
+            uri,
+            default_port=DEFAULT_PORT,
+            kind="memory",
+            credentials=credentials,
+            options=options,
+            metadata=metadata,
+            timeout=timeout,
         )
-        self._metadata = tuple(metadata or ())
-        self._timeout = timeout
+        self._connection = Connection(
+            where.target,
+            mpb_grpc.MemoryServiceStub,
+            credentials=where.credentials,
+            options=where.options,
+        )
+        self._metadata = where.metadata
+        self._timeout = where.timeout
         self._search_limit = search_limit
 
     @classmethod
     def from_uri(cls, uri: str) -> GrpcMemoryService:
-        """A service for ``grpc://host[:port]`` (plaintext) or ``grpcs://host[:port]`` (TLS)."""
-        target, credentials = parse_uri(uri, DEFAULT_PORT)
-        return cls(target, credentials=credentials)
+        """A service for ``grpc://host[:port]`` (plaintext) or ``grpcs://host[:port]`` (TLS),
+        with the query parameters and environment variables ``uri=`` takes."""
+        return cls(uri=uri)
 
     @property
     def target(self) -> str:
@@ -78,7 +100,10 @@ class GrpcMemoryService(BaseMemoryService):
         return self._connection.target
 
     async def close(self) -> None:
-        """Closes the channel; the service reopens one if used again."""
+        """Closes the running loop's channel; the service reopens one if used again.
+
+        Channels of loops still running on other threads close when those loops shut down.
+        """
         await self._connection.close()
 
     async def __aenter__(self) -> GrpcMemoryService:
@@ -163,7 +188,7 @@ class GrpcMemoryService(BaseMemoryService):
 
     async def _invoke(self, method: str, request: Any) -> Any:
         try:
-            return await getattr(self._connection.stub(), method)(
+            return await getattr(await self._connection.stub(), method)(
                 request, timeout=self._timeout, metadata=self._metadata
             )
         except grpc.aio.AioRpcError as e:

@@ -13,7 +13,6 @@ another registry, if given).
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from google.adk.cli.service_registry import ServiceRegistry, get_service_registry
@@ -22,8 +21,6 @@ from .memory_service import GrpcMemoryService
 from .session_service import GrpcSessionService
 
 SCHEMES = ("grpc", "grpcs")
-
-logger = logging.getLogger(__name__)
 
 
 def register(registry: ServiceRegistry | None = None) -> None:
@@ -39,18 +36,8 @@ def register(registry: ServiceRegistry | None = None) -> None:
 
 
 def _session_service(uri: str, **kwargs: Any) -> GrpcSessionService:
-    _ignore(kwargs, "session")
-    return GrpcSessionService.from_uri(uri)
+    return GrpcSessionService(uri=uri, **kwargs)
 
 
 def _memory_service(uri: str, **kwargs: Any) -> GrpcMemoryService:
-    _ignore(kwargs, "memory")
-    return GrpcMemoryService.from_uri(uri)
-
-
-def _ignore(kwargs: dict[str, Any], kind: str) -> None:
-    # ADK always passes agents_dir, which a remote service has no use for; anything else came
-    # from the user (e.g. --session_db_kwargs) and deserves a word.
-    extra = sorted(k for k in kwargs if k != "agents_dir")
-    if extra:
-        logger.warning("grpc %s service: ignoring unsupported options %s", kind, extra)
+    return GrpcMemoryService(uri=uri, **kwargs)

@@ -29,7 +29,14 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 
 from . import timestamps
-from ._channel import Connection, Metadata, parse_uri, translate
+from ._channel import (
+    READ_BUDGET_BYTES,
+    Connection,
+    Metadata,
+    endpoint,
+    ignore_adk_options,
+    translate,
+)
 from ._proto.adk.session.v1 import session_pb2 as pb
 from ._proto.adk.session.v1 import session_pb2_grpc as pb_grpc
 from .mapping import (
@@ -50,8 +57,10 @@ STALE_SESSION_MESSAGE = (
     "Please reload the session before appending more events."
 )
 
-# ListSessions serves at most 100 per page; ADK's list_sessions returns them all.
-_PAGE_SIZE = 100
+# ADK's list_sessions returns every session: pages as large as ListSessions serves.
+_SESSIONS_PAGE_SIZE = 1000
+# ListEvents serves at most 100 per page.
+_EVENTS_PAGE_SIZE = 100
 _INT32_MAX = 2**31 - 1
 
 
@@ -59,7 +68,13 @@ class GrpcSessionService(BaseSessionService):
     """A session service that stores sessions in session-svc.
 
     Args:
-      target: the server's address, e.g. ``"localhost:50051"``.
+      target: the server's address (give this or ``uri``), e.g. ``"localhost:50051"``.
+      uri: a service URI instead of ``target``: ``grpc://host[:port]`` or ``grpcs://...`` with
+        query parameters ``token_env``, ``ca_file``, ``timeout`` and ``grpc.*`` channel options
+        (see the README); what it leaves out comes from ``ADK_GRPC_*`` environment variables.
+        ADK's ``services.yaml`` registration constructs the class this way.
+      adk_options: what ADK's service factories pass besides ``uri`` (``agents_dir``);
+        ignored, with a warning for anything else.
       credentials: channel credentials for TLS (``grpc.ssl_channel_credentials()``); plaintext
         when None.
       options: gRPC channel options, e.g. ``[("grpc.max_receive_message_length", 64 << 20)]``.
@@ -69,24 +84,40 @@ class GrpcSessionService(BaseSessionService):
 
     def __init__(
         self,
-        target: str,
+        target: str | None = None,
         *,
+        uri: str | None = None,
         credentials: grpc.ChannelCredentials | None = None,
         options: Sequence[tuple[str, Any]] | None = None,
         metadata: Metadata | None = None,
         timeout: float | None = None,
+        **adk_options: Any,
     ) -> None:
-        self._connection = Connection(
-            target, pb_grpc.SessionServiceStub, credentials=credentials, options=options
+        ignore_adk_options(adk_options, "session")
+        where = endpoint(
+            target,
+            uri,
+            default_port=DEFAULT_PORT,
+            kind="session",
+            credentials=credentials,
+            options=options,
+            metadata=metadata,
+            timeout=timeout,
         )
-        self._metadata = tuple(metadata or ())
-        self._timeout = timeout
+        self._connection = Connection(
+            where.target,
+            pb_grpc.SessionServiceStub,
+            credentials=where.credentials,
+            options=where.options,
+        )
+        self._metadata = where.metadata
+        self._timeout = where.timeout
 
     @classmethod
     def from_uri(cls, uri: str) -> GrpcSessionService:
-        """A service for ``grpc://host[:port]`` (plaintext) or ``grpcs://host[:port]`` (TLS)."""
-        target, credentials = parse_uri(uri, DEFAULT_PORT)
-        return cls(target, credentials=credentials)
+        """A service for ``grpc://host[:port]`` (plaintext) or ``grpcs://host[:port]`` (TLS),
+        with the query parameters and environment variables ``uri=`` takes."""
+        return cls(uri=uri)
 
     @property
     def target(self) -> str:
@@ -94,7 +125,10 @@ class GrpcSessionService(BaseSessionService):
         return self._connection.target
 
     async def close(self) -> None:
-        """Closes the channel; the service reopens one if used again."""
+        """Closes the running loop's channel; the service reopens one if used again.
+
+        Channels of loops still running on other threads close when those loops shut down.
+        """
         await self._connection.close()
 
     async def __aenter__(self) -> GrpcSessionService:
@@ -118,7 +152,7 @@ class GrpcSessionService(BaseSessionService):
             state=dumps(json_safe(state)) if state else "",
         )
         try:
-            reply: pb.Session = await self._stub().CreateSession(request, **self._call())
+            reply: pb.Session = await (await self._stub()).CreateSession(request, **self._call())
         except grpc.aio.AioRpcError as e:
             if e.code() == grpc.StatusCode.ALREADY_EXISTS:
                 raise AlreadyExistsError(
@@ -137,19 +171,58 @@ class GrpcSessionService(BaseSessionService):
     ) -> Session | None:
         if not _names_a_session(app_name, user_id, session_id):
             return None
-        request = pb.GetSessionRequest(app_name=app_name, user_id=user_id, session_id=session_id)
+        request = pb.GetSessionRequest(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            max_reply_event_bytes=READ_BUDGET_BYTES,
+        )
         if config is not None and config.num_recent_events is not None:
             # More than 2**31-1 recent events is every event.
             request.num_recent_events = min(config.num_recent_events, _INT32_MAX)
         if config is not None and config.after_timestamp is not None:
             request.after_timestamp.CopyFrom(timestamps.to_timestamp(config.after_timestamp))
         try:
-            reply: pb.Session = await self._stub().GetSession(request, **self._call())
+            reply: pb.Session = await (await self._stub()).GetSession(request, **self._call())
         except grpc.aio.AioRpcError as e:
             if e.code() == grpc.StatusCode.NOT_FOUND:
                 return None
             raise translate(e) from e
+        if reply.events and reply.events[-1].sequence < reply.last_sequence:
+            if not await self._read_rest(reply):
+                return None
         return session_from_proto(reply)
+
+    async def _read_rest(self, reply: pb.Session) -> bool:
+        """Adds to ``reply`` the events a byte-bounded GetSession left for ListEvents: those
+        after its last event, up to its ``last_sequence`` (the session as it was read). False
+        when the session was deleted meanwhile."""
+        token = ""
+        while True:
+            request = pb.ListEventsRequest(
+                app_name=reply.app_name,
+                user_id=reply.user_id,
+                session_id=reply.id,
+                after_sequence=reply.events[-1].sequence,
+                page_size=_EVENTS_PAGE_SIZE,
+                page_token=token,
+                max_reply_event_bytes=READ_BUDGET_BYTES,
+            )
+            try:
+                page: pb.ListEventsResponse = await (await self._stub()).ListEvents(
+                    request, **self._call()
+                )
+            except grpc.aio.AioRpcError as e:
+                if e.code() == grpc.StatusCode.NOT_FOUND:
+                    return False
+                raise translate(e) from e
+            for event in page.events:
+                if event.sequence > reply.last_sequence:
+                    return True
+                reply.events.append(event)
+            token = page.next_page_token
+            if not token or reply.events[-1].sequence >= reply.last_sequence:
+                return True
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
@@ -160,12 +233,12 @@ class GrpcSessionService(BaseSessionService):
         page_token = ""
         while True:
             request = pb.ListSessionsRequest(
-                app_name=app_name, page_size=_PAGE_SIZE, page_token=page_token
+                app_name=app_name, page_size=_SESSIONS_PAGE_SIZE, page_token=page_token
             )
             if user_id is not None:
                 request.user_id = user_id
             try:
-                reply: pb.ListSessionsResponse = await self._stub().ListSessions(
+                reply: pb.ListSessionsResponse = await (await self._stub()).ListSessions(
                     request, **self._call()
                 )
             except grpc.aio.AioRpcError as e:
@@ -185,7 +258,7 @@ class GrpcSessionService(BaseSessionService):
             return
         request = pb.DeleteSessionRequest(app_name=app_name, user_id=user_id, session_id=session_id)
         try:
-            await self._stub().DeleteSession(request, **self._call())
+            await (await self._stub()).DeleteSession(request, **self._call())
         except grpc.aio.AioRpcError as e:
             raise translate(e) from e
 
@@ -194,7 +267,9 @@ class GrpcSessionService(BaseSessionService):
             return {}
         request = pb.GetUserStateRequest(app_name=app_name, user_id=user_id)
         try:
-            reply: pb.StateResponse = await self._stub().GetUserState(request, **self._call())
+            reply: pb.StateResponse = await (await self._stub()).GetUserState(
+                request, **self._call()
+            )
         except grpc.aio.AioRpcError as e:
             raise translate(e) from e
         return loads_object(reply.state, "StateResponse.state")
@@ -216,7 +291,9 @@ class GrpcSessionService(BaseSessionService):
             expected_last_sequence=expected,
         )
         try:
-            reply: pb.AppendEventResponse = await self._stub().AppendEvent(request, **self._call())
+            reply: pb.AppendEventResponse = await (await self._stub()).AppendEvent(
+                request, **self._call()
+            )
         except grpc.aio.AioRpcError as e:
             code = e.code()
             if code == grpc.StatusCode.ABORTED:
@@ -255,7 +332,7 @@ class GrpcSessionService(BaseSessionService):
             num_recent_events=1,
         )
         try:
-            reply: pb.Session = await self._stub().GetSession(request, **self._call())
+            reply: pb.Session = await (await self._stub()).GetSession(request, **self._call())
         except grpc.aio.AioRpcError as e:
             if e.code() == grpc.StatusCode.NOT_FOUND:
                 raise SessionNotFoundError(f"Session {session.id} not found.") from e
@@ -268,8 +345,8 @@ class GrpcSessionService(BaseSessionService):
                 raise StaleSessionError(STALE_SESSION_MESSAGE)
         return reply.last_sequence
 
-    def _stub(self) -> pb_grpc.SessionServiceStub:
-        return self._connection.stub()
+    async def _stub(self) -> pb_grpc.SessionServiceStub:
+        return await self._connection.stub()
 
     def _call(self) -> dict[str, Any]:
         return {"timeout": self._timeout, "metadata": self._metadata}

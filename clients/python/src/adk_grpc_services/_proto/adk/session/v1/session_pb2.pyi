@@ -243,18 +243,20 @@ class CreateSessionRequest(_message.Message):
     def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., state: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
-    __slots__ = ("app_name", "user_id", "session_id", "num_recent_events", "after_timestamp")
+    __slots__ = ("app_name", "user_id", "session_id", "num_recent_events", "after_timestamp", "max_reply_event_bytes")
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     NUM_RECENT_EVENTS_FIELD_NUMBER: _ClassVar[int]
     AFTER_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    MAX_REPLY_EVENT_BYTES_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     user_id: str
     session_id: str
     num_recent_events: int
     after_timestamp: _timestamp_pb2.Timestamp
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., num_recent_events: _Optional[int] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    max_reply_event_bytes: int
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., num_recent_events: _Optional[int] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., max_reply_event_bytes: _Optional[int] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
     __slots__ = ("app_name", "user_id", "page_size", "page_token")
@@ -315,20 +317,22 @@ class AppendEventResponse(_message.Message):
     def __init__(self, event: _Optional[_Union[Event, _Mapping]] = ..., last_sequence: _Optional[int] = ..., last_update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class ListEventsRequest(_message.Message):
-    __slots__ = ("app_name", "user_id", "session_id", "after_sequence", "page_size", "page_token")
+    __slots__ = ("app_name", "user_id", "session_id", "after_sequence", "page_size", "page_token", "max_reply_event_bytes")
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    MAX_REPLY_EVENT_BYTES_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     user_id: str
     session_id: str
     after_sequence: int
     page_size: int
     page_token: str
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., after_sequence: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    max_reply_event_bytes: int
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., after_sequence: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., max_reply_event_bytes: _Optional[int] = ...) -> None: ...
 
 class ListEventsResponse(_message.Message):
     __slots__ = ("events", "next_page_token")
