@@ -162,6 +162,7 @@ pub async fn bounded(ctx: &Ctx, run: Bounded) -> Result<()> {
                             session_id: session,
                             num_recent_events: Some(10),
                             after_timestamp: None,
+                            ..Default::default()
                         })
                         .await?;
                 }
@@ -175,6 +176,7 @@ pub async fn bounded(ctx: &Ctx, run: Bounded) -> Result<()> {
                             after_sequence: position % len.max(1),
                             page_size: 50,
                             page_token: String::new(),
+                            ..Default::default()
                         })
                         .await?;
                 }
