@@ -1,9 +1,7 @@
 //! The one error type of session-svc. Domain and store produce it; `grpc::status` turns it into
 //! a `tonic::Status`.
 
-use adk_common::{
-    durability::FlushError, page::PageTokenError, postgres::PgError, validate::InvalidArgument,
-};
+use adk_common::{page::PageTokenError, storage::StorageError, validate::InvalidArgument};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -38,17 +36,9 @@ pub enum SessionError {
     )]
     CursorExpired { position: u64, oldest: u64 },
 
-    #[error("storage error: {0}")]
-    Storage(#[from] sled::Error),
-
+    /// The storage failed; its kind says what that means for the caller.
     #[error(transparent)]
-    Postgres(#[from] PgError),
-
-    #[error("stored data is corrupt: {0}")]
-    Corrupt(String),
-
-    #[error(transparent)]
-    Durability(#[from] FlushError),
+    Storage(#[from] StorageError),
 }
 
 impl SessionError {
@@ -56,18 +46,31 @@ impl SessionError {
     pub fn page_token(e: PageTokenError) -> Self {
         InvalidArgument::new("page_token", e.to_string()).into()
     }
-}
 
-impl From<tokio_postgres::Error> for SessionError {
-    fn from(e: tokio_postgres::Error) -> Self {
-        Self::Postgres(e.into())
+    /// Stored bytes that cannot be decoded; `what` says which.
+    pub fn corrupt(what: impl std::fmt::Display) -> Self {
+        Self::Storage(StorageError::corrupt(what))
     }
 }
 
-impl From<deadpool_postgres::PoolError> for SessionError {
-    fn from(e: deadpool_postgres::PoolError) -> Self {
-        Self::Postgres(e.into())
-    }
+/// Every storage failure (sled, PostgreSQL, a failed flush) becomes a [`StorageError`], which
+/// says what it means without naming the backend.
+macro_rules! storage_failures {
+    ($($failure:ty),*) => {$(
+        impl From<$failure> for SessionError {
+            fn from(e: $failure) -> Self {
+                Self::Storage(e.into())
+            }
+        }
+    )*};
 }
+
+storage_failures!(
+    ::sled::Error,
+    adk_common::postgres::PgError,
+    tokio_postgres::Error,
+    deadpool_postgres::PoolError,
+    adk_common::durability::FlushError
+);
 
 pub type Result<T, E = SessionError> = std::result::Result<T, E>;

@@ -19,18 +19,7 @@ impl From<SessionError> for Status {
             }
             SessionError::Stale { .. } => Code::Aborted,
             SessionError::CursorExpired { .. } => Code::OutOfRange,
-            SessionError::Durability(_) => Code::Unavailable,
-            SessionError::Postgres(e) if e.is_unavailable() => Code::Unavailable,
-            // A transaction that kept losing races after its retries: nothing was written.
-            SessionError::Postgres(e) if e.is_conflict() => Code::Aborted,
-            SessionError::Storage(sled::Error::Io(e))
-                if e.kind() == std::io::ErrorKind::StorageFull =>
-            {
-                Code::ResourceExhausted
-            }
-            SessionError::Storage(_) | SessionError::Postgres(_) | SessionError::Corrupt(_) => {
-                Code::Internal
-            }
+            SessionError::Storage(e) => e.kind().code(),
         };
         if matches!(code, Code::Internal | Code::Unavailable) {
             tracing::error!(error = %e, "request failed");

@@ -263,5 +263,5 @@ pub(crate) fn not_found(key: &SessionKey) -> SessionError {
 /// Decodes a stored event (both stores keep the encoded `Event`).
 fn decode_event(bytes: &[u8]) -> Result<Event> {
     use prost::Message;
-    Event::decode(bytes).map_err(|e| SessionError::Corrupt(format!("event: {e}")))
+    Event::decode(bytes).map_err(|e| SessionError::corrupt(format!("event: {e}")))
 }

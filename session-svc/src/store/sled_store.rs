@@ -177,12 +177,22 @@ impl SledStore {
         Ok(self.gate.writing().await)
     }
 
-    /// Passes a result through, recording an I/O error (a full disk, say) as a disk failure.
-    fn noted<T>(&self, result: Result<T>) -> Result<T> {
-        if let Err(SessionError::Storage(sled::Error::Io(e))) = &result {
-            self.commit.fail(&e.to_string());
+    /// Converts a failed write, recording an I/O error (a full disk, say) as a disk failure
+    /// first: once converted, the error no longer says it came from the disk.
+    fn write_failed(&self, e: sled::Error) -> SessionError {
+        if let sled::Error::Io(io) = &e {
+            self.commit.fail(&io.to_string());
         }
-        result
+        e.into()
+    }
+
+    /// The outcome of a write transaction, its storage failure converted by
+    /// [`Self::write_failed`].
+    fn tx_result<T>(&self, r: std::result::Result<T, TransactionError<SessionError>>) -> Result<T> {
+        r.map_err(|e| match e {
+            TransactionError::Abort(e) => e,
+            TransactionError::Storage(e) => self.write_failed(e),
+        })
     }
 
     /// Watches for a disk failure (the health service turns NOT_SERVING on one).
@@ -316,7 +326,7 @@ impl SledStore {
                 Ok(Removal::Removed)
             },
         );
-        match self.noted(tx_result(done))? {
+        match self.tx_result(done)? {
             Removal::Removed => {
                 gauge!("store_sessions").decrement(1.0);
                 gauge!("store_events").decrement(expected.last_sequence as f64);
@@ -372,7 +382,7 @@ impl SessionStore for SledStore {
                 Ok(())
             },
         );
-        self.noted(tx_result(created))?;
+        self.tx_result(created)?;
         drop(writing);
         gauge!("store_sessions").increment(1.0);
         self.commit.wait_durable().await?;
@@ -423,7 +433,7 @@ impl SessionStore for SledStore {
             }
             let place = listing
                 .parse(&index_key)
-                .ok_or_else(|| SessionError::Corrupt("unreadable ListSessions index key".into()))?;
+                .ok_or_else(|| SessionError::corrupt("unreadable ListSessions index key"))?;
             let key = SessionKey {
                 app_name: app_name.to_owned(),
                 user_id: place.user_id.clone(),
@@ -473,7 +483,10 @@ impl SessionStore for SledStore {
             .map_err(|_| stopped())?;
         let outcome = answer.await.map_err(|_| stopped())?;
         // The batch was flushed before it answered: `Ok` is durable.
-        let appended = self.noted(outcome.map_err(SessionError::from))??;
+        let appended = outcome.map_err(|failure| match failure {
+            appender::BatchFailure::Storage(e) => self.write_failed(e),
+            durability => durability.into(),
+        })??;
         drop(writing);
         // A retry (change 0) stored nothing.
         if appended.change != 0 {
@@ -535,7 +548,7 @@ impl SessionStore for SledStore {
             for kv in range.take(limit) {
                 let (k, v) = kv?;
                 let record = ChangeRecord::decode(&v[..])
-                    .map_err(|e| SessionError::Corrupt(format!("change record: {e}")))?;
+                    .map_err(|e| SessionError::corrupt(format!("change record: {e}")))?;
                 let key = SessionKey {
                     app_name: app_name.to_owned(),
                     user_id: record.user_id,
@@ -574,12 +587,12 @@ impl SessionStore for SledStore {
             let (first, _) = kv?;
             let app_name = KeyReader::new(&first)
                 .str()
-                .ok_or_else(|| SessionError::Corrupt("unreadable change key".into()))?;
+                .ok_or_else(|| SessionError::corrupt("unreadable change key"))?;
             let prefix = app_prefix(&app_name);
             for kv in self.changes.scan_prefix(prefix.as_bytes()) {
                 let (k, v) = kv?;
                 let record = ChangeRecord::decode(&v[..])
-                    .map_err(|e| SessionError::Corrupt(format!("change record: {e}")))?;
+                    .map_err(|e| SessionError::corrupt(format!("change record: {e}")))?;
                 let committed = record.commit_time.unwrap_or_default();
                 if !time::is_before(&committed, &before) {
                     break;
@@ -611,8 +624,7 @@ impl SessionStore for SledStore {
                     session_id: r.str()?,
                 })
             });
-            let key =
-                key.ok_or_else(|| SessionError::Corrupt("unreadable expiry index key".into()))?;
+            let key = key.ok_or_else(|| SessionError::corrupt("unreadable expiry index key"))?;
             // Only a session that has expired goes; a newer one of the same name stays.
             match self.record(session_key(&key).as_bytes())? {
                 Some(record) if !record.is_live(&now) => {
@@ -705,18 +717,18 @@ fn index_key(key: &SessionKey, ts: &Timestamp, user_id: Option<&str>) -> Key {
 // === encoding ===
 
 fn decode_record(bytes: &[u8]) -> Result<SessionRecord> {
-    SessionRecord::decode(bytes).map_err(|e| SessionError::Corrupt(format!("session record: {e}")))
+    SessionRecord::decode(bytes).map_err(|e| SessionError::corrupt(format!("session record: {e}")))
 }
 
 fn change_position(key: &[u8], app_prefix: &Key) -> Result<u64> {
     KeyReader::new(&key[app_prefix.as_bytes().len()..])
         .u64()
-        .ok_or_else(|| SessionError::Corrupt("unreadable change position".into()))
+        .ok_or_else(|| SessionError::corrupt("unreadable change position"))
 }
 
 fn decode_u64(bytes: &[u8]) -> Result<u64> {
-    let array = <[u8; 8]>::try_from(bytes)
-        .map_err(|_| SessionError::Corrupt("sequence is not 8 bytes".into()))?;
+    let array =
+        <[u8; 8]>::try_from(bytes).map_err(|_| SessionError::corrupt("sequence is not 8 bytes"))?;
     Ok(u64::from_be_bytes(array))
 }
 
@@ -727,9 +739,9 @@ fn scan_entries(tree: &Tree, prefix: &[u8]) -> Result<Vec<Entry>> {
             let (k, v) = kv?;
             let name = KeyReader::new(&k[prefix.len()..])
                 .str()
-                .ok_or_else(|| SessionError::Corrupt("unreadable state key".into()))?;
+                .ok_or_else(|| SessionError::corrupt("unreadable state key"))?;
             let value = String::from_utf8(v.to_vec())
-                .map_err(|_| SessionError::Corrupt(format!("state value of {name:?}")))?;
+                .map_err(|_| SessionError::corrupt(format!("state value of {name:?}")))?;
             Ok((name, value))
         })
         .collect()
@@ -748,13 +760,6 @@ type TxResult<T> = std::result::Result<T, ConflictableTransactionError<SessionEr
 
 fn abort<T>(e: SessionError) -> TxResult<T> {
     Err(ConflictableTransactionError::Abort(e))
-}
-
-fn tx_result<T>(r: std::result::Result<T, TransactionError<SessionError>>) -> Result<T> {
-    r.map_err(|e| match e {
-        TransactionError::Abort(e) => e,
-        TransactionError::Storage(e) => SessionError::Storage(e),
-    })
 }
 
 /// Writes a split delta into the three scopes: a shallow replace per key (S0.5).

@@ -37,7 +37,7 @@
 //! position: a lost notification delays an event, never loses it, and after a reconnection
 //! every watcher reads again.
 
-use adk_common::postgres;
+use adk_common::{postgres, storage::StorageErrorKind};
 use adk_proto::session::v1::{Event, Session};
 use deadpool_postgres::{GenericClient, Pool, Transaction};
 use prost::Message;
@@ -226,7 +226,7 @@ impl PgStore {
         let write = tx.prepare_cached(WRITE_APPEND).await?;
         let written = write_in_order(&tx, key, Some((&write, &params)), &append.delta).await?;
         let change: i64 = written
-            .ok_or_else(|| SessionError::Corrupt("an append wrote no change".into()))?
+            .ok_or_else(|| SessionError::corrupt("an append wrote no change"))?
             .try_get(0)?;
         tx.commit().await?;
         Ok(Appended {
@@ -529,11 +529,11 @@ fn to_i64(v: u64) -> i64 {
 }
 
 fn to_u64(v: i64) -> Result<u64> {
-    u64::try_from(v).map_err(|_| SessionError::Corrupt(format!("negative sequence {v}")))
+    u64::try_from(v).map_err(|_| SessionError::corrupt(format!("negative sequence {v}")))
 }
 
 fn is_conflict(e: &SessionError) -> bool {
-    matches!(e, SessionError::Postgres(e) if e.is_conflict())
+    matches!(e, SessionError::Storage(e) if e.kind() == StorageErrorKind::Conflict)
 }
 
 fn exists(key: &SessionKey) -> SessionError {

@@ -57,8 +57,8 @@ pub(super) enum BatchFailure {
 impl From<BatchFailure> for SessionError {
     fn from(failure: BatchFailure) -> Self {
         match failure {
-            BatchFailure::Storage(e) => SessionError::Storage(e),
-            BatchFailure::Durability(e) => SessionError::Durability(e),
+            BatchFailure::Storage(e) => e.into(),
+            BatchFailure::Durability(e) => e.into(),
         }
     }
 }
@@ -261,7 +261,7 @@ fn append_one(
             };
             let found = events
                 .get(event_key(&skey, seq))?
-                .ok_or_else(|| SessionError::Corrupt(format!("event {seq} is missing")))
+                .ok_or_else(|| SessionError::corrupt(format!("event {seq} is missing")))
                 .and_then(|bytes| decode_event(&bytes));
             match found {
                 Ok(event) => Some(event),
