@@ -11,8 +11,6 @@ use std::{
 };
 
 use adk_common::{
-    keys::{Key, KeyReader},
-    page,
     server::Stopping,
     validate::{identifier, page_size, page_size_up_to, timestamp, InvalidArgument},
 };
@@ -23,12 +21,12 @@ use adk_proto::session::v1::{
 };
 use prost::Message;
 use prost_types::Timestamp;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
 use crate::{
     error::{Result, SessionError},
     event,
-    hub::{AppWatch, Hub, SessionWatch},
+    hub::Hub,
     state::{self, Delta, ScopedDelta},
     store::{
         not_found, Append, Appended, EventWindow, NewSession, Notice, Page, SessionKey,
@@ -37,6 +35,10 @@ use crate::{
     time::{is_before, now},
 };
 
+mod watch;
+
+use watch::{check_retained, decode_cursor, AppFollower, SessionFollower, WATCH_BUFFER};
+
 /// Expired sessions deleted per sweep step.
 const SWEEP_BATCH: usize = 100;
 
@@ -44,16 +46,6 @@ const SWEEP_BATCH: usize = 100;
 /// other listings', and reading a user's whole list (ADK's list_sessions) takes one round trip
 /// per 1,000 sessions instead of ten.
 const MAX_SESSIONS_PAGE: usize = 1000;
-
-/// Events a watcher reads from the store at a time while catching up.
-const WATCH_PAGE: usize = 100;
-
-/// Messages buffered for a watcher's connection; a slower watcher simply reads the store later.
-const WATCH_BUFFER: usize = 16;
-
-/// How soon an app watcher reads again when committed changes are not readable yet (on a
-/// shared store, a change becomes readable once every transaction begun before it has ended).
-const HORIZON_RETRY: Duration = Duration::from_millis(20);
 
 /// Limits on what a client may send, and how long the change feed is kept.
 #[derive(Debug, Clone, Copy)]
@@ -497,201 +489,6 @@ fn within_budget_after(events: &[Event], budget: usize, mut used: usize) -> usiz
             used <= budget
         })
         .count()
-}
-
-/// Follows one session for a WatchSession stream.
-struct SessionFollower<S> {
-    store: S,
-    key: SessionKey,
-    watch: SessionWatch,
-    /// The last sequence delivered: the next event delivered is `last + 1`, never a repeat.
-    last: u64,
-    include_partial: bool,
-    stopping: Stopping,
-    tx: mpsc::Sender<Result<SessionChange>>,
-}
-
-impl<S: SessionStore> SessionFollower<S> {
-    async fn run(mut self) {
-        if let Err(e) = self.follow().await {
-            let _ = self.tx.send(Err(e)).await;
-        }
-    }
-
-    /// Ends (with `Ok`) when the session is deleted or the client goes away.
-    async fn follow(&mut self) -> Result<()> {
-        let mut partials: Option<broadcast::Receiver<Event>> = None;
-        loop {
-            if self.watch.current().deleted || !self.catch_up().await? {
-                let _ = self.tx.send(Ok(SessionChange::Deleted)).await;
-                return Ok(());
-            }
-            // Partial events are live only: they start once the replay is done.
-            if self.include_partial && partials.is_none() {
-                partials = Some(self.watch.partials());
-            }
-            // Until the next commit, relay partial fragments. Biased, fragments first: those
-            // published before a commit reach the watcher before the event they make up (a
-            // fair choice, or reading the store after each fragment, could reorder them).
-            loop {
-                tokio::select! {
-                    biased;
-                    _ = self.tx.closed() => return Ok(()),
-                    _ = self.stopping.wait() => return Ok(()),
-                    Some(partial) = next_partial(&mut partials) => {
-                        let change = SessionChange::Event(Box::new(partial));
-                        if self.tx.send(Ok(change)).await.is_err() {
-                            return Ok(());
-                        }
-                    }
-                    _ = self.watch.changed() => break,
-                }
-            }
-        }
-    }
-
-    /// Sends every stored event after `last`, a page at a time, waiting for the client between
-    /// sends; `false` if the session no longer exists.
-    async fn catch_up(&mut self) -> Result<bool> {
-        loop {
-            let page = match self
-                .store
-                .list_events(&self.key, self.last, WATCH_PAGE, "")
-                .await
-            {
-                Ok(page) => page,
-                Err(SessionError::SessionNotFound { .. }) => return Ok(false),
-                Err(e) => return Err(e),
-            };
-            let full = page.items.len() == WATCH_PAGE;
-            for event in page.items {
-                self.last = event.sequence;
-                if self
-                    .tx
-                    .send(Ok(SessionChange::Event(Box::new(event))))
-                    .await
-                    .is_err()
-                {
-                    return Ok(true);
-                }
-            }
-            if !full {
-                return Ok(true);
-            }
-        }
-    }
-}
-
-/// The next live partial event; pending forever when there is no subscription. A watcher that
-/// lagged behind the ring skips the fragments it missed.
-async fn next_partial(partials: &mut Option<broadcast::Receiver<Event>>) -> Option<Event> {
-    let Some(rx) = partials else {
-        return std::future::pending().await;
-    };
-    loop {
-        match rx.recv().await {
-            Ok(event) => return Some(event),
-            Err(broadcast::error::RecvError::Lagged(_)) => continue,
-            Err(broadcast::error::RecvError::Closed) => return std::future::pending().await,
-        }
-    }
-}
-
-/// Follows an app's change feed for a WatchEvents stream.
-struct AppFollower<S> {
-    store: S,
-    app_name: String,
-    user_id: Option<String>,
-    watch: AppWatch,
-    /// The last feed position read.
-    last: u64,
-    /// Positions after `last` that had committed before the watch started "from now".
-    skip: HashSet<u64>,
-    stopping: Stopping,
-    tx: mpsc::Sender<Result<AppEvent>>,
-}
-
-impl<S: SessionStore> AppFollower<S> {
-    async fn run(mut self) {
-        if let Err(e) = self.follow().await {
-            let _ = self.tx.send(Err(e)).await;
-        }
-    }
-
-    async fn follow(&mut self) -> Result<()> {
-        loop {
-            self.watch.mark_seen();
-            let pending = loop {
-                let changes = self
-                    .store
-                    .changes(&self.app_name, self.last, WATCH_PAGE)
-                    .await?;
-                // A watcher slower than the retention window has lost events: say so.
-                check_retained(self.last, changes.oldest)?;
-                let full = changes.items.len() == WATCH_PAGE;
-                for change in changes.items {
-                    self.last = change.position;
-                    if self.skip.remove(&change.position) {
-                        continue;
-                    }
-                    let wanted = self.user_id.as_ref().is_none_or(|u| *u == change.user_id);
-                    // Events of sessions deleted since are gone; the position moves on.
-                    let Some(event) = change.event.filter(|_| wanted) else {
-                        continue;
-                    };
-                    let item = AppEvent {
-                        user_id: change.user_id,
-                        session_id: change.session_id,
-                        event,
-                        cursor: encode_cursor(&self.app_name, change.position),
-                    };
-                    if self.tx.send(Ok(item)).await.is_err() {
-                        return Ok(());
-                    }
-                }
-                if !full {
-                    break !changes.unreadable.is_empty();
-                }
-            };
-            // Committed changes not readable yet: look again shortly, since no notification
-            // will come when the older transactions holding them back end.
-            tokio::select! {
-                _ = self.watch.changed() => {}
-                _ = tokio::time::sleep(HORIZON_RETRY), if pending => {}
-                _ = self.tx.closed() => return Ok(()),
-                _ = self.stopping.wait() => return Ok(()),
-            }
-        }
-    }
-}
-
-/// Cursors are opaque tokens naming (app, position), so one app's cursor is refused by another.
-fn encode_cursor(app_name: &str, position: u64) -> String {
-    page::encode(Key::new().str(app_name).u64(position).as_bytes())
-}
-
-fn decode_cursor(app_name: &str, cursor: &str) -> Result<u64> {
-    let prefix = Key::new().str(app_name);
-    let invalid = |reason: String| SessionError::from(InvalidArgument::new("cursor", reason));
-    let key = page::decode(cursor, prefix.as_bytes())
-        .map_err(|e| invalid(e.to_string()))?
-        .ok_or_else(|| invalid("is empty".into()))?;
-    let mut reader = KeyReader::new(&key[prefix.as_bytes().len()..]);
-    match (reader.u64(), reader.is_empty()) {
-        (Some(position), true) => Ok(position),
-        _ => Err(invalid("is not a cursor issued by this service".into())),
-    }
-}
-
-/// Resuming after `last` needs every position from `last + 1` on.
-fn check_retained(last: u64, oldest: u64) -> Result<()> {
-    if last.saturating_add(1) < oldest {
-        return Err(SessionError::CursorExpired {
-            position: last,
-            oldest,
-        });
-    }
-    Ok(())
 }
 
 /// Checks a session's full name; the session id is stripped of surrounding whitespace (S1.1).
