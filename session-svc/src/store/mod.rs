@@ -3,8 +3,10 @@
 //! [`SessionStore`] is what the domain ([`crate::sessions`]) talks to. [`sled_store::SledStore`]
 //! is the embedded implementation (one process); [`pg::PgStore`] keeps sessions in
 //! PostgreSQL, shared by any number of replicas. Every method that writes is atomic and durable
-//! when it returns.
+//! when it returns. The tests in [`contract`] pin the behaviour both must share, and run on both.
 
+#[cfg(test)]
+mod contract;
 pub mod pg;
 pub mod sled_store;
 pub mod token;
@@ -77,7 +79,8 @@ pub struct Appended {
 /// One committed event in an app's change log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
-    /// Positions are 1, 2, 3... per app, in commit order, with no gaps.
+    /// Positions increase in commit order within an app: 1, 2, 3... without gaps on sled,
+    /// transaction ids (with gaps) on PostgreSQL.
     pub position: u64,
     pub user_id: String,
     pub session_id: String,
@@ -89,9 +92,10 @@ pub struct Change {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Changes {
     pub items: Vec<Change>,
-    /// The oldest position still retained (`head + 1` when none is).
+    /// Positions before this one were trimmed (on sled `head + 1` when none is retained).
     pub oldest: u64,
-    /// The latest position (0 before the app's first append).
+    /// Every position up to this one is readable (on sled the latest position, 0 before the
+    /// app's first append).
     pub head: u64,
     /// Positions after `head` already committed but not readable yet: a shared store reads
     /// only below its oldest open transaction. A reader starting "from now" skips them when

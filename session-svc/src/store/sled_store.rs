@@ -23,6 +23,8 @@
 //! together share one transaction ([`appender`]), each still accepted or rejected on its own.
 
 mod appender;
+#[cfg(test)]
+mod tests;
 
 use std::{ops::Bound, path::Path};
 

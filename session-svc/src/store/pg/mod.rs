@@ -69,6 +69,8 @@ mod list;
 mod notify;
 mod read;
 mod schema;
+#[cfg(test)]
+mod tests;
 mod write;
 
 use read::{entries, live_record, pairs, read_events, read_snapshot, record, session, Record};

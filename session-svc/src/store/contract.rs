@@ -1,0 +1,641 @@
+//! The contract of [`SessionStore`], as tests every backend must pass: [`session_store_suite!`]
+//! runs each of them on a fresh store of one backend (sled always, PostgreSQL when
+//! `ADK_TEST_POSTGRES` names a database). A behaviour both stores share is tested here, once;
+//! the gRPC suites in `tests/` check the rules the domain adds on top.
+
+use std::time::{Duration, SystemTime};
+
+use adk_proto::session::v1::{Event, Session};
+use prost_types::Timestamp;
+use serde_json::{json, Value};
+
+use super::{Append, Changes, EventWindow, NewSession, Page, SessionKey, SessionStore};
+use crate::{error::SessionError, state::ScopedDelta};
+
+/// Declares one `#[tokio::test]` per contract test, each on the store `$open` gives: an async
+/// expression of type `Option<(guard, store)>`, the guard kept alive during the test (a
+/// temporary directory, say); `None` skips the suite (no database to run it on).
+macro_rules! session_store_suite {
+    ($open:expr) => {
+        $crate::store::contract::session_store_suite!(
+            @tests $open;
+            creates_and_gets_sessions,
+            appends_in_sequence,
+            a_retry_returns_the_stored_event,
+            a_taken_event_id_is_refused,
+            a_stale_expected_sequence_is_refused,
+            state_scopes_merge,
+            lists_sessions_in_order_and_pages,
+            lists_events_in_pages,
+            delete_keeps_app_and_user_state,
+            the_change_feed_orders_appends_per_app,
+            sweeps_expired_sessions,
+        );
+    };
+    (@tests $open:expr; $($test:ident,)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            let Some((_guard, store)) = $open.await else {
+                return;
+            };
+            $crate::store::contract::$test(store).await;
+        }
+    )*};
+}
+
+pub(crate) use session_store_suite;
+
+const APP: &str = "app";
+
+fn key_of(user_id: &str, session_id: &str) -> SessionKey {
+    SessionKey {
+        app_name: APP.into(),
+        user_id: user_id.into(),
+        session_id: session_id.into(),
+    }
+}
+
+/// A session of the test user.
+fn key(session_id: &str) -> SessionKey {
+    key_of("user", session_id)
+}
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp { seconds, nanos: 0 }
+}
+
+/// Entries from (name, JSON value) pairs.
+fn entries(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect()
+}
+
+fn new_session(key: &SessionKey, created: i64) -> NewSession {
+    NewSession {
+        key: key.clone(),
+        create_time: at(created),
+        expire_time: None,
+        state: ScopedDelta::default(),
+    }
+}
+
+fn event(id: &str, seconds: i64) -> Event {
+    Event {
+        id: id.into(),
+        invocation_id: "inv".into(),
+        author: "user".into(),
+        timestamp: Some(at(seconds)),
+        ..Default::default()
+    }
+}
+
+fn append_of(id: &str, seconds: i64) -> Append {
+    Append {
+        event: event(id, seconds),
+        timestamp_given: true,
+        delta: ScopedDelta::default(),
+        expected_last_sequence: None,
+    }
+}
+
+// The calls below fail the test on error.
+
+async fn create(store: &impl SessionStore, key: &SessionKey, created: i64) -> Session {
+    store.create(new_session(key, created)).await.unwrap()
+}
+
+/// Appends event `id` at `seconds`; returns its sequence.
+async fn append(store: &impl SessionStore, key: &SessionKey, id: &str, seconds: i64) -> u64 {
+    store
+        .append(key, append_of(id, seconds))
+        .await
+        .unwrap()
+        .event
+        .sequence
+}
+
+async fn get_all(store: &impl SessionStore, key: &SessionKey) -> Option<Session> {
+    store.get(key, EventWindow::default()).await.unwrap()
+}
+
+fn ids(events: &[Event]) -> Vec<&str> {
+    events.iter().map(|e| e.id.as_str()).collect()
+}
+
+fn state_of(session: &Session) -> Value {
+    serde_json::from_str(&session.state).unwrap()
+}
+
+/// Every page of a listing, following its tokens; each page holds at most `page_size` items.
+async fn pages<T, F, Fut>(page_size: usize, mut read: F) -> Vec<Vec<T>>
+where
+    F: FnMut(String) -> Fut,
+    Fut: std::future::Future<Output = crate::error::Result<Page<T>>>,
+{
+    let mut pages = Vec::new();
+    let mut token = String::new();
+    loop {
+        let page = read(token).await.unwrap();
+        assert!(page.items.len() <= page_size);
+        pages.push(page.items);
+        if page.next_page_token.is_empty() {
+            return pages;
+        }
+        token = page.next_page_token;
+    }
+}
+
+pub async fn creates_and_gets_sessions<S: SessionStore>(store: S) {
+    let k = key("s1");
+    assert_eq!(store.get(&k, EventWindow::NONE).await.unwrap(), None);
+    let created = create(&store, &k, 100).await;
+    assert_eq!(
+        (created.id.as_str(), created.app_name.as_str()),
+        ("s1", APP)
+    );
+    assert_eq!(created.user_id, "user");
+    assert_eq!(created.last_sequence, 0);
+    assert_eq!(created.create_time, Some(at(100)));
+    assert_eq!(created.last_update_time, Some(at(100)));
+    assert!(created.events.is_empty());
+
+    assert_eq!(
+        store.get(&k, EventWindow::NONE).await.unwrap(),
+        Some(created.clone())
+    );
+    let again = store.create(new_session(&k, 200)).await.unwrap_err();
+    assert!(
+        matches!(&again, SessionError::SessionExists { session_id } if session_id == "s1"),
+        "{again:?}"
+    );
+    // The refused create changed nothing, and names are per user.
+    assert_eq!(get_all(&store, &k).await, Some(created));
+    assert_eq!(get_all(&store, &key_of("other", "s1")).await, None);
+}
+
+pub async fn appends_in_sequence<S: SessionStore>(store: S) {
+    let k = key("s");
+    create(&store, &k, 100).await;
+    let first = store.append(&k, append_of("e1", 110)).await.unwrap();
+    assert_eq!(first.event.sequence, 1);
+    assert_eq!(first.last_sequence, 1);
+    assert_eq!(first.last_update_time, at(110));
+    assert_eq!(first.event.id, "e1");
+    assert_eq!(append(&store, &k, "e2", 120).await, 2);
+    assert_eq!(append(&store, &k, "e3", 130).await, 3);
+
+    let session = get_all(&store, &k).await.unwrap();
+    assert_eq!(ids(&session.events), ["e1", "e2", "e3"]);
+    let sequences: Vec<u64> = session.events.iter().map(|e| e.sequence).collect();
+    assert_eq!(sequences, [1, 2, 3]);
+    assert_eq!(session.last_sequence, 3);
+    assert_eq!(session.last_update_time, Some(at(130)));
+
+    let recent = EventWindow {
+        num_recent: Some(2),
+        after: None,
+    };
+    let session = store.get(&k, recent).await.unwrap().unwrap();
+    assert_eq!(ids(&session.events), ["e2", "e3"]);
+    let after = EventWindow {
+        num_recent: None,
+        after: Some(at(120)),
+    };
+    let session = store.get(&k, after).await.unwrap().unwrap();
+    assert_eq!(ids(&session.events), ["e2", "e3"]);
+
+    let missing = store
+        .append(&key("nope"), append_of("e", 1))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(missing, SessionError::SessionNotFound { .. }),
+        "{missing:?}"
+    );
+}
+
+pub async fn a_retry_returns_the_stored_event<S: SessionStore>(store: S) {
+    let k = key("s");
+    create(&store, &k, 100).await;
+    let first = store.append(&k, append_of("e1", 110)).await.unwrap();
+    append(&store, &k, "e2", 120).await;
+
+    let retry = store.append(&k, append_of("e1", 110)).await.unwrap();
+    assert_eq!(retry.event, first.event);
+    assert_eq!(retry.last_sequence, 2);
+    assert_eq!(retry.change, 0);
+    // A timestamp the server filled in is not compared: the retry got a new one.
+    let mut untimed = append_of("e1", 999);
+    untimed.timestamp_given = false;
+    let retry = store.append(&k, untimed).await.unwrap();
+    assert_eq!(retry.event, first.event);
+    // A retried conditional append gets its event back even though the session moved on.
+    let mut conditional = append_of("e1", 110);
+    conditional.expected_last_sequence = Some(0);
+    assert_eq!(
+        store.append(&k, conditional).await.unwrap().event,
+        first.event
+    );
+
+    let session = get_all(&store, &k).await.unwrap();
+    assert_eq!(ids(&session.events), ["e1", "e2"]);
+}
+
+pub async fn a_taken_event_id_is_refused<S: SessionStore>(store: S) {
+    let k = key("s");
+    create(&store, &k, 100).await;
+    append(&store, &k, "e1", 110).await;
+    let mut other = append_of("e1", 110);
+    other.event.author = "model".into();
+    let refused = store.append(&k, other).await.unwrap_err();
+    assert!(
+        matches!(&refused, SessionError::EventIdTaken { event_id } if event_id == "e1"),
+        "{refused:?}"
+    );
+    // A different timestamp is a different payload when the client gave it.
+    let refused = store.append(&k, append_of("e1", 111)).await.unwrap_err();
+    assert!(
+        matches!(refused, SessionError::EventIdTaken { .. }),
+        "{refused:?}"
+    );
+    // Event ids are per session.
+    let k2 = key("s2");
+    create(&store, &k2, 100).await;
+    assert_eq!(append(&store, &k2, "e1", 110).await, 1);
+    assert_eq!(get_all(&store, &k).await.unwrap().last_sequence, 1);
+}
+
+pub async fn a_stale_expected_sequence_is_refused<S: SessionStore>(store: S) {
+    let k = key("s");
+    create(&store, &k, 100).await;
+    let mut first = append_of("e1", 110);
+    first.expected_last_sequence = Some(0);
+    assert_eq!(store.append(&k, first).await.unwrap().last_sequence, 1);
+
+    let mut stale = append_of("e2", 120);
+    stale.expected_last_sequence = Some(0);
+    let refused = store.append(&k, stale.clone()).await.unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            SessionError::Stale {
+                expected: 0,
+                current: 1
+            }
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(get_all(&store, &k).await.unwrap().last_sequence, 1);
+
+    stale.expected_last_sequence = Some(1);
+    assert_eq!(store.append(&k, stale).await.unwrap().last_sequence, 2);
+}
+
+pub async fn state_scopes_merge<S: SessionStore>(store: S) {
+    let k = key("s");
+    let mut new = new_session(&k, 100);
+    new.state = ScopedDelta {
+        app: entries(&[("a", "1")]),
+        user: entries(&[("u", "\"x\"")]),
+        session: entries(&[("s", "true"), ("t", "2")]),
+    };
+    let created = store.create(new).await.unwrap();
+    let expected = json!({"s": true, "t": 2, "app:a": 1, "user:u": "x"});
+    assert_eq!(state_of(&created), expected);
+
+    let mut with_delta = append_of("e1", 110);
+    with_delta.delta = ScopedDelta {
+        app: entries(&[("a", "10"), ("b", "null")]),
+        user: Vec::new(),
+        session: entries(&[("s", "false")]),
+    };
+    store.append(&k, with_delta).await.unwrap();
+    let session = get_all(&store, &k).await.unwrap();
+    let expected = json!({"s": false, "t": 2, "app:a": 10, "app:b": null, "user:u": "x"});
+    assert_eq!(state_of(&session), expected);
+
+    // App state is shared by the app's users, user state by the user's sessions.
+    let same_user = create(&store, &key("s2"), 120).await;
+    assert_eq!(
+        state_of(&same_user),
+        json!({"app:a": 10, "app:b": null, "user:u": "x"})
+    );
+    let other_user = create(&store, &key_of("other", "s3"), 130).await;
+    assert_eq!(state_of(&other_user), json!({"app:a": 10, "app:b": null}));
+    let other_app = NewSession {
+        key: SessionKey {
+            app_name: "other-app".into(),
+            ..key("s4")
+        },
+        ..new_session(&key("s4"), 140)
+    };
+    assert_eq!(state_of(&store.create(other_app).await.unwrap()), json!({}));
+
+    let user = store.user_state(APP, "user").await.unwrap();
+    assert_eq!(user, entries(&[("u", "\"x\"")]));
+    let mut app = store.app_state(APP).await.unwrap();
+    app.sort();
+    assert_eq!(app, entries(&[("a", "10"), ("b", "null")]));
+    assert!(store.user_state(APP, "nobody").await.unwrap().is_empty());
+}
+
+pub async fn lists_sessions_in_order_and_pages<S: SessionStore>(store: S) {
+    // Ordered by (last_update_time, user_id, id).
+    create(&store, &key_of("u2", "c"), 300).await;
+    create(&store, &key_of("u1", "b"), 300).await;
+    create(&store, &key_of("u1", "a"), 300).await;
+    create(&store, &key_of("u1", "d"), 100).await;
+    let moved = key_of("u2", "e");
+    create(&store, &moved, 50).await;
+    // An append moves its session to its event's time.
+    append(&store, &moved, "e1", 400).await;
+    create(&store, &key_of("u1", "x"), 200).await;
+
+    let listed = |user: Option<&'static str>, page_size: usize| {
+        let store = store.clone();
+        async move {
+            pages(page_size, |token| {
+                let store = store.clone();
+                async move { store.list(APP, user, page_size, &token).await }
+            })
+            .await
+        }
+    };
+    let names = |pages: &[Vec<Session>]| -> Vec<String> {
+        pages
+            .iter()
+            .flatten()
+            .map(|s| format!("{}/{}", s.user_id, s.id))
+            .collect()
+    };
+
+    let all = listed(None, 1000).await;
+    assert_eq!(
+        names(&all),
+        ["u1/d", "u1/x", "u1/a", "u1/b", "u2/c", "u2/e"]
+    );
+    assert!(all.iter().flatten().all(|s| s.events.is_empty()));
+    let moved_session = all.iter().flatten().find(|s| s.id == "e").unwrap();
+    assert_eq!(moved_session.last_sequence, 1);
+    assert_eq!(moved_session.last_update_time, Some(at(400)));
+
+    let paged = listed(None, 4).await;
+    assert_eq!(paged[0].len(), 4);
+    assert_eq!(names(&paged), names(&all));
+    let paged = listed(None, 1).await;
+    assert!(paged.len() >= 6);
+    assert_eq!(names(&paged), names(&all));
+
+    let u1 = listed(Some("u1"), 3).await;
+    assert_eq!(names(&u1), ["u1/d", "u1/x", "u1/a", "u1/b"]);
+    assert!(names(&listed(Some("nobody"), 3).await).is_empty());
+    assert!(names(
+        &pages(10, |token| {
+            let store = store.clone();
+            async move { store.list("other-app", None, 10, &token).await }
+        })
+        .await
+    )
+    .is_empty());
+}
+
+pub async fn lists_events_in_pages<S: SessionStore>(store: S) {
+    let k = key("s");
+    create(&store, &k, 100).await;
+    for (i, id) in ["e1", "e2", "e3", "e4", "e5"].into_iter().enumerate() {
+        append(&store, &k, id, 110 + i as i64).await;
+    }
+    let read = |after: u64, page_size: usize| {
+        let (store, k) = (store.clone(), k.clone());
+        async move {
+            pages(page_size, |token| {
+                let (store, k) = (store.clone(), k.clone());
+                async move { store.list_events(&k, after, page_size, &token).await }
+            })
+            .await
+        }
+    };
+    let all = read(0, 100).await;
+    assert_eq!(all.len(), 1);
+    assert_eq!(ids(&all[0]), ["e1", "e2", "e3", "e4", "e5"]);
+
+    let paged = read(1, 2).await;
+    assert_eq!(ids(&paged[0]), ["e2", "e3"]);
+    assert_eq!(ids(&paged[1]), ["e4", "e5"]);
+    let flat: Vec<Event> = paged.into_iter().flatten().collect();
+    assert_eq!(ids(&flat), ["e2", "e3", "e4", "e5"]);
+    let sequences: Vec<u64> = flat.iter().map(|e| e.sequence).collect();
+    assert_eq!(sequences, [2, 3, 4, 5]);
+
+    let past_end = store.list_events(&k, 5, 10, "").await.unwrap();
+    assert!(past_end.items.is_empty());
+    assert_eq!(past_end.next_page_token, "");
+
+    // A token belongs to its session.
+    let first = store.list_events(&k, 0, 1, "").await.unwrap();
+    create(&store, &key("s2"), 100).await;
+    let foreign = store
+        .list_events(&key("s2"), 0, 1, &first.next_page_token)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&foreign, SessionError::InvalidArgument(e) if e.field == "page_token"),
+        "{foreign:?}"
+    );
+
+    let missing = store
+        .list_events(&key("nope"), 0, 10, "")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(missing, SessionError::SessionNotFound { .. }),
+        "{missing:?}"
+    );
+}
+
+pub async fn delete_keeps_app_and_user_state<S: SessionStore>(store: S) {
+    let k = key("s");
+    let mut new = new_session(&k, 100);
+    new.state = ScopedDelta {
+        app: entries(&[("a", "1")]),
+        user: entries(&[("u", "2")]),
+        session: entries(&[("s", "3")]),
+    };
+    store.create(new).await.unwrap();
+    append(&store, &k, "e1", 110).await;
+
+    store.delete(&k).await.unwrap();
+    assert_eq!(get_all(&store, &k).await, None);
+    // Deleting what is gone is a no-op.
+    store.delete(&k).await.unwrap();
+    store.delete(&key("never")).await.unwrap();
+    assert_eq!(store.app_state(APP).await.unwrap(), entries(&[("a", "1")]));
+    assert_eq!(
+        store.user_state(APP, "user").await.unwrap(),
+        entries(&[("u", "2")])
+    );
+    assert!(names_listed(&store).await.is_empty());
+
+    // The name can be used again, and nothing of the old session comes back.
+    let again = create(&store, &k, 200).await;
+    assert_eq!(again.last_sequence, 0);
+    assert_eq!(state_of(&again), json!({"app:a": 1, "user:u": 2}));
+    assert_eq!(append(&store, &k, "e1", 210).await, 1);
+    assert_eq!(ids(&get_all(&store, &k).await.unwrap().events), ["e1"]);
+}
+
+async fn names_listed(store: &impl SessionStore) -> Vec<String> {
+    let page = store.list(APP, None, 1000, "").await.unwrap();
+    page.items.into_iter().map(|s| s.id).collect()
+}
+
+pub async fn the_change_feed_orders_appends_per_app<S: SessionStore>(store: S) {
+    assert!(store.changes(APP, 0, 10).await.unwrap().items.is_empty());
+
+    let (a, b) = (key("a"), key_of("other", "b"));
+    create(&store, &a, 100).await;
+    create(&store, &b, 100).await;
+    let mut positions = Vec::new();
+    for (k, id) in [(&a, "a1"), (&b, "b1"), (&a, "a2")] {
+        positions.push(store.append(k, append_of(id, 110)).await.unwrap().change);
+    }
+    assert!(positions.windows(2).all(|p| p[0] < p[1]), "{positions:?}");
+    // A retry writes nothing to the feed.
+    store.append(&a, append_of("a1", 110)).await.unwrap();
+
+    let changes = readable_through(&store, positions[2]).await;
+    assert!(changes.oldest <= positions[0]);
+    assert!(changes.unreadable.is_empty());
+    let seen: Vec<(u64, &str, &str, &str)> = changes
+        .items
+        .iter()
+        .map(|c| {
+            let event = c.event.as_ref().unwrap();
+            (
+                c.position,
+                c.user_id.as_str(),
+                c.session_id.as_str(),
+                event.id.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (positions[0], "user", "a", "a1"),
+            (positions[1], "other", "b", "b1"),
+            (positions[2], "user", "a", "a2")
+        ]
+    );
+    let later = store.changes(APP, positions[0], 1).await.unwrap();
+    let later: Vec<u64> = later.items.iter().map(|c| c.position).collect();
+    assert_eq!(later, [positions[1]]);
+    assert!(store
+        .changes(APP, positions[2], 10)
+        .await
+        .unwrap()
+        .items
+        .is_empty());
+    // Each app has its own feed.
+    assert!(store
+        .changes("other-app", 0, 10)
+        .await
+        .unwrap()
+        .items
+        .is_empty());
+
+    // A deleted session's changes keep their positions, without their events.
+    store.delete(&b).await.unwrap();
+    let changes = store.changes(APP, 0, 10).await.unwrap();
+    let events: Vec<(u64, Option<&str>)> = changes
+        .items
+        .iter()
+        .map(|c| (c.position, c.event.as_ref().map(|e| e.id.as_str())))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            (positions[0], Some("a1")),
+            (positions[1], None),
+            (positions[2], Some("a2"))
+        ]
+    );
+
+    // Trimming forgets changes committed before the cutoff; positions go on.
+    let future = SystemTime::now() + Duration::from_secs(60);
+    assert_eq!(store.trim_changes(future.into()).await.unwrap(), 3);
+    let trimmed = store.changes(APP, 0, 10).await.unwrap();
+    assert!(trimmed.items.is_empty());
+    assert!(trimmed.oldest > positions[2]);
+    let next = store.append(&a, append_of("a3", 120)).await.unwrap().change;
+    assert!(next > positions[2]);
+}
+
+/// The app's changes once every position up to `position` is readable. A shared store reads
+/// only below its oldest open transaction (any transaction of the database, another test's
+/// say), so committed changes may stay unreadable until those end: the feed is read again
+/// until they are, as a watcher does.
+async fn readable_through(store: &impl SessionStore, position: u64) -> Changes {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let changes = store.changes(APP, 0, 10).await.unwrap();
+        if changes.head >= position {
+            return changes;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "position {position} never became readable: {changes:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+pub async fn sweeps_expired_sessions<S: SessionStore>(store: S) {
+    let now = SystemTime::now();
+    let from_now = |seconds: u64| Timestamp::from(now + Duration::from_secs(seconds));
+    let (short, long, forever) = (key("short"), key("long"), key("forever"));
+    for (k, expire) in [
+        (&short, Some(from_now(100))),
+        (&long, Some(from_now(200))),
+        (&forever, None),
+    ] {
+        let new = NewSession {
+            expire_time: expire,
+            ..new_session(k, 100)
+        };
+        store.create(new).await.unwrap();
+    }
+    // The sweep deletes by the clock it is given.
+    assert!(store
+        .sweep_expired(from_now(50), 10)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        store.sweep_expired(from_now(150), 10).await.unwrap(),
+        std::slice::from_ref(&short)
+    );
+    assert!(store
+        .get(&short, EventWindow::NONE)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(store.get(&long, EventWindow::NONE).await.unwrap().is_some());
+    assert_eq!(
+        store.sweep_expired(from_now(1000), 10).await.unwrap(),
+        std::slice::from_ref(&long)
+    );
+    assert!(store
+        .sweep_expired(from_now(1000), 10)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store.get(&long, EventWindow::NONE).await.unwrap().is_none());
+    assert!(store
+        .get(&forever, EventWindow::NONE)
+        .await
+        .unwrap()
+        .is_some());
+}
