@@ -1,5 +1,5 @@
-//! Races: optimistic concurrency under 64 writers, concurrent creation of one id, and a delete
-//! racing appends and watchers.
+//! Races: optimistic concurrency under 64 writers, concurrent creation of one id, a delete
+//! racing appends and watchers, and reads racing appends.
 
 use std::time::Duration;
 
@@ -210,4 +210,47 @@ async fn a_delete_racing_appends_and_watchers_resurrects_nothing() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::NotFound, "the session stays deleted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_racing_appends_sees_the_state_of_exactly_the_events_it_returns() {
+    const APPENDS: u64 = 400;
+    let srv = SessionServer::start_with(|c| c.serve.sync = SyncMode::Periodic).await;
+    srv.create("app", "u", "s", json!({})).await;
+    let mut writer = srv.client.clone();
+    let writing = tokio::spawn(async move {
+        for i in 1..=APPENDS {
+            let mut e = delta_event(json!({ "n": i }));
+            e.id = format!("e{i}");
+            writer
+                .append_event(append_request("app", "u", "s", e))
+                .await
+                .unwrap();
+        }
+    });
+    // Every read while the writer runs: the state's `n` is the delta of the last event read
+    // (the state is never ahead of, nor behind, the events returned with it).
+    let mut c = srv.client.clone();
+    let mut reads = 0;
+    while !writing.is_finished() {
+        let session = c
+            .get_session(GetSessionRequest {
+                num_recent_events: Some(1),
+                ..get("s")
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let n = json(&session.state).get("n").and_then(|n| n.as_u64());
+        let last = session.events.last().map(|e| {
+            json(&e.actions.clone().unwrap().state_delta)["n"]
+                .as_u64()
+                .unwrap()
+        });
+        assert_eq!(n, last, "state and events of one read disagree");
+        assert_eq!(session.last_sequence, last.unwrap_or(0));
+        reads += 1;
+    }
+    writing.await.unwrap();
+    assert!(reads > 0);
 }

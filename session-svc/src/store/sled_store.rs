@@ -393,11 +393,23 @@ impl SessionStore for SledStore {
     }
 
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
-        let Some(record) = self.live_record(session_key(key).as_bytes())? else {
-            return Ok(None);
-        };
-        let app_state = scan_entries(&self.app_state, app_prefix(&key.app_name).as_bytes())?;
-        self.assemble(key, &record, &app_state, window).map(Some)
+        let skey = session_key(key);
+        // Reads of several sled trees are not one snapshot: an append committing while the
+        // state is read would show its delta without its event. Every append rewrites the
+        // record in the same transaction, so the state read between two equal reads of the
+        // record is the state after exactly `last_sequence` events. Stored events never change,
+        // so they are read after that check, keeping the window an append can disturb small.
+        loop {
+            let Some(record) = self.live_record(skey.as_bytes())? else {
+                return Ok(None);
+            };
+            let app_state = scan_entries(&self.app_state, app_prefix(&key.app_name).as_bytes())?;
+            let mut session = self.assemble(key, &record, &app_state, EventWindow::NONE)?;
+            if self.record(skey.as_bytes())?.as_ref() == Some(&record) {
+                session.events = self.read_events(&skey, record.last_sequence, window)?;
+                return Ok(Some(session));
+            }
+        }
     }
 
     async fn list(
