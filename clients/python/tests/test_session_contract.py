@@ -1,8 +1,8 @@
 """ADK's shared session-service contract, run against session-svc through GrpcSessionService.
 
 These are the cases google-adk holds every BaseSessionService to (its ``test_session_service.py``
-and contract suite), ported with the app name made unique per test. Rule numbers refer to the ADK
-behaviour reference (S0-S8).
+and contract suite), ported with the app name made unique per test. Rule numbers (S0-S8) are
+those of docs/rules.md.
 """
 
 from __future__ import annotations
