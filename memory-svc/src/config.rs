@@ -6,6 +6,8 @@ use std::{net::SocketAddr, path::PathBuf};
 use adk_common::{postgres::StoreLocation, server::ServeFlags, snapshot::AdminCommand};
 use clap::Parser;
 
+use crate::embed::{EmbedderOptions, EmbedderSpec};
+
 /// gRPC memory service for agents: per-(app, user) long-term memory with ranked keyword search.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "memory-svc", version)]
@@ -40,6 +42,20 @@ pub struct Config {
     #[arg(long)]
     pub session_ca: Option<PathBuf>,
 
+    /// Sentence-embedding model: `none` (no model), `local:DIR` (a sentence-transformers folder
+    /// run in-process) or `openai:BASE_URL` (an OpenAI-compatible `/embeddings` endpoint).
+    #[arg(long, default_value = "none")]
+    pub embedder: EmbedderSpec,
+
+    /// The model name sent to an `openai:` embedder (e.g. `text-embedding-3-small`).
+    #[arg(long)]
+    pub embedder_model: Option<String>,
+
+    /// Environment variable holding the API key of an `openai:` embedder; when it is unset,
+    /// requests carry no Authorization header.
+    #[arg(long, default_value = "OPENAI_API_KEY")]
+    pub embedder_api_key_env: String,
+
     #[command(flatten)]
     pub serve: ServeFlags,
 
@@ -53,11 +69,12 @@ impl std::fmt::Display for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "listen {}, store {:?}, session-svc at {}, requests up to {}, {}",
+            "listen {}, store {:?}, session-svc at {}, requests up to {}, embedder {}, {}",
             self.listen,
             self.store(),
             self.session_endpoint,
             adk_common::server::human_bytes(self.max_request_bytes),
+            self.embedder,
             self.serve
         )
     }
@@ -76,6 +93,17 @@ impl Config {
             .unwrap_or_else(|| StoreLocation::Sled(self.data_dir.clone()))
     }
 
+    /// The `--embedder*` flags, with the API key read from its variable.
+    pub fn embedder(&self) -> EmbedderOptions {
+        EmbedderOptions {
+            spec: self.embedder.clone(),
+            model: self.embedder_model.clone(),
+            api_key: std::env::var(&self.embedder_api_key_env)
+                .ok()
+                .filter(|key| !key.is_empty()),
+        }
+    }
+
     /// Defaults for `data_dir`, listening on an ephemeral loopback port (tests, scripts).
     pub fn ephemeral(data_dir: PathBuf, session_endpoint: String) -> Self {
         Self {
@@ -86,6 +114,9 @@ impl Config {
             max_request_bytes: 64 << 20,
             session_token_file: None,
             session_ca: None,
+            embedder: EmbedderSpec::None,
+            embedder_model: None,
+            embedder_api_key_env: "OPENAI_API_KEY".into(),
             serve: ServeFlags::default(),
             admin: None,
         }

@@ -3,7 +3,7 @@
 
 use adk_common::validate::InvalidArgument;
 
-use crate::store::StoreError;
+use crate::{embed::EmbedError, store::StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {
@@ -27,6 +27,9 @@ pub enum MemoryError {
 
     #[error(transparent)]
     Store(#[from] StoreError),
+
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
 }
 
 pub type Result<T, E = MemoryError> = std::result::Result<T, E>;

@@ -3,6 +3,7 @@
 //!
 //! # Layout
 //! - [`config`]: command-line flags with environment fallbacks.
+//! - [`embed`]: sentence embedders (`--embedder`): a local model or an OpenAI-compatible endpoint.
 //! - [`grpc`]: tonic handlers (thin) and the mapping of errors to statuses.
 //! - [`memories`]: the domain: request checks and ADK's memory rules, free of transport types.
 //! - [`session_source`]: fetching sessions from session-svc for ingestion by reference.
@@ -13,6 +14,7 @@
 //! - [`error`]: the error type.
 
 pub mod config;
+pub mod embed;
 pub mod error;
 pub mod grpc;
 pub mod memories;

@@ -15,6 +15,7 @@ use adk_proto::{
 };
 
 use crate::{
+    embed::Embedder,
     error::Result,
     session_source::SessionSource,
     store::{DeleteTarget, Entry, Hit, MemoryStore, Scope, SearchQuery},
@@ -31,11 +32,26 @@ pub const MAX_SEARCH_LIMIT: usize = 100;
 pub struct Memories<S> {
     store: S,
     sessions: SessionSource,
+    embedder: Option<Embedder>,
 }
 
 impl<S: MemoryStore> Memories<S> {
     pub fn new(store: S, sessions: SessionSource) -> Self {
-        Self { store, sessions }
+        Self {
+            store,
+            sessions,
+            embedder: None,
+        }
+    }
+
+    /// The same, with the `--embedder` model.
+    pub fn with_embedder(self, embedder: Option<Embedder>) -> Self {
+        Self { embedder, ..self }
+    }
+
+    /// The `--embedder` model, if one is configured.
+    pub fn embedder(&self) -> Option<&Embedder> {
+        self.embedder.as_ref()
     }
 
     /// M1.2: the session's events with content replace its entries. A `SessionRef` is resolved

@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 
 use crate::{
     config::Config,
+    embed::Embedder,
     grpc::MemoryGrpc,
     memories::Memories,
     session_source::{SessionAccess, SessionSource},
@@ -34,6 +35,10 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
         max_session_bytes: config.max_request_bytes,
     };
     let sessions = SessionSource::new(&config.session_endpoint, access)?;
+    let embedder = Embedder::open(config.embedder()).await?;
+    if let Some(embedder) = &embedder {
+        tracing::info!(model = %embedder.identity(), "embedding model ready");
+    }
     match config.store() {
         StoreLocation::Sled(dir) => {
             let cache = SledCache::choose(config.serve.cache_bytes);
@@ -44,7 +49,8 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             let store =
                 SledMemoryStore::from_db(db, config.serve.sync).map_err(|e| cannot_open(&e))?;
             let hooks = StoreHooks::sled(store.clone(), cache, dir.join("snapshots"));
-            serve(config, Memories::new(store, sessions), hooks).await
+            let memories = Memories::new(store, sessions).with_embedder(embedder);
+            serve(config, memories, hooks).await
         }
         StoreLocation::Postgres(url) => {
             let store = PgMemoryStore::open(&url, config.serve.pg_max_connections)
@@ -52,7 +58,8 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
                 .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
             let pool = store.clone();
             let hooks = StoreHooks::postgres(move || pool.record_pool());
-            serve(config, Memories::new(store, sessions), hooks).await
+            let memories = Memories::new(store, sessions).with_embedder(embedder);
+            serve(config, memories, hooks).await
         }
     }
 }
