@@ -17,7 +17,10 @@ const PER_CALL: usize = 100;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let dir = PathBuf::from(args.next().ok_or("usage: embed_throughput MODEL_DIR [CALLS]")?);
+    let dir = PathBuf::from(
+        args.next()
+            .ok_or("usage: embed_throughput MODEL_DIR [CALLS]")?,
+    );
     let calls: usize = args.next().map_or(Ok(20), |n| n.parse())?;
 
     let mut turns = Vec::new();

@@ -78,7 +78,11 @@ async fn vectors_match_an_independent_implementation() {
         .embed(reference.sentences.clone())
         .await
         .expect("embeds");
-    for ((sentence, expected), got) in reference.sentences.iter().zip(&reference.vectors).zip(&vectors)
+    for ((sentence, expected), got) in reference
+        .sentences
+        .iter()
+        .zip(&reference.vectors)
+        .zip(&vectors)
     {
         let difference = max_difference(expected, got);
         assert!(
@@ -108,9 +112,16 @@ async fn vectors_are_unit_length_deterministic_and_batch_independent() {
         assert!((norm - 1.0).abs() < 1e-5, "{text:?}: norm {norm}");
         let alone = embed(&embedder, &[text]).await.remove(0);
         let difference = max_difference(&alone, vector);
-        assert!(difference < 1e-5, "{text:?}: alone vs in a batch: {difference}");
+        assert!(
+            difference < 1e-5,
+            "{text:?}: alone vs in a batch: {difference}"
+        );
     }
-    assert_eq!(embed(&embedder, &texts).await, batch, "same input, same vectors");
+    assert_eq!(
+        embed(&embedder, &texts).await,
+        batch,
+        "same input, same vectors"
+    );
 }
 
 #[tokio::test]

@@ -79,7 +79,10 @@ async fn embeddings(
                 .map(|(index, text)| json!({"object": "embedding", "index": index, "embedding": vector_of(text)}))
                 .collect();
             let model = body["model"].clone();
-            (StatusCode::OK, Json(json!({"object": "list", "data": data, "model": model})))
+            (
+                StatusCode::OK,
+                Json(json!({"object": "list", "data": data, "model": model})),
+            )
         }
         Answer::Status(code) => (
             StatusCode::from_u16(code).unwrap(),
@@ -122,7 +125,9 @@ async fn connect(base_url: &str, api_key: Option<&str>) -> Result<OpenAiEmbedder
 }
 
 fn texts(n: usize) -> Vec<String> {
-    (0..n).map(|i| format!("{}text {i}", "x".repeat(i))).collect()
+    (0..n)
+        .map(|i| format!("{}text {i}", "x".repeat(i)))
+        .collect()
 }
 
 fn requests(script: &Shared) -> Vec<(Vec<String>, Option<String>)> {
@@ -176,7 +181,10 @@ async fn retries_are_bounded() {
     let error = embedder.embed(texts(1)).await.unwrap_err();
     assert!(matches!(error, EmbedError::Unavailable { .. }), "{error}");
     let message = error.to_string();
-    assert!(message.contains(&url) && message.contains("503"), "{message}");
+    assert!(
+        message.contains(&url) && message.contains("503"),
+        "{message}"
+    );
     // Probe, then the three attempts `quick()` allows.
     assert_eq!(requests(&script).len(), 1 + 3);
 }
@@ -229,10 +237,14 @@ async fn client_errors_are_refused_without_retry() {
 
 #[tokio::test]
 async fn malformed_answers_are_refused_with_the_reason() {
-    let embedding = |index: usize, embedding: Vec<f32>| json!({"index": index, "embedding": embedding});
+    let embedding =
+        |index: usize, embedding: Vec<f32>| json!({"index": index, "embedding": embedding});
     let cases = [
         (json!({"unexpected": true}), "missing field `data`"),
-        (json!({"data": [embedding(0, vec![1.0, 0.0, 0.0])]}), "1 embeddings for 2 inputs"),
+        (
+            json!({"data": [embedding(0, vec![1.0, 0.0, 0.0])]}),
+            "1 embeddings for 2 inputs",
+        ),
         (
             json!({"data": [embedding(0, vec![1.0, 0.0, 0.0]), embedding(1, vec![1.0])]}),
             "data[index=1] has 1 dimensions, expected 3",
@@ -257,7 +269,10 @@ async fn malformed_answers_are_refused_with_the_reason() {
         let error = embedder.embed(texts(2)).await.unwrap_err();
         assert!(matches!(error, EmbedError::Malformed { .. }), "{error}");
         let message = error.to_string();
-        assert!(message.contains(expected) && message.contains(&url), "{message}");
+        assert!(
+            message.contains(expected) && message.contains(&url),
+            "{message}"
+        );
         // Not retried: the same question would get the same answer.
         assert_eq!(requests(&script).len(), 2);
     }

@@ -156,7 +156,10 @@ fn modules(dir: &Path) -> Result<(PathBuf, PathBuf, bool), EmbedError> {
     }
     match (encoder, pooling) {
         (Some(encoder), Some(pooling)) => Ok((encoder, pooling, normalize)),
-        _ => Err(load_error(&file, "needs a Transformer and a Pooling module")),
+        _ => Err(load_error(
+            &file,
+            "needs a Transformer and a Pooling module",
+        )),
     }
 }
 
@@ -173,7 +176,10 @@ fn pooling(file: &Path) -> Result<Pooling, EmbedError> {
         (config.pooling_mode_cls_token, Pooling::Cls),
         (config.pooling_mode_mean_tokens, Pooling::Mean),
         (config.pooling_mode_max_tokens, Pooling::Max),
-        (config.pooling_mode_mean_sqrt_len_tokens, Pooling::MeanSqrtLen),
+        (
+            config.pooling_mode_mean_sqrt_len_tokens,
+            Pooling::MeanSqrtLen,
+        ),
     ];
     let mut chosen = modes.iter().filter(|(on, _)| *on).map(|(_, mode)| *mode);
     match (chosen.next(), chosen.next()) {

@@ -198,7 +198,13 @@ impl Model {
 /// One sentence vector from its token vectors; `mask` is 1 for real tokens, 0 for padding.
 fn pool(pooling: Pooling, tokens: &[Vec<f32>], mask: &[u32]) -> Vec<f32> {
     let dimension = tokens.first().map_or(0, Vec::len);
-    let real = || tokens.iter().zip(mask).filter(|(_, &m)| m != 0).map(|(t, _)| t);
+    let real = || {
+        tokens
+            .iter()
+            .zip(mask)
+            .filter(|(_, &m)| m != 0)
+            .map(|(t, _)| t)
+    };
     let count = real().count().max(1) as f32;
     let sum = || {
         real().fold(vec![0.0; dimension], |mut acc, t| {

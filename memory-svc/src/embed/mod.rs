@@ -199,7 +199,14 @@ mod tests {
             "openai:http://127.0.0.1:11434/v1/".parse(),
             Ok(EmbedderSpec::OpenAi("http://127.0.0.1:11434/v1".into()))
         );
-        for bad in ["", "local:", "minilm", "openai:", "openai:ftp://x", "tei:http://x"] {
+        for bad in [
+            "",
+            "local:",
+            "minilm",
+            "openai:",
+            "openai:ftp://x",
+            "tei:http://x",
+        ] {
             let err = bad.parse::<EmbedderSpec>().unwrap_err();
             assert!(err.contains(&format!("{bad:?}")), "{err}");
         }

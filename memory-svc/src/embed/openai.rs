@@ -177,7 +177,8 @@ impl OpenAiEmbedder {
         }
         let response: Response = serde_json::from_slice(&body)
             .map_err(|e| Failure::Malformed(format!("{e} in {}", excerpt(&body_text))))?;
-        self.check(response, texts.len()).map_err(Failure::Malformed)
+        self.check(response, texts.len())
+            .map_err(Failure::Malformed)
     }
 
     /// The vectors of `response` in input order, unit length, or why they cannot be used.
@@ -207,10 +208,10 @@ impl OpenAiEmbedder {
             if slot.is_some() {
                 return Err(format!("index {index} appears twice"));
             }
-            *slot = Some(
-                unit_length(datum.embedding)
-                    .ok_or_else(|| format!("data[index={index}] is a zero or non-finite vector"))?,
-            );
+            *slot =
+                Some(unit_length(datum.embedding).ok_or_else(|| {
+                    format!("data[index={index}] is a zero or non-finite vector")
+                })?);
         }
         // Every slot is filled: `inputs` distinct indices below `inputs`.
         Ok(vectors.into_iter().flatten().collect())

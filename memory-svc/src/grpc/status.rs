@@ -20,9 +20,9 @@ impl From<MemoryError> for Status {
                 EmbedError::Refused { .. } | EmbedError::ModelNameMissing => {
                     Code::FailedPrecondition
                 }
-                EmbedError::Malformed { .. } | EmbedError::Inference(_) | EmbedError::Load { .. } => {
-                    Code::Internal
-                }
+                EmbedError::Malformed { .. }
+                | EmbedError::Inference(_)
+                | EmbedError::Load { .. } => Code::Internal,
             },
         };
         if matches!(code, Code::Internal | Code::Unavailable) {
@@ -73,6 +73,9 @@ mod tests {
             Code::FailedPrecondition
         );
         let failed = EmbedError::Inference("zero vector".into());
-        assert_eq!(Status::from(MemoryError::from(failed)).code(), Code::Internal);
+        assert_eq!(
+            Status::from(MemoryError::from(failed)).code(),
+            Code::Internal
+        );
     }
 }

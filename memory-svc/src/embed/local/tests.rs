@@ -134,7 +134,11 @@ async fn embed(embedder: &LocalEmbedder, texts: &[&str]) -> Vec<Vec<f32>> {
 
 fn assert_close(a: &[f32], b: &[f32]) {
     assert_eq!(a.len(), b.len());
-    let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max);
+    let worst = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max);
     assert!(worst < 1e-5, "vectors differ by {worst}: {a:?} vs {b:?}");
 }
 
@@ -159,7 +163,8 @@ async fn embeds_unit_vectors_of_the_model_dimension() {
         assert!((norm - 1.0).abs() < 1e-5, "norm {norm}");
     }
     assert_ne!(vectors[0], vectors[1]);
-    assert_eq!(embed(&embedder, &["the coffee"]).await[0], vectors[0]);
+    let again = embed(&embedder, &["the coffee", "the train at nine", ""]).await;
+    assert_eq!(again, vectors, "same input, same vectors");
 }
 
 #[tokio::test]
@@ -213,13 +218,15 @@ async fn the_pooling_mode_is_the_folders() {
     let dir = tiny_model();
     let mut seen: Vec<(Vec<f32>, String)> = Vec::new();
     for mode in ["mean", "cls", "max", "mean_sqrt_len"] {
-        write(&dir.path().join("1_Pooling/config.json"), &pooling_json(mode));
-        assert_eq!(
-            ModelFolder::read(dir.path()).unwrap().pooling.name(),
-            mode
+        write(
+            &dir.path().join("1_Pooling/config.json"),
+            &pooling_json(mode),
         );
+        assert_eq!(ModelFolder::read(dir.path()).unwrap().pooling.name(), mode);
         let embedder = LocalEmbedder::load(dir.path()).unwrap();
-        let vector = embed(&embedder, &["she takes her coffee black"]).await.remove(0);
+        let vector = embed(&embedder, &["she takes her coffee black"])
+            .await
+            .remove(0);
         seen.push((vector, embedder.identity().fingerprint.clone()));
     }
     // Mean and mean/sqrt(len) differ only in scale, gone once normalised; the others differ.
@@ -264,7 +271,12 @@ fn modules_json_says_whether_the_model_normalises() {
 #[test]
 fn missing_files_are_named() {
     let dir = tiny_model();
-    for file in ["model.safetensors", "tokenizer.json", "config.json", "1_Pooling/config.json"] {
+    for file in [
+        "model.safetensors",
+        "tokenizer.json",
+        "config.json",
+        "1_Pooling/config.json",
+    ] {
         let dir = tiny_model();
         let path = dir.path().join(file);
         std::fs::remove_file(&path).unwrap();
@@ -317,7 +329,10 @@ fn unsupported_models_are_refused_at_load() {
     write(&dir.path().join("modules.json"), &modules);
     let (named, reason) = load_error_about(dir.path());
     assert_eq!(named, dir.path().join("modules.json"));
-    assert!(reason.contains("sentence_transformers.models.Dense"), "{reason}");
+    assert!(
+        reason.contains("sentence_transformers.models.Dense"),
+        "{reason}"
+    );
 
     let dir = tiny_model();
     let mut config = bert_config();
