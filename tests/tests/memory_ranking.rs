@@ -1,7 +1,8 @@
 //! memory-svc ranking over gRPC: each test holds a few hand-written turns where one part of the
 //! analysis decides the order (stemming, stopwords, the author and custom_metadata fields, the
-//! neighbouring turns of a session, the query's language), and the multilingual matching that
-//! every analysis keeps. On PostgreSQL too when `ADK_TEST_POSTGRES` is set.
+//! neighbouring turns of a session, the query's language and the server's default one), and the
+//! multilingual matching that every analysis keeps. On PostgreSQL too when `ADK_TEST_POSTGRES`
+//! is set.
 
 use adk_proto::{
     memory::v1::{
@@ -310,6 +311,63 @@ async fn the_language_of_a_query_can_be_given() {
         assert_eq!(err.code(), Code::InvalidArgument, "{bad}: {err:?}");
         assert!(err.message().contains("language"), "{}", err.message());
     }
+}
+
+/// A server started with `--default-language LANGUAGE`, holding `turns` as [`server_with`]
+/// does. The flag goes through the command-line parser; everything else is the harness's.
+async fn server_with_default_language(
+    language: &str,
+    turns: &[Turn<'_>],
+) -> (MemoryServer, Client) {
+    let flags = ["memory-svc", "--default-language", language];
+    let mut parsed = <memory_svc::config::Config as clap::Parser>::try_parse_from(flags)
+        .unwrap_or_else(|e| panic!("memory-svc takes --default-language {language}: {e}"));
+    let srv = MemoryServer::start_with(NO_SESSION_SVC, |config| {
+        parsed.listen = config.listen;
+        parsed.data_dir = config.data_dir.clone();
+        parsed.store = config.store.clone();
+        parsed.session_endpoint = config.session_endpoint.clone();
+        parsed.serve = config.serve.clone();
+        *config = parsed;
+    })
+    .await;
+    let mut c = srv.client.clone();
+    for turn in turns {
+        add_session(&mut c, turn.0, &[*turn]).await;
+    }
+    (srv, c)
+}
+
+/// Text whose language detection cannot tell (a short query, a short turn) is analysed in the
+/// server's default language: English unless `--default-language` says otherwise.
+#[tokio::test]
+async fn the_server_default_language_applies_when_detection_cannot_tell() {
+    let turns = [
+        (
+            "haus",
+            "Lena",
+            "Wir haben letztes Jahr ein altes Haus am See gekauft",
+        ),
+        ("dinner", "Lena", "I cooked dinner for my parents"),
+    ];
+    let (_srv, mut c) = server_with_default_language("de", &turns).await;
+    assert_eq!(ranked(&mut c, "Häuser").await, ["haus"]);
+
+    // `none`: no stemming at all, only the word forms themselves match.
+    let (_srv, mut c) = server_with_default_language("none", &turns).await;
+    assert!(ranked(&mut c, "cooking").await.is_empty());
+    assert_eq!(ranked(&mut c, "cooked").await, ["dinner"]);
+    // The query's own language still applies.
+    let mut german = query("Häuser");
+    german.language = "de".into();
+    assert_eq!(
+        search_with(&mut c, german)
+            .await
+            .iter()
+            .map(|m| m.id.as_str())
+            .collect::<Vec<_>>(),
+        ["haus"]
+    );
 }
 
 #[tokio::test]
