@@ -6,7 +6,27 @@ use std::{net::SocketAddr, path::PathBuf};
 use adk_common::{postgres::StoreLocation, server::ServeFlags, snapshot::AdminCommand};
 use clap::Parser;
 
-use crate::embed::{EmbedderOptions, EmbedderSpec};
+use crate::{
+    analysis::{Analyzer, Language, UnknownLanguage},
+    embed::{EmbedderOptions, EmbedderSpec},
+};
+
+/// `--default-language`: a language, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultLanguage(pub Option<Language>);
+
+impl Default for DefaultLanguage {
+    fn default() -> Self {
+        Self(Some(Language::English))
+    }
+}
+
+fn parse_language(s: &str) -> Result<DefaultLanguage, UnknownLanguage> {
+    match s {
+        "none" => Ok(DefaultLanguage(None)),
+        code => code.parse().map(|l| DefaultLanguage(Some(l))),
+    }
+}
 
 /// gRPC memory service for agents: per-(app, user) long-term memory with ranked keyword search.
 #[derive(Debug, Clone, Parser)]
@@ -56,6 +76,13 @@ pub struct Config {
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub embedder_api_key_env: String,
 
+    /// The language of text whose language is not detected with confidence (short turns,
+    /// most queries): an ISO 639-1 code (`en`, `de`, `fr`, `ru`, ...: see the README for the
+    /// list), or `none` to keep such words as written. Changing it re-indexes the store at the
+    /// next start.
+    #[arg(long, default_value = "en", value_parser = parse_language)]
+    pub default_language: DefaultLanguage,
+
     #[command(flatten)]
     pub serve: ServeFlags,
 
@@ -69,11 +96,13 @@ impl std::fmt::Display for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "listen {}, store {:?}, session-svc at {}, requests up to {}, embedder {}, {}",
+            "listen {}, store {:?}, session-svc at {}, requests up to {}, default language {}, \
+             embedder {}, {}",
             self.listen,
             self.store(),
             self.session_endpoint,
             adk_common::server::human_bytes(self.max_request_bytes),
+            self.default_language.0.map_or("none", Language::code),
             self.embedder,
             self.serve
         )
@@ -104,6 +133,11 @@ impl Config {
         }
     }
 
+    /// How text is analysed.
+    pub fn analyzer(&self) -> Analyzer {
+        Analyzer::new(self.default_language.0)
+    }
+
     /// Defaults for `data_dir`, listening on an ephemeral loopback port (tests, scripts).
     pub fn ephemeral(data_dir: PathBuf, session_endpoint: String) -> Self {
         Self {
@@ -117,6 +151,7 @@ impl Config {
             embedder: EmbedderSpec::None,
             embedder_model: None,
             embedder_api_key_env: "OPENAI_API_KEY".into(),
+            default_language: DefaultLanguage::default(),
             serve: ServeFlags::default(),
             admin: None,
         }

@@ -13,6 +13,7 @@
 //! - [`server`]: assembling and running the server (health, reflection).
 //! - [`error`]: the error type.
 
+pub mod analysis;
 pub mod config;
 pub mod embed;
 pub mod error;
@@ -21,4 +22,3 @@ pub mod memories;
 pub mod server;
 pub mod session_source;
 pub mod store;
-pub mod text;
