@@ -413,6 +413,57 @@ async fn shutdown_ends_streams_cleanly_and_keeps_every_acknowledged_append() {
     );
 }
 
+/// On PostgreSQL every replica keeps a connection listening for the others' notices. Shutdown
+/// ends it (rather than leaving it to the next notice that finds no one to deliver to, which a
+/// quiet channel never sends) and waits for it, so a stopped server leaves no listener behind.
+#[tokio::test]
+async fn shutdown_closes_the_listening_connection() {
+    let Some(url) = adk_tests::postgres_url() else {
+        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
+        return;
+    };
+    let application = format!("adk_listen_{}", std::process::id());
+    let store = format!(
+        "{}&application_name={application}",
+        adk_tests::fresh_schema(&url).await
+    );
+    let (db, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connects to the test database");
+    tokio::spawn(connection);
+    let listening = || async {
+        db.query_one(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE application_name = $1 AND query LIKE 'LISTEN %'",
+            &[&application],
+        )
+        .await
+        .expect("reads pg_stat_activity")
+        .get::<_, i64>(0)
+    };
+    let srv = SessionServer::start_with(|c| {
+        c.store = Some(adk_common::postgres::StoreLocation::Postgres(store));
+    })
+    .await;
+    // The listener connects in the background, and the database ends a backend on its own
+    // schedule once the client has closed the socket: both are awaited here, with a bound.
+    let until = |want_open: bool| async move {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while (listening().await > 0) != want_open {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "after 10 s the listening connection is still {}",
+                if want_open { "missing" } else { "open" }
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    until(true).await;
+    srv.create("app", "u", "s", json!({})).await;
+    srv.shutdown().await;
+    until(false).await;
+}
+
 #[tokio::test]
 async fn expired_sessions_vanish_and_are_swept() {
     let srv = SessionServer::start_with(|c| c.default_session_ttl_secs = 3600).await;
