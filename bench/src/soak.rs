@@ -24,7 +24,9 @@ use hdrhistogram::Histogram;
 use tokio::time::MissedTickBehavior;
 
 use crate::{
-    append_request, create_session, load, loadavg, memory_clients, memory_events,
+    append_request,
+    bounded::dir_bytes,
+    create_session, load, loadavg, memory_clients, memory_events,
     server::{rss_kb_of, Server},
     session_clients, template_event,
     text::{Corpus, QueryClass},
@@ -117,8 +119,8 @@ impl Meter {
 /// One row of samples.
 struct Sample {
     at: Duration,
-    /// (RSS in KiB, open descriptors) per server.
-    servers: Vec<(u64, usize)>,
+    /// (RSS in KiB, open descriptors, store bytes on disk) per server.
+    servers: Vec<(u64, usize, u64)>,
     calls: Vec<(u64, f64)>,
 }
 
@@ -366,10 +368,14 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
         soak.sessions,
     );
     println!(
-        "{:>6}  {:>22}  {:>22}  {}  {:>8}  {:>6}  load",
+        "# per server: RSS MB / open fds / store MB on disk (sled; nothing on PostgreSQL); per \
+         kind of call: calls in the interval and their p99"
+    );
+    println!(
+        "{:>6}  {:>18}  {:>18}  {}  {:>8}  {:>6}  load",
         "t (s)",
-        "session-svc RSS MB/fds",
-        "memory-svc RSS MB/fds",
+        "session-svc",
+        "memory-svc",
         KINDS
             .iter()
             .map(|k| format!("{k:>16}"))
@@ -379,6 +385,7 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
         "errors",
     );
     let pids = [sessions_srv.pid, memory_srv.pid];
+    let dirs = [sessions_srv.data_dir(), memory_srv.data_dir()];
     let started = Instant::now();
     let mut samples = Vec::new();
     let mut watched_before = 0;
@@ -390,24 +397,24 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
             at: started.elapsed(),
             servers: pids
                 .iter()
-                .map(|&pid| (rss_kb_of(pid).0, open_fds(pid)))
+                .zip(&dirs)
+                .map(|(&pid, dir)| (rss_kb_of(pid).0, open_fds(pid), dir_bytes(dir)))
                 .collect(),
             calls: meter.take(),
         };
         let watched = meter.watched_events.load(Ordering::Relaxed);
+        let server = |(rss, fds, store): (u64, usize, u64)| {
+            format!(
+                "{:.0} / {fds} / {:.0}",
+                rss as f64 / 1024.0,
+                store as f64 / 1e6
+            )
+        };
         println!(
-            "{:>6.0}  {:>22}  {:>22}  {}  {:>8}  {:>6}  {}",
+            "{:>6.0}  {:>18}  {:>18}  {}  {:>8}  {:>6}  {}",
             sample.at.as_secs_f64(),
-            format!(
-                "{:.0} / {}",
-                sample.servers[0].0 as f64 / 1024.0,
-                sample.servers[0].1
-            ),
-            format!(
-                "{:.0} / {}",
-                sample.servers[1].0 as f64 / 1024.0,
-                sample.servers[1].1
-            ),
+            server(sample.servers[0]),
+            server(sample.servers[1]),
             sample
                 .calls
                 .iter()
@@ -456,18 +463,20 @@ fn judge(samples: &[Sample], warmup: Duration, peaks: &[u64]) -> String {
     )];
     let mut grew = Vec::new();
     for (i, name) in ["session-svc", "memory-svc"].iter().enumerate() {
-        let (rss0, fds0) = first.servers[i];
-        let (rss1, fds1) = last.servers[i];
+        let (rss0, fds0, store0) = first.servers[i];
+        let (rss1, fds1, store1) = last.servers[i];
         let max_rss = after.iter().map(|s| s.servers[i].0).max().unwrap_or(0);
         let max_fds = after.iter().map(|s| s.servers[i].1).max().unwrap_or(0);
         let change = (rss1 as f64 - rss0 as f64) / (rss0.max(1) as f64) * 100.0;
         out.push(format!(
             "#   {name}: RSS {:.0} -> {:.0} MB ({change:+.0}%, max {:.0} MB, peak VmHWM {:.0} MB); \
-             open fds {fds0} -> {fds1} (max {max_fds})",
+             open fds {fds0} -> {fds1} (max {max_fds}); store {:.0} -> {:.0} MB on disk",
             rss0 as f64 / 1024.0,
             rss1 as f64 / 1024.0,
             max_rss as f64 / 1024.0,
             peaks[i] as f64 / 1024.0,
+            store0 as f64 / 1e6,
+            store1 as f64 / 1e6,
         ));
         if change > 10.0 {
             grew.push(format!("{name} RSS {change:+.0}%"));
@@ -478,7 +487,12 @@ fn judge(samples: &[Sample], warmup: Duration, peaks: &[u64]) -> String {
     }
     let third = (after.len() / 3).max(1);
     let median = |part: &[&Sample], kind: usize| {
-        let mut v: Vec<f64> = part.iter().map(|s| s.calls[kind].1).collect();
+        // Intervals without a call of this kind have no p99.
+        let mut v: Vec<f64> = part
+            .iter()
+            .filter(|s| s.calls[kind].0 > 0)
+            .map(|s| s.calls[kind].1)
+            .collect();
         v.sort_by(|a, b| a.total_cmp(b));
         v.get(v.len() / 2).copied().unwrap_or(0.0)
     };
