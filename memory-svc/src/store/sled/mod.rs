@@ -140,8 +140,11 @@ impl SledMemoryStore {
         self.commit.failures()
     }
 
-    /// Flushes every write to disk, whatever the sync mode (at shutdown).
+    /// Flushes every write to disk, whatever the sync mode, and stops the flusher (at
+    /// shutdown: later writes are refused).
     pub async fn flush(&self) -> Result<()> {
+        // The group-commit flusher ends after its last flush, so nothing of the store runs on.
+        self.commit.stop().await;
         self.db.flush_async().await?;
         Ok(())
     }
