@@ -1,15 +1,27 @@
 //! PostgreSQL plumbing shared by both services: where the store lives (`--store`), the
-//! connection pool, versioned schema migrations, retrying transactions that lost a race, and the
-//! LISTEN connection that carries other replicas' notifications.
+//! connection pool (over TLS as the connection string asks, see [`tls`]), versioned schema
+//! migrations, retrying transactions that lost a race, and the LISTEN connection that carries
+//! other replicas' notifications.
 //!
 //! Each service keeps its own SQL (in its `store` module); this module knows nothing of sessions
 //! or memories.
 
-use std::{fmt, future::Future, path::PathBuf, str::FromStr, time::Duration};
+pub mod tls;
+
+use std::{
+    fmt,
+    future::Future,
+    path::{Path, PathBuf},
+    str::FromStr,
+    time::Duration,
+};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio::task::JoinHandle;
-use tokio_postgres::{error::SqlState, AsyncMessage, NoTls};
+use tokio_postgres::{error::SqlState, AsyncMessage};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use tls::Connection;
 
 /// Where a service keeps its data: the `--store` flag.
 #[derive(Clone, PartialEq, Eq)]
@@ -32,11 +44,21 @@ impl FromStr for StoreLocation {
             return Ok(Self::Sled(PathBuf::from(path)));
         }
         if s.starts_with("postgres://") || s.starts_with("postgresql://") {
-            s.parse::<tokio_postgres::Config>()
-                .map_err(|e| format!("invalid PostgreSQL connection string: {e}"))?;
+            Connection::parse(s).map_err(|e| e.to_string())?;
             return Ok(Self::Postgres(s.to_owned()));
         }
         Err("expected sled:PATH or postgres://USER@HOST/DB".into())
+    }
+}
+
+impl StoreLocation {
+    /// The same location, with `root_cert` (`--pg-ca-file`) as the PostgreSQL root certificate
+    /// unless the connection string names one (see [`tls::with_root_cert`]).
+    pub fn with_root_cert(self, root_cert: Option<&Path>) -> Self {
+        match (self, root_cert) {
+            (Self::Postgres(url), Some(path)) => Self::Postgres(tls::with_root_cert(&url, path)),
+            (location, _) => location,
+        }
     }
 }
 
@@ -45,7 +67,10 @@ impl fmt::Debug for StoreLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Sled(path) => write!(f, "sled:{}", path.display()),
-            Self::Postgres(_) => f.write_str("postgres://…"),
+            Self::Postgres(url) => match Connection::parse(url) {
+                Ok(c) => write!(f, "postgres://… (sslmode={})", c.ssl_mode.name()),
+                Err(_) => f.write_str("postgres://…"),
+            },
         }
     }
 }
@@ -53,7 +78,7 @@ impl fmt::Debug for StoreLocation {
 /// A failure talking to PostgreSQL.
 #[derive(Debug, thiserror::Error)]
 pub enum PgError {
-    #[error("no database connection: {0}")]
+    #[error("no database connection: {}", describe_pool(.0))]
     Pool(#[from] deadpool_postgres::PoolError),
     #[error("database error: {}", describe(.0))]
     Db(#[from] tokio_postgres::Error),
@@ -92,21 +117,43 @@ impl PgError {
     }
 }
 
-/// The server's own words for a statement it refused (tokio-postgres shows only "db error").
+/// The server's own words for what it refused (tokio-postgres shows only "db error"), or the
+/// whole chain of causes (it shows only the first: "error performing TLS handshake").
 fn describe(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+    if let Some(db) = e.as_db_error() {
+        return format!("{} ({})", db.message(), db.code().code());
     }
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+/// [`describe`] for the error of a connection the pool could not open.
+fn describe_pool(e: &deadpool_postgres::PoolError) -> String {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => describe(e),
+        other => other.to_string(),
+    }
+}
+
+/// Reads the connection string `url`: the server and the TLS connector to reach it with.
+fn connection(url: &str) -> Result<(tokio_postgres::Config, MakeRustlsConnect), PgError> {
+    let connection = Connection::parse(url)?;
+    let tls = connection.tls()?;
+    Ok((connection.config, tls))
 }
 
 /// Opens a pool of at most `max_connections` to the database `url` names.
 pub fn pool(url: &str, max_connections: usize) -> Result<Pool, PgError> {
-    let config: tokio_postgres::Config =
-        url.parse().map_err(|e| PgError::Config(format!("{e}")))?;
+    let (config, tls) = connection(url)?;
     let manager = Manager::from_config(
         config,
-        NoTls,
+        tls,
         ManagerConfig {
             // A connection left in a bad state by a cancelled call is tested before reuse.
             recycling_method: RecyclingMethod::Fast,
@@ -238,12 +285,11 @@ pub fn listen(
     channel: String,
     deliver: impl Fn(Notification) -> bool + Send + Sync + 'static,
 ) -> Result<JoinHandle<()>, PgError> {
-    let config: tokio_postgres::Config =
-        url.parse().map_err(|e| PgError::Config(format!("{e}")))?;
+    let (config, tls) = connection(url)?;
     Ok(tokio::spawn(async move {
         let mut backoff = Duration::from_millis(100);
         loop {
-            match listen_once(&config, &channel, &deliver).await {
+            match listen_once(&config, &tls, &channel, &deliver).await {
                 Ok(()) => return,
                 Err(error) => {
                     tracing::warn!(error, %channel, "notification connection lost; reconnecting");
@@ -259,10 +305,14 @@ pub fn listen(
 /// was lost.
 async fn listen_once(
     config: &tokio_postgres::Config,
+    tls: &MakeRustlsConnect,
     channel: &str,
     deliver: &(impl Fn(Notification) -> bool + Send + Sync),
 ) -> Result<(), String> {
-    let (client, mut connection) = config.connect(NoTls).await.map_err(|e| e.to_string())?;
+    let (client, mut connection) = config
+        .connect(tls.clone())
+        .await
+        .map_err(|e| describe(&e))?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     // The connection delivers notifications only while it is polled, and the client's LISTEN
     // needs it polled too, so it runs on its own task.
@@ -275,7 +325,7 @@ async fn listen_once(
                     }
                 }
                 Some(Ok(_)) => {}
-                Some(Err(e)) => return e.to_string(),
+                Some(Err(e)) => return describe(&e),
                 None => return "closed by the server".to_owned(),
             }
         }
@@ -284,7 +334,7 @@ async fn listen_once(
         client
             .batch_execute(&format!("LISTEN {channel}"))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| describe(&e))?;
         if !deliver(Notification::Subscribed) {
             return Ok(());
         }

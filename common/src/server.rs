@@ -47,6 +47,12 @@ pub struct ServeFlags {
     #[arg(long, default_value_t = 16)]
     pub pg_max_connections: usize,
 
+    /// Root certificate(s) (PEM) PostgreSQL's server certificate must chain to, for a
+    /// `postgres://` store whose connection string has no `sslrootcert` (which wins). Use with
+    /// `sslmode=verify-full` (or `verify-ca`) in the connection string; see README.md.
+    #[arg(long)]
+    pub pg_ca_file: Option<PathBuf>,
+
     /// Capacity of sled's page cache, in bytes (sled stores only). Default: an eighth of the
     /// container's memory limit (cgroup v2 `memory.max` or v1 `memory.limit_in_bytes`) when
     /// there is one, else sled's default of 1 GiB. See deploy/README.md for sizing.
@@ -93,6 +99,7 @@ impl Default for ServeFlags {
         Self {
             sync: SyncMode::Sync,
             pg_max_connections: 16,
+            pg_ca_file: None,
             cache_bytes: None,
             metrics_listen: None,
             tls_cert: None,

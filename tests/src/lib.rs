@@ -7,6 +7,8 @@
 //!
 //! Helpers panic on failure: they run only inside tests, where a panic is the failure report.
 
+pub mod pg_cluster;
+
 use std::path::{Path, PathBuf};
 
 use adk_proto::memory::v1::memory_service_client::MemoryServiceClient;
