@@ -16,6 +16,8 @@
 //! - [`server`]: logging setup, serving beside health and reflection, background tasks,
 //!   signals (stop, reload the tokens file).
 //! - [`validate`]: checks of identifiers, JSON text fields and page sizes.
+//! - [`versions`]: the stored layout version of a store (sled format, PostgreSQL schema), and
+//!   the rule refusing one newer than the binary knows.
 
 pub mod auth;
 pub mod cache;
@@ -31,3 +33,4 @@ pub mod server;
 pub mod snapshot;
 pub mod storage;
 pub mod validate;
+pub mod versions;

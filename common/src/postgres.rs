@@ -23,6 +23,8 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use tls::Connection;
 
+use crate::versions;
+
 /// Where a service keeps its data: the `--store` flag.
 #[derive(Clone, PartialEq, Eq)]
 pub enum StoreLocation {
@@ -84,6 +86,8 @@ pub enum PgError {
     Db(#[from] tokio_postgres::Error),
     #[error("invalid PostgreSQL connection string: {0}")]
     Config(String),
+    #[error(transparent)]
+    TooNew(#[from] versions::TooNew),
 }
 
 impl PgError {
@@ -105,7 +109,7 @@ impl PgError {
                     || (e.as_db_error().is_none()
                         && std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()))
             }
-            Self::Config(_) => false,
+            Self::Config(_) | Self::TooNew(_) => false,
         }
     }
 
@@ -175,30 +179,24 @@ pub fn record_pool(pool: &Pool, service: &'static str) {
 }
 
 /// Brings the schema of `component` up to date: step `i` of `steps` is version `i + 1`, run in
-/// one transaction with its version record. Replicas starting at once take an advisory lock, so
-/// each step runs exactly once.
+/// one transaction with its version record in `schema_versions`. Replicas starting at once
+/// queue on an advisory lock (one per schema, taken before anything is read or created), so
+/// each step runs exactly once. A schema at a version newer than `steps` reach was written by a
+/// newer release: refused ([`versions::check`]), nothing is changed.
 pub async fn migrate(pool: &Pool, component: &str, steps: &[&str]) -> Result<(), PgError> {
+    let supported = u32::try_from(steps.len()).unwrap_or(u32::MAX);
     let mut client = pool.get().await?;
-    client
-        .batch_execute(
-            "CREATE TABLE IF NOT EXISTS schema_versions (
-                 component text PRIMARY KEY,
-                 version integer NOT NULL
-             )",
-        )
-        .await
-        .or_else(|e| {
-            // Two replicas creating the table at once: one of them loses, harmlessly.
-            if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        })?;
     let tx = client.transaction().await?;
     tx.execute(
-        "SELECT pg_advisory_xact_lock(hashtext('adk schema ' || $1))",
-        &[&component],
+        "SELECT pg_advisory_xact_lock(hashtext('adk schema ' || coalesce(current_schema(), '')))",
+        &[],
+    )
+    .await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS schema_versions (
+             component text PRIMARY KEY,
+             version integer NOT NULL
+         )",
     )
     .await?;
     let current: i32 = tx
@@ -209,8 +207,9 @@ pub async fn migrate(pool: &Pool, component: &str, steps: &[&str]) -> Result<(),
         .await?
         .map(|row| row.get(0))
         .unwrap_or(0);
-    for (i, step) in steps.iter().enumerate() {
-        let version = i32::try_from(i + 1).unwrap_or(i32::MAX);
+    let current = u32::try_from(current).unwrap_or(0);
+    versions::check(&format!("{component} database schema"), current, supported)?;
+    for (version, step) in (1..=supported).zip(steps) {
         if version <= current {
             continue;
         }
@@ -218,7 +217,7 @@ pub async fn migrate(pool: &Pool, component: &str, steps: &[&str]) -> Result<(),
         tx.execute(
             "INSERT INTO schema_versions (component, version) VALUES ($1, $2)
              ON CONFLICT (component) DO UPDATE SET version = excluded.version",
-            &[&component, &version],
+            &[&component, &i32::try_from(version).unwrap_or(i32::MAX)],
         )
         .await?;
         tracing::info!(component, version, "database schema migrated");

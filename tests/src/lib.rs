@@ -382,6 +382,32 @@ pub async fn spawn_binary_with(
     (child, channel)
 }
 
+/// Runs a server binary on the sled database in `data_dir` that it must refuse: returns what
+/// it wrote on stderr once it has exited with a failure. Panics if it serves instead (its ready
+/// line) or exits successfully.
+pub fn refused_data_dir(binary: &str, env_prefix: &str, data_dir: &Path) -> String {
+    let mut command = std::process::Command::new(binary);
+    // Flags fall back to <PREFIX>_* variables: none may leak in.
+    for (name, _) in std::env::vars() {
+        if name.starts_with(env_prefix) {
+            command.env_remove(name);
+        }
+    }
+    let out = command
+        .args(["--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{binary} served: {stdout}");
+    assert!(
+        !stdout.contains("listening on"),
+        "{binary} served: {stdout}"
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// An AppendEventRequest without concurrency check.
 pub fn append_request(app: &str, user: &str, id: &str, event: Event) -> AppendEventRequest {
     AppendEventRequest {
