@@ -103,12 +103,19 @@ impl PgError {
     pub fn is_unavailable(&self) -> bool {
         match self {
             Self::Pool(_) => true,
-            // No server error and an I/O cause: the connection, not the statement, failed.
-            Self::Db(e) => {
-                e.is_closed()
-                    || (e.as_db_error().is_none()
-                        && std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()))
-            }
+            Self::Db(e) => match e.as_db_error() {
+                // The server ended the session or is not accepting any: shutting down
+                // (57P01), crashed (57P02), starting up (57P03), or a connection failure (08).
+                Some(db) => {
+                    let code = db.code().code();
+                    code.starts_with("57P") || code.starts_with("08")
+                }
+                // No server error and an I/O cause: the connection, not the statement, failed.
+                None => {
+                    e.is_closed()
+                        || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+                }
+            },
             Self::Config(_) | Self::TooNew(_) => false,
         }
     }
@@ -167,6 +174,48 @@ pub fn pool(url: &str, max_connections: usize) -> Result<Pool, PgError> {
         .max_size(max_connections.max(1))
         .build()
         .map_err(|e| PgError::Config(e.to_string()))
+}
+
+/// How often [`health`] checks the database, and how long a check may take.
+const HEALTH_INTERVAL: Duration = Duration::from_secs(1);
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Checks every second that `pool` reaches the database: the receiver holds `Some(reason)`
+/// while it does not, `None` while it does (the server's health follows it). Checks stop when
+/// every receiver is gone.
+pub fn health(pool: Pool) -> tokio::sync::watch::Receiver<Option<std::sync::Arc<str>>> {
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    tokio::spawn(async move {
+        loop {
+            let probe = async {
+                let client = pool.get().await?;
+                client.simple_query("").await?;
+                Ok::<_, PgError>(())
+            };
+            let failure: Option<std::sync::Arc<str>> =
+                match tokio::time::timeout(HEALTH_TIMEOUT, probe).await {
+                    Ok(Ok(())) => None,
+                    Ok(Err(e)) => Some(e.to_string().into()),
+                    Err(_) => Some("the database did not answer within 3 s".into()),
+                };
+            tx.send_if_modified(|current| {
+                if current.is_some() == failure.is_some() {
+                    return false;
+                }
+                match &failure {
+                    Some(reason) => tracing::warn!(%reason, "database unreachable"),
+                    None => tracing::info!("database reachable again"),
+                }
+                *current = failure;
+                true
+            });
+            tokio::select! {
+                _ = tx.closed() => return,
+                _ = tokio::time::sleep(HEALTH_INTERVAL) => {}
+            }
+        }
+    });
+    rx
 }
 
 /// Publishes the pool's connections (open, and idle among them) as gauges labelled `service`.
@@ -286,12 +335,19 @@ pub fn listen(
 ) -> Result<JoinHandle<()>, PgError> {
     let (config, tls) = connection(url)?;
     Ok(tokio::spawn(async move {
-        let mut backoff = Duration::from_millis(100);
+        const FIRST_RETRY: Duration = Duration::from_millis(100);
+        let mut backoff = FIRST_RETRY;
         loop {
-            match listen_once(&config, &tls, &channel, &deliver).await {
+            let mut subscribed = false;
+            match listen_once(&config, &tls, &channel, &deliver, &mut subscribed).await {
                 Ok(()) => return,
                 Err(error) => {
                     tracing::warn!(error, %channel, "notification connection lost; reconnecting");
+                    // A connection that was up is replaced at once; failures to connect back
+                    // off, up to 5 s.
+                    if subscribed {
+                        backoff = FIRST_RETRY;
+                    }
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(5));
                 }
@@ -301,12 +357,13 @@ pub fn listen(
 }
 
 /// One connection's life: `Ok` when `deliver` asked to stop, `Err(why)` when the connection
-/// was lost.
+/// was lost; `subscribed` tells whether it got as far as listening.
 async fn listen_once(
     config: &tokio_postgres::Config,
     tls: &MakeRustlsConnect,
     channel: &str,
     deliver: &(impl Fn(Notification) -> bool + Send + Sync),
+    subscribed: &mut bool,
 ) -> Result<(), String> {
     let (client, mut connection) = config
         .connect(tls.clone())
@@ -334,6 +391,7 @@ async fn listen_once(
             .batch_execute(&format!("LISTEN {channel}"))
             .await
             .map_err(|e| describe(&e))?;
+        *subscribed = true;
         if !deliver(Notification::Subscribed) {
             return Ok(());
         }

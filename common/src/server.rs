@@ -384,14 +384,22 @@ where
     health
         .set_service_status(service_name, ServingStatus::Serving)
         .await;
-    // A failed disk makes the server unready (and, with liveness on health, restarted).
+    // A failed disk or an unreachable database makes the server unready (and, with liveness
+    // on health, restarted) for as long as it lasts (a failed disk: until the restart).
     let failure_watch = failures.map(|mut failures| {
         let failure_health = health.clone();
         tokio::spawn(async move {
-            if failures.wait_for(Option::is_some).await.is_ok() {
+            loop {
+                let status = match failures.borrow_and_update().as_ref() {
+                    Some(_) => ServingStatus::NotServing,
+                    None => ServingStatus::Serving,
+                };
                 failure_health
-                    .set_service_status(service_name, ServingStatus::NotServing)
+                    .set_service_status(service_name, status)
                     .await;
+                if failures.changed().await.is_err() {
+                    return;
+                }
             }
         })
     });
@@ -420,6 +428,11 @@ where
             .add_routes(routes)
             .serve_with_incoming_shutdown(incoming, async {
                 let _ = stopped.await;
+                // Ended first, so that it cannot report SERVING again after this.
+                if let Some(task) = failure_watch {
+                    task.abort();
+                    let _ = task.await;
+                }
                 health
                     .set_service_status(service_name, ServingStatus::NotServing)
                     .await;
@@ -453,9 +466,6 @@ where
             }
         }
         if let Some(task) = metrics_task {
-            task.abort();
-        }
-        if let Some(task) = failure_watch {
             task.abort();
         }
         on_stop.await
@@ -634,7 +644,8 @@ mod tests {
             done.store(true, Ordering::SeqCst);
         });
         let (done, seen) = (task_done.clone(), seen_by_on_stop.clone());
-        let mut hooks = StoreHooks::postgres(|| {});
+        let (_reachable, reachability) = tokio::sync::watch::channel(None);
+        let mut hooks = StoreHooks::postgres(|| {}, reachability);
         hooks.on_stop = Box::pin(async move {
             seen.store(done.load(Ordering::SeqCst), Ordering::SeqCst);
             Ok(())
