@@ -178,25 +178,40 @@ pub fn pool(url: &str, max_connections: usize) -> Result<Pool, PgError> {
 
 /// How often [`health`] checks the database, and how long a check may take.
 const HEALTH_INTERVAL: Duration = Duration::from_secs(1);
-const HEALTH_TIMEOUT: Duration = Duration::from_secs(3);
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Checks every second that `pool` reaches the database: the receiver holds `Some(reason)`
-/// while it does not, `None` while it does (the server's health follows it). Checks stop when
-/// every receiver is gone.
+/// Checks every second that the database `pool` connects to answers: the receiver holds
+/// `Some(reason)` while it does not, `None` while it does (the server's health follows it).
+/// The check has a connection of its own, outside the pool: a pool busy with calls is not a
+/// database gone. Checks stop when every receiver is gone.
 pub fn health(pool: Pool) -> tokio::sync::watch::Receiver<Option<std::sync::Arc<str>>> {
+    use deadpool::managed::Manager as _;
     let (tx, rx) = tokio::sync::watch::channel(None);
     tokio::spawn(async move {
+        let mut connection: Option<deadpool_postgres::ClientWrapper> = None;
         loop {
-            let probe = async {
-                let client = pool.get().await?;
+            let check = async {
+                let client = match connection.take() {
+                    Some(client) if !client.is_closed() => client,
+                    _ => pool.manager().create().await?,
+                };
                 client.simple_query("").await?;
-                Ok::<_, PgError>(())
+                Ok::<_, PgError>(client)
             };
             let failure: Option<std::sync::Arc<str>> =
-                match tokio::time::timeout(HEALTH_TIMEOUT, probe).await {
-                    Ok(Ok(())) => None,
+                match tokio::time::timeout(HEALTH_TIMEOUT, check).await {
+                    Ok(Ok(client)) => {
+                        connection = Some(client);
+                        None
+                    }
                     Ok(Err(e)) => Some(e.to_string().into()),
-                    Err(_) => Some("the database did not answer within 3 s".into()),
+                    Err(_) => Some(
+                        format!(
+                            "the database did not answer within {} s",
+                            HEALTH_TIMEOUT.as_secs()
+                        )
+                        .into(),
+                    ),
                 };
             tx.send_if_modified(|current| {
                 if current.is_some() == failure.is_some() {
