@@ -8,7 +8,8 @@
 //! - [`keys`]: order-preserving, self-delimiting encoding of composite sled keys.
 //! - [`load`]: load shedding beyond a concurrency limit.
 //! - [`metrics`]: Prometheus metrics of every RPC and the `/metrics` endpoint.
-//! - [`postgres`]: `--store`, PostgreSQL connection pool, schema migrations, LISTEN.
+//! - [`postgres`]: `--store`, PostgreSQL connection pool (TLS: `sslmode`, `sslrootcert`),
+//!   schema migrations, the database health check, LISTEN.
 //! - [`page`]: opaque page tokens and cursors that cannot leave the scope they were issued for.
 //! - [`snapshot`]: online backups (snapshot format, AdminService, snapshot/restore commands).
 //! - [`storage`]: storage failures by kind, mapped to gRPC status codes in one place.
