@@ -47,6 +47,12 @@ pub struct ServeFlags {
     #[arg(long, default_value_t = 16)]
     pub pg_max_connections: usize,
 
+    /// Root certificate(s) (PEM) PostgreSQL's server certificate must chain to, for a
+    /// `postgres://` store whose connection string has no `sslrootcert` (which wins). Use with
+    /// `sslmode=verify-full` (or `verify-ca`) in the connection string; see README.md.
+    #[arg(long)]
+    pub pg_ca_file: Option<PathBuf>,
+
     /// Capacity of sled's page cache, in bytes (sled stores only). Default: an eighth of the
     /// container's memory limit (cgroup v2 `memory.max` or v1 `memory.limit_in_bytes`) when
     /// there is one, else sled's default of 1 GiB. See deploy/README.md for sizing.
@@ -93,6 +99,7 @@ impl Default for ServeFlags {
         Self {
             sync: SyncMode::Sync,
             pg_max_connections: 16,
+            pg_ca_file: None,
             cache_bytes: None,
             metrics_listen: None,
             tls_cert: None,
@@ -378,21 +385,25 @@ where
     health
         .set_service_status(service_name, ServingStatus::Serving)
         .await;
-    // A failed disk makes the server unready (and, with liveness on health, restarted).
-    if let Some(mut failures) = failures {
-        let (failure_health, stopped) = (health.clone(), stopping.clone());
+    // A failed disk or an unreachable database makes the server unready (and, with liveness
+    // on health, restarted) for as long as it lasts (a failed disk: until the restart).
+    let failure_watch = failures.map(|mut failures| {
+        let failure_health = health.clone();
         stopping.spawn(async move {
-            let failed = tokio::select! {
-                failed = failures.wait_for(Option::is_some) => failed.is_ok(),
-                () = stopped.wait() => false,
-            };
-            if failed {
+            loop {
+                let status = match failures.borrow_and_update().as_ref() {
+                    Some(_) => ServingStatus::NotServing,
+                    None => ServingStatus::Serving,
+                };
                 failure_health
-                    .set_service_status(service_name, ServingStatus::NotServing)
+                    .set_service_status(service_name, status)
                     .await;
+                if failures.changed().await.is_err() {
+                    return;
+                }
             }
-        });
-    }
+        })
+    });
     let routes = routes
         .add_service(health_service)
         .add_service(reflection_v1)
@@ -417,6 +428,11 @@ where
             .add_routes(routes)
             .serve_with_incoming_shutdown(incoming, async {
                 let _ = stopped.await;
+                // Ended first, so that it cannot report SERVING again after this.
+                if let Some(task) = failure_watch {
+                    task.abort();
+                    let _ = task.await;
+                }
                 health
                     .set_service_status(service_name, ServingStatus::NotServing)
                     .await;
@@ -625,7 +641,8 @@ mod tests {
             done.store(true, Ordering::SeqCst);
         });
         let (done, seen) = (task_done.clone(), seen_by_on_stop.clone());
-        let mut hooks = StoreHooks::postgres(|| {});
+        let (_reachable, reachability) = tokio::sync::watch::channel(None);
+        let mut hooks = StoreHooks::postgres(|| {}, reachability);
         hooks.on_stop = Box::pin(async move {
             seen.store(done.load(Ordering::SeqCst), Ordering::SeqCst);
             Ok(())

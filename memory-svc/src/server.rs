@@ -52,7 +52,7 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
                     .await
                     .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
             let pool = store.clone();
-            let hooks = StoreHooks::postgres(move || pool.record_pool());
+            let hooks = StoreHooks::postgres(move || pool.record_pool(), store.health());
             serve(config, Memories::new(store, sessions), hooks).await
         }
     }

@@ -47,12 +47,8 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
                 .await
                 .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
             let pool = store.clone();
-            serve(
-                config,
-                store,
-                StoreHooks::postgres(move || pool.record_pool()),
-            )
-            .await
+            let hooks = StoreHooks::postgres(move || pool.record_pool(), store.health());
+            serve(config, store, hooks).await
         }
     }
 }

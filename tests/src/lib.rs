@@ -7,6 +7,8 @@
 //!
 //! Helpers panic on failure: they run only inside tests, where a panic is the failure report.
 
+pub mod pg_cluster;
+
 use std::path::{Path, PathBuf};
 
 use adk_proto::memory::v1::{memory_service_client::MemoryServiceClient, SearchMemoryRequest};
@@ -472,6 +474,32 @@ pub fn search_request(app: &str, user: &str, query: &str) -> SearchMemoryRequest
         query: query.into(),
         ..Default::default()
     }
+}
+
+/// Runs a server binary on the sled database in `data_dir` that it must refuse: returns what
+/// it wrote on stderr once it has exited with a failure. Panics if it serves instead (its ready
+/// line) or exits successfully.
+pub fn refused_data_dir(binary: &str, env_prefix: &str, data_dir: &Path) -> String {
+    let mut command = std::process::Command::new(binary);
+    // Flags fall back to <PREFIX>_* variables: none may leak in.
+    for (name, _) in std::env::vars() {
+        if name.starts_with(env_prefix) {
+            command.env_remove(name);
+        }
+    }
+    let out = command
+        .args(["--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{binary} served: {stdout}");
+    assert!(
+        !stdout.contains("listening on"),
+        "{binary} served: {stdout}"
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// An AppendEventRequest without concurrency check.

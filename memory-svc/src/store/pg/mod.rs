@@ -107,6 +107,11 @@ impl PgMemoryStore {
         postgres::record_pool(&self.pool, "memory-svc");
     }
 
+    /// Whether the database is reachable, checked every second (see [`postgres::health`]).
+    pub fn health(&self) -> tokio::sync::watch::Receiver<Option<std::sync::Arc<str>>> {
+        postgres::health(self.pool.clone())
+    }
+
     /// Runs `op` in one transaction holding the scope's lock. A transaction that loses a race
     /// (deadlock, serialization failure) was rolled back by the server, and is run again whole
     /// on a fresh transaction, a bounded number of times; any other failure, a failed COMMIT

@@ -114,6 +114,11 @@ impl PgStore {
         postgres::record_pool(&self.pool, "session-svc");
     }
 
+    /// Whether the database is reachable, checked every second (see [`postgres::health`]).
+    pub fn health(&self) -> tokio::sync::watch::Receiver<Option<std::sync::Arc<str>>> {
+        postgres::health(self.pool.clone())
+    }
+
     async fn try_create(&self, new: &NewSession) -> Result<()> {
         let key = &new.key;
         let mut client = self.pool.get().await?;
