@@ -21,7 +21,8 @@
 pub(super) const CHANNEL_SQL: &str = "SELECT 'adk_sessions_' || left(md5(current_schema()), 16)";
 
 /// Schema versions, oldest first; each runs once, in a transaction.
-pub(super) const MIGRATIONS: &[&str] = &[r#"
+pub(super) const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE SEQUENCE session_incarnations;
 CREATE TABLE sessions (
     app_name      text COLLATE "C" NOT NULL,
@@ -90,7 +91,9 @@ CREATE TABLE change_trims (
     app_name text COLLATE "C" PRIMARY KEY,
     trimmed  bigint NOT NULL
 );
-"#, VERSIONED_STATE];
+"#,
+    VERSIONED_STATE,
+];
 
 /// Version 2: `user_state` and `app_state` keep versions of a key instead of one row updated in
 /// place (see "Shared state" in the store's module docs). Rows written before it become

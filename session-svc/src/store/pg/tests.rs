@@ -132,7 +132,10 @@ async fn a_writer_of_shared_keys_waits_for_no_other() {
     assert_eq!(state(&store, &b).await, expected);
 
     // The next write of the keys deletes every version it supersedes.
-    store.append(&a, append_of("e2", shared("3"))).await.unwrap();
+    store
+        .append(&a, append_of("e2", shared("3")))
+        .await
+        .unwrap();
     let db = connect(&url).await;
     assert_eq!(rows(&db, "app_state").await, 1);
     assert_eq!(rows(&db, "user_state").await, 1);
