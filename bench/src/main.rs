@@ -51,6 +51,7 @@ const APP: &str = "bench";
 #[derive(Debug, Parser)]
 #[command(
     name = "adk-bench",
+    version = adk_version::version!(),
     about = "Load generator for session-svc and memory-svc"
 )]
 struct Cli {

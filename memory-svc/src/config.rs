@@ -6,9 +6,28 @@ use std::{net::SocketAddr, path::PathBuf};
 use adk_common::{postgres::StoreLocation, server::ServeFlags, snapshot::AdminCommand};
 use clap::Parser;
 
+use crate::analysis::{Analyzer, Language, UnknownLanguage};
+
+/// `--default-language`: a language, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultLanguage(pub Option<Language>);
+
+impl Default for DefaultLanguage {
+    fn default() -> Self {
+        Self(Some(Language::English))
+    }
+}
+
+fn parse_language(s: &str) -> Result<DefaultLanguage, UnknownLanguage> {
+    match s {
+        "none" => Ok(DefaultLanguage(None)),
+        code => code.parse().map(|l| DefaultLanguage(Some(l))),
+    }
+}
+
 /// gRPC memory service for agents: per-(app, user) long-term memory with ranked keyword search.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "memory-svc", version)]
+#[command(name = "memory-svc", version = adk_version::version!())]
 pub struct Config {
     /// Address to listen on; port 0 picks a free port (the address is printed once ready).
     #[arg(long, default_value = "0.0.0.0:50052")]
@@ -40,6 +59,13 @@ pub struct Config {
     #[arg(long)]
     pub session_ca: Option<PathBuf>,
 
+    /// The language of text whose language is not detected with confidence (short turns,
+    /// most queries): an ISO 639-1 code (`en`, `de`, `fr`, `ru`, ...: see the README for the
+    /// list), or `none` to keep such words as written. Changing it re-indexes the store at the
+    /// next start.
+    #[arg(long, default_value = "en", value_parser = parse_language)]
+    pub default_language: DefaultLanguage,
+
     #[command(flatten)]
     pub serve: ServeFlags,
 
@@ -53,11 +79,12 @@ impl std::fmt::Display for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "listen {}, store {:?}, session-svc at {}, requests up to {}, {}",
+            "listen {}, store {:?}, session-svc at {}, requests up to {}, default language {}, {}",
             self.listen,
             self.store(),
             self.session_endpoint,
             adk_common::server::human_bytes(self.max_request_bytes),
+            self.default_language.0.map_or("none", Language::code),
             self.serve
         )
     }
@@ -76,6 +103,11 @@ impl Config {
             .unwrap_or_else(|| StoreLocation::Sled(self.data_dir.clone()))
     }
 
+    /// How text is analysed.
+    pub fn analyzer(&self) -> Analyzer {
+        Analyzer::new(self.default_language.0)
+    }
+
     /// Defaults for `data_dir`, listening on an ephemeral loopback port (tests, scripts).
     pub fn ephemeral(data_dir: PathBuf, session_endpoint: String) -> Self {
         Self {
@@ -86,6 +118,7 @@ impl Config {
             max_request_bytes: 64 << 20,
             session_token_file: None,
             session_ca: None,
+            default_language: DefaultLanguage::default(),
             serve: ServeFlags::default(),
             admin: None,
         }

@@ -12,6 +12,7 @@
 //! - [`server`]: assembling and running the server (health, reflection).
 //! - [`error`]: the error type.
 
+pub mod analysis;
 pub mod config;
 pub mod error;
 pub mod grpc;
@@ -19,4 +20,3 @@ pub mod memories;
 pub mod server;
 pub mod session_source;
 pub mod store;
-pub mod text;

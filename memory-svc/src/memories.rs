@@ -15,6 +15,7 @@ use adk_proto::{
 };
 
 use crate::{
+    analysis::Language,
     error::Result,
     session_source::SessionSource,
     store::{DeleteTarget, Entry, Hit, MemoryStore, Scope, SearchQuery},
@@ -135,7 +136,15 @@ impl<S: MemoryStore> Memories<S> {
         };
         timestamp("after_timestamp", req.after_timestamp.as_ref())?;
         timestamp("before_timestamp", req.before_timestamp.as_ref())?;
+        let language = match req.language.trim() {
+            "" => None,
+            code => Some(
+                code.parse::<Language>()
+                    .map_err(|e| InvalidArgument::new("language", e.to_string()))?,
+            ),
+        };
         let query = SearchQuery {
+            language,
             text: req.query,
             limit,
             after: req.after_timestamp,

@@ -41,15 +41,16 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
                 format!("cannot open the data directory {}: {e}", dir.display())
             };
             let db = cache.open(&dir).map_err(|e| cannot_open(&e))?;
-            let store =
-                SledMemoryStore::from_db(db, config.serve.sync).map_err(|e| cannot_open(&e))?;
+            let store = SledMemoryStore::from_db(db, config.serve.sync, config.analyzer())
+                .map_err(|e| cannot_open(&e))?;
             let hooks = StoreHooks::sled(store.clone(), cache, dir.join("snapshots"));
             serve(config, Memories::new(store, sessions), hooks).await
         }
         StoreLocation::Postgres(url) => {
-            let store = PgMemoryStore::open(&url, config.serve.pg_max_connections)
-                .await
-                .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
+            let store =
+                PgMemoryStore::open(&url, config.serve.pg_max_connections, config.analyzer())
+                    .await
+                    .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
             let pool = store.clone();
             let hooks = StoreHooks::postgres(move || pool.record_pool());
             serve(config, Memories::new(store, sessions), hooks).await

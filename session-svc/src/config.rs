@@ -9,7 +9,7 @@ use clap::Parser;
 /// gRPC session service for agents: sessions, ordered events and scoped state, kept in sled
 /// (embedded, one process) or PostgreSQL (shared by any number of replicas).
 #[derive(Debug, Clone, Parser)]
-#[command(name = "session-svc", version)]
+#[command(name = "session-svc", version = adk_version::version!())]
 pub struct Config {
     /// Address to listen on; port 0 picks a free port (the address is printed once ready).
     #[arg(long, default_value = "0.0.0.0:50051")]

@@ -33,10 +33,10 @@ pub fn postgres_url() -> Option<String> {
         .filter(|url| !url.is_empty())
 }
 
-/// A fresh, empty schema in the database at `url`; the returned connection string uses it.
-pub async fn fresh_schema(url: &str) -> String {
+/// A schema name no other server of any test run uses.
+fn unique_schema_name() -> String {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let schema = format!(
+    format!(
         "t{}_{}_{}",
         std::process::id(),
         NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -44,19 +44,74 @@ pub async fn fresh_schema(url: &str) -> String {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_micros())
             .unwrap_or_default()
-    );
+    )
+}
+
+/// Runs `sql` (statements separated by semicolons) on the database at `url`.
+async fn execute(url: &str, sql: &str) {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .expect("connects to the test database");
     let driver = tokio::spawn(connection);
-    client
-        .batch_execute(&format!("CREATE SCHEMA {schema}"))
-        .await
-        .expect("creates a schema");
+    client.batch_execute(sql).await.expect("runs the SQL");
     drop(client);
     let _ = driver.await;
+}
+
+/// The connection string of `url` with `schema` as the search path.
+fn with_schema(url: &str, schema: &str) -> String {
     let separator = if url.contains('?') { '&' } else { '?' };
     format!("{url}{separator}options=-csearch_path%3D{schema}")
+}
+
+/// A fresh, empty schema in the database at `url`; the returned connection string uses it.
+pub async fn fresh_schema(url: &str) -> String {
+    let schema = unique_schema_name();
+    execute(url, &format!("CREATE SCHEMA {schema}")).await;
+    with_schema(url, &schema)
+}
+
+/// Loads `dump`, a plain SQL dump (`pg_dump --inserts`) of the schema `dumped`, as a fresh
+/// schema of the database at `url`; the returned connection string uses it.
+pub async fn restore_schema(url: &str, dump: &str, dumped: &str) -> String {
+    let schema = unique_schema_name();
+    // Lines starting with a backslash are psql's own commands (`\restrict`), not SQL.
+    let sql: String = dump
+        .lines()
+        .filter(|line| !line.starts_with('\\'))
+        .map(|line| line.replace(dumped, &schema) + "\n")
+        .collect();
+    execute(url, &sql).await;
+    with_schema(url, &schema)
+}
+
+/// A memory entry as JSON, its content both as text, for people, and as its protobuf encoding
+/// in hex, for an exact comparison (the listings of `fixtures/`).
+pub fn memory_entry_json(m: &adk_proto::memory::v1::MemoryEntry) -> serde_json::Value {
+    use prost::Message;
+    let content = m.content.clone().unwrap_or_default();
+    let text: String = content
+        .parts
+        .iter()
+        .filter_map(|p| match &p.data {
+            Some(Data::Text(t)) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    let hex: String = content
+        .encode_to_vec()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    serde_json::json!({
+        "id": m.id,
+        "session_id": m.session_id,
+        "author": m.author,
+        "timestamp": m.timestamp.map(|t| serde_json::json!({"seconds": t.seconds, "nanos": t.nanos})),
+        "custom_metadata": m.custom_metadata,
+        "text": text,
+        "content_pb_hex": hex,
+    })
 }
 
 /// A session-svc running in this process.

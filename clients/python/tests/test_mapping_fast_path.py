@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
+from google.adk.sessions.session import Session
 from google.genai import types
 from google.protobuf.timestamp_pb2 import Timestamp
 from pydantic import BaseModel
@@ -350,3 +351,39 @@ def test_a_model_with_unknown_validation_is_not_built() -> None:
         mapping._Blueprint(Checked).build({"value": 1})
     with pytest.raises(mapping._NeedsValidation):
         mapping._Blueprint(types.Part).build({"not_a_field": 1})
+
+
+def test_sessions_are_built_as_validation_builds_them() -> None:
+    """Listed sessions (no events) and read ones, one at a time and a page at a time."""
+    message = pb.Session(
+        id="s1", app_name="app", user_id="u", state='{"n":1,"app:x":[1,2.5]}', last_sequence=7
+    )
+    message.last_update_time.FromNanoseconds(1_700_000_000_123_456_789)
+    read = pb.Session()
+    read.CopyFrom(message)
+    read.events.extend(wire(text_event(i)) for i in range(3))
+    read.events[-1].sequence = 7
+    for built, events in (
+        (mapping.session_from_proto(message), []),
+        (mapping.sessions_from_proto([message, message])[1], []),
+        (mapping.session_from_proto(read), [event_from_proto(e) for e in read.events]),
+    ):
+        validated = Session(
+            id="s1",
+            app_name="app",
+            user_id="u",
+            state={"n": 1, "app:x": [1, 2.5]},
+            events=events,
+            last_update_time=events[-1].timestamp
+            if events
+            else mapping.timestamps.to_seconds(message.last_update_time),
+        )
+        validated._storage_update_marker = "seq:7"
+        assert_identical(built, validated, "session")
+
+
+def test_sessions_in_another_field_order_are_validated() -> None:
+    fields = {"app_name": "app", "id": "s1", "user_id": "u", "state": {}, "events": []}
+    fields["last_update_time"] = 1.5
+    with pytest.raises(mapping._NeedsValidation):
+        mapping._SESSION.build_all(fields, {"_storage_update_marker": None})

@@ -16,6 +16,7 @@ from google.adk.events.event_actions import EventActions
 from google.adk.sessions.session import Session
 
 from adk_grpc_services import GrpcSessionService
+from adk_grpc_services import session_service as session_service_module
 
 # DatabaseSessionService's exact text (S8).
 STALE = (
@@ -214,6 +215,25 @@ async def test_list_sessions_follows_every_page(
     times = [(s.last_update_time, s.user_id, s.id) for s in listed]
     assert times == sorted(times)
     assert len((await session_service.list_sessions(app_name=app, user_id="u1")).sessions) == 43
+
+
+async def test_list_sessions_in_small_pages_is_the_one_page_listing(
+    session_service: GrpcSessionService, app: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await asyncio.gather(
+        *(
+            session_service.create_session(
+                app_name=app, user_id=f"u{i % 2}", session_id=f"s{i:02d}", state={"i": i}
+            )
+            for i in range(23)
+        )
+    )
+    whole = (await session_service.list_sessions(app_name=app)).sessions
+    monkeypatch.setattr(session_service_module, "_SESSIONS_PAGE_SIZE", 5)
+    paged = (await session_service.list_sessions(app_name=app)).sessions
+    assert len(whole) == 23
+    assert paged == whole
+    assert [s.state["i"] for s in paged] == [s.state["i"] for s in whole]
 
 
 async def test_json_values_come_back_exactly(session_service: GrpcSessionService, app: str) -> None:

@@ -6,8 +6,11 @@
 use adk_proto::session::v1::{part, Content, Part};
 use prost_types::Timestamp;
 
-use super::{index::Terms, DeleteTarget, Entry, MemoryStore, Scope, SearchQuery, StoreError};
-use crate::text;
+use super::{
+    index::{self, Terms, UNIT},
+    DeleteTarget, Entry, MemoryStore, Scope, SearchQuery, StoreError,
+};
+use crate::analysis::Analyzer;
 
 /// Declares one `#[tokio::test]` per contract test, each on the store `$open` gives: an async
 /// expression of type `Option<(guard, store)>`, the guard kept alive during the test (a
@@ -165,7 +168,8 @@ pub async fn replace_session_replaces_its_entries<S: MemoryStore + Clone>(store:
     assert_eq!(replace(&store, "s1", shorter).await, 2);
     assert_eq!(listed(&store, SCOPE).await, ["a", "c", "x"]);
     assert!(search(&store, "beta gamma").await.is_empty());
-    assert_eq!(search(&store, "delta").await, ["c"]);
+    // `c` says it; `a`, the turn before it, has it as context.
+    assert_eq!(search(&store, "delta").await, ["c", "a"]);
 
     // Of two entries with one id the first is kept; entries record their session.
     let dup = entries(&[("d", "first"), ("d", "second")]);
@@ -185,7 +189,8 @@ pub async fn add_events_keeps_the_first_copy<S: MemoryStore + Clone>(store: S) {
     assert_eq!(add(&store, "s1", first).await, 1);
     let again = entries(&[("a", "rewritten"), ("b", "new")]);
     assert_eq!(add(&store, "s1", again).await, 1);
-    assert_eq!(search(&store, "original").await, ["a"]);
+    // `b` continues the session after `a`: `a`'s text is its context.
+    assert_eq!(search(&store, "original").await, ["a", "b"]);
     assert!(search(&store, "rewritten shadowed").await.is_empty());
 
     // Another session, or none, is another bucket.
@@ -352,17 +357,15 @@ pub async fn ranks_by_bm25<S: MemoryStore + Clone>(store: S) {
 }
 
 pub async fn ties_keep_ingestion_order<S: MemoryStore + Clone>(store: S) {
+    // One session each, so that no entry has another as context.
     for id in ["z", "m", "a"] {
-        add(&store, "s", entries(&[(id, "same words")])).await;
+        add(&store, id, entries(&[(id, "same words")])).await;
     }
     assert_eq!(search(&store, "same").await, ["z", "m", "a"]);
-    // Re-adding the session rewrites its entries in place: the order holds.
-    let session = entries(&[
-        ("a", "same words"),
-        ("m", "same words"),
-        ("z", "same words"),
-    ]);
-    replace(&store, "s", session).await;
+    // Rewriting the entries in place, last first: the order holds.
+    for id in ["a", "m", "z"] {
+        replace(&store, id, entries(&[(id, "same words again")])).await;
+    }
     assert_eq!(search(&store, "words").await, ["z", "m", "a"]);
 }
 
@@ -560,14 +563,21 @@ pub(crate) async fn generated_corpus(store: &impl MemoryStore) {
     delete(store, memory_id("late")).await;
 }
 
-/// Every entry of a scope as a search sees it: (entry, term frequencies, length).
+/// Every entry of a scope as a search sees it: (entry, term frequencies, length). The suite
+/// ingests each session's turns in order, so an entry's context is the text of the entries
+/// next to it in its session.
 async fn indexed(store: &impl MemoryStore, scope: Scope<'_>) -> Vec<(Entry, Terms)> {
     let (entries, _) = store.list(scope, usize::MAX, "").await.unwrap();
-    entries
-        .into_iter()
-        .map(|e| {
-            let terms = Terms::of(&e.content);
-            (e, terms)
+    let text = |e: &Entry| index::text_of(&e.content);
+    (0..entries.len())
+        .map(|i| {
+            let e = &entries[i];
+            let same =
+                |j: &usize| !e.session_id.is_empty() && entries[*j].session_id == e.session_id;
+            let before = (0..i).rev().find(same).map(|j| text(&entries[j]));
+            let after = (i + 1..entries.len()).find(same).map(|j| text(&entries[j]));
+            let context: Vec<String> = before.into_iter().chain(after).collect();
+            (e.clone(), Terms::of(&Analyzer::default(), e, &context))
         })
         .collect()
 }
@@ -582,7 +592,7 @@ fn brute_force(docs: &[(Entry, Terms)], q: &SearchQuery) -> Vec<(String, String,
             .find(|(t, _)| t == term)
             .map(|(_, tf)| f64::from(*tf))
     };
-    let terms = text::query_terms(&q.text);
+    let terms = Analyzer::default().query_terms(&q.text, q.language);
     let idfs: Vec<f64> = terms
         .iter()
         .map(|term| {
@@ -595,6 +605,7 @@ fn brute_force(docs: &[(Entry, Terms)], q: &SearchQuery) -> Vec<(String, String,
         let mut score = None;
         for (term, idf) in terms.iter().zip(&idfs) {
             if let Some(tf) = tf(r, term) {
+                let tf = tf / f64::from(UNIT);
                 let norm = 1.2 * (1.0 - 0.75 + 0.75 * f64::from(r.len) / avg);
                 *score.get_or_insert(0.0) += idf * tf * (1.2 + 1.0) / (tf + norm);
             }

@@ -1,49 +1,107 @@
 //! What both stores compute the same way, so they rank identically: the terms an entry is
-//! indexed under, and the BM25 score of a term in an entry.
+//! indexed under, and the BM25F score of a term in an entry.
+//!
+//! An entry is indexed under the terms of four fields, each with a weight: its text, its author,
+//! the string values of its `custom_metadata`, and its conversational context (the text of the
+//! turns next to it in its session, see [`Entry`]'s store docs). A term's frequency in the entry
+//! is the weighted sum of its frequencies in the fields, and the entry's length the weighted sum
+//! of theirs (BM25F with one length normalisation): "What is Aisha afraid of?" favours Aisha's
+//! turns, and "Yes, last Saturday!" is found by the question it answers, at a lower weight than
+//! an entry that says it itself. Frequencies and lengths are kept in integer [`UNIT`]s so that
+//! every store sums them exactly alike.
 
 use std::collections::BTreeMap;
 
 use adk_proto::session::v1::{part, Content};
 
-use crate::text;
+use super::Entry;
+use crate::analysis::Analyzer;
 
 /// BM25 term-frequency saturation.
 pub const K1: f64 = 1.2;
 /// BM25 length normalisation.
 pub const B: f64 = 0.75;
 
+/// Term frequencies and lengths are counted in these parts of one occurrence in the text.
+pub const UNIT: u32 = 2;
+
+/// Field weights, in [`UNIT`]s per occurrence (measured on the retrieval harness: see
+/// BENCHMARKS.md, "Memory retrieval quality").
+const TEXT: u32 = 2;
+const AUTHOR: u32 = 2;
+const METADATA: u32 = 2;
+const CONTEXT: u32 = 1;
+
 /// An entry's index terms.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Terms {
-    /// Each distinct term once, sorted, with its number of occurrences.
+    /// Each distinct term once, sorted, with its weighted frequency in [`UNIT`]s.
     pub counts: Vec<(String, u32)>,
-    /// Term occurrences in all (BM25's document length); 0 when there is no text.
+    /// The weighted number of term occurrences in [`UNIT`]s (BM25's document length); 0 when
+    /// the entry has no text.
     pub len: u32,
 }
 
 impl Terms {
-    /// The terms of the text of all of `content`'s parts (thoughts included), joined with
-    /// spaces so that words of adjacent parts stay apart.
-    pub fn of(content: &Content) -> Self {
-        let text = content
-            .parts
-            .iter()
-            .filter_map(|p| match &p.data {
-                Some(part::Data::Text(t)) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join(" ");
-        let all = text::terms(&text);
+    /// The terms of `entry`, whose neighbouring turns in its conversation say `context`. All
+    /// fields are analysed in the language of the entry's text.
+    pub fn of(analyzer: &Analyzer, entry: &Entry, context: &[String]) -> Self {
+        let text = text_of(&entry.content);
+        let language = analyzer.language_of(&text);
         let mut counts = BTreeMap::<String, u32>::new();
-        for term in &all {
-            *counts.entry(term.clone()).or_default() += 1;
+        let mut len = 0u32;
+        let mut add = |text: &str, weight: u32| {
+            analyzer.terms(text, language, |term| {
+                *counts.entry(term).or_default() += weight;
+                len = len.saturating_add(weight);
+            });
+        };
+        add(&text, TEXT);
+        add(&entry.author, AUTHOR);
+        for value in metadata_strings(&entry.custom_metadata) {
+            add(&value, METADATA);
+        }
+        for turn in context {
+            add(turn, CONTEXT);
         }
         Self {
             counts: counts.into_iter().collect(),
-            len: u32::try_from(all.len()).unwrap_or(u32::MAX),
+            len,
         }
     }
+}
+
+/// The text of all of `content`'s parts (thoughts included), joined with spaces so that words
+/// of adjacent parts stay apart.
+pub fn text_of(content: &Content) -> String {
+    content
+        .parts
+        .iter()
+        .filter_map(|p| match &p.data {
+            Some(part::Data::Text(t)) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Every string value in a JSON text (nested ones too); none when it is not JSON.
+fn metadata_strings(json: &str) -> Vec<String> {
+    fn walk(value: serde_json::Value, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::String(s) => out.push(s),
+            serde_json::Value::Array(items) => items.into_iter().for_each(|v| walk(v, out)),
+            serde_json::Value::Object(map) => map.into_iter().for_each(|(_, v)| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if !json.is_empty() {
+        if let Ok(value) = serde_json::from_str(json) {
+            walk(value, &mut out);
+        }
+    }
+    out
 }
 
 /// BM25's inverse document frequency of a term found in `df` of `n` entries.
@@ -51,9 +109,79 @@ pub fn idf(n: f64, df: f64) -> f64 {
     (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
 }
 
-/// A term's contribution to an entry's score: it occurs `tf` times in an entry of `len` terms,
-/// where entries average `avg_len` terms.
+/// A term's contribution to an entry's score: it occurs `tf` [`UNIT`]s in an entry of `len`
+/// units, where entries average `avg_len` units.
 pub fn score(idf: f64, tf: f64, len: f64, avg_len: f64) -> f64 {
+    let tf = tf / f64::from(UNIT);
     let norm = K1 * (1.0 - B + B * len / avg_len);
     idf * tf * (K1 + 1.0) / (tf + norm)
+}
+
+#[cfg(test)]
+mod tests {
+    use adk_proto::session::v1::Part;
+
+    use super::*;
+
+    fn entry(author: &str, text: &str, metadata: &str) -> Entry {
+        Entry {
+            author: author.into(),
+            custom_metadata: metadata.into(),
+            content: Content {
+                role: Some("user".into()),
+                parts: vec![Part {
+                    data: Some(part::Data::Text(text.into())),
+                    ..Part::default()
+                }],
+            },
+            ..Entry::default()
+        }
+    }
+
+    fn count(terms: &Terms, term: &str) -> u32 {
+        terms
+            .counts
+            .iter()
+            .find(|(t, _)| t == term)
+            .map_or(0, |(_, c)| *c)
+    }
+
+    #[test]
+    fn fields_add_up_with_their_weights() {
+        let analyzer = Analyzer::default();
+        let e = entry(
+            "Aisha",
+            "Spiders scare me",
+            r#"{"topic": "spiders", "n": 3, "tags": ["fear"]}"#,
+        );
+        let context = ["Are you scared of spiders, Aisha?".to_owned()];
+        let terms = Terms::of(&analyzer, &e, &context);
+        assert_eq!(count(&terms, "spider"), TEXT + METADATA + CONTEXT);
+        assert_eq!(count(&terms, "aisha"), AUTHOR + CONTEXT);
+        assert_eq!(count(&terms, "fear"), METADATA);
+        assert_eq!(count(&terms, "scare"), TEXT + CONTEXT);
+        // 3 words of text, 1 of author, 2 of metadata, 6 of context.
+        assert_eq!(terms.len, 3 * TEXT + AUTHOR + 2 * METADATA + 6 * CONTEXT);
+    }
+
+    #[test]
+    fn metadata_that_is_not_json_adds_nothing() {
+        let analyzer = Analyzer::default();
+        let plain = Terms::of(&analyzer, &entry("", "hello", ""), &[]);
+        assert_eq!(
+            plain,
+            Terms::of(&analyzer, &entry("", "hello", "{oops"), &[])
+        );
+        assert_eq!(plain.len, TEXT);
+    }
+
+    #[test]
+    fn a_term_in_the_text_outscores_one_in_the_context() {
+        let (idf, avg) = (2.0, 10.0 * f64::from(UNIT));
+        let len = 10.0 * f64::from(UNIT);
+        let own = score(idf, f64::from(TEXT), len, avg);
+        let context = score(idf, f64::from(CONTEXT), len, avg);
+        assert!(own > context && context > 0.0);
+        assert!(own < idf * (K1 + 1.0));
+    }
 }

@@ -21,6 +21,8 @@ use std::future::Future;
 
 use adk_common::{page::PageTokenError, storage::StorageError};
 use adk_proto::session::v1::Content;
+
+use crate::analysis::Language;
 use prost_types::Timestamp;
 
 /// Whose memory a call is about. Fields are validated before they reach the store.
@@ -64,6 +66,8 @@ pub struct SearchQuery {
     pub before: Option<Timestamp>,
     /// Only entries by this author.
     pub author: Option<String>,
+    /// The query's language, instead of the detected one.
+    pub language: Option<Language>,
 }
 
 impl SearchQuery {

@@ -14,11 +14,21 @@
 //! - an entry written into a taken slot keeps the slot's seq (its place in ingestion order), and
 //!   one identical to the stored entry changes nothing;
 //! - deleting an id that has entries tombstones it; deleting everything keeps the next seq, so a
-//!   page token issued before cannot skip entries added after.
+//!   page token issued before cannot skip entries added after;
+//! - an entry of a session is indexed with its [`Context`]: the text of the entries before and
+//!   after it in the session, in ingestion (seq) order. Every write keeps that true: the
+//!   neighbours of an entry added, rewritten or deleted are re-indexed with their new context,
+//!   so nothing of a deleted or overwritten text stays stored or findable. `add_events` loads
+//!   only the session's last entry, since what it adds comes after it. Entries of no session
+//!   have no context.
 
 use std::collections::{HashMap, HashSet};
 
-use super::{index::Terms, DeleteTarget, Entry};
+use super::{
+    index::{text_of, Terms},
+    DeleteTarget, Entry,
+};
+use crate::analysis::Analyzer;
 
 /// A write call, as the trait receives it.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +47,9 @@ pub enum Write {
     AddMemories(Vec<Entry>),
     /// [`super::MemoryStore::delete`].
     Delete(DeleteTarget),
+    /// Index every entry of the scope again, as the current analysis indexes it (contexts
+    /// included: a store written before they were kept gets them here).
+    Reindex,
 }
 
 /// What a store must load before [`plan`] can decide a [`Write`].
@@ -52,6 +65,14 @@ pub struct Reads<'a> {
     pub tombstones: Vec<&'a str>,
     /// The number of entries of the scope.
     pub count: bool,
+    /// The entry of this session with the highest seq (its last turn), into [`Loaded::tail`].
+    pub tail: Option<&'a str>,
+    /// Every entry of every (non-empty) session holding an entry with this id.
+    pub sessions_holding: Option<&'a str>,
+    /// Every entry of these sessions.
+    pub sessions: Vec<&'a str>,
+    /// Every entry of the scope.
+    pub all: bool,
 }
 
 impl Write {
@@ -76,6 +97,7 @@ impl Write {
                     .map(|e| (session_id.as_str(), e.id.as_str()))
                     .collect(),
                 tombstones: ids(entries),
+                tail: Some(session_id),
                 ..Reads::default()
             },
             Self::AddMemories(entries) => Reads {
@@ -84,10 +106,21 @@ impl Write {
                     .map(|e| (e.session_id.as_str(), e.id.as_str()))
                     .collect(),
                 tombstones: ids(entries),
+                sessions: {
+                    let mut sessions: Vec<&str> = entries
+                        .iter()
+                        .map(|e| e.session_id.as_str())
+                        .filter(|s| !s.is_empty())
+                        .collect();
+                    sessions.sort_unstable();
+                    sessions.dedup();
+                    sessions
+                },
                 ..Reads::default()
             },
             Self::Delete(DeleteTarget::MemoryId(id)) => Reads {
                 id: Some(id),
+                sessions_holding: Some(id),
                 ..Reads::default()
             },
             Self::Delete(DeleteTarget::Session(session_id)) => Reads {
@@ -96,6 +129,10 @@ impl Write {
             },
             Self::Delete(DeleteTarget::All) => Reads {
                 count: true,
+                ..Reads::default()
+            },
+            Self::Reindex => Reads {
+                all: true,
                 ..Reads::default()
             },
         }
@@ -134,12 +171,33 @@ impl Stats {
     }
 }
 
+/// The text of the turns around an ingested entry in its session, indexed with it at a lower
+/// weight so that a reply is found by the words of what it replies to; empty where there is no
+/// such turn.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Context {
+    pub before: String,
+    pub after: String,
+}
+
+impl Context {
+    /// The turns, without the missing ones.
+    pub fn turns(&self) -> Vec<String> {
+        [&self.before, &self.after]
+            .into_iter()
+            .filter(|t| !t.is_empty())
+            .cloned()
+            .collect()
+    }
+}
+
 /// An entry as stored, with the terms it was indexed under (kept, not recomputed: removing it
-/// must find exactly its postings, even after a tokenizer change).
+/// must find exactly its postings, even after an analysis change).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stored {
     pub seq: u64,
     pub entry: Entry,
+    pub context: Context,
     /// Its distinct terms, sorted.
     pub terms: Vec<String>,
     /// Its length in terms.
@@ -158,6 +216,8 @@ pub struct Loaded {
     pub tombstoned: HashSet<String>,
     /// The number of entries of the scope, when asked for.
     pub count: u64,
+    /// The session's last entry, when asked for and there is one.
+    pub tail: Option<Stored>,
 }
 
 /// One change to the stored state. Edits are applied in order: an entry rewritten in place is
@@ -166,10 +226,11 @@ pub struct Loaded {
 pub enum Edit {
     /// Remove this stored entry and its postings.
     Remove(Stored),
-    /// Store `entry` at `seq`, indexed under `terms`.
+    /// Store `entry` at `seq` with its `context`, indexed under `terms`.
     Insert {
         seq: u64,
         entry: Entry,
+        context: Context,
         terms: Terms,
     },
     /// Tombstone an id: ingestion skips it from now on.
@@ -207,20 +268,22 @@ impl Plan {
     }
 }
 
-/// Decides what `write` changes in a scope whose state `loaded` holds.
-pub fn plan(write: &Write, loaded: Loaded) -> Plan {
-    let mut p = Planner::new(loaded);
+/// Decides what `write` changes in a scope whose state `loaded` holds, indexing text as
+/// `analyzer` does.
+pub fn plan(write: &Write, loaded: Loaded, analyzer: &Analyzer) -> Plan {
+    let mut p = Planner::new(loaded, analyzer);
     let count = match write {
         Write::Replace {
             session_id,
             entries,
         } => {
             let mut kept = HashSet::new();
+            let mut turns = Vec::new();
             for entry in entries {
                 if kept.contains(entry.id.as_str()) || p.tombstoned.contains(&entry.id) {
                     continue;
                 }
-                p.put(Entry {
+                turns.push(Entry {
                     session_id: session_id.clone(),
                     ..entry.clone()
                 });
@@ -231,6 +294,7 @@ pub fn plan(write: &Write, loaded: Loaded) -> Plan {
             for old in stale {
                 p.remove(old);
             }
+            p.write_session(session_id, turns);
             count(kept.len())
         }
         Write::AddEvents {
@@ -238,6 +302,7 @@ pub fn plan(write: &Write, loaded: Loaded) -> Plan {
             entries,
         } => {
             let mut added = HashSet::new();
+            let mut turns = Vec::new();
             for entry in entries {
                 if added.contains(entry.id.as_str())
                     || p.tombstoned.contains(&entry.id)
@@ -246,11 +311,23 @@ pub fn plan(write: &Write, loaded: Loaded) -> Plan {
                 {
                     continue;
                 }
-                p.put(Entry {
+                turns.push(Entry {
                     session_id: session_id.clone(),
                     ..entry.clone()
                 });
                 added.insert(entry.id.as_str());
+            }
+            // The new turns follow the session's last one, which now has a next turn.
+            if let (Some(tail), Some(first)) = (p.tail.take(), turns.first()) {
+                let context = Context {
+                    before: tail.context.before.clone(),
+                    after: text_of(&first.content),
+                };
+                let before = text_of(&tail.entry.content);
+                p.put(tail.entry, context);
+                p.put_conversation(turns, before);
+            } else {
+                p.put_conversation(turns, String::new());
             }
             count(added.len())
         }
@@ -262,6 +339,7 @@ pub fn plan(write: &Write, loaded: Loaded) -> Plan {
                 .enumerate()
                 .map(|(i, e)| ((e.session_id.as_str(), e.id.as_str()), i))
                 .collect();
+            let mut sessions: Vec<(&str, Vec<Entry>)> = Vec::new();
             for (i, entry) in entries.iter().enumerate() {
                 if last.get(&(entry.session_id.as_str(), entry.id.as_str())) != Some(&i) {
                     continue;
@@ -269,7 +347,18 @@ pub fn plan(write: &Write, loaded: Loaded) -> Plan {
                 if p.tombstoned.remove(&entry.id) {
                     p.edits.push(Edit::Lift(entry.id.clone()));
                 }
-                p.put(entry.clone());
+                if entry.session_id.is_empty() {
+                    p.put(entry.clone(), Context::default());
+                } else if let Some((_, turns)) =
+                    sessions.iter_mut().find(|(s, _)| *s == entry.session_id)
+                {
+                    turns.push(entry.clone());
+                } else {
+                    sessions.push((&entry.session_id, vec![entry.clone()]));
+                }
+            }
+            for (session_id, turns) in sessions {
+                p.write_session(session_id, turns);
             }
             0
         }
@@ -279,8 +368,13 @@ pub fn plan(write: &Write, loaded: Loaded) -> Plan {
                 p.edits.push(Edit::Tombstone(id.clone()));
             }
             let n = count(found.len());
+            let sessions: HashSet<String> =
+                found.iter().map(|s| s.entry.session_id.clone()).collect();
             for old in found {
                 p.remove(old);
+            }
+            for session_id in sessions.iter().filter(|s| !s.is_empty()) {
+                p.write_session(session_id, Vec::new());
             }
             n
         }
@@ -300,6 +394,15 @@ pub fn plan(write: &Write, loaded: Loaded) -> Plan {
             }
             u32::try_from(p.count).unwrap_or(u32::MAX)
         }
+        Write::Reindex => {
+            let all = p.loaded_where(|_| true);
+            let contexts = derived_contexts(&all);
+            let n = count(all.len());
+            for (old, context) in all.into_iter().zip(contexts) {
+                p.reindex(old, context);
+            }
+            n
+        }
     };
     Plan {
         edits: p.edits,
@@ -308,25 +411,52 @@ pub fn plan(write: &Write, loaded: Loaded) -> Plan {
     }
 }
 
+/// The context of each of `entries` (in seq order) from the entries next to it in its session.
+fn derived_contexts(entries: &[Stored]) -> Vec<Context> {
+    let mut sessions: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, s) in entries.iter().enumerate() {
+        if !s.entry.session_id.is_empty() {
+            sessions.entry(&s.entry.session_id).or_default().push(i);
+        }
+    }
+    let mut contexts = vec![Context::default(); entries.len()];
+    for turns in sessions.values() {
+        for (k, &i) in turns.iter().enumerate() {
+            let text = |j: Option<&usize>| j.map(|&j| text_of(&entries[j].entry.content));
+            contexts[i] = Context {
+                before: text(k.checked_sub(1).and_then(|k| turns.get(k))).unwrap_or_default(),
+                after: text(turns.get(k + 1)).unwrap_or_default(),
+            };
+        }
+    }
+    contexts
+}
+
 /// The state a plan is decided against, updated as it goes.
-struct Planner {
+struct Planner<'a> {
+    analyzer: &'a Analyzer,
     stats: Stats,
     written: bool,
     count: u64,
     /// The loaded entries by (session, id) slot, as the edits so far leave them.
     slots: HashMap<(String, String), Stored>,
     tombstoned: HashSet<String>,
+    /// The last entry of the session being continued.
+    tail: Option<Stored>,
     edits: Vec<Edit>,
 }
 
-impl Planner {
-    fn new(loaded: Loaded) -> Self {
+impl<'a> Planner<'a> {
+    fn new(loaded: Loaded, analyzer: &'a Analyzer) -> Self {
         let slots = loaded
             .entries
             .into_iter()
+            .chain(loaded.tail.clone())
             .map(|s| ((s.entry.session_id.clone(), s.entry.id.clone()), s))
             .collect();
         Self {
+            analyzer,
+            tail: loaded.tail,
             stats: loaded.stats,
             written: loaded.written,
             count: loaded.count,
@@ -348,13 +478,34 @@ impl Planner {
         found
     }
 
+    /// Writes the turns of a conversation in order, each with the text of its neighbours as
+    /// context; `before` is the text of the turn before the first.
+    fn put_conversation(&mut self, turns: Vec<Entry>, before: String) {
+        let texts: Vec<String> = turns.iter().map(|e| text_of(&e.content)).collect();
+        for (i, entry) in turns.into_iter().enumerate() {
+            let context = Context {
+                before: if i == 0 {
+                    before.clone()
+                } else {
+                    texts[i - 1].clone()
+                },
+                after: texts.get(i + 1).cloned().unwrap_or_default(),
+            };
+            self.put(entry, context);
+        }
+    }
+
     /// Writes `entry` into its (session, id) slot: in place when the slot is taken, so it keeps
     /// its place in ingestion order, else as the newest entry.
-    fn put(&mut self, entry: Entry) {
-        let terms = Terms::of(&entry.content);
+    fn put(&mut self, entry: Entry, context: Context) {
+        let terms = Terms::of(self.analyzer, &entry, &context.turns());
         let slot = (entry.session_id.clone(), entry.id.clone());
         let seq = match self.slots.get(&slot) {
-            Some(old) if old.entry == entry && is_indexed_as(old, &terms) => return,
+            Some(old)
+                if old.entry == entry && old.context == context && is_indexed_as(old, &terms) =>
+            {
+                return
+            }
             Some(old) => {
                 let old = old.clone();
                 let seq = old.seq;
@@ -367,17 +518,63 @@ impl Planner {
                 seq
             }
         };
+        self.insert(seq, entry, context, terms);
+    }
+
+    /// Writes `updates` into a session whose entries are all loaded: each into its slot, the
+    /// new ones after the others in order, and gives every entry of the session the context its
+    /// neighbours now make (entries whose text and context stay as they were are left alone).
+    fn write_session(&mut self, session_id: &str, updates: Vec<Entry>) {
+        let mut turns: Vec<Entry> = self
+            .loaded_where(|e| e.session_id == session_id)
+            .into_iter()
+            .map(|s| s.entry)
+            .collect();
+        for update in updates {
+            match turns.iter_mut().find(|t| t.id == update.id) {
+                Some(turn) => *turn = update,
+                None => turns.push(update),
+            }
+        }
+        let texts: Vec<String> = turns.iter().map(|e| text_of(&e.content)).collect();
+        for (k, entry) in turns.into_iter().enumerate() {
+            let context = Context {
+                before: k
+                    .checked_sub(1)
+                    .map(|j| texts[j].clone())
+                    .unwrap_or_default(),
+                after: texts.get(k + 1).cloned().unwrap_or_default(),
+            };
+            self.put(entry, context);
+        }
+    }
+
+    /// Indexes a stored entry again, in place, whatever it was indexed under.
+    fn reindex(&mut self, old: Stored, context: Context) {
+        let (seq, entry) = (old.seq, old.entry.clone());
+        let terms = Terms::of(self.analyzer, &entry, &context.turns());
+        self.remove(old);
+        self.insert(seq, entry, context, terms);
+    }
+
+    fn insert(&mut self, seq: u64, entry: Entry, context: Context, terms: Terms) {
         self.stats.add(terms.len);
         self.slots.insert(
-            slot,
+            (entry.session_id.clone(), entry.id.clone()),
             Stored {
                 seq,
                 entry: entry.clone(),
+                context: context.clone(),
                 terms: terms.counts.iter().map(|(t, _)| t.clone()).collect(),
                 len: terms.len,
             },
         );
-        self.edits.push(Edit::Insert { seq, entry, terms });
+        self.edits.push(Edit::Insert {
+            seq,
+            entry,
+            context,
+            terms,
+        });
     }
 
     fn remove(&mut self, old: Stored) {
@@ -427,9 +624,10 @@ mod tests {
 
     fn stored(seq: u64, session_id: &str, id: &str, text: &str) -> Stored {
         let entry = entry(session_id, id, text);
-        let terms = Terms::of(&entry.content);
+        let terms = Terms::of(&Analyzer::default(), &entry, &[]);
         Stored {
             seq,
+            context: Context::default(),
             terms: terms.counts.into_iter().map(|(t, _)| t).collect(),
             len: terms.len,
             entry,
@@ -449,6 +647,7 @@ mod tests {
             count: entries.len() as u64,
             entries,
             tombstoned: tombstoned.iter().map(|&id| id.to_owned()).collect(),
+            tail: None,
         }
     }
 
@@ -514,23 +713,28 @@ mod tests {
                 entry("", "n", "new"),
             ],
         };
-        let plan = plan(&write, loaded);
-        // "a" is unchanged; "c" is rewritten at its seq; "n" is new; "b" is stale.
+        let plan = plan(&write, loaded, &Analyzer::default());
+        // "b" is stale; "a" is re-indexed in place (its next turn is now "c"); "c" is
+        // rewritten at its seq; "n" is new.
         assert_eq!(
             summary(&plan),
             [
+                ("remove", "2".into()),
+                ("remove", "1".into()),
+                ("insert", "1:a".into()),
                 ("remove", "3".into()),
                 ("insert", "3:c".into()),
                 ("insert", "5:n".into()),
-                ("remove", "2".into()),
             ]
         );
         assert_eq!(plan.count, 3);
+        // Two units per word of text, one per word of context: a 2 + 1, c 2 + 1 + 1, n 2 + 1,
+        // and the other session's b 2.
         assert_eq!(
             plan.stats,
             Stats {
                 docs: 4,
-                total_len: 4,
+                total_len: 12,
                 next_seq: 6
             }
         );
@@ -549,7 +753,7 @@ mod tests {
                 entry("", "t", "tombstoned"),
             ],
         };
-        let plan = plan(&write, loaded);
+        let plan = plan(&write, loaded, &Analyzer::default());
         assert_eq!(summary(&plan), [("insert", "2:b".into())]);
         let Edit::Insert { entry, .. } = &plan.edits[0] else {
             unreachable!()
@@ -570,7 +774,7 @@ mod tests {
             entry("", "m", "last"),
             entry("x", "m", "another slot"),
         ]);
-        let plan = plan(&write, loaded);
+        let plan = plan(&write, loaded, &Analyzer::default());
         assert_eq!(
             summary(&plan),
             [
@@ -591,12 +795,16 @@ mod tests {
     #[test]
     fn an_identical_write_changes_nothing_but_a_reindexed_one_does() {
         let write = Write::AddMemories(vec![entry("", "m", "same words")]);
-        let unchanged = plan(&write, scope(vec![stored(1, "", "m", "same words")], &[]));
+        let unchanged = plan(
+            &write,
+            scope(vec![stored(1, "", "m", "same words")], &[]),
+            &Analyzer::default(),
+        );
         assert!(unchanged.edits.is_empty());
         // Indexed under other terms (an older tokenizer): written again, in place.
         let mut old = stored(1, "", "m", "same words");
         old.terms = vec!["same words".into()];
-        let reindexed = plan(&write, scope(vec![old], &[]));
+        let reindexed = plan(&write, scope(vec![old], &[]), &Analyzer::default());
         assert_eq!(
             summary(&reindexed),
             [("remove", "1".into()), ("insert", "1:m".into())]
@@ -613,7 +821,7 @@ mod tests {
             ]
         };
         let by_id = Write::Delete(DeleteTarget::MemoryId("a".into()));
-        let plan_id = plan(&by_id, scope(entries(), &[]));
+        let plan_id = plan(&by_id, scope(entries(), &[]), &Analyzer::default());
         assert_eq!(
             summary(&plan_id),
             [
@@ -624,16 +832,22 @@ mod tests {
         );
         assert_eq!((plan_id.count, plan_id.stats.docs), (2, 1));
         let absent = Write::Delete(DeleteTarget::MemoryId("ghost".into()));
-        assert!(plan(&absent, scope(entries(), &[])).edits.is_empty());
+        assert!(plan(&absent, scope(entries(), &[]), &Analyzer::default())
+            .edits
+            .is_empty());
 
         let by_session = Write::Delete(DeleteTarget::Session("s".into()));
-        let plan_session = plan(&by_session, scope(entries(), &[]));
+        let plan_session = plan(&by_session, scope(entries(), &[]), &Analyzer::default());
         assert_eq!(
             summary(&plan_session),
             [("remove", "1".into()), ("remove", "3".into())]
         );
 
-        let all = plan(&Write::Delete(DeleteTarget::All), scope(entries(), &[]));
+        let all = plan(
+            &Write::Delete(DeleteTarget::All),
+            scope(entries(), &[]),
+            &Analyzer::default(),
+        );
         assert_eq!(
             (summary(&all), all.count),
             (vec![("clear", String::new())], 3)
@@ -648,7 +862,103 @@ mod tests {
         );
         assert_eq!(all.entry_delta(), -3);
         // A scope never written to has nothing to clear.
-        let fresh = plan(&Write::Delete(DeleteTarget::All), Loaded::default());
+        let fresh = plan(
+            &Write::Delete(DeleteTarget::All),
+            Loaded::default(),
+            &Analyzer::default(),
+        );
         assert!(fresh.edits.is_empty());
+    }
+
+    /// The context each insert of `plan` indexes, by entry id.
+    fn contexts(plan: &Plan) -> Vec<(String, Context)> {
+        plan.edits
+            .iter()
+            .filter_map(|edit| match edit {
+                Edit::Insert { entry, context, .. } => Some((entry.id.clone(), context.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn context(before: &str, after: &str) -> Context {
+        Context {
+            before: before.into(),
+            after: after.into(),
+        }
+    }
+
+    #[test]
+    fn add_events_continues_the_session_after_its_last_turn() {
+        let mut loaded = scope(vec![stored(1, "s", "q", "did you hear back")], &[]);
+        loaded.tail = loaded.entries.pop();
+        let write = Write::AddEvents {
+            session_id: "s".into(),
+            entries: vec![entry("", "r", "they offered it"), entry("", "t", "great")],
+        };
+        let plan = plan(&write, loaded, &Analyzer::default());
+        assert_eq!(
+            contexts(&plan),
+            [
+                ("q".into(), context("", "they offered it")),
+                ("r".into(), context("did you hear back", "great")),
+                ("t".into(), context("they offered it", "")),
+            ]
+        );
+        assert_eq!(plan.count, 2);
+    }
+
+    #[test]
+    fn deleting_a_turn_takes_it_out_of_its_neighbours_context() {
+        let mut turns = vec![
+            stored(1, "s", "a", "one"),
+            stored(2, "s", "b", "secret"),
+            stored(3, "s", "c", "three"),
+        ];
+        turns[0].context = context("", "secret");
+        turns[1].context = context("one", "three");
+        turns[2].context = context("secret", "");
+        let write = Write::Delete(DeleteTarget::MemoryId("b".into()));
+        let plan = plan(&write, scope(turns, &[]), &Analyzer::default());
+        assert_eq!(
+            contexts(&plan),
+            [
+                ("a".into(), context("", "three")),
+                ("c".into(), context("one", "")),
+            ]
+        );
+        assert_eq!(plan.count, 1);
+    }
+
+    #[test]
+    fn reindexing_keeps_every_entry_in_its_place() {
+        let entries = vec![
+            stored(1, "s", "a", "one"),
+            stored(2, "", "m", "loose"),
+            stored(3, "s", "b", "two"),
+        ];
+        let write = Write::Reindex;
+        let plan = plan(&write, scope(entries, &[]), &Analyzer::default());
+        assert_eq!(
+            summary(&plan),
+            [
+                ("remove", "1".into()),
+                ("insert", "1:a".into()),
+                ("remove", "2".into()),
+                ("insert", "2:m".into()),
+                ("remove", "3".into()),
+                ("insert", "3:b".into()),
+            ]
+        );
+        assert_eq!(
+            contexts(&plan),
+            [
+                ("a".into(), context("", "two")),
+                ("m".into(), context("", "")),
+                ("b".into(), context("one", "")),
+            ]
+        );
+        assert_eq!(plan.stats.next_seq, 4);
+        assert_eq!(plan.entry_delta(), 0);
     }
 }

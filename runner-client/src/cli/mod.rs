@@ -25,7 +25,7 @@ const GLOBAL: &str = "Global options";
 
 /// Run agent turns against session-svc and memory-svc, and look at what they store.
 #[derive(Debug, Parser)]
-#[command(name = "runner-client", version)]
+#[command(name = "runner-client", version = adk_version::version!())]
 pub struct Cli {
     /// session-svc address.
     #[arg(

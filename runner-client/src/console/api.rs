@@ -327,6 +327,7 @@ pub async fn search(
         after_timestamp: timestamp("after", &q.after)?,
         before_timestamp: timestamp("before", &q.before)?,
         author: q.author,
+        ..Default::default()
     };
     let found = caller.backend.search(request).await?;
     // Scores ride along even when 0, unlike in json::memory_entry.

@@ -207,17 +207,31 @@ def session_from_proto(message: pb.Session) -> Session:
     """The ADK Session a message holds, with its sequence in the storage marker."""
     # Each access to a message field makes a new wrapper object: read each once.
     proto_events = message.events
+    if not proto_events:
+        return _session(message, [], timestamps.to_seconds(message.last_update_time))
     last_sequence = message.last_sequence
-    events: list[Event] = []
-    last_update_time = timestamps.to_seconds(message.last_update_time)
-    if proto_events:
-        with _collector_paused():
-            events = [event_from_proto(e) for e in proto_events]
-        # last_update_time is the last event's timestamp (S6.8); when that event is here, its
-        # exact float is known even where a nanosecond Timestamp cannot hold it.
-        if proto_events[-1].sequence == last_sequence > 0:
-            last_update_time = events[-1].timestamp
-    values: JsonObject = {
+    with _collector_paused():
+        events = [event_from_proto(e) for e in proto_events]
+    # last_update_time is the last event's timestamp (S6.8); when that event is here, its exact
+    # float is known even where a nanosecond Timestamp cannot hold it.
+    if proto_events[-1].sequence == last_sequence > 0:
+        last_update_time = events[-1].timestamp
+    else:
+        last_update_time = timestamps.to_seconds(message.last_update_time)
+    return _session(message, events, last_update_time)
+
+
+def sessions_from_proto(messages: Iterable[pb.Session]) -> list[Session]:
+    """``session_from_proto`` of each listed session (listings carry no events)."""
+    # A page of listed sessions is ~5,000 new containers, none in a reference cycle.
+    with _collector_paused():
+        return [session_from_proto(m) for m in messages]
+
+
+def _session(message: pb.Session, events: list[Event], last_update_time: float) -> Session:
+    # Every value is what validation would keep (strings, a JSON object, built events, a float):
+    # listings build a thousand sessions at a time.
+    fields: JsonObject = {
         "id": message.id,
         "app_name": message.app_name,
         "user_id": message.user_id,
@@ -225,13 +239,11 @@ def session_from_proto(message: pb.Session) -> Session:
         "events": events,
         "last_update_time": last_update_time,
     }
-    # Every value is what validation would keep (strings, a JSON object, built events, a
-    # float): listings build a thousand sessions at a time.
-    marker = session_marker(last_sequence)
+    marker = session_marker(message.last_sequence)
     try:
-        return _SESSION.build(values, private={"_storage_update_marker": marker})
+        return _SESSION.build_all(fields, {"_storage_update_marker": marker})
     except _NeedsValidation:
-        session = Session(**values)
+        session = Session(**fields)
         session._storage_update_marker = marker
         return session
 
@@ -523,6 +535,7 @@ class _Blueprint(Generic[_Model]):
 
     def __init__(self, model: type[_Model], also_harmless: Iterable[str] = ()) -> None:
         self.model = model
+        self.names = tuple(model.model_fields)
         self.defaults: JsonObject = {}
         # Fields whose default is made anew for each instance, and how: as FieldInfo.get_default
         # does (factory, or deep copy of a mutable default), but without inspecting the factory's
@@ -565,6 +578,20 @@ class _Blueprint(Generic[_Model]):
             and model.model_config.get("extra") != "allow"
             and not takes_data
         )
+
+    def build_all(self, fields: JsonObject, private: JsonObject) -> _Model:
+        """``build`` for ``fields`` that name every field in declaration order and ``private``
+        that names every private attribute: nothing to fill in or check per instance."""
+        if not self.usable or tuple(fields) != self.names:
+            raise _NeedsValidation
+        if self.private is None or private.keys() != self.private.keys():
+            raise _NeedsValidation
+        instance = _new_object(self.model)
+        _set_attribute(instance, "__dict__", fields)
+        _set_attribute(instance, "__pydantic_fields_set__", set(fields))
+        _set_attribute(instance, "__pydantic_extra__", None)
+        _set_attribute(instance, "__pydantic_private__", private)
+        return instance
 
     def build(self, values: JsonObject, private: JsonObject | None = None) -> _Model:
         """An instance with these field values and, if given, these private attribute values

@@ -47,6 +47,7 @@ from .mapping import (
     sequence_of,
     session_from_proto,
     session_marker,
+    sessions_from_proto,
 )
 
 DEFAULT_PORT = 50051
@@ -243,13 +244,16 @@ class GrpcSessionService(BaseSessionService):
                 )
             except grpc.aio.AioRpcError as e:
                 raise translate(e) from e
-            for message in reply.sessions:
-                session = session_from_proto(message)
+            sessions = sessions_from_proto(reply.sessions)
+            page_token = reply.next_page_token
+            if not page_token and not found:
+                # A single page holds each session once.
+                return ListSessionsResponse(sessions=sessions)
+            for session in sessions:
                 # A session updated while paging shows up again further on; its later place is
                 # its current one.
                 found.pop((session.user_id, session.id), None)
                 found[(session.user_id, session.id)] = session
-            page_token = reply.next_page_token
             if not page_token:
                 return ListSessionsResponse(sessions=list(found.values()))
 

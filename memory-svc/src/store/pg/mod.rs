@@ -22,7 +22,7 @@ use super::{
     index, plan::Write, token, DeleteTarget, Entry, Hit, MemoryStore, Result, Scope, SearchQuery,
     StoreError,
 };
-use crate::text;
+use crate::analysis::Analyzer;
 
 /// Candidates fetched at a time while filtering ranked search results.
 const FETCH: usize = 64;
@@ -31,6 +31,7 @@ const FETCH: usize = 64;
 #[derive(Clone)]
 pub struct PgMemoryStore {
     pool: Pool,
+    analyzer: Analyzer,
 }
 
 impl std::fmt::Debug for PgMemoryStore {
@@ -40,11 +41,65 @@ impl std::fmt::Debug for PgMemoryStore {
 }
 
 impl PgMemoryStore {
-    /// Connects with at most `max_connections` and brings the schema up to date.
-    pub async fn open(url: &str, max_connections: usize) -> Result<Self> {
+    /// Connects with at most `max_connections`, brings the schema up to date, and re-indexes
+    /// if the index was built by another analysis than `analyzer`.
+    pub async fn open(url: &str, max_connections: usize, analyzer: Analyzer) -> Result<Self> {
         let pool = postgres::pool(url, max_connections)?;
         postgres::migrate(&pool, "memory-svc", MIGRATIONS).await?;
-        Ok(Self { pool })
+        let store = Self { pool, analyzer };
+        store.reindex().await?;
+        Ok(store)
+    }
+
+    /// Indexes every scope again when the index was built by another analysis (as the sled
+    /// store does at open; see its `migrate::reindex`). Each scope is one write transaction,
+    /// so replicas starting together re-index a scope one after the other, the second finding
+    /// nothing to change; the identity is stored once every scope is done.
+    async fn reindex(&self) -> Result<()> {
+        let identity = self.analyzer.identity();
+        let client = self.pool.get().await?;
+        let stored: Option<String> = client
+            .query_opt("SELECT analysis FROM memory_index", &[])
+            .await?
+            .map(|row| row.try_get(0))
+            .transpose()?;
+        if stored.as_deref() == Some(identity.as_str()) {
+            return Ok(());
+        }
+        let scopes = client
+            .query("SELECT app_name, user_id FROM memory_scopes", &[])
+            .await?;
+        drop(client);
+        if !scopes.is_empty() {
+            let from = stored.as_deref().unwrap_or("none");
+            tracing::info!(scopes = scopes.len(), %from, to = %identity, "re-indexing memory");
+        }
+        for (done, row) in scopes.iter().enumerate() {
+            let (app_name, user_id): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+            let scope = Scope {
+                app_name: &app_name,
+                user_id: &user_id,
+            };
+            let entries = self.write(scope, Write::Reindex).await?;
+            metrics::counter!("memory_reindexed_entries_total").increment(u64::from(entries));
+            tracing::info!(
+                app_name,
+                user_id,
+                entries,
+                progress = format!("{}/{}", done + 1, scopes.len()),
+                "re-indexed"
+            );
+        }
+        self.pool
+            .get()
+            .await?
+            .execute(
+                "INSERT INTO memory_index (analysis) VALUES ($1)
+                 ON CONFLICT (one) DO UPDATE SET analysis = EXCLUDED.analysis",
+                &[&identity],
+            )
+            .await?;
+        Ok(())
     }
 
     /// Publishes the connection pool's size as gauges (read at each metrics scrape).
@@ -64,7 +119,7 @@ impl PgMemoryStore {
                 // Dropped without a commit on any error, the transaction is rolled back: no
                 // statement runs in a failed transaction.
                 let tx = client.transaction().await?;
-                let out = write::write(&tx, scope, &op).await?;
+                let out = write::write(&tx, scope, &op, &self.analyzer).await?;
                 tx.commit().await?;
                 Ok(out)
             },
@@ -137,7 +192,7 @@ impl MemoryStore for PgMemoryStore {
     }
 
     async fn search(&self, scope: Scope<'_>, query: &SearchQuery) -> Result<Vec<Hit>> {
-        let terms = text::query_terms(&query.text);
+        let terms = self.analyzer.query_terms(&query.text, query.language);
         if terms.is_empty() || query.limit == 0 {
             return Ok(Vec::new());
         }

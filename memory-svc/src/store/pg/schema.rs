@@ -1,6 +1,6 @@
 //! The PostgreSQL memory schema, and how a stored entry is read back.
 //!
-//! Schema version 1, created by the service itself ([`MIGRATIONS`]):
+//! Schema version 2, created by the service itself ([`MIGRATIONS`]):
 //!
 //! | table               | primary key             | holds                                        |
 //! |---------------------|-------------------------|----------------------------------------------|
@@ -8,6 +8,10 @@
 //! | `memory_entries`    | app, user, seq          | the entry; unique per (session, id) slot     |
 //! | `memory_postings`   | app, user, term, seq    | term frequency and entry length              |
 //! | `memory_tombstones` | app, user, id           | deleted ids, not re-ingested                 |
+//! | `memory_index`      | (one row)               | the analysis the index was built with        |
+//!
+//! Version 2 added each entry's context (`context_before`, `context_after`) and `memory_index`;
+//! a store of version 1 is re-indexed when opened (see `PgMemoryStore::open`).
 //!
 //! Every key starts with (app, user): no statement reads or writes outside one user's memory,
 //! and a distributed engine can shard by it.
@@ -17,9 +21,13 @@ use prost::Message;
 use prost_types::Timestamp;
 use tokio_postgres::Row;
 
-use super::super::{plan::Stored, Entry, Result, StoreError};
+use super::super::{
+    plan::{Context, Stored},
+    Entry, Result, StoreError,
+};
 
-pub(super) const MIGRATIONS: &[&str] = &[r#"
+pub(super) const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE memory_scopes (
     app_name  text COLLATE "C" NOT NULL,
     user_id   text COLLATE "C" NOT NULL,
@@ -60,11 +68,21 @@ CREATE TABLE memory_tombstones (
     id       text COLLATE "C" NOT NULL,
     PRIMARY KEY (app_name, user_id, id)
 );
-"#];
+"#,
+    r#"
+ALTER TABLE memory_entries
+    ADD COLUMN context_before text NOT NULL DEFAULT '',
+    ADD COLUMN context_after  text NOT NULL DEFAULT '';
+CREATE TABLE memory_index (
+    one      boolean PRIMARY KEY DEFAULT true CHECK (one),
+    analysis text NOT NULL
+);
+"#,
+];
 
 /// The `memory_entries` columns [`stored`] reads, in order.
-pub(super) const ENTRY: &str =
-    "seq, session_id, id, author, ts_s, ts_n, custom_metadata, content, terms, len";
+pub(super) const ENTRY: &str = "seq, session_id, id, author, ts_s, ts_n, custom_metadata, \
+     content, terms, len, context_before, context_after";
 
 /// Reads the [`ENTRY`] columns of a row.
 pub(super) fn stored(row: &Row) -> Result<Stored> {
@@ -77,6 +95,10 @@ pub(super) fn stored(row: &Row) -> Result<Stored> {
     let len: i32 = row.try_get(9)?;
     Ok(Stored {
         seq: u64::try_from(seq).map_err(|_| StoreError::corrupt(format!("memory seq {seq}")))?,
+        context: Context {
+            before: row.try_get(10)?,
+            after: row.try_get(11)?,
+        },
         entry: Entry {
             id: row.try_get(2)?,
             session_id: row.try_get(1)?,

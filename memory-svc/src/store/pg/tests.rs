@@ -4,6 +4,7 @@
 use tokio_postgres::NoTls;
 
 use super::PgMemoryStore;
+use crate::analysis::Analyzer;
 use crate::store::contract::{
     add, delete, entries, listed, memorize, memory_id, memory_store_suite, SCOPE,
 };
@@ -16,62 +17,57 @@ async fn fresh_url() -> Option<String> {
 
 async fn open() -> Option<((), PgMemoryStore)> {
     let url = fresh_url().await?;
-    Some(((), PgMemoryStore::open(&url, 8).await.unwrap()))
+    Some((
+        (),
+        PgMemoryStore::open(&url, 8, Analyzer::default())
+            .await
+            .unwrap(),
+    ))
 }
 
 memory_store_suite!(open());
 
 /// A write chosen as a deadlock's victim is rolled back and run again whole, and succeeds.
-/// Another transaction inserts the tombstone a delete is about to write, so the delete (holding
-/// its scope's lock) waits for it; that transaction then asks for the scope's lock. The delete
-/// has waited longer, so its deadlock check fires first and it is the one aborted (40P01).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// Which of two real transactions PostgreSQL picks as a deadlock's victim depends on which of
+/// their deadlock timers fires first, so the abort is injected instead: a trigger fails the
+/// delete's tombstone insert once with SQLSTATE 40P01, in the middle of its transaction, as
+/// the deadlock detector would.
+#[tokio::test]
 async fn a_write_that_loses_a_deadlock_runs_again() {
     let Some(url) = fresh_url().await else {
         return;
     };
-    let store = PgMemoryStore::open(&url, 4).await.unwrap();
+    let store = PgMemoryStore::open(&url, 4, Analyzer::default())
+        .await
+        .unwrap();
     memorize(&store, entries(&[("a", "alpha")])).await;
 
-    let (other, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+    let (client, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
     tokio::spawn(connection);
-    other
+    client
         .batch_execute(
-            "BEGIN; INSERT INTO memory_tombstones (app_name, user_id, id) VALUES ('app', 'user', 'a')",
+            "CREATE SEQUENCE attempts;
+             CREATE FUNCTION lose_a_deadlock() RETURNS trigger AS $$
+             BEGIN
+                 IF nextval('attempts') = 1 THEN
+                     RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01';
+                 END IF;
+                 RETURN NEW;
+             END $$ LANGUAGE plpgsql;
+             CREATE TRIGGER lose_a_deadlock BEFORE INSERT ON memory_tombstones
+                 FOR EACH ROW EXECUTE FUNCTION lose_a_deadlock();",
         )
         .await
         .unwrap();
-    let deleting = {
-        let store = store.clone();
-        tokio::spawn(async move { delete(&store, memory_id("a")).await })
-    };
-    // Until the delete waits for this transaction.
-    loop {
-        let waiting: i64 = other
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity
-                 WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if waiting > 0 {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    // Waits for the delete's scope lock until the delete is aborted.
-    other
-        .execute(
-            "UPDATE memory_scopes SET docs = docs WHERE app_name = 'app' AND user_id = 'user'",
-            &[],
-        )
-        .await
-        .unwrap();
-    other.batch_execute("ROLLBACK").await.unwrap();
 
-    assert_eq!(deleting.await.unwrap(), 1);
+    assert_eq!(delete(&store, memory_id("a")).await, 1);
+    // Sequences ignore rollbacks: the first attempt failed, the second went through.
+    let attempts: i64 = client
+        .query_one("SELECT last_value FROM attempts", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(attempts, 2);
     assert!(listed(&store, SCOPE).await.is_empty());
     assert_eq!(add(&store, "s", entries(&[("a", "alpha")])).await, 0);
 }

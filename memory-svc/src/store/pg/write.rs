@@ -12,17 +12,23 @@ use prost::Message;
 use super::{
     super::{
         index::Terms,
-        plan::{self, Edit, Loaded, Stats, Stored, Write},
+        plan::{self, Context, Edit, Loaded, Stats, Stored, Write},
         Entry, Result, Scope,
     },
     schema::{db_int, stored, ENTRY},
 };
+use crate::analysis::Analyzer;
 
 /// Runs `write` in `tx` and returns the call's count; the caller commits.
-pub(super) async fn write(tx: &Transaction<'_>, scope: Scope<'_>, write: &Write) -> Result<u32> {
+pub(super) async fn write(
+    tx: &Transaction<'_>,
+    scope: Scope<'_>,
+    write: &Write,
+    analyzer: &Analyzer,
+) -> Result<u32> {
     let stats = lock(tx, scope).await?;
     let loaded = load(tx, scope, write, stats).await?;
-    let plan = plan::plan(write, loaded);
+    let plan = plan::plan(write, loaded, analyzer);
     if !plan.edits.is_empty() {
         apply(tx, scope, plan.edits, plan.stats).await?;
     }
@@ -113,6 +119,59 @@ async fn load(
             loaded.tombstoned.insert(row.try_get(0)?);
         }
     }
+    if !reads.sessions.is_empty() {
+        keep(
+            tx.query(
+                &format!(
+                    "SELECT {ENTRY} FROM memory_entries
+                     WHERE app_name = $1 AND user_id = $2 AND session_id = ANY($3)"
+                ),
+                &[app, user, &reads.sessions],
+            )
+            .await?,
+        )?;
+    }
+    if let Some(id) = reads.sessions_holding {
+        keep(
+            tx.query(
+                &format!(
+                    "SELECT {ENTRY} FROM memory_entries
+                     WHERE app_name = $1 AND user_id = $2 AND session_id <> ''
+                       AND session_id IN (SELECT session_id FROM memory_entries
+                                          WHERE app_name = $1 AND user_id = $2 AND id = $3)"
+                ),
+                &[app, user, &id],
+            )
+            .await?,
+        )?;
+    }
+    if let Some(session_id) = reads.tail {
+        let row = tx
+            .query_opt(
+                &format!(
+                    "SELECT {ENTRY} FROM memory_entries
+                     WHERE app_name = $1 AND user_id = $2 AND session_id = $3
+                     ORDER BY seq DESC LIMIT 1"
+                ),
+                &[app, user, &session_id],
+            )
+            .await?;
+        loaded.tail = row.as_ref().map(stored).transpose()?;
+    }
+    if reads.all {
+        let rows = tx
+            .query(
+                &format!(
+                    "SELECT {ENTRY} FROM memory_entries
+                     WHERE app_name = $1 AND user_id = $2 ORDER BY seq"
+                ),
+                &[app, user],
+            )
+            .await?;
+        for row in &rows {
+            loaded.entries.push(stored(row)?);
+        }
+    }
     if reads.count {
         let row = tx
             .query_one(
@@ -130,6 +189,7 @@ async fn load(
 struct Indexed {
     seq: u64,
     entry: Entry,
+    context: Context,
     terms: Terms,
 }
 
@@ -150,7 +210,17 @@ async fn apply(
         match edit {
             Edit::Clear => clear = true,
             Edit::Remove(old) => removed.push(old),
-            Edit::Insert { seq, entry, terms } => inserted.push(Indexed { seq, entry, terms }),
+            Edit::Insert {
+                seq,
+                entry,
+                context,
+                terms,
+            } => inserted.push(Indexed {
+                seq,
+                entry,
+                context,
+                terms,
+            }),
             Edit::Tombstone(id) => tombstoned.push(id),
             Edit::Lift(id) => lifted.push(id),
         }
@@ -226,6 +296,7 @@ async fn insert_entries(
     let (mut sessions, mut ids, mut authors, mut metadata) = (vec![], vec![], vec![], vec![]);
     let (mut ts_s, mut ts_n, mut contents, mut terms, mut lens) =
         (vec![], vec![], vec![], vec![], vec![]);
+    let (mut befores, mut afters) = (vec![], vec![]);
     let (mut p_terms, mut p_seqs, mut p_tfs, mut p_lens) = (vec![], vec![], vec![], vec![]);
     for item in inserted {
         let e = &item.entry;
@@ -238,6 +309,8 @@ async fn insert_entries(
         ts_s.push(e.timestamp.map(|t| t.seconds));
         ts_n.push(e.timestamp.map(|t| t.nanos));
         contents.push(e.content.encode_to_vec());
+        befores.push(item.context.before.as_str());
+        afters.push(item.context.after.as_str());
         // Arrays of arrays must be rectangular in PostgreSQL, so each entry's terms travel as
         // one tab-joined string (terms are words: they never contain a tab).
         let names: Vec<&str> = item.terms.counts.iter().map(|(t, _)| t.as_str()).collect();
@@ -252,13 +325,16 @@ async fn insert_entries(
     }
     tx.execute(
         "INSERT INTO memory_entries (app_name, user_id, seq, session_id, id, author, ts_s, ts_n,
-             custom_metadata, content, terms, len)
+             custom_metadata, content, terms, len, context_before, context_after)
          SELECT $1, $2, d.seq, d.session_id, d.id, d.author, d.ts_s, d.ts_n, d.metadata,
              d.content, CASE WHEN d.terms = '' THEN '{}'::text[]
-                             ELSE string_to_array(d.terms, E'\\t') END, d.len
+                             ELSE string_to_array(d.terms, E'\\t') END, d.len,
+             d.before, d.after
          FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[],
-             $8::integer[], $9::text[], $10::bytea[], $11::text[], $12::integer[])
-             AS d(seq, session_id, id, author, ts_s, ts_n, metadata, content, terms, len)",
+             $8::integer[], $9::text[], $10::bytea[], $11::text[], $12::integer[],
+             $13::text[], $14::text[])
+             AS d(seq, session_id, id, author, ts_s, ts_n, metadata, content, terms, len,
+                  before, after)",
         &[
             &scope.app_name,
             &scope.user_id,
@@ -272,6 +348,8 @@ async fn insert_entries(
             &contents,
             &terms,
             &lens,
+            &befores,
+            &afters,
         ],
     )
     .await?;

@@ -36,7 +36,7 @@ fn contribution(idf: f64, p: Posting, avg_len: f64) -> f64 {
 }
 
 /// Frequencies and lengths up to which a term's contributions are memoised.
-const MEMO_TF: u32 = 4;
+const MEMO_TF: u32 = 8;
 const MEMO_LEN: u32 = 256;
 
 /// The contributions of one term's postings. Most postings share a few (tf, len) pairs, so

@@ -1,12 +1,67 @@
-//! Converting a sled database written before the `blocks` and `df` trees, when it is opened.
+//! Converting a sled database written by an older version, when it is opened: the postings
+//! layout ([`migrate`]) and the index's analysis ([`reindex`]).
 
+use adk_common::keys::KeyReader;
+use metrics::counter;
 use sled::{Batch, Tree};
 
 use super::{
-    super::{Result, StoreError},
+    super::{plan::Write, Result, Scope, StoreError},
     postings::{self, Posting},
-    records::u64_value,
+    records::{scope_key, u64_value},
+    SledMemoryStore,
 };
+
+/// The tree holding what the index was built with, and its key for the analysis identity.
+const INDEX: &str = "index";
+const ANALYSIS: &[u8] = b"analysis";
+
+/// Indexes every scope again when its index was built by another analysis than the store's
+/// (an older version, or another default language), before the store serves anything.
+/// Entries, their order, ids and tombstones stay as they are; each entry gets the context its
+/// neighbours make (a store of the version before contexts has none stored). The identity is
+/// stored once every scope is done, so a conversion cut short starts over at the next open,
+/// which gives the same index.
+pub(super) fn reindex(store: &SledMemoryStore) -> Result<()> {
+    let index = store.db.open_tree(INDEX)?;
+    let identity = store.analyzer.identity();
+    let stored = index.get(ANALYSIS)?;
+    if stored.as_deref() == Some(identity.as_bytes()) {
+        return Ok(());
+    }
+    let scopes = store
+        .stats
+        .iter()
+        .keys()
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    if !scopes.is_empty() {
+        let from = stored.map_or("none".into(), |s| String::from_utf8_lossy(&s).into_owned());
+        tracing::info!(scopes = scopes.len(), %from, to = %identity, "re-indexing memory");
+    }
+    for (done, raw) in scopes.iter().enumerate() {
+        let mut reader = KeyReader::new(raw);
+        let (Some(app_name), Some(user_id)) = (reader.str(), reader.str()) else {
+            return Err(StoreError::corrupt("memory stats key"));
+        };
+        let scope = scope_key(Scope {
+            app_name: &app_name,
+            user_id: &user_id,
+        });
+        let entries = store.write_now(&scope, &Write::Reindex)?;
+        counter!("memory_reindexed_entries_total").increment(u64::from(entries));
+        tracing::info!(
+            app_name,
+            user_id,
+            entries,
+            progress = format!("{}/{}", done + 1, scopes.len()),
+            "re-indexed"
+        );
+    }
+    store.db.flush()?;
+    index.insert(ANALYSIS, identity.as_bytes())?;
+    store.db.flush()?;
+    Ok(())
+}
 
 /// The tree of one key per posting that [`migrate`] converts.
 pub(super) const OLD_POSTINGS: &[u8] = b"postings";

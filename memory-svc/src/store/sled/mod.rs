@@ -32,10 +32,12 @@
 //! a margin for rounding, filters are checked before an entry counts towards the `limit`-th
 //! score, and an entry tying with it loses, as a later one in ingestion order.
 //!
-//! # Format change
+//! # Format changes
 //! Before the `blocks` and `df` trees, postings were one key each in a `postings` tree, with
 //! no stored document frequency. [`SledMemoryStore::open`] converts such a database (see
-//! [`migrate`]) before serving it.
+//! [`migrate`]) before serving it. The `index` tree holds the identity of the analysis the index
+//! was built with (`analysis`); when it is not the store's, every scope is re-indexed at open
+//! (see [`migrate::reindex`]).
 //!
 //! # Writes
 //! The shared planner decides what a write changes; [`write`] loads what it reads and commits
@@ -75,7 +77,7 @@ use self::{
 use super::{
     index, plan::Write, token, DeleteTarget, Entry, Hit, MemoryStore, Result, Scope, SearchQuery,
 };
-use crate::text;
+use crate::analysis::Analyzer;
 
 /// Memory store on a sled database. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -90,24 +92,26 @@ pub struct SledMemoryStore {
     stats: Tree,
     commit: GroupCommit,
     gate: WriteGate,
+    analyzer: Analyzer,
 }
 
 impl SledMemoryStore {
-    /// Opens (or creates) the store in `dir`. Must be called inside a tokio runtime.
-    pub fn open(dir: &Path, sync: SyncMode) -> Result<Self> {
-        Self::from_db(sled::open(dir)?, sync)
+    /// Opens (or creates) the store in `dir`, analysing text with `analyzer`. Must be called
+    /// inside a tokio runtime.
+    pub fn open(dir: &Path, sync: SyncMode, analyzer: Analyzer) -> Result<Self> {
+        Self::from_db(sled::open(dir)?, sync, analyzer)
     }
 
-    /// Uses the memory trees of an open database, converting an older layout first. Must be
-    /// called inside a tokio runtime.
-    pub fn from_db(db: sled::Db, sync: SyncMode) -> Result<Self> {
+    /// Uses the memory trees of an open database, converting an older layout or index first.
+    /// Must be called inside a tokio runtime.
+    pub fn from_db(db: sled::Db, sync: SyncMode, analyzer: Analyzer) -> Result<Self> {
         let (blocks, df) = (db.open_tree("blocks")?, db.open_tree("df")?);
         migrate::migrate(&db, &blocks, &df)?;
         let entries = db.open_tree("entries")?;
         // Counted once at startup (a scan); writes keep the gauge current from then on. Added
         // rather than set, so stores sharing a process (tests) each count their own.
         gauge!("store_memories").increment(entries.len() as f64);
-        Ok(Self {
+        let store = Self {
             entries,
             buckets: db.open_tree("buckets")?,
             ids: db.open_tree("ids")?,
@@ -117,8 +121,11 @@ impl SledMemoryStore {
             stats: db.open_tree("stats")?,
             commit: GroupCommit::start(db.clone(), sync),
             gate: WriteGate::default(),
+            analyzer,
             db,
-        })
+        };
+        migrate::reindex(&store)?;
+        Ok(store)
     }
 
     /// Publishes the database's size on disk as a gauge (read at each metrics scrape).
@@ -193,7 +200,7 @@ impl SledMemoryStore {
         query: &SearchQuery,
         admit: impl FnMut(u64) -> Result<Option<T>>,
     ) -> Result<Vec<Ranked<T>>> {
-        let terms = text::query_terms(&query.text);
+        let terms = self.analyzer.query_terms(&query.text, query.language);
         let (_, stats) = self.stats(scope)?;
         if terms.is_empty() || query.limit == 0 || stats.docs == 0 {
             return Ok(Vec::new());

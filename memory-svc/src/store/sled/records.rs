@@ -7,7 +7,7 @@ use prost_types::Timestamp;
 
 use super::super::{
     index::Terms,
-    plan::{self, Stored},
+    plan::{self, Context, Stored},
     Entry, Result, Scope, StoreError,
 };
 
@@ -30,9 +30,15 @@ pub(super) struct EntryRecord {
     /// exactly, even after a tokenizer change would index the same text differently.
     #[prost(message, repeated, tag = "7")]
     pub terms: Vec<TermCount>,
-    /// Term occurrences in all (BM25's document length); 0 when the entry has no text.
+    /// The entry's length in index units (BM25's document length); 0 when it has no terms.
     #[prost(uint32, tag = "8")]
     pub len: u32,
+    /// Its context (see `plan::Context`): the turn before it in its session...
+    #[prost(string, tag = "9")]
+    pub context_before: String,
+    /// ... and the turn after it.
+    #[prost(string, tag = "10")]
+    pub context_after: String,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -71,8 +77,8 @@ impl Stats {
 }
 
 impl EntryRecord {
-    /// The record of `entry`, indexed under `terms`.
-    pub fn new(entry: Entry, terms: Terms) -> Self {
+    /// The record of `entry` with its `context`, indexed under `terms`.
+    pub fn new(entry: Entry, context: Context, terms: Terms) -> Self {
         Self {
             id: entry.id,
             session_id: entry.session_id,
@@ -86,6 +92,8 @@ impl EntryRecord {
                 .map(|(term, tf)| TermCount { term, tf })
                 .collect(),
             len: terms.len,
+            context_before: context.before,
+            context_after: context.after,
         }
     }
 
@@ -101,11 +109,16 @@ impl EntryRecord {
     }
 
     /// The entry stored at `seq`, as the planner sees it.
-    pub fn into_stored(self, seq: u64) -> Stored {
+    pub fn into_stored(mut self, seq: u64) -> Stored {
         let terms = self.terms.iter().map(|t| t.term.clone()).collect();
         let len = self.len;
+        let context = Context {
+            before: std::mem::take(&mut self.context_before),
+            after: std::mem::take(&mut self.context_after),
+        };
         Stored {
             seq,
+            context,
             entry: self.into_entry(),
             terms,
             len,

@@ -15,10 +15,11 @@ use super::{
     records::{decode, key_seq, scope_key, u64_value, EntryRecord, Stats},
     DeleteTarget, MemoryStore, Scope, SledMemoryStore,
 };
+use crate::analysis::Analyzer;
 
 async fn open() -> Option<(tempfile::TempDir, SledMemoryStore)> {
     let dir = tempfile::tempdir().unwrap();
-    let store = SledMemoryStore::open(dir.path(), SyncMode::Sync).unwrap();
+    let store = SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
     Some((dir, store))
 }
 
@@ -39,7 +40,9 @@ async fn statistics_count_entries_with_text() {
     memorize(&store, vec![entry("a", "two words"), no_text]).await;
     replace(&store, "s", entries(&[("c", "three more words")])).await;
     let s = stats(&store);
-    assert_eq!((s.docs, s.total_len, s.next_seq), (2, 5, 3));
+    // Lengths in index units: two per word of text, two for the author's name ("user"), so the
+    // entry without text still counts, by its author.
+    assert_eq!((s.docs, s.total_len, s.next_seq), (3, 6 + 2 + 8, 3));
 }
 
 #[tokio::test]
@@ -97,7 +100,8 @@ async fn survives_reopening() {
     let dir = tempfile::tempdir().unwrap();
     {
         // Without a flush per write, the one at shutdown is what makes them durable.
-        let store = SledMemoryStore::open(dir.path(), SyncMode::Periodic).unwrap();
+        let store =
+            SledMemoryStore::open(dir.path(), SyncMode::Periodic, Analyzer::default()).unwrap();
         replace(&store, "s", entries(&[("a", "persisted words")])).await;
         memorize(&store, entries(&[("gone", "x")])).await;
         delete(&store, memory_id("gone")).await;
@@ -106,7 +110,7 @@ async fn survives_reopening() {
     // The flusher task holds the database until it notices the store is gone.
     let mut attempts = 0;
     let store = loop {
-        match SledMemoryStore::open(dir.path(), SyncMode::Sync) {
+        match SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()) {
             Ok(store) => break store,
             Err(e) if attempts == 100 => panic!("{e}"),
             Err(_) => attempts += 1,
@@ -193,7 +197,8 @@ async fn edited_blocks_stay_consistent() {
 #[tokio::test]
 async fn converts_the_old_postings_layout() {
     let db = sled::Config::new().temporary(true).open().unwrap();
-    let store = SledMemoryStore::from_db(db.clone(), SyncMode::Periodic).unwrap();
+    let store =
+        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
     generated_corpus(&store).await;
     let other = Scope {
         app_name: "app",
@@ -220,13 +225,14 @@ async fn converts_the_old_postings_layout() {
     store.df.insert(the, &1u64.to_be_bytes()[..]).unwrap();
     drop(old);
 
-    let store = SledMemoryStore::from_db(db.clone(), SyncMode::Periodic).unwrap();
+    let store =
+        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
     assert!(!db.tree_names().iter().any(|name| name == OLD_POSTINGS));
     assert_index_consistent(&store);
     assert!(assert_searches_exact(&store).await > 400);
     let hits = store.search(other, &query("user")).await.unwrap();
     assert_eq!(hits.len(), 1);
     // Converted once: opening again changes nothing.
-    let store = SledMemoryStore::from_db(db, SyncMode::Periodic).unwrap();
+    let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
     assert_index_consistent(&store);
 }

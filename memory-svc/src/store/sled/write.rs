@@ -19,7 +19,7 @@ use super::{
         Result, StoreError,
     },
     postings::{Posting, TermEdit},
-    records::{key_seq, u64_value, EntryRecord, Stats},
+    records::{decode, key_seq, u64_value, EntryRecord, Stats},
     SledMemoryStore,
 };
 
@@ -31,7 +31,7 @@ impl SledMemoryStore {
         loop {
             let (base, stats) = self.stats(scope)?;
             let loaded = self.load(scope, write, &stats, base.is_some())?;
-            let plan = plan::plan(write, loaded);
+            let plan = plan::plan(write, loaded, &self.analyzer);
             // A plan that changes nothing commits nothing.
             if plan.edits.is_empty() {
                 return Ok(plan.count);
@@ -98,6 +98,59 @@ impl SledMemoryStore {
         if reads.count {
             loaded.count = count_keys(&self.entries, scope)?;
         }
+        for session_id in reads.sessions {
+            for seq in self
+                .buckets
+                .scan_prefix(scope.clone().str(session_id))
+                .values()
+            {
+                loaded
+                    .entries
+                    .push(self.stored(scope, u64_value(&seq?, "slot")?)?);
+            }
+        }
+        if let Some(id) = reads.sessions_holding {
+            let prefix = scope.clone().str(id);
+            let mut sessions = std::collections::BTreeSet::new();
+            for key in self.ids.scan_prefix(&prefix).keys() {
+                let seq = key_seq(&key?, prefix.as_bytes().len())?;
+                sessions.insert(self.stored(scope, seq)?.entry.session_id);
+            }
+            for session_id in sessions.iter().filter(|s| !s.is_empty()) {
+                for seq in self
+                    .buckets
+                    .scan_prefix(scope.clone().str(session_id))
+                    .values()
+                {
+                    loaded
+                        .entries
+                        .push(self.stored(scope, u64_value(&seq?, "slot")?)?);
+                }
+            }
+        }
+        if let Some(session_id) = reads.tail {
+            let mut last = None;
+            for seq in self
+                .buckets
+                .scan_prefix(scope.clone().str(session_id))
+                .values()
+            {
+                last = last.max(Some(u64_value(&seq?, "slot")?));
+            }
+            if let Some(seq) = last {
+                loaded.tail = Some(self.stored(scope, seq)?);
+            }
+        }
+        if reads.all {
+            let prefix_len = scope.as_bytes().len();
+            for kv in self.entries.scan_prefix(scope) {
+                let (key, value) = kv?;
+                let record: EntryRecord = decode(&value, "entry")?;
+                loaded
+                    .entries
+                    .push(record.into_stored(key_seq(&key, prefix_len)?));
+            }
+        }
         Ok(loaded)
     }
 
@@ -160,9 +213,10 @@ impl Batches {
                 Edit::Insert {
                     seq,
                     entry,
+                    context,
                     terms: indexed,
                 } => {
-                    let record = EntryRecord::new(entry, indexed);
+                    let record = EntryRecord::new(entry, context, indexed);
                     let append = seq >= first_new_seq;
                     for t in &record.terms {
                         let posting = Posting {

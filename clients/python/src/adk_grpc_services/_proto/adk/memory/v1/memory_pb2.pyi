@@ -91,7 +91,7 @@ class AddMemoryResponse(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchMemoryRequest(_message.Message):
-    __slots__ = ("app_name", "user_id", "query", "limit", "after_timestamp", "before_timestamp", "author")
+    __slots__ = ("app_name", "user_id", "query", "limit", "after_timestamp", "before_timestamp", "author", "language")
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
@@ -99,6 +99,7 @@ class SearchMemoryRequest(_message.Message):
     AFTER_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     BEFORE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     AUTHOR_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     user_id: str
     query: str
@@ -106,7 +107,8 @@ class SearchMemoryRequest(_message.Message):
     after_timestamp: _timestamp_pb2.Timestamp
     before_timestamp: _timestamp_pb2.Timestamp
     author: str
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., author: _Optional[str] = ...) -> None: ...
+    language: str
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., author: _Optional[str] = ..., language: _Optional[str] = ...) -> None: ...
 
 class SearchMemoryResponse(_message.Message):
     __slots__ = ("memories",)

@@ -1,0 +1,280 @@
+//! Text analysis: turns memory text and search queries into index terms, the same way on both
+//! sides, so a query naming a word finds every entry that was indexed under it.
+//!
+//! - [`segment`] cuts text into words (UAX #29, lowercased, NFC) and runs of unspaced scripts
+//!   (Han, Kana, Hangul), which become their characters and bigrams, as before.
+//! - Each word is reduced to its Snowball stem in the text's [`Language`] ("injured", "injury"
+//!   → "injur"), so forms of one word match. The language is the one detected in the text when
+//!   detection is confident (a sentence or more), else the server's default; with no language
+//!   (the default set to none, or a script no stemmer covers) words are kept as written.
+//! - A query drops its stopwords ("what", "did", "the", "my"): they match almost every entry,
+//!   and in a memory of short conversational turns they would otherwise decide the ranking. A
+//!   query made only of stopwords keeps them. Documents index every word, so such a query still
+//!   finds its entries.
+//!
+//! Exact word forms are not indexed beside their stems: measured on the retrieval harness
+//! (BENCHMARKS.md, "Memory retrieval quality"), adding them with half weight lowered recall@5.
+
+mod language;
+mod segment;
+
+pub use language::{Language, UnknownLanguage};
+use segment::Piece;
+
+/// Bumped whenever analysis changes what a text is indexed under; a store indexed by another
+/// analysis is re-indexed when it is opened (see [`Analyzer::identity`]).
+const VERSION: u32 = 2;
+
+/// How a memory service analyses text: the fixed rules above, and the language that text of
+/// no confidently detected language is taken to be in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Analyzer {
+    default: Option<Language>,
+}
+
+impl Default for Analyzer {
+    /// English for text of no detected language.
+    fn default() -> Self {
+        Self::new(Some(Language::English))
+    }
+}
+
+impl Analyzer {
+    pub fn new(default: Option<Language>) -> Self {
+        Self { default }
+    }
+
+    /// Names everything that decides the terms of a text: a store records it with its index
+    /// and re-indexes when it changes.
+    pub fn identity(&self) -> String {
+        let default = self.default.map_or("none", Language::code);
+        format!("analysis {VERSION}, default language {default}")
+    }
+
+    /// The language of `text`: detected when detection is confident, else the default.
+    pub fn language_of(&self, text: &str) -> Option<Language> {
+        Language::detect(text).or(self.default)
+    }
+
+    /// The terms `text` is indexed under, one per occurrence, in order, when it is written in
+    /// `language`.
+    pub fn terms(&self, text: &str, language: Option<Language>, mut f: impl FnMut(String)) {
+        segment::segment(text, |piece| match piece {
+            Piece::Word(word) => f(term(word, language)),
+            Piece::Run(run) => {
+                run.iter().for_each(|c| f(c.to_string()));
+                run.windows(2).for_each(|pair| f(String::from_iter(pair)));
+            }
+        });
+    }
+
+    /// The distinct terms a query looks up, in the order they first occur. `language` is the
+    /// caller's choice; without one, the query's own is picked as for any text.
+    pub fn query_terms(&self, text: &str, language: Option<Language>) -> Vec<String> {
+        let language = language.or_else(|| self.language_of(text));
+        // Each term, and whether it comes from a stopword.
+        let mut terms: Vec<(String, bool)> = Vec::new();
+        let mut push = |term: String, stop: bool| {
+            if !terms.iter().any(|(t, _)| *t == term) {
+                terms.push((term, stop));
+            }
+        };
+        segment::segment(text, |piece| match piece {
+            Piece::Word(word) => push(
+                term(word, language),
+                language.is_some_and(|l| l.is_stopword(word)),
+            ),
+            Piece::Run([c]) => push(c.to_string(), false),
+            Piece::Run(run) => run
+                .windows(2)
+                .for_each(|pair| push(String::from_iter(pair), false)),
+        });
+        let meaningful = terms.iter().any(|(_, stop)| !stop);
+        terms
+            .into_iter()
+            .filter(|(_, stop)| !meaningful || !stop)
+            .map(|(term, _)| term)
+            .collect()
+    }
+}
+
+/// The term of a lowercase word in `language`.
+fn term(word: &str, language: Option<Language>) -> String {
+    match language {
+        Some(language) => language.stem(word),
+        None => word.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{segment::MAX_WORD_CHARS, *};
+
+    const EN: Option<Language> = Some(Language::English);
+
+    fn terms(text: &str) -> Vec<String> {
+        let analyzer = Analyzer::default();
+        let mut terms = Vec::new();
+        analyzer.terms(text, analyzer.language_of(text), |t| terms.push(t));
+        terms
+    }
+
+    fn query_terms(text: &str) -> Vec<String> {
+        Analyzer::default().query_terms(text, None)
+    }
+
+    fn has(text: &str, term: &str) -> bool {
+        terms(text).iter().any(|t| t == term)
+    }
+
+    /// What the store does: a document matches when it has every term of the query
+    /// (the ranking then prefers documents with more of them).
+    fn finds(text: &str, query: &str) -> bool {
+        let doc = terms(text);
+        let query = query_terms(query);
+        !query.is_empty() && query.iter().all(|t| doc.contains(t))
+    }
+
+    #[test]
+    fn whole_words_only() {
+        assert_eq!(
+            terms("I like Python, and the ADK toolkit."),
+            ["i", "like", "python", "and", "the", "adk", "toolkit"]
+        );
+        assert!(finds("I like Python", "python"));
+        assert!(finds("I like Python", "PYTHON"));
+        assert!(!finds("I like Python", "thon"));
+        assert!(!finds("the ADK toolkit", "tool"));
+    }
+
+    #[test]
+    fn forms_of_a_word_share_its_stem() {
+        assert!(finds("I injured my knee playing football", "injured"));
+        assert!(finds(
+            "I injured my knee playing football",
+            "When was she injured?"
+        ));
+        assert!(finds("I cooked dinner for everyone", "cooking"));
+        assert!(finds("She adopted two greyhounds", "greyhound adoption"));
+        assert!(!finds("I cooked dinner", "cookie"));
+        // Irregular forms are different words to a stemmer.
+        assert!(!finds("I grew up by the sea", "grow"));
+    }
+
+    #[test]
+    fn queries_drop_their_stopwords_unless_nothing_else_is_left() {
+        assert_eq!(query_terms("What did Priya cook?"), ["priya", "cook"]);
+        assert_eq!(query_terms("What is my name?"), ["name"]);
+        assert_eq!(query_terms("the who"), ["the", "who"]);
+        assert!(finds("The Who played all night", "the who"));
+        assert!(terms("What did you do?").contains(&"what".to_owned()));
+    }
+
+    #[test]
+    fn repeats_are_kept_in_documents_and_dropped_in_queries() {
+        assert_eq!(terms("spam spam eggs"), ["spam", "spam", "egg"]);
+        assert_eq!(query_terms("Spam spam eggs SPAM"), ["spam", "egg"]);
+        assert!(query_terms("  ... !? ").is_empty());
+        assert!(terms("").is_empty());
+    }
+
+    #[test]
+    fn the_language_is_detected_and_its_stemmer_used() {
+        let analyzer = Analyzer::default();
+        let german =
+            "Der Hund meines Nachbarn hat gestern den ganzen Nachmittag im Garten gebellt.";
+        assert_eq!(analyzer.language_of(german), Some(Language::German));
+        assert!(terms(german).contains(&"nachbarn".to_owned()));
+        assert_eq!(
+            analyzer.query_terms("Nachbarn", Some(Language::German)),
+            ["nachbarn"]
+        );
+        // Too short to tell: the default language.
+        assert_eq!(analyzer.language_of("Ha, no."), Some(Language::English));
+        let russian = "Мы вчера весь вечер гуляли по парку и говорили о новой работе.";
+        assert_eq!(analyzer.language_of(russian), Some(Language::Russian));
+        assert!(finds(russian, "работа"));
+        // A query names its language when detection cannot tell.
+        let words = analyzer.query_terms("Hunden", Some(Language::German));
+        assert_eq!(words, ["hund"]);
+        assert_eq!(analyzer.query_terms("Hunden", EN), ["hunden"]);
+    }
+
+    #[test]
+    fn without_a_language_words_are_kept_as_written() {
+        let analyzer = Analyzer::new(None);
+        assert_eq!(
+            analyzer.query_terms("cooking the pasta", None),
+            ["cooking", "the", "pasta"]
+        );
+        assert_ne!(analyzer.identity(), Analyzer::default().identity());
+    }
+
+    #[test]
+    fn other_alphabets_are_ordinary_words() {
+        assert_eq!(terms("Привет, МИР"), ["привет", "мир"]);
+        // Greek is detected, and stemmed.
+        assert_eq!(terms("Καλημέρα ΚΌΣΜΕ"), ["καλημερ", "κοσμ"]);
+        assert!(finds("Καλημέρα ΚΌΣΜΕ", "κόσμε"));
+        assert!(finds("Der Bär läuft", "BÄR"));
+    }
+
+    #[test]
+    fn composition_does_not_matter() {
+        let nfc = "Café Über";
+        let nfd = "Cafe\u{301} U\u{308}ber";
+        assert_eq!(terms(nfc), terms(nfd));
+        assert!(finds(nfc, "cafe\u{301}"));
+        assert!(finds(nfd, "CAFÉ"));
+        assert!(
+            finds("\u{AC00}", "\u{1100}\u{1161}"),
+            "Hangul jamo compose to the syllable"
+        );
+    }
+
+    #[test]
+    fn cjk_runs_are_unigrams_and_bigrams() {
+        assert_eq!(
+            terms("山田太郎"),
+            ["山", "田", "太", "郎", "山田", "田太", "太郎"]
+        );
+        assert_eq!(query_terms("太郎"), ["太郎"]);
+        assert_eq!(query_terms("郎"), ["郎"]);
+        assert!(finds("山田太郎です", "太郎"));
+        assert!(finds("山田太郎です", "田太郎で"));
+        assert!(finds("山田太郎です", "郎"));
+        assert!(!finds("山田太郎です", "太田"));
+        // Punctuation ends a run: no bigram spans it.
+        assert!(!has("山田。太郎", "田太"));
+        // The prolonged sound mark belongs to katakana words.
+        assert!(finds("コーヒーを飲む", "コーヒー"));
+    }
+
+    #[test]
+    fn korean_words_are_found_without_their_particles() {
+        let text = "저는 파이썬을 좋아합니다";
+        assert!(finds(text, "파이썬"));
+        assert!(finds(text, "좋아"));
+        assert!(!finds(text, "파썬"));
+    }
+
+    #[test]
+    fn latin_words_inside_unspaced_text_stand_alone() {
+        let text = "私はPythonでADKを使っています";
+        let t = terms(text);
+        assert!(t.contains(&"python".to_owned()) && t.contains(&"adk".to_owned()));
+        assert!(finds(text, "Python"));
+        assert!(finds(text, "adk"));
+        assert!(finds(text, "使って"));
+        assert!(!finds(text, "pyth"));
+        assert!(finds("ADK를 써요", "adk"));
+        assert!(finds("2024年に", "2024"));
+    }
+
+    #[test]
+    fn long_words_are_cut_the_same_way_on_both_sides() {
+        let long = "x".repeat(500);
+        assert_eq!(terms(&long), [&long[..MAX_WORD_CHARS]]);
+        assert!(finds(&long, &long.to_uppercase()));
+    }
+}
