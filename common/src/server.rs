@@ -357,13 +357,14 @@ where
     if let Some(tls) = &options.tls {
         builder = builder.tls_config(tls_config(tls)?)?;
     }
-    let (metrics_addr, metrics_task) = match options.metrics_listen {
-        Some(listen) => {
-            let (addr, task) =
-                crate::metrics::serve(TcpListener::bind(listen).await?, refresh_metrics)?;
-            (Some(addr), Some(task))
-        }
-        None => (None, None),
+    let Shutdown(stopping) = shutdown;
+    let metrics_addr = match options.metrics_listen {
+        Some(listen) => Some(crate::metrics::serve(
+            TcpListener::bind(listen).await?,
+            refresh_metrics,
+            &stopping,
+        )?),
+        None => None,
     };
     let (stop, stopped) = oneshot::channel::<()>();
     let mut routes = Routes::new(InterceptedService::new(service, authenticator.clone()));
@@ -378,21 +379,24 @@ where
         .set_service_status(service_name, ServingStatus::Serving)
         .await;
     // A failed disk makes the server unready (and, with liveness on health, restarted).
-    let failure_watch = failures.map(|mut failures| {
-        let failure_health = health.clone();
-        tokio::spawn(async move {
-            if failures.wait_for(Option::is_some).await.is_ok() {
+    if let Some(mut failures) = failures {
+        let (failure_health, stopped) = (health.clone(), stopping.clone());
+        stopping.spawn(async move {
+            let failed = tokio::select! {
+                failed = failures.wait_for(Option::is_some) => failed.is_ok(),
+                () = stopped.wait() => false,
+            };
+            if failed {
                 failure_health
                     .set_service_status(service_name, ServingStatus::NotServing)
                     .await;
             }
-        })
-    });
+        });
+    }
     let routes = routes
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);
-    let Shutdown(stopping) = shutdown;
     let cancel = stopping.cancel.clone();
     // Replies go out as several small writes (headers, data, trailers); with Nagle's algorithm
     // on, the last one waits for the client's delayed ACK, adding ~40 ms to every unary call.
@@ -444,12 +448,6 @@ where
                     "shutdown grace period over; background tasks still running"
                 ),
             }
-        }
-        if let Some(task) = metrics_task {
-            task.abort();
-        }
-        if let Some(task) = failure_watch {
-            task.abort();
         }
         on_stop.await
     });

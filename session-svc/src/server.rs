@@ -85,7 +85,7 @@ async fn serve<S: SessionStore>(
     let change_retention = Duration::from_secs(config.change_retention_secs);
     let shutdown = Shutdown::new();
     let stopping = shutdown.signal();
-    let notices = store.notices()?;
+    let notices = store.notices(&stopping)?;
     let sessions = Arc::new(Sessions::new(
         store,
         Limits {

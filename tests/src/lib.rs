@@ -9,11 +9,11 @@
 
 use std::path::{Path, PathBuf};
 
-use adk_proto::memory::v1::memory_service_client::MemoryServiceClient;
+use adk_proto::memory::v1::{memory_service_client::MemoryServiceClient, SearchMemoryRequest};
 use adk_proto::session::v1::{
     part::Data, session_service_client::SessionServiceClient, AppendEventRequest,
     AppendEventResponse, Content, CreateSessionRequest, Event, EventActions, GetSessionRequest,
-    Part, Session,
+    Part, Session, WatchSessionRequest,
 };
 use prost_types::Timestamp;
 use session_svc::{config::Config, server};
@@ -226,13 +226,7 @@ impl SessionServer {
     ) -> Session {
         self.client
             .clone()
-            .create_session(CreateSessionRequest {
-                app_name: app.into(),
-                user_id: user.into(),
-                session_id: id.into(),
-                state: state.to_string(),
-                ..Default::default()
-            })
+            .create_session(create_request(app, user, id, &state.to_string()))
             .await
             .expect("create_session")
             .into_inner()
@@ -258,12 +252,7 @@ impl SessionServer {
     pub async fn get(&self, app: &str, user: &str, id: &str) -> Session {
         self.client
             .clone()
-            .get_session(GetSessionRequest {
-                app_name: app.into(),
-                user_id: user.into(),
-                session_id: id.into(),
-                ..Default::default()
-            })
+            .get_session(get_request(app, user, id))
             .await
             .expect("get_session")
             .into_inner()
@@ -433,6 +422,56 @@ pub async fn spawn_binary_with(
         .await
         .expect("connects");
     (child, channel)
+}
+
+/// A CreateSessionRequest with `state` as its text (any text: refusals are tested too), no
+/// time to live.
+pub fn create_request(app: &str, user: &str, id: &str, state: &str) -> CreateSessionRequest {
+    CreateSessionRequest {
+        app_name: app.into(),
+        user_id: user.into(),
+        session_id: id.into(),
+        state: state.into(),
+        ..Default::default()
+    }
+}
+
+/// A GetSessionRequest for the whole session (every event, no reply budget).
+pub fn get_request(app: &str, user: &str, id: &str) -> GetSessionRequest {
+    GetSessionRequest {
+        app_name: app.into(),
+        user_id: user.into(),
+        session_id: id.into(),
+        ..Default::default()
+    }
+}
+
+/// A GetSessionRequest for the session's state and last sequence, without events.
+pub fn state_request(app: &str, user: &str, id: &str) -> GetSessionRequest {
+    GetSessionRequest {
+        num_recent_events: Some(0),
+        ..get_request(app, user, id)
+    }
+}
+
+/// A WatchSessionRequest from the first event on, without partial events.
+pub fn watch_request(app: &str, user: &str, id: &str) -> WatchSessionRequest {
+    WatchSessionRequest {
+        app_name: app.into(),
+        user_id: user.into(),
+        session_id: id.into(),
+        ..Default::default()
+    }
+}
+
+/// A SearchMemoryRequest with the server's default limit and no filter.
+pub fn search_request(app: &str, user: &str, query: &str) -> SearchMemoryRequest {
+    SearchMemoryRequest {
+        app_name: app.into(),
+        user_id: user.into(),
+        query: query.into(),
+        ..Default::default()
+    }
 }
 
 /// An AppendEventRequest without concurrency check.

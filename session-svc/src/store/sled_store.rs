@@ -202,14 +202,16 @@ impl SledStore {
         self.commit.failures()
     }
 
-    /// Stops taking appends, lets the batch in hand finish, and flushes everything to disk
-    /// (at shutdown).
+    /// Stops taking appends, lets the batch in hand finish, stops the group-commit flusher, and
+    /// flushes everything to disk (at shutdown). Afterwards no task or thread of the store
+    /// holds the database.
     pub async fn close(&self) -> Result<()> {
         let (done, stopped) = oneshot::channel();
         // Already stopped (or gone) is fine: either way no batch is running.
         if self.appends.send(appender::Request::Stop(done)).is_ok() {
             let _ = stopped.await;
         }
+        self.commit.stop().await;
         self.db.flush_async().await?;
         Ok(())
     }

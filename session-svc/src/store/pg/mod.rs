@@ -53,7 +53,7 @@
 //! position: a lost notification delays an event, never loses it, and after a reconnection
 //! every watcher reads again.
 
-use adk_common::{postgres, storage::StorageErrorKind};
+use adk_common::{postgres, server::Stopping, storage::StorageErrorKind};
 use adk_proto::session::v1::{Event, Session};
 use deadpool_postgres::{GenericClient, Pool, Transaction};
 use prost::Message;
@@ -516,8 +516,8 @@ impl SessionStore for PgStore {
         shared_entries(&client, APP_STATE, &[&app_name]).await
     }
 
-    fn notices(&self) -> Result<Option<mpsc::UnboundedReceiver<Notice>>> {
-        notify::notices(&self.url, &self.channel)
+    fn notices(&self, stopping: &Stopping) -> Result<Option<mpsc::UnboundedReceiver<Notice>>> {
+        notify::notices(&self.url, &self.channel, stopping)
     }
 }
 
