@@ -6,14 +6,17 @@ use std::collections::BTreeMap;
 use adk_common::{durability::SyncMode, keys::Key};
 
 use super::{
-    super::contract::{
-        self, add, assert_searches_exact, delete, entries, entry, generated_corpus, listed,
-        memorize, memory_id, memory_store_suite, query, replace, search, SCOPE,
+    super::{
+        contract::{
+            self, add, assert_searches_exact, delete, entries, entry, generated_corpus, listed,
+            memorize, memory_id, memory_store_suite, query, replace, search, SCOPE,
+        },
+        DeleteTarget,
     },
     migrate::OLD_POSTINGS,
     postings::{self, Posting},
     records::{decode, key_seq, scope_key, u64_value, EntryRecord, Stats},
-    DeleteTarget, MemoryStore, Scope, SledMemoryStore,
+    MemoryStore, Scope, SledMemoryStore,
 };
 use crate::analysis::Analyzer;
 
