@@ -220,7 +220,7 @@ async def timed(n: int, op: Callable[[int], Awaitable[Any]]) -> dict[str, float]
         lat.append(time.perf_counter() - s)
     secs = time.perf_counter() - t0
     lat.sort()
-    return {"rate": n / secs, "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99)}
+    return {"rate": n / secs, "p50_ms": pct(lat, 0.5), "p95_ms": pct(lat, 0.95), "p99_ms": pct(lat, 0.99)}
 
 
 async def measure_get(svc: Any, tag: str, events: int, gets: int) -> dict[str, float]:
@@ -434,11 +434,14 @@ async def main() -> int:
 # ---------------------------------------------------------------- PostgreSQL: both sides on one database
 # `--postgres URL` runs this section instead of the default one: session-svc on `--store URL`
 # against ADK's DatabaseSessionService on the same PostgreSQL (postgresql+asyncpg), each in a
-# fresh schema, appending 1 KB events at 8 and 64 sessions at once (16 connections each side):
-#   shared:    every session of one user of one app, each delta writes `app:` and `user:` keys
-#              (the rows every append of the app and the user contend for);
-#   separate:  a user per session, session keys only (no shared row), also against session-svc
-#              on sled.
+# fresh schema (16 connections each side); `--only append,get` runs a subset:
+#   append, shared:    1 KB events appended by 1, 8 and 64 sessions at once, every session of
+#                      one user of one app, each delta writing `app:` and `user:` keys (the
+#                      state every append of the app and the user shares);
+#   append, separate:  64 sessions at once, a user per session, session keys only (no shared
+#                      state), also against session-svc on sled;
+#   get:               get_session of a `--session-events`-event session with `app:` and `user:`
+#                      state, `--gets` times.
 # It prints the deadlocks PostgreSQL counted in the database during the run
 # (pg_stat_database.deadlocks; statistics are published when the connections close).
 # Setup: as above, plus `pip install asyncpg`.
@@ -525,9 +528,21 @@ async def main_postgres(a: argparse.Namespace) -> int:
         "adk-pg": adk,
         "grpc-sled": GrpcSessionService(sled_svc.addr),
     }
+    only = set(a.only.split(","))
     rows: list[tuple[str, str, dict[str, float]]] = []
+
+    def report(name: str, side: str, r: dict[str, float]) -> None:
+        rows.append((name, side, r))
+        print(
+            f"{name:<36} {side:<9} {r['rate']:9.1f}/s  p50 {r['p50_ms']:7.2f}  "
+            f"p95 {r['p95_ms']:7.2f}  p99 {r['p99_ms']:7.2f} ms",
+            flush=True,
+        )
+
     try:
-        for shared, concurrencies in ((True, (8, 64)), (False, (64,))):
+        for shared, concurrencies in ((True, (1, 8, 64)), (False, (64,))):
+            if "append" not in only:
+                break
             kind = "shared app:/user: keys" if shared else "no shared keys"
             for c in concurrencies:
                 for side, svc in sides.items():
@@ -535,12 +550,11 @@ async def main_postgres(a: argparse.Namespace) -> int:
                         continue
                     tag = f"{side}-{'sh' if shared else 'own'}-c{c}"
                     r = await pg_measure(svc, tag, a.appends, c, shared)
-                    rows.append((f"append, {kind}, c={c}", side, r))
-                    print(
-                        f"{rows[-1][0]:<36} {side:<9} {r['rate']:9.1f}/s  p50 {r['p50_ms']:7.2f}  "
-                        f"p95 {r['p95_ms']:7.2f}  p99 {r['p99_ms']:7.2f} ms",
-                        flush=True,
-                    )
+                    report(f"append, {kind}, c={c}", side, r)
+        if "get" in only:
+            for side in ("grpc-pg", "adk-pg"):
+                r = await measure_get(sides[side], f"{side}-get", a.session_events, a.gets)
+                report(f"get_session, {a.session_events} events", side, r)
     finally:
         for side, svc in sides.items():
             if side != "adk-pg":

@@ -275,7 +275,7 @@ fn read_u64(path: &Path) -> u64 {
 }
 
 /// Bytes of the files under `dir`.
-fn dir_bytes(dir: &Path) -> u64 {
+pub(crate) fn dir_bytes(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };

@@ -13,6 +13,7 @@ mod contention;
 mod load;
 mod recall;
 mod server;
+mod soak;
 mod text;
 
 use std::{
@@ -177,6 +178,45 @@ enum Scenario {
         load_secs: u64,
         #[arg(long, default_value_t = 8)]
         concurrency: usize,
+    },
+    /// A bounded soak of both servers: paced appends, reads, watch streams, ingestion and
+    /// searches for `--secs`, sampling RSS, open file descriptors and p99 per interval, then
+    /// saying whether anything grew after warm-up (see soak.rs). With `--postgres`, both run on
+    /// PostgreSQL. Not part of `all`.
+    Soak {
+        #[arg(long, default_value_t = 600)]
+        secs: u64,
+        #[arg(long, default_value_t = 30)]
+        interval_secs: u64,
+        /// Samples before this are not compared.
+        #[arg(long, default_value_t = 120)]
+        warmup_secs: u64,
+        /// AppendEvent calls per second.
+        #[arg(long, default_value_t = 80)]
+        appends: u32,
+        /// GetSession calls per second.
+        #[arg(long, default_value_t = 50)]
+        reads: u32,
+        /// SearchMemory calls per second.
+        #[arg(long, default_value_t = 30)]
+        searches: u32,
+        /// AddEventsToMemory calls per second.
+        #[arg(long, default_value_t = 5)]
+        ingests: u32,
+        /// Events per AddEventsToMemory call.
+        #[arg(long, default_value_t = 20)]
+        ingest_batch: u64,
+        /// WatchSession streams open at once.
+        #[arg(long, default_value_t = 16)]
+        watchers: usize,
+        /// Seconds each watch stream follows its session before it is replaced.
+        #[arg(long, default_value_t = 5)]
+        watch_secs: u64,
+        #[arg(long, default_value_t = 200)]
+        sessions: usize,
+        /// `--cache-bytes` of both servers (default: none given).
+        #[arg(long)]
+        cache_bytes: Option<u64>,
     },
     /// Retrieval quality: ingest the recall corpus through gRPC, ask its questions with
     /// SearchMemory, report recall@1/5/10 and MRR per question kind, and search latency.
@@ -366,6 +406,46 @@ async fn run(cli: Cli) -> Result<()> {
                 },
             )
             .await?
+        }
+        Scenario::Soak {
+            secs,
+            interval_secs,
+            warmup_secs,
+            appends,
+            reads,
+            searches,
+            ingests,
+            ingest_batch,
+            watchers,
+            watch_secs,
+            sessions,
+            cache_bytes,
+        } => {
+            let (secs, interval_secs, warmup_secs) = if q {
+                (secs.min(6), interval_secs.min(1), warmup_secs.min(2))
+            } else {
+                (secs, interval_secs, warmup_secs)
+            };
+            soak::soak(
+                &ctx,
+                soak::Soak {
+                    duration: Duration::from_secs(secs),
+                    interval: Duration::from_secs(interval_secs.max(1)),
+                    warmup: Duration::from_secs(warmup_secs),
+                    appends,
+                    reads,
+                    searches,
+                    ingests,
+                    ingest_batch,
+                    watchers,
+                    watch_secs,
+                    sessions,
+                    cache_bytes,
+                },
+            )
+            .await?;
+            print_load("end");
+            return Ok(());
         }
         Scenario::Recall {
             corpus,

@@ -9,6 +9,10 @@
 //! append batches) can instead flush there and then with [`GroupCommit::flush_blocking`]: the
 //! batch is its own group, and no hand-off to the flusher task is paid.
 //!
+//! The flusher belongs to the store: the store's `close` calls [`GroupCommit::stop`], which
+//! releases the writers still queued (after one last flush) and waits for the task to end, so a
+//! server that has shut down holds no task over the database.
+//!
 //! It also remembers a disk failure (a failed flush, or a write the store reports failing with an
 //! I/O error such as a full disk). After one, sled cannot be trusted to finish writes (it may
 //! wait forever for space), so the store refuses new writes at once with the reason, health turns
@@ -17,7 +21,11 @@
 
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::{
+    sync::{mpsc, oneshot, watch, Mutex},
+    task::JoinHandle,
+};
+use tokio_util::sync::CancellationToken;
 
 /// When a write counts as done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -47,20 +55,46 @@ pub struct GroupCommit {
     waiters: mpsc::UnboundedSender<Waiter>,
     /// `Some(reason)` once the disk has failed.
     failure: Arc<watch::Sender<Option<Arc<str>>>>,
+    flusher: Arc<Flusher>,
+}
+
+/// The flusher task and what stops it.
+#[derive(Debug)]
+struct Flusher {
+    stop: CancellationToken,
+    /// `None` once [`GroupCommit::stop`] has awaited it.
+    task: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl GroupCommit {
-    /// Starts the flusher task for `db`; it ends when the last handle is dropped. Must be called
-    /// inside a tokio runtime.
+    /// Starts the flusher task for `db`; it ends on [`stop`](Self::stop), or when the last
+    /// handle is dropped. Must be called inside a tokio runtime.
     pub fn start(db: sled::Db, mode: SyncMode) -> Self {
         let (waiters, rx) = mpsc::unbounded_channel();
         let failure = Arc::new(watch::Sender::new(None));
-        tokio::spawn(flush_loop(db.clone(), rx, failure.clone()));
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(flush_loop(db.clone(), rx, failure.clone(), stop.clone()));
         Self {
             db,
             mode,
             waiters,
             failure,
+            flusher: Arc::new(Flusher {
+                stop,
+                task: Mutex::new(Some(task)),
+            }),
+        }
+    }
+
+    /// Stops the flusher: writers already waiting are released after one last flush, later
+    /// ones get an error at once. Returns when the task has ended (and dropped its database
+    /// handle). The store calls it when it closes, after its last write.
+    pub async fn stop(&self) {
+        self.flusher.stop.cancel();
+        if let Some(task) = self.flusher.task.lock().await.take() {
+            if let Err(e) = task.await {
+                tracing::error!(error = %e, "the group-commit flusher failed");
+            }
         }
     }
 
@@ -121,9 +155,24 @@ async fn flush_loop(
     db: sled::Db,
     mut rx: mpsc::UnboundedReceiver<Waiter>,
     failure: Arc<watch::Sender<Option<Arc<str>>>>,
+    stop: CancellationToken,
 ) {
     let mut batch = Vec::new();
-    while rx.recv_many(&mut batch, usize::MAX).await > 0 {
+    let mut closed = false;
+    loop {
+        let received = tokio::select! {
+            received = rx.recv_many(&mut batch, usize::MAX) => received,
+            // Closing refuses new waiters; the queued ones are still received, then 0 ends
+            // the loop.
+            () = stop.cancelled(), if !closed => {
+                rx.close();
+                closed = true;
+                continue;
+            }
+        };
+        if received == 0 {
+            return;
+        }
         let db = db.clone();
         let start = std::time::Instant::now();
         let result = match tokio::task::spawn_blocking(move || db.flush()).await {
@@ -178,5 +227,33 @@ mod tests {
         assert_eq!(db.len(), 32);
         drop(db);
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn stop_releases_queued_waiters_and_ends_the_flusher() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path()).unwrap();
+        let gc = GroupCommit::start(db.clone(), SyncMode::Sync);
+        let waiters: Vec<_> = (0..16u32)
+            .map(|i| {
+                db.insert(i.to_be_bytes(), &[1]).unwrap();
+                let gc = gc.clone();
+                tokio::spawn(async move { gc.wait_durable().await })
+            })
+            .collect();
+        // Every waiter is queued before the stop (a current-thread runtime runs them in order).
+        tokio::task::yield_now().await;
+        gc.stop().await;
+        for w in waiters {
+            w.await.unwrap().unwrap();
+        }
+        let late = gc.wait_durable().await.unwrap_err();
+        assert!(late.to_string().contains("stopped"), "{late}");
+        // The flusher's database handle is gone already: once the handles here are dropped,
+        // the database opens again in this process at once (no task left to run first).
+        drop(gc);
+        drop(db);
+        let reopened = sled::open(dir.path()).unwrap();
+        assert_eq!(reopened.len(), 16);
     }
 }

@@ -1,7 +1,8 @@
 //! What a server needs from its store beside the service itself, built one way per kind of
 //! store: [`StoreHooks::sled`] (metrics of the database, disk failures, a flush at stop, and the
-//! AdminService for online backups) and [`StoreHooks::postgres`] (metrics of the pool only:
-//! backups are the database's own, and every write is committed before it is acknowledged).
+//! AdminService for online backups) and [`StoreHooks::postgres`] (metrics of the pool and health
+//! following the database's reachability: backups are the database's own, and every write is
+//! committed before it is acknowledged).
 
 use std::{future::Future, path::PathBuf, pin::Pin, sync::Arc};
 
@@ -44,7 +45,8 @@ impl AdminRoute {
 pub struct StoreHooks {
     /// Runs before each metrics scrape (gauges read on demand).
     pub(crate) refresh_metrics: Arc<dyn Fn() + Send + Sync>,
-    /// Becomes `Some(reason)` when the store's disk fails: health turns NOT_SERVING.
+    /// `Some(reason)` while the store cannot serve (a failed disk, an unreachable database):
+    /// health is NOT_SERVING then, SERVING again if it returns to `None`.
     pub(crate) failures: Option<watch::Receiver<Option<Arc<str>>>>,
     /// Runs after the server stopped (flushes the store).
     pub(crate) on_stop: Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>,
@@ -75,11 +77,15 @@ impl StoreHooks {
         }
     }
 
-    /// A PostgreSQL store: `refresh_metrics` publishes its pool's gauges.
-    pub fn postgres(refresh_metrics: impl Fn() + Send + Sync + 'static) -> Self {
+    /// A PostgreSQL store: `refresh_metrics` publishes its pool's gauges; health follows
+    /// `reachable` (see [`crate::postgres::health`]).
+    pub fn postgres(
+        refresh_metrics: impl Fn() + Send + Sync + 'static,
+        reachable: watch::Receiver<Option<Arc<str>>>,
+    ) -> Self {
         Self {
             refresh_metrics: Arc::new(refresh_metrics),
-            failures: None,
+            failures: Some(reachable),
             on_stop: Box::pin(async { Ok(()) }),
             admin: None,
         }

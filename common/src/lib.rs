@@ -8,7 +8,8 @@
 //! - [`keys`]: order-preserving, self-delimiting encoding of composite sled keys.
 //! - [`load`]: load shedding beyond a concurrency limit.
 //! - [`metrics`]: Prometheus metrics of every RPC and the `/metrics` endpoint.
-//! - [`postgres`]: `--store`, PostgreSQL connection pool, schema migrations, LISTEN.
+//! - [`postgres`]: `--store`, PostgreSQL connection pool (TLS: `sslmode`, `sslrootcert`),
+//!   schema migrations, the database health check, LISTEN.
 //! - [`page`]: opaque page tokens and cursors that cannot leave the scope they were issued for.
 //! - [`snapshot`]: online backups (snapshot format, AdminService, snapshot/restore commands).
 //! - [`storage`]: storage failures by kind, mapped to gRPC status codes in one place.
@@ -16,6 +17,8 @@
 //! - [`server`]: logging setup, serving beside health and reflection, background tasks,
 //!   signals (stop, reload the tokens file).
 //! - [`validate`]: checks of identifiers, JSON text fields and page sizes.
+//! - [`versions`]: the stored layout version of a store (sled format, PostgreSQL schema), and
+//!   the rule refusing one newer than the binary knows.
 
 pub mod auth;
 pub mod cache;
@@ -31,3 +34,4 @@ pub mod server;
 pub mod snapshot;
 pub mod storage;
 pub mod validate;
+pub mod versions;

@@ -17,13 +17,15 @@ use std::{
 use axum::{routing::get, Router};
 use metrics::{counter, gauge, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use tokio::{net::TcpListener, task::JoinHandle};
+use tokio::net::TcpListener;
 use tonic::codegen::http::{self, HeaderMap};
 use tonic::{
     body::Body,
     codegen::{Bytes, Service},
     Code,
 };
+
+use crate::server::Stopping;
 
 /// Latency buckets, in seconds: sub-millisecond appends up to slow scans.
 const LATENCY_BUCKETS: [f64; 14] = [
@@ -56,12 +58,14 @@ fn handle() -> &'static PrometheusHandle {
     })
 }
 
-/// Serves `GET /metrics` on `listener` until the task is aborted. `refresh` runs before each
-/// scrape, to set gauges that are cheaper to read on demand (size on disk).
+/// Serves `GET /metrics` on `listener` until `stopping` (a scrape in progress finishes; shutdown
+/// waits for it). `refresh` runs before each scrape, to set gauges that are cheaper to read on
+/// demand (size on disk).
 pub fn serve(
     listener: TcpListener,
     refresh: Arc<dyn Fn() + Send + Sync>,
-) -> std::io::Result<(SocketAddr, JoinHandle<()>)> {
+    stopping: &Stopping,
+) -> std::io::Result<SocketAddr> {
     let addr = listener.local_addr()?;
     let handle = handle();
     let app = Router::new().route(
@@ -74,12 +78,15 @@ pub fn serve(
             }
         }),
     );
-    let task = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
+    let stopped = stopping.clone();
+    stopping.spawn(async move {
+        let serving =
+            axum::serve(listener, app).with_graceful_shutdown(async move { stopped.wait().await });
+        if let Err(e) = serving.await {
             tracing::warn!(error = %e, "metrics endpoint stopped");
         }
     });
-    Ok((addr, task))
+    Ok(addr)
 }
 
 /// Records one group-commit flush.

@@ -1,15 +1,29 @@
 //! PostgreSQL plumbing shared by both services: where the store lives (`--store`), the
-//! connection pool, versioned schema migrations, retrying transactions that lost a race, and the
-//! LISTEN connection that carries other replicas' notifications.
+//! connection pool (over TLS as the connection string asks, see [`tls`]), versioned schema
+//! migrations, retrying transactions that lost a race, and the LISTEN connection that carries
+//! other replicas' notifications.
 //!
 //! Each service keeps its own SQL (in its `store` module); this module knows nothing of sessions
 //! or memories.
 
-use std::{fmt, future::Future, path::PathBuf, str::FromStr, time::Duration};
+pub mod tls;
+
+use std::{
+    fmt,
+    future::Future,
+    path::{Path, PathBuf},
+    str::FromStr,
+    time::Duration,
+};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio::task::JoinHandle;
-use tokio_postgres::{error::SqlState, AsyncMessage, NoTls};
+use tokio_postgres::{error::SqlState, AsyncMessage};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use tls::Connection;
+
+use crate::versions;
 
 /// Where a service keeps its data: the `--store` flag.
 #[derive(Clone, PartialEq, Eq)]
@@ -32,11 +46,21 @@ impl FromStr for StoreLocation {
             return Ok(Self::Sled(PathBuf::from(path)));
         }
         if s.starts_with("postgres://") || s.starts_with("postgresql://") {
-            s.parse::<tokio_postgres::Config>()
-                .map_err(|e| format!("invalid PostgreSQL connection string: {e}"))?;
+            Connection::parse(s).map_err(|e| e.to_string())?;
             return Ok(Self::Postgres(s.to_owned()));
         }
         Err("expected sled:PATH or postgres://USER@HOST/DB".into())
+    }
+}
+
+impl StoreLocation {
+    /// The same location, with `root_cert` (`--pg-ca-file`) as the PostgreSQL root certificate
+    /// unless the connection string names one (see [`tls::with_root_cert`]).
+    pub fn with_root_cert(self, root_cert: Option<&Path>) -> Self {
+        match (self, root_cert) {
+            (Self::Postgres(url), Some(path)) => Self::Postgres(tls::with_root_cert(&url, path)),
+            (location, _) => location,
+        }
     }
 }
 
@@ -45,7 +69,10 @@ impl fmt::Debug for StoreLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Sled(path) => write!(f, "sled:{}", path.display()),
-            Self::Postgres(_) => f.write_str("postgres://…"),
+            Self::Postgres(url) => match Connection::parse(url) {
+                Ok(c) => write!(f, "postgres://… (sslmode={})", c.ssl_mode.name()),
+                Err(_) => f.write_str("postgres://…"),
+            },
         }
     }
 }
@@ -53,12 +80,14 @@ impl fmt::Debug for StoreLocation {
 /// A failure talking to PostgreSQL.
 #[derive(Debug, thiserror::Error)]
 pub enum PgError {
-    #[error("no database connection: {0}")]
+    #[error("no database connection: {}", describe_pool(.0))]
     Pool(#[from] deadpool_postgres::PoolError),
     #[error("database error: {}", describe(.0))]
     Db(#[from] tokio_postgres::Error),
     #[error("invalid PostgreSQL connection string: {0}")]
     Config(String),
+    #[error(transparent)]
+    TooNew(#[from] versions::TooNew),
 }
 
 impl PgError {
@@ -74,13 +103,20 @@ impl PgError {
     pub fn is_unavailable(&self) -> bool {
         match self {
             Self::Pool(_) => true,
-            // No server error and an I/O cause: the connection, not the statement, failed.
-            Self::Db(e) => {
-                e.is_closed()
-                    || (e.as_db_error().is_none()
-                        && std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()))
-            }
-            Self::Config(_) => false,
+            Self::Db(e) => match e.as_db_error() {
+                // The server ended the session or is not accepting any: shutting down
+                // (57P01), crashed (57P02), starting up (57P03), or a connection failure (08).
+                Some(db) => {
+                    let code = db.code().code();
+                    code.starts_with("57P") || code.starts_with("08")
+                }
+                // No server error and an I/O cause: the connection, not the statement, failed.
+                None => {
+                    e.is_closed()
+                        || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+                }
+            },
+            Self::Config(_) | Self::TooNew(_) => false,
         }
     }
 
@@ -92,21 +128,43 @@ impl PgError {
     }
 }
 
-/// The server's own words for a statement it refused (tokio-postgres shows only "db error").
+/// The server's own words for what it refused (tokio-postgres shows only "db error"), or the
+/// whole chain of causes (it shows only the first: "error performing TLS handshake").
 fn describe(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+    if let Some(db) = e.as_db_error() {
+        return format!("{} ({})", db.message(), db.code().code());
     }
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+/// [`describe`] for the error of a connection the pool could not open.
+fn describe_pool(e: &deadpool_postgres::PoolError) -> String {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => describe(e),
+        other => other.to_string(),
+    }
+}
+
+/// Reads the connection string `url`: the server and the TLS connector to reach it with.
+fn connection(url: &str) -> Result<(tokio_postgres::Config, MakeRustlsConnect), PgError> {
+    let connection = Connection::parse(url)?;
+    let tls = connection.tls()?;
+    Ok((connection.config, tls))
 }
 
 /// Opens a pool of at most `max_connections` to the database `url` names.
 pub fn pool(url: &str, max_connections: usize) -> Result<Pool, PgError> {
-    let config: tokio_postgres::Config =
-        url.parse().map_err(|e| PgError::Config(format!("{e}")))?;
+    let (config, tls) = connection(url)?;
     let manager = Manager::from_config(
         config,
-        NoTls,
+        tls,
         ManagerConfig {
             // A connection left in a bad state by a cancelled call is tested before reuse.
             recycling_method: RecyclingMethod::Fast,
@@ -116,6 +174,63 @@ pub fn pool(url: &str, max_connections: usize) -> Result<Pool, PgError> {
         .max_size(max_connections.max(1))
         .build()
         .map_err(|e| PgError::Config(e.to_string()))
+}
+
+/// How often [`health`] checks the database, and how long a check may take.
+const HEALTH_INTERVAL: Duration = Duration::from_secs(1);
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Checks every second that the database `pool` connects to answers: the receiver holds
+/// `Some(reason)` while it does not, `None` while it does (the server's health follows it).
+/// The check has a connection of its own, outside the pool: a pool busy with calls is not a
+/// database gone. Checks stop when every receiver is gone.
+pub fn health(pool: Pool) -> tokio::sync::watch::Receiver<Option<std::sync::Arc<str>>> {
+    use deadpool::managed::Manager as _;
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    tokio::spawn(async move {
+        let mut connection: Option<deadpool_postgres::ClientWrapper> = None;
+        loop {
+            let check = async {
+                let client = match connection.take() {
+                    Some(client) if !client.is_closed() => client,
+                    _ => pool.manager().create().await?,
+                };
+                client.simple_query("").await?;
+                Ok::<_, PgError>(client)
+            };
+            let failure: Option<std::sync::Arc<str>> =
+                match tokio::time::timeout(HEALTH_TIMEOUT, check).await {
+                    Ok(Ok(client)) => {
+                        connection = Some(client);
+                        None
+                    }
+                    Ok(Err(e)) => Some(e.to_string().into()),
+                    Err(_) => Some(
+                        format!(
+                            "the database did not answer within {} s",
+                            HEALTH_TIMEOUT.as_secs()
+                        )
+                        .into(),
+                    ),
+                };
+            tx.send_if_modified(|current| {
+                if current.is_some() == failure.is_some() {
+                    return false;
+                }
+                match &failure {
+                    Some(reason) => tracing::warn!(%reason, "database unreachable"),
+                    None => tracing::info!("database reachable again"),
+                }
+                *current = failure;
+                true
+            });
+            tokio::select! {
+                _ = tx.closed() => return,
+                _ = tokio::time::sleep(HEALTH_INTERVAL) => {}
+            }
+        }
+    });
+    rx
 }
 
 /// Publishes the pool's connections (open, and idle among them) as gauges labelled `service`.
@@ -128,30 +243,24 @@ pub fn record_pool(pool: &Pool, service: &'static str) {
 }
 
 /// Brings the schema of `component` up to date: step `i` of `steps` is version `i + 1`, run in
-/// one transaction with its version record. Replicas starting at once take an advisory lock, so
-/// each step runs exactly once.
+/// one transaction with its version record in `schema_versions`. Replicas starting at once
+/// queue on an advisory lock (one per schema, taken before anything is read or created), so
+/// each step runs exactly once. A schema at a version newer than `steps` reach was written by a
+/// newer release: refused ([`versions::check`]), nothing is changed.
 pub async fn migrate(pool: &Pool, component: &str, steps: &[&str]) -> Result<(), PgError> {
+    let supported = u32::try_from(steps.len()).unwrap_or(u32::MAX);
     let mut client = pool.get().await?;
-    client
-        .batch_execute(
-            "CREATE TABLE IF NOT EXISTS schema_versions (
-                 component text PRIMARY KEY,
-                 version integer NOT NULL
-             )",
-        )
-        .await
-        .or_else(|e| {
-            // Two replicas creating the table at once: one of them loses, harmlessly.
-            if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        })?;
     let tx = client.transaction().await?;
     tx.execute(
-        "SELECT pg_advisory_xact_lock(hashtext('adk schema ' || $1))",
-        &[&component],
+        "SELECT pg_advisory_xact_lock(hashtext('adk schema ' || coalesce(current_schema(), '')))",
+        &[],
+    )
+    .await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS schema_versions (
+             component text PRIMARY KEY,
+             version integer NOT NULL
+         )",
     )
     .await?;
     let current: i32 = tx
@@ -162,8 +271,9 @@ pub async fn migrate(pool: &Pool, component: &str, steps: &[&str]) -> Result<(),
         .await?
         .map(|row| row.get(0))
         .unwrap_or(0);
-    for (i, step) in steps.iter().enumerate() {
-        let version = i32::try_from(i + 1).unwrap_or(i32::MAX);
+    let current = u32::try_from(current).unwrap_or(0);
+    versions::check(&format!("{component} database schema"), current, supported)?;
+    for (version, step) in (1..=supported).zip(steps) {
         if version <= current {
             continue;
         }
@@ -171,7 +281,7 @@ pub async fn migrate(pool: &Pool, component: &str, steps: &[&str]) -> Result<(),
         tx.execute(
             "INSERT INTO schema_versions (component, version) VALUES ($1, $2)
              ON CONFLICT (component) DO UPDATE SET version = excluded.version",
-            &[&component, &version],
+            &[&component, &i32::try_from(version).unwrap_or(i32::MAX)],
         )
         .await?;
         tracing::info!(component, version, "database schema migrated");
@@ -238,15 +348,21 @@ pub fn listen(
     channel: String,
     deliver: impl Fn(Notification) -> bool + Send + Sync + 'static,
 ) -> Result<JoinHandle<()>, PgError> {
-    let config: tokio_postgres::Config =
-        url.parse().map_err(|e| PgError::Config(format!("{e}")))?;
+    let (config, tls) = connection(url)?;
     Ok(tokio::spawn(async move {
-        let mut backoff = Duration::from_millis(100);
+        const FIRST_RETRY: Duration = Duration::from_millis(100);
+        let mut backoff = FIRST_RETRY;
         loop {
-            match listen_once(&config, &channel, &deliver).await {
+            let mut subscribed = false;
+            match listen_once(&config, &tls, &channel, &deliver, &mut subscribed).await {
                 Ok(()) => return,
                 Err(error) => {
                     tracing::warn!(error, %channel, "notification connection lost; reconnecting");
+                    // A connection that was up is replaced at once; failures to connect back
+                    // off, up to 5 s.
+                    if subscribed {
+                        backoff = FIRST_RETRY;
+                    }
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(5));
                 }
@@ -256,13 +372,18 @@ pub fn listen(
 }
 
 /// One connection's life: `Ok` when `deliver` asked to stop, `Err(why)` when the connection
-/// was lost.
+/// was lost; `subscribed` tells whether it got as far as listening.
 async fn listen_once(
     config: &tokio_postgres::Config,
+    tls: &MakeRustlsConnect,
     channel: &str,
     deliver: &(impl Fn(Notification) -> bool + Send + Sync),
+    subscribed: &mut bool,
 ) -> Result<(), String> {
-    let (client, mut connection) = config.connect(NoTls).await.map_err(|e| e.to_string())?;
+    let (client, mut connection) = config
+        .connect(tls.clone())
+        .await
+        .map_err(|e| describe(&e))?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     // The connection delivers notifications only while it is polled, and the client's LISTEN
     // needs it polled too, so it runs on its own task.
@@ -275,7 +396,7 @@ async fn listen_once(
                     }
                 }
                 Some(Ok(_)) => {}
-                Some(Err(e)) => return e.to_string(),
+                Some(Err(e)) => return describe(&e),
                 None => return "closed by the server".to_owned(),
             }
         }
@@ -284,7 +405,8 @@ async fn listen_once(
         client
             .batch_execute(&format!("LISTEN {channel}"))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| describe(&e))?;
+        *subscribed = true;
         if !deliver(Notification::Subscribed) {
             return Ok(());
         }

@@ -47,6 +47,12 @@ pub struct ServeFlags {
     #[arg(long, default_value_t = 16)]
     pub pg_max_connections: usize,
 
+    /// Root certificate(s) (PEM) PostgreSQL's server certificate must chain to, for a
+    /// `postgres://` store whose connection string has no `sslrootcert` (which wins). Use with
+    /// `sslmode=verify-full` (or `verify-ca`) in the connection string; see README.md.
+    #[arg(long)]
+    pub pg_ca_file: Option<PathBuf>,
+
     /// Capacity of sled's page cache, in bytes (sled stores only). Default: an eighth of the
     /// container's memory limit (cgroup v2 `memory.max` or v1 `memory.limit_in_bytes`) when
     /// there is one, else sled's default of 1 GiB. See deploy/README.md for sizing.
@@ -93,6 +99,7 @@ impl Default for ServeFlags {
         Self {
             sync: SyncMode::Sync,
             pg_max_connections: 16,
+            pg_ca_file: None,
             cache_bytes: None,
             metrics_listen: None,
             tls_cert: None,
@@ -357,13 +364,14 @@ where
     if let Some(tls) = &options.tls {
         builder = builder.tls_config(tls_config(tls)?)?;
     }
-    let (metrics_addr, metrics_task) = match options.metrics_listen {
-        Some(listen) => {
-            let (addr, task) =
-                crate::metrics::serve(TcpListener::bind(listen).await?, refresh_metrics)?;
-            (Some(addr), Some(task))
-        }
-        None => (None, None),
+    let Shutdown(stopping) = shutdown;
+    let metrics_addr = match options.metrics_listen {
+        Some(listen) => Some(crate::metrics::serve(
+            TcpListener::bind(listen).await?,
+            refresh_metrics,
+            &stopping,
+        )?),
+        None => None,
     };
     let (stop, stopped) = oneshot::channel::<()>();
     let mut routes = Routes::new(InterceptedService::new(service, authenticator.clone()));
@@ -377,14 +385,22 @@ where
     health
         .set_service_status(service_name, ServingStatus::Serving)
         .await;
-    // A failed disk makes the server unready (and, with liveness on health, restarted).
+    // A failed disk or an unreachable database makes the server unready (and, with liveness
+    // on health, restarted) for as long as it lasts (a failed disk: until the restart).
     let failure_watch = failures.map(|mut failures| {
         let failure_health = health.clone();
-        tokio::spawn(async move {
-            if failures.wait_for(Option::is_some).await.is_ok() {
+        stopping.spawn(async move {
+            loop {
+                let status = match failures.borrow_and_update().as_ref() {
+                    Some(_) => ServingStatus::NotServing,
+                    None => ServingStatus::Serving,
+                };
                 failure_health
-                    .set_service_status(service_name, ServingStatus::NotServing)
+                    .set_service_status(service_name, status)
                     .await;
+                if failures.changed().await.is_err() {
+                    return;
+                }
             }
         })
     });
@@ -392,7 +408,6 @@ where
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);
-    let Shutdown(stopping) = shutdown;
     let cancel = stopping.cancel.clone();
     // Replies go out as several small writes (headers, data, trailers); with Nagle's algorithm
     // on, the last one waits for the client's delayed ACK, adding ~40 ms to every unary call.
@@ -413,6 +428,11 @@ where
             .add_routes(routes)
             .serve_with_incoming_shutdown(incoming, async {
                 let _ = stopped.await;
+                // Ended first, so that it cannot report SERVING again after this.
+                if let Some(task) = failure_watch {
+                    task.abort();
+                    let _ = task.await;
+                }
                 health
                     .set_service_status(service_name, ServingStatus::NotServing)
                     .await;
@@ -444,12 +464,6 @@ where
                     "shutdown grace period over; background tasks still running"
                 ),
             }
-        }
-        if let Some(task) = metrics_task {
-            task.abort();
-        }
-        if let Some(task) = failure_watch {
-            task.abort();
         }
         on_stop.await
     });
@@ -627,7 +641,8 @@ mod tests {
             done.store(true, Ordering::SeqCst);
         });
         let (done, seen) = (task_done.clone(), seen_by_on_stop.clone());
-        let mut hooks = StoreHooks::postgres(|| {});
+        let (_reachable, reachability) = tokio::sync::watch::channel(None);
+        let mut hooks = StoreHooks::postgres(|| {}, reachability);
         hooks.on_stop = Box::pin(async move {
             seen.store(done.load(Ordering::SeqCst), Ordering::SeqCst);
             Ok(())

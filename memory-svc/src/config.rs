@@ -115,11 +115,13 @@ impl Config {
         adk_common::server::parse_flags("MEMORY_SVC")
     }
 
-    /// Where data lives: `--store`, else the sled database in `--data-dir`.
+    /// Where data lives: `--store` (with `--pg-ca-file`), else the sled database in
+    /// `--data-dir`.
     pub fn store(&self) -> StoreLocation {
         self.store
             .clone()
             .unwrap_or_else(|| StoreLocation::Sled(self.data_dir.clone()))
+            .with_root_cert(self.serve.pg_ca_file.as_deref())
     }
 
     /// The `--embedder*` flags, with the API key read from its variable.

@@ -58,7 +58,7 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
                     .await
                     .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
             let pool = store.clone();
-            let hooks = StoreHooks::postgres(move || pool.record_pool());
+            let hooks = StoreHooks::postgres(move || pool.record_pool(), store.health());
             let memories = Memories::new(store, sessions).with_embedder(embedder);
             serve(config, memories, hooks).await
         }

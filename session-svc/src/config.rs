@@ -70,11 +70,13 @@ impl Config {
         adk_common::server::parse_flags("SESSION_SVC")
     }
 
-    /// Where data lives: `--store`, else the sled database in `--data-dir`.
+    /// Where data lives: `--store` (with `--pg-ca-file`), else the sled database in
+    /// `--data-dir`.
     pub fn store(&self) -> StoreLocation {
         self.store
             .clone()
             .unwrap_or_else(|| StoreLocation::Sled(self.data_dir.clone()))
+            .with_root_cert(self.serve.pg_ca_file.as_deref())
     }
 
     /// Defaults for `data_dir`, listening on an ephemeral loopback port (tests, scripts).

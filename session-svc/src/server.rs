@@ -47,12 +47,8 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
                 .await
                 .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
             let pool = store.clone();
-            serve(
-                config,
-                store,
-                StoreHooks::postgres(move || pool.record_pool()),
-            )
-            .await
+            let hooks = StoreHooks::postgres(move || pool.record_pool(), store.health());
+            serve(config, store, hooks).await
         }
     }
 }
@@ -85,7 +81,7 @@ async fn serve<S: SessionStore>(
     let change_retention = Duration::from_secs(config.change_retention_secs);
     let shutdown = Shutdown::new();
     let stopping = shutdown.signal();
-    let notices = store.notices()?;
+    let notices = store.notices(&stopping)?;
     let sessions = Arc::new(Sessions::new(
         store,
         Limits {

@@ -7,13 +7,15 @@
 //!
 //! Helpers panic on failure: they run only inside tests, where a panic is the failure report.
 
+pub mod pg_cluster;
+
 use std::path::{Path, PathBuf};
 
-use adk_proto::memory::v1::memory_service_client::MemoryServiceClient;
+use adk_proto::memory::v1::{memory_service_client::MemoryServiceClient, SearchMemoryRequest};
 use adk_proto::session::v1::{
     part::Data, session_service_client::SessionServiceClient, AppendEventRequest,
     AppendEventResponse, Content, CreateSessionRequest, Event, EventActions, GetSessionRequest,
-    Part, Session,
+    Part, Session, WatchSessionRequest,
 };
 use prost_types::Timestamp;
 use session_svc::{config::Config, server};
@@ -226,13 +228,7 @@ impl SessionServer {
     ) -> Session {
         self.client
             .clone()
-            .create_session(CreateSessionRequest {
-                app_name: app.into(),
-                user_id: user.into(),
-                session_id: id.into(),
-                state: state.to_string(),
-                ..Default::default()
-            })
+            .create_session(create_request(app, user, id, &state.to_string()))
             .await
             .expect("create_session")
             .into_inner()
@@ -258,12 +254,7 @@ impl SessionServer {
     pub async fn get(&self, app: &str, user: &str, id: &str) -> Session {
         self.client
             .clone()
-            .get_session(GetSessionRequest {
-                app_name: app.into(),
-                user_id: user.into(),
-                session_id: id.into(),
-                ..Default::default()
-            })
+            .get_session(get_request(app, user, id))
             .await
             .expect("get_session")
             .into_inner()
@@ -433,6 +424,82 @@ pub async fn spawn_binary_with(
         .await
         .expect("connects");
     (child, channel)
+}
+
+/// A CreateSessionRequest with `state` as its text (any text: refusals are tested too), no
+/// time to live.
+pub fn create_request(app: &str, user: &str, id: &str, state: &str) -> CreateSessionRequest {
+    CreateSessionRequest {
+        app_name: app.into(),
+        user_id: user.into(),
+        session_id: id.into(),
+        state: state.into(),
+        ..Default::default()
+    }
+}
+
+/// A GetSessionRequest for the whole session (every event, no reply budget).
+pub fn get_request(app: &str, user: &str, id: &str) -> GetSessionRequest {
+    GetSessionRequest {
+        app_name: app.into(),
+        user_id: user.into(),
+        session_id: id.into(),
+        ..Default::default()
+    }
+}
+
+/// A GetSessionRequest for the session's state and last sequence, without events.
+pub fn state_request(app: &str, user: &str, id: &str) -> GetSessionRequest {
+    GetSessionRequest {
+        num_recent_events: Some(0),
+        ..get_request(app, user, id)
+    }
+}
+
+/// A WatchSessionRequest from the first event on, without partial events.
+pub fn watch_request(app: &str, user: &str, id: &str) -> WatchSessionRequest {
+    WatchSessionRequest {
+        app_name: app.into(),
+        user_id: user.into(),
+        session_id: id.into(),
+        ..Default::default()
+    }
+}
+
+/// A SearchMemoryRequest with the server's default limit and no filter.
+pub fn search_request(app: &str, user: &str, query: &str) -> SearchMemoryRequest {
+    SearchMemoryRequest {
+        app_name: app.into(),
+        user_id: user.into(),
+        query: query.into(),
+        ..Default::default()
+    }
+}
+
+/// Runs a server binary on the sled database in `data_dir` that it must refuse: returns what
+/// it wrote on stderr once it has exited with a failure. Panics if it serves instead (its ready
+/// line) or exits successfully.
+pub fn refused_data_dir(binary: &str, env_prefix: &str, data_dir: &Path) -> String {
+    let mut command = std::process::Command::new(binary);
+    // Flags fall back to <PREFIX>_* variables: none may leak in.
+    for (name, _) in std::env::vars() {
+        if name.starts_with(env_prefix) {
+            command.env_remove(name);
+        }
+    }
+    let out = command
+        .args(["--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{binary} served: {stdout}");
+    assert!(
+        !stdout.contains("listening on"),
+        "{binary} served: {stdout}"
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// An AppendEventRequest without concurrency check.

@@ -12,7 +12,7 @@ use adk_proto::{
     },
     session::v1::Event,
 };
-use adk_tests::{fresh_schema, postgres_url, text_event, ts, MemoryServer};
+use adk_tests::{fresh_schema, postgres_url, search_request, text_event, ts, MemoryServer};
 use tonic::transport::Channel;
 
 /// A small deterministic corpus: Zipf-like words, so some are in most entries and some in few.
@@ -115,12 +115,9 @@ async fn answers(c: &mut MemoryServiceClient<Channel>) -> Vec<Vec<(String, u64)>
     ] {
         let hits = c
             .search_memory(SearchMemoryRequest {
-                app_name: "app".into(),
-                user_id: "u".into(),
-                query: query.into(),
                 limit: 25,
                 author: author.into(),
-                ..Default::default()
+                ..search_request("app", "u", query)
             })
             .await
             .unwrap()

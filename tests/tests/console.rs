@@ -228,7 +228,8 @@ async fn search_filters_reach_the_service() {
         .get("/api/apps/a/users/alice/memories/search?q=console&author=user")
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["memories"].as_array().map(Vec::len), Some(3), "{body}");
+    // The three entries saying it, and `m-food`, next to `m-old` in session s2, by its context.
+    assert_eq!(body["memories"].as_array().map(Vec::len), Some(4), "{body}");
     let (_, body) = browser
         .get("/api/apps/a/users/alice/memories/search?q=console&author=nobody")
         .await;

@@ -7,10 +7,13 @@ use adk_proto::{
     memory::v1::{ListMemoriesRequest, SearchMemoryRequest},
     session::v1::{
         CreateSessionRequest, GetSessionRequest, ListEventsRequest, ListSessionsRequest,
-        WatchEventsRequest, WatchSessionRequest,
+        WatchEventsRequest,
     },
 };
-use adk_tests::{append_request, delta_event, json, text_event, MemoryServer, SessionServer};
+use adk_tests::{
+    append_request, create_request, delta_event, get_request, json, search_request, text_event,
+    watch_request, MemoryServer, SessionServer,
+};
 use serde_json::json;
 use tonic::Code;
 
@@ -23,13 +26,8 @@ async fn malformed_requests_get_clear_statuses_and_change_nothing() {
     let srv = SessionServer::start().await;
     srv.create("app", "u", "s", json!({"k": 0})).await;
     let mut c = srv.client.clone();
-    let create = |app: &str, user: &str, id: &str, state: String| CreateSessionRequest {
-        app_name: app.into(),
-        user_id: user.into(),
-        session_id: id.into(),
-        state,
-        ..Default::default()
-    };
+    let create =
+        |app: &str, user: &str, id: &str, state: String| create_request(app, user, id, &state);
     let huge = "x".repeat(100_000);
     let cases: Vec<(CreateSessionRequest, Code, &str)> = vec![
         (
@@ -137,12 +135,8 @@ async fn malformed_requests_get_clear_statuses_and_change_nothing() {
     }
     let r = c
         .get_session(GetSessionRequest {
-            app_name: "app".into(),
-            user_id: "u".into(),
-            session_id: "s".into(),
             num_recent_events: Some(i32::MIN),
-            after_timestamp: None,
-            ..Default::default()
+            ..get_request("app", "u", "s")
         })
         .await;
     assert_eq!(r.unwrap_err().code(), Code::InvalidArgument);
@@ -185,11 +179,8 @@ async fn memory_refuses_hostile_queries_and_identifiers() {
     let srv = MemoryServer::start("http://127.0.0.1:9").await;
     let mut c = srv.client.clone();
     let search = |app: &str, query: String, limit: i32| SearchMemoryRequest {
-        app_name: app.into(),
-        user_id: "u".into(),
-        query,
         limit,
-        ..Default::default()
+        ..search_request(app, "u", &query)
     };
     // Huge and odd queries are answered (with nothing), not refused or crashed on.
     for query in [
@@ -244,12 +235,7 @@ async fn a_thousand_watchers_all_see_an_append_and_leave_nothing_behind() {
             let mut c = client.clone();
             streams.push(tokio::spawn(async move {
                 let mut stream = c
-                    .watch_session(WatchSessionRequest {
-                        app_name: "crowd".into(),
-                        user_id: "u".into(),
-                        session_id: "s".into(),
-                        ..Default::default()
-                    })
+                    .watch_session(watch_request("crowd", "u", "s"))
                     .await
                     .unwrap()
                     .into_inner();

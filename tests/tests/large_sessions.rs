@@ -6,7 +6,7 @@ use adk_proto::session::v1::{
     part::Data, session_service_client::SessionServiceClient, Event, GetSessionRequest,
     ListEventsRequest,
 };
-use adk_tests::{text_event, SessionServer};
+use adk_tests::{get_request, text_event, SessionServer};
 use prost::Message;
 use serde_json::json;
 use tonic::transport::Channel;
@@ -41,11 +41,8 @@ fn big_text(i: usize, len: usize) -> String {
 
 fn get(id: &str, budget: u64) -> GetSessionRequest {
     GetSessionRequest {
-        app_name: "app".into(),
-        user_id: "u".into(),
-        session_id: id.into(),
         max_reply_event_bytes: budget,
-        ..Default::default()
+        ..get_request("app", "u", id)
     }
 }
 

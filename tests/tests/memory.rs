@@ -6,11 +6,11 @@ use adk_proto::{
         add_session_to_memory_request::Source, delete_memory_request::Target,
         memory_service_client::MemoryServiceClient, AddEventsToMemoryRequest, AddMemoryRequest,
         AddSessionToMemoryRequest, DeleteMemoryRequest, ListMemoriesRequest, MemoryEntry,
-        SearchMemoryRequest, SessionRef,
+        SessionRef,
     },
     session::v1::{part::Data, Content, Event, Part, Session},
 };
-use adk_tests::{text_event, ts, MemoryServer, SessionServer};
+use adk_tests::{search_request, text_event, ts, MemoryServer, SessionServer};
 use serde_json::json;
 use tonic::{transport::Channel, Code};
 
@@ -62,15 +62,6 @@ async fn add_events(
     .expect("add_events_to_memory")
     .into_inner()
     .entries
-}
-
-fn search_request(app: &str, user: &str, query: &str) -> SearchMemoryRequest {
-    SearchMemoryRequest {
-        app_name: app.into(),
-        user_id: user.into(),
-        query: query.into(),
-        ..Default::default()
-    }
 }
 
 async fn search(

@@ -4,14 +4,16 @@
 use std::time::Duration;
 
 use adk_proto::{
-    memory::v1::{memory_service_client::MemoryServiceClient, SearchMemoryRequest},
+    memory::v1::memory_service_client::MemoryServiceClient,
     session::v1::{
         session_service_client::SessionServiceClient, watch_session_response::Change,
-        CreateSessionRequest, GetAppStateRequest, GetSessionRequest, ListSessionsRequest,
-        WatchEventsRequest, WatchSessionRequest,
+        CreateSessionRequest, GetAppStateRequest, ListSessionsRequest, WatchEventsRequest,
     },
 };
-use adk_tests::{append_request, json, text_event, SessionServer};
+use adk_tests::{
+    append_request, create_request, get_request, json, search_request, text_event, watch_request,
+    SessionServer,
+};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -54,14 +56,9 @@ async fn client_with_token(
     SessionServiceClient::with_interceptor(channel, Bearer(token))
 }
 
+/// A session with app state, which every token that sees the app may read.
 fn create(app: &str, user: &str, id: &str) -> CreateSessionRequest {
-    CreateSessionRequest {
-        app_name: app.into(),
-        user_id: user.into(),
-        session_id: id.into(),
-        state: r#"{"app:shared": 1}"#.into(),
-        ..Default::default()
-    }
+    create_request(app, user, id, r#"{"app:shared": 1}"#)
 }
 
 #[tokio::test]
@@ -101,12 +98,7 @@ async fn tokens_confine_callers_to_their_apps_and_users() {
             .await
             .map(|r| r.map(|_| ())),
     );
-    let get_b = GetSessionRequest {
-        app_name: "b".into(),
-        user_id: "bob".into(),
-        session_id: "s".into(),
-        ..Default::default()
-    };
+    let get_b = get_request("b", "bob", "s");
     denied(app_a.get_session(get_b).await.map(|r| r.map(|_| ())));
     let list_b = ListSessionsRequest {
         app_name: "b".into(),
@@ -121,12 +113,7 @@ async fn tokens_confine_callers_to_their_apps_and_users() {
             .await
             .map(|r| r.map(|_| ())),
     );
-    let watch_b = WatchSessionRequest {
-        app_name: "b".into(),
-        user_id: "bob".into(),
-        session_id: "s".into(),
-        ..Default::default()
-    };
+    let watch_b = watch_request("b", "bob", "s");
     denied(app_a.watch_session(watch_b).await.map(|r| r.map(|_| ())));
     let feed_b = WatchEventsRequest {
         app_name: "b".into(),
@@ -211,12 +198,7 @@ async fn tokens_confine_callers_to_their_apps_and_users() {
         .connect()
         .await
         .unwrap();
-    let search = |app: &str| SearchMemoryRequest {
-        app_name: app.into(),
-        user_id: "bob".into(),
-        query: "x".into(),
-        ..Default::default()
-    };
+    let search = |app: &str| search_request(app, "bob", "x");
     let mut plain = MemoryServiceClient::new(channel.clone());
     assert_eq!(
         plain.search_memory(search("a")).await.unwrap_err().code(),
@@ -349,12 +331,7 @@ async fn shutdown_ends_streams_cleanly_and_keeps_every_acknowledged_append() {
     let mut watch = srv
         .client
         .clone()
-        .watch_session(WatchSessionRequest {
-            app_name: "app".into(),
-            user_id: "u".into(),
-            session_id: "s".into(),
-            ..Default::default()
-        })
+        .watch_session(watch_request("app", "u", "s"))
         .await
         .unwrap()
         .into_inner();
@@ -413,6 +390,57 @@ async fn shutdown_ends_streams_cleanly_and_keeps_every_acknowledged_append() {
     );
 }
 
+/// On PostgreSQL every replica keeps a connection listening for the others' notices. Shutdown
+/// ends it (rather than leaving it to the next notice that finds no one to deliver to, which a
+/// quiet channel never sends) and waits for it, so a stopped server leaves no listener behind.
+#[tokio::test]
+async fn shutdown_closes_the_listening_connection() {
+    let Some(url) = adk_tests::postgres_url() else {
+        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
+        return;
+    };
+    let application = format!("adk_listen_{}", std::process::id());
+    let store = format!(
+        "{}&application_name={application}",
+        adk_tests::fresh_schema(&url).await
+    );
+    let (db, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connects to the test database");
+    tokio::spawn(connection);
+    let listening = || async {
+        db.query_one(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE application_name = $1 AND query LIKE 'LISTEN %'",
+            &[&application],
+        )
+        .await
+        .expect("reads pg_stat_activity")
+        .get::<_, i64>(0)
+    };
+    let srv = SessionServer::start_with(|c| {
+        c.store = Some(adk_common::postgres::StoreLocation::Postgres(store));
+    })
+    .await;
+    // The listener connects in the background, and the database ends a backend on its own
+    // schedule once the client has closed the socket: both are awaited here, with a bound.
+    let until = |want_open: bool| async move {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while (listening().await > 0) != want_open {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "after 10 s the listening connection is still {}",
+                if want_open { "missing" } else { "open" }
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    until(true).await;
+    srv.create("app", "u", "s", json!({})).await;
+    srv.shutdown().await;
+    until(false).await;
+}
+
 #[tokio::test]
 async fn expired_sessions_vanish_and_are_swept() {
     let srv = SessionServer::start_with(|c| c.default_session_ttl_secs = 3600).await;
@@ -426,12 +454,7 @@ async fn expired_sessions_vanish_and_are_swept() {
     assert!(created.expire_time.is_some());
     // Watched before it expires: the sweeper's deletion ends the watch.
     let mut watch = c
-        .watch_session(WatchSessionRequest {
-            app_name: "app".into(),
-            user_id: "u".into(),
-            session_id: "short".into(),
-            ..Default::default()
-        })
+        .watch_session(watch_request("app", "u", "short"))
         .await
         .unwrap()
         .into_inner();
@@ -447,12 +470,7 @@ async fn expired_sessions_vanish_and_are_swept() {
     );
 
     // Invisible once expired (polled: how soon after its expiry this runs depends on the load).
-    let get = GetSessionRequest {
-        app_name: "app".into(),
-        user_id: "u".into(),
-        session_id: "short".into(),
-        ..Default::default()
-    };
+    let get = get_request("app", "u", "short");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         match c.get_session(get.clone()).await {
@@ -536,22 +554,12 @@ async fn metrics_are_exposed_for_prometheus() {
         srv.append("metrics-app", "u", "s", text_event("user", "hi"))
             .await;
     }
-    let missing = GetSessionRequest {
-        app_name: "metrics-app".into(),
-        user_id: "u".into(),
-        session_id: "nope".into(),
-        ..Default::default()
-    };
+    let missing = get_request("metrics-app", "u", "nope");
     srv.client.clone().get_session(missing).await.unwrap_err();
     let _watch = srv
         .client
         .clone()
-        .watch_session(WatchSessionRequest {
-            app_name: "metrics-app".into(),
-            user_id: "u".into(),
-            session_id: "s".into(),
-            ..Default::default()
-        })
+        .watch_session(watch_request("metrics-app", "u", "s"))
         .await
         .unwrap();
     let body = scrape(srv.metrics_addr().unwrap()).await;
@@ -775,12 +783,7 @@ async fn online_snapshots_restore_into_a_fresh_data_directory() {
         .await
         .unwrap();
     let found = client
-        .search_memory(SearchMemoryRequest {
-            app_name: "app".into(),
-            user_id: "u".into(),
-            query: "Miso".into(),
-            ..Default::default()
-        })
+        .search_memory(search_request("app", "u", "Miso"))
         .await
         .unwrap()
         .into_inner()

@@ -3,9 +3,10 @@
 //! `deadlock_timeout`, 1 s by default, before failing one of them), and the state ends exactly
 //! as the last writes left it.
 //!
-//! The wait is checked through the database's own deadlock counter rather than a clock: appends
-//! that share a row still queue behind each other's commits, whose time depends on the disk and
-//! the machine's load (latency is measured by `bench/`, see BENCHMARKS.md).
+//! The wait is checked through the database's own deadlock counter rather than a clock: an
+//! append's time depends on the disk and the machine's load (latency is measured by `bench/`,
+//! see BENCHMARKS.md; that a writer of shared keys waits for no other is checked in the store's
+//! own tests).
 //!
 //! Runs when `ADK_TEST_POSTGRES` names a database (CI sets it); says "skipped" otherwise.
 
@@ -103,8 +104,10 @@ async fn sixteen_writers_sharing_app_and_user_keys_never_deadlock() {
         writer.await.expect("writer finishes");
     }
 
-    // Each writer's last append is the last write of its keys, and the append that committed
-    // last overall is some writer's last: every shared key ends at the last turn too.
+    // Each writer's last append is the last write of its keys, and the newest version of a
+    // shared key was written by some writer's last append (each writer's appends come one
+    // after another, so its last one wins over its earlier ones): every shared key ends at the
+    // last turn too.
     let last = APPENDS - 1;
     let mut expected = serde_json::Map::new();
     expected.insert("turn".into(), json!(last));

@@ -4,23 +4,14 @@
 use std::time::Duration;
 
 use adk_proto::session::v1::{
-    watch_session_response::Change, CreateSessionRequest, DeleteSessionRequest, GetSessionRequest,
-    WatchSessionRequest,
+    watch_session_response::Change, DeleteSessionRequest, GetSessionRequest,
 };
-use adk_tests::{append_request, delta_event, json, text_event, SessionServer, SyncMode};
+use adk_tests::{
+    append_request, create_request, delta_event, get_request, json, state_request, text_event,
+    watch_request, SessionServer, SyncMode,
+};
 use serde_json::json;
 use tonic::Code;
-
-fn get(id: &str) -> GetSessionRequest {
-    GetSessionRequest {
-        app_name: "app".into(),
-        user_id: "u".into(),
-        session_id: id.into(),
-        num_recent_events: Some(0),
-        after_timestamp: None,
-        ..Default::default()
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_writers_increment_one_counter_without_losing_an_update() {
@@ -36,7 +27,11 @@ async fn sixty_four_writers_increment_one_counter_without_losing_an_update() {
                 let mut done = 0;
                 while done < INCREMENTS {
                     // Read, compute, write conditionally; on a conflict read again.
-                    let session = c.get_session(get("counter")).await.unwrap().into_inner();
+                    let session = c
+                        .get_session(state_request("app", "u", "counter"))
+                        .await
+                        .unwrap()
+                        .into_inner();
                     let count = json(&session.state)["count"].as_u64().unwrap();
                     let mut request = append_request(
                         "app",
@@ -79,13 +74,12 @@ async fn concurrent_creates_of_one_id_have_exactly_one_winner() {
         .map(|i| {
             let mut c = srv.client.clone();
             tokio::spawn(async move {
-                c.create_session(CreateSessionRequest {
-                    app_name: "app".into(),
-                    user_id: "u".into(),
-                    session_id: "same".into(),
-                    state: json!({ "creator": i }).to_string(),
-                    ..Default::default()
-                })
+                c.create_session(create_request(
+                    "app",
+                    "u",
+                    "same",
+                    &json!({ "creator": i }).to_string(),
+                ))
                 .await
             })
         })
@@ -118,12 +112,7 @@ async fn a_delete_racing_appends_and_watchers_resurrects_nothing() {
             let subscribed = subscribed.clone();
             tokio::spawn(async move {
                 let mut stream = c
-                    .watch_session(WatchSessionRequest {
-                        app_name: "app".into(),
-                        user_id: "u".into(),
-                        session_id: "doomed".into(),
-                        ..Default::default()
-                    })
+                    .watch_session(watch_request("app", "u", "doomed"))
                     .await
                     .unwrap()
                     .into_inner();
@@ -206,7 +195,7 @@ async fn a_delete_racing_appends_and_watchers_resurrects_nothing() {
     let err = srv
         .client
         .clone()
-        .get_session(get("doomed"))
+        .get_session(state_request("app", "u", "doomed"))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::NotFound, "the session stays deleted");
@@ -236,7 +225,7 @@ async fn a_read_racing_appends_sees_the_state_of_exactly_the_events_it_returns()
         let session = c
             .get_session(GetSessionRequest {
                 num_recent_events: Some(1),
-                ..get("s")
+                ..get_request("app", "u", "s")
             })
             .await
             .unwrap()

@@ -8,10 +8,12 @@ use std::{collections::HashSet, time::Duration};
 
 use adk_common::postgres::StoreLocation;
 use adk_proto::session::v1::{
-    watch_session_response::Change, DeleteSessionRequest, GetSessionRequest, WatchEventsRequest,
-    WatchSessionRequest,
+    watch_session_response::Change, DeleteSessionRequest, WatchEventsRequest,
 };
-use adk_tests::{append_request, delta_event, fresh_schema, json, postgres_url, SessionServer};
+use adk_tests::{
+    append_request, delta_event, fresh_schema, json, postgres_url, state_request, watch_request,
+    SessionServer,
+};
 use serde_json::json;
 use tonic::Code;
 
@@ -31,33 +33,12 @@ async fn two_replicas() -> Option<(SessionServer, SessionServer)> {
     Some((a, b))
 }
 
-fn watch_session(id: &str) -> WatchSessionRequest {
-    WatchSessionRequest {
-        app_name: "app".into(),
-        user_id: "u".into(),
-        session_id: id.into(),
-        after_sequence: 0,
-        include_partial: false,
-    }
-}
-
 /// The feed of app "app" (of one user unless `user` is empty), after `cursor`.
 fn app_feed(user: &str, cursor: &str) -> WatchEventsRequest {
     WatchEventsRequest {
         app_name: "app".into(),
         user_id: user.into(),
         cursor: cursor.into(),
-    }
-}
-
-fn get(id: &str) -> GetSessionRequest {
-    GetSessionRequest {
-        app_name: "app".into(),
-        user_id: "u".into(),
-        session_id: id.into(),
-        num_recent_events: Some(0),
-        after_timestamp: None,
-        ..Default::default()
     }
 }
 
@@ -71,7 +52,7 @@ async fn optimistic_writers_on_two_replicas_and_watchers_on_each_see_everything_
     let mut session_feed = a
         .client
         .clone()
-        .watch_session(watch_session("counter"))
+        .watch_session(watch_request("app", "u", "counter"))
         .await
         .unwrap()
         .into_inner();
@@ -91,7 +72,11 @@ async fn optimistic_writers_on_two_replicas_and_watchers_on_each_see_everything_
                 let mut conflicts = 0u64;
                 let mut done = 0;
                 while done < INCREMENTS {
-                    let session = c.get_session(get("counter")).await.unwrap().into_inner();
+                    let session = c
+                        .get_session(state_request("app", "u", "counter"))
+                        .await
+                        .unwrap()
+                        .into_inner();
                     let count = json(&session.state)["count"].as_u64().unwrap();
                     let mut request = append_request(
                         "app",
@@ -238,7 +223,7 @@ async fn watchers_wake_for_appends_made_only_through_the_other_replica() {
     let mut session_feed = a
         .client
         .clone()
-        .watch_session(watch_session("s"))
+        .watch_session(watch_request("app", "u", "s"))
         .await
         .unwrap()
         .into_inner();

@@ -491,8 +491,10 @@ async fn remembering_adds_the_session_to_memory_after_the_turn() {
     let runner = recall_runner(&sessions, &memory).remember_sessions(true);
     ok_turn(&runner, "s", "The cat is called Miso.").await;
     let found = memory_client.search(APP, USER, "cat").await.unwrap();
-    assert_eq!(found.len(), 1);
-    assert_eq!(found[0].session_id, "s");
+    // The user's message, then the agent's reply to it (found by its context).
+    assert_eq!(found.len(), 2);
+    assert!(found.iter().all(|m| m.session_id == "s"));
+    assert_eq!(found[0].author, "user");
 
     let forgetful = runner_of(&sessions, RecallAgent::new("recall")).remember_sessions(true);
     let (_, error) = turn(&forgetful, "t", user_text("hi"), None).await;

@@ -1,11 +1,13 @@
 //! session-svc refuses bad input with a status that names the field, and writes nothing.
 
 use adk_proto::session::v1::{
-    part::Data, AppendEventRequest, Blob, Content, CreateSessionRequest, Event, EventActions,
-    FunctionCall, GetAppStateRequest, GetSessionRequest, GetUserStateRequest, ListEventsRequest,
+    part::Data, AppendEventRequest, Blob, Content, Event, EventActions, FunctionCall,
+    GetAppStateRequest, GetSessionRequest, GetUserStateRequest, ListEventsRequest,
     ListSessionsRequest, Part,
 };
-use adk_tests::{append_request, delta_event, json, text_event, SessionServer};
+use adk_tests::{
+    append_request, create_request, delta_event, get_request, json, text_event, SessionServer,
+};
 use serde_json::json;
 use tonic::{Code, Status};
 
@@ -19,39 +21,29 @@ fn assert_status(result: Result<impl std::fmt::Debug, Status>, code: Code, field
     );
 }
 
-fn create(app: &str, user: &str, id: &str, state: &str) -> CreateSessionRequest {
-    CreateSessionRequest {
-        app_name: app.into(),
-        user_id: user.into(),
-        session_id: id.into(),
-        state: state.into(),
-        ..Default::default()
-    }
-}
-
 #[tokio::test]
 async fn create_refuses_bad_identifiers_and_state_and_writes_nothing() {
     let srv = SessionServer::start().await;
     let mut c = srv.client.clone();
     let long = "x".repeat(257);
     let cases = [
-        (create("", "u", "s", ""), "app_name"),
-        (create("app", "", "s", ""), "user_id"),
-        (create(&long, "u", "s", ""), "app_name"),
-        (create("app", "u\u{7}", "s", ""), "user_id"),
-        (create("app", "u", &long, ""), "session_id"),
-        (create("app", "u", "s", "[1, 2]"), "state"),
-        (create("app", "u", "s", "{not json"), "state"),
-        (create("app", "u", "s", r#"{"": 1}"#), "state"),
+        (create_request("", "u", "s", ""), "app_name"),
+        (create_request("app", "", "s", ""), "user_id"),
+        (create_request(&long, "u", "s", ""), "app_name"),
+        (create_request("app", "u\u{7}", "s", ""), "user_id"),
+        (create_request("app", "u", &long, ""), "session_id"),
+        (create_request("app", "u", "s", "[1, 2]"), "state"),
+        (create_request("app", "u", "s", "{not json"), "state"),
+        (create_request("app", "u", "s", r#"{"": 1}"#), "state"),
         (
-            create("app", "u", "s", r#"{"user:": 1, "app:ok": 1}"#),
+            create_request("app", "u", "s", r#"{"user:": 1, "app:ok": 1}"#),
             "state",
         ),
     ];
     for (req, field) in cases {
         assert_status(c.create_session(req).await, Code::InvalidArgument, field);
     }
-    let mut both = create("app", "u", "s", "");
+    let mut both = create_request("app", "u", "s", "");
     both.ttl = Some(prost_types::Duration {
         seconds: 60,
         nanos: 0,
@@ -61,7 +53,7 @@ async fn create_refuses_bad_identifiers_and_state_and_writes_nothing() {
         nanos: 0,
     });
     assert_status(c.create_session(both).await, Code::InvalidArgument, "ttl");
-    let mut negative = create("app", "u", "s", "");
+    let mut negative = create_request("app", "u", "s", "");
     negative.ttl = Some(prost_types::Duration {
         seconds: -1,
         nanos: 0,
@@ -99,12 +91,8 @@ async fn reads_refuse_bad_arguments() {
     srv.create("app", "u", "s", json!({})).await;
     let mut c = srv.client.clone();
     let get = GetSessionRequest {
-        app_name: "app".into(),
-        user_id: "u".into(),
-        session_id: "s".into(),
         num_recent_events: Some(-1),
-        after_timestamp: None,
-        ..Default::default()
+        ..get_request("app", "u", "s")
     };
     assert_status(
         c.get_session(get.clone()).await,

@@ -1,22 +1,16 @@
 //! session-svc against ADK's session rules (S0-S8 in docs/rules.md), over gRPC.
 
 use adk_proto::session::v1::{
-    part::Data, Blob, Content, CreateSessionRequest, DeleteSessionRequest, Event, EventActions,
-    EventCompaction, FunctionCall, FunctionResponse, GetAppStateRequest, GetSessionRequest,
-    GetUserStateRequest, ListEventsRequest, ListSessionsRequest, Part,
+    part::Data, Blob, Content, DeleteSessionRequest, Event, EventActions, EventCompaction,
+    FunctionCall, FunctionResponse, GetAppStateRequest, GetUserStateRequest, ListEventsRequest,
+    ListSessionsRequest, Part,
 };
-use adk_tests::{append_request, delta_event, json, text_event, ts, SessionServer, SyncMode};
+use adk_tests::{
+    append_request, create_request, delta_event, get_request, json, text_event, ts, SessionServer,
+    SyncMode,
+};
 use serde_json::json;
 use tonic::Code;
-
-fn get_request(app: &str, user: &str, id: &str) -> GetSessionRequest {
-    GetSessionRequest {
-        app_name: app.into(),
-        user_id: user.into(),
-        session_id: id.into(),
-        ..Default::default()
-    }
-}
 
 fn list_request(app: &str, user: Option<&str>, page_size: i32, token: &str) -> ListSessionsRequest {
     ListSessionsRequest {
@@ -73,13 +67,7 @@ async fn s1_2_duplicate_id_is_already_exists_but_other_users_may_reuse_it() {
     let err = srv
         .client
         .clone()
-        .create_session(CreateSessionRequest {
-            app_name: "app".into(),
-            user_id: "u1".into(),
-            session_id: "s".into(),
-            state: r#"{"app:x": 1}"#.into(),
-            ..Default::default()
-        })
+        .create_session(create_request("app", "u1", "s", r#"{"app:x": 1}"#))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::AlreadyExists);

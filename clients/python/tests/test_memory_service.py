@@ -85,8 +85,9 @@ async def test_search_matches_words_case_insensitively(
     memory_service: GrpcMemoryService, app: str
 ) -> None:
     await memory_service.add_session_to_memory(session_1(app))
-    (found,) = await search(memory_service, app, "development")
-    assert found.id == "event-1c"
+    # The entry saying it, then the turn before it, which has it as context.
+    found = await search(memory_service, app, "development")
+    assert [m.id for m in found] == ["event-1c", "event-1a"]
     assert {m.id for m in await search(memory_service, app, "How about ADK?")} == {
         "event-1a",
         "event-1c",
@@ -144,14 +145,22 @@ async def test_add_events_appends_and_first_copy_of_an_id_wins(
             text_event("event-1a", "Updated duplicate text about gardening."),
         ],
     )
-    assert [m.id for m in await search(memory_service, app, "gardening")] == ["event-1d"]
-    (original,) = await search(memory_service, app, "toolkit")
+    # The new entry, then the turn before it, which now has it as context.
+    assert [m.id for m in await search(memory_service, app, "gardening")] == [
+        "event-1d",
+        "event-1c",
+    ]
+    original = (await search(memory_service, app, "toolkit"))[0]
     assert original.id == "event-1a"
     # Without a session id the events still land, in a bucket of their own.
     await memory_service.add_events_to_memory(
         app_name=app, user_id=USER, events=[text_event("loose", "Loose notes on gardening.")]
     )
-    assert {m.id for m in await search(memory_service, app, "gardening")} == {"event-1d", "loose"}
+    assert {m.id for m in await search(memory_service, app, "gardening")} == {
+        "event-1d",
+        "event-1c",
+        "loose",
+    }
 
 
 async def test_add_events_custom_metadata_comes_back(

@@ -606,7 +606,7 @@ fn brute_force(docs: &[(Entry, Terms)], q: &SearchQuery) -> Vec<(String, String,
         for (term, idf) in terms.iter().zip(&idfs) {
             if let Some(tf) = tf(r, term) {
                 let tf = tf / f64::from(UNIT);
-                let norm = 1.2 * (1.0 - 0.75 + 0.75 * f64::from(r.len) / avg);
+                let norm = 1.2 * (1.0 - 0.5 + 0.5 * f64::from(r.len) / avg);
                 *score.get_or_insert(0.0) += idf * tf * (1.2 + 1.0) / (tf + norm);
             }
         }

@@ -21,6 +21,7 @@ use std::future::Future;
 
 use adk_common::{page::PageTokenError, storage::StorageError};
 use adk_proto::session::v1::Content;
+pub use plan::Write;
 
 use crate::analysis::Language;
 use prost_types::Timestamp;
@@ -141,6 +142,10 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// holds at most one entry per id, and an entry rewritten in its slot keeps its place in
 /// ingestion order (the order of listings and of equal search scores).
 pub trait MemoryStore: Send + Sync + 'static {
+    /// Applies a write call, atomically and durably (see [`plan`] for what each one changes),
+    /// and returns the count the call reports. The calls below are this with their [`Write`].
+    fn write(&self, scope: Scope<'_>, write: Write) -> impl Future<Output = Result<u32>> + Send;
+
     /// Makes `entries` the session's whole memory (ADK M1.2): entries no longer present are
     /// removed, tombstoned ids are skipped, and of several entries with one id the first is
     /// kept. Returns the number of entries the session now holds.
@@ -149,7 +154,16 @@ pub trait MemoryStore: Send + Sync + 'static {
         scope: Scope<'_>,
         session_id: &str,
         entries: Vec<Entry>,
-    ) -> impl Future<Output = Result<u32>> + Send;
+    ) -> impl Future<Output = Result<u32>> + Send {
+        let session_id = session_id.to_owned();
+        self.write(
+            scope,
+            Write::Replace {
+                session_id,
+                entries,
+            },
+        )
+    }
 
     /// Appends the entries whose id is neither in the session (`""`: no session) nor
     /// tombstoned; the first copy of an id wins (ADK M1.3). Returns the number added.
@@ -158,7 +172,16 @@ pub trait MemoryStore: Send + Sync + 'static {
         scope: Scope<'_>,
         session_id: &str,
         entries: Vec<Entry>,
-    ) -> impl Future<Output = Result<u32>> + Send;
+    ) -> impl Future<Output = Result<u32>> + Send {
+        let session_id = session_id.to_owned();
+        self.write(
+            scope,
+            Write::AddEvents {
+                session_id,
+                entries,
+            },
+        )
+    }
 
     /// Direct writes, each into the slot of its own `session_id` and `id`: an entry already
     /// there is replaced, and of several entries with one id the last wins. An explicit write
@@ -167,7 +190,10 @@ pub trait MemoryStore: Send + Sync + 'static {
         &self,
         scope: Scope<'_>,
         entries: Vec<Entry>,
-    ) -> impl Future<Output = Result<()>> + Send;
+    ) -> impl Future<Output = Result<()>> + Send {
+        let write = self.write(scope, Write::AddMemories(entries));
+        async move { write.await.map(|_| ()) }
+    }
 
     /// Entries matching any query term, best BM25 score first, equal scores in ingestion
     /// order, filtered by [`SearchQuery::admits`], at most `limit`.
@@ -182,7 +208,9 @@ pub trait MemoryStore: Send + Sync + 'static {
         &self,
         scope: Scope<'_>,
         target: &DeleteTarget,
-    ) -> impl Future<Output = Result<u32>> + Send;
+    ) -> impl Future<Output = Result<u32>> + Send {
+        self.write(scope, Write::Delete(target.clone()))
+    }
 
     /// One page of the user's entries in ingestion order, and the token of the next page
     /// (empty after the last one).

@@ -1,6 +1,11 @@
 //! The followers behind the watch streams: [`SessionFollower`] replays a session's stored
 //! events and then relays its live changes (WatchSession); [`AppFollower`] reads an app's change
 //! feed from a cursor on (WatchEvents). Each runs as a background task feeding its stream.
+//!
+//! A store that cannot be reached (a database restarting) does not end a stream: the follower
+//! reads again from where it stopped once woken (every watcher is woken when the notification
+//! connection is back) or after [`UNAVAILABLE_RETRY`], so the stream resumes with no gap and no
+//! repeat.
 
 use std::{collections::HashSet, time::Duration};
 
@@ -8,6 +13,7 @@ use adk_common::{
     keys::{Key, KeyReader},
     page,
     server::Stopping,
+    storage::StorageErrorKind,
     validate::InvalidArgument,
 };
 use adk_proto::session::v1::Event;
@@ -29,6 +35,14 @@ pub(super) const WATCH_BUFFER: usize = 16;
 /// How soon an app watcher reads again when committed changes are not readable yet (on a
 /// shared store, a change becomes readable once every transaction begun before it has ended).
 const HORIZON_RETRY: Duration = Duration::from_millis(20);
+
+/// How soon a watcher reads again after the store could not be reached, unless woken first.
+const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
+
+/// The store could not be reached: reading again later may succeed.
+fn unavailable(e: &SessionError) -> bool {
+    matches!(e, SessionError::Storage(s) if s.kind() == StorageErrorKind::Unavailable)
+}
 
 /// Follows one session for a WatchSession stream.
 pub(super) struct SessionFollower<S> {
@@ -53,7 +67,23 @@ impl<S: SessionStore> SessionFollower<S> {
     async fn follow(&mut self) -> Result<()> {
         let mut partials: Option<broadcast::Receiver<Event>> = None;
         loop {
-            if self.watch.current().deleted || !self.catch_up().await? {
+            let exists = match self.watch.current().deleted {
+                true => false,
+                false => match self.catch_up().await {
+                    Ok(exists) => exists,
+                    Err(e) if unavailable(&e) => {
+                        tokio::select! {
+                            _ = self.tx.closed() => return Ok(()),
+                            _ = self.stopping.wait() => return Ok(()),
+                            _ = self.watch.changed() => {}
+                            _ = tokio::time::sleep(UNAVAILABLE_RETRY) => {}
+                        }
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                },
+            };
+            if !exists {
                 let _ = self.tx.send(Ok(SessionChange::Deleted)).await;
                 return Ok(());
             }
@@ -152,11 +182,17 @@ impl<S: SessionStore> AppFollower<S> {
     async fn follow(&mut self) -> Result<()> {
         loop {
             self.watch.mark_seen();
-            let pending = loop {
-                let changes = self
+            // When to look again without a notification, if at all.
+            let retry = loop {
+                let changes = match self
                     .store
                     .changes(&self.app_name, self.last, WATCH_PAGE)
-                    .await?;
+                    .await
+                {
+                    Ok(changes) => changes,
+                    Err(e) if unavailable(&e) => break Some(UNAVAILABLE_RETRY),
+                    Err(e) => return Err(e),
+                };
                 // A watcher slower than the retention window has lost events: say so.
                 check_retained(self.last, changes.oldest)?;
                 let full = changes.items.len() == WATCH_PAGE;
@@ -180,15 +216,15 @@ impl<S: SessionStore> AppFollower<S> {
                         return Ok(());
                     }
                 }
+                // Committed changes not readable yet: look again shortly, since no
+                // notification will come when the older transactions holding them back end.
                 if !full {
-                    break !changes.unreadable.is_empty();
+                    break (!changes.unreadable.is_empty()).then_some(HORIZON_RETRY);
                 }
             };
-            // Committed changes not readable yet: look again shortly, since no notification
-            // will come when the older transactions holding them back end.
             tokio::select! {
                 _ = self.watch.changed() => {}
-                _ = tokio::time::sleep(HORIZON_RETRY), if pending => {}
+                _ = tokio::time::sleep(retry.unwrap_or_default()), if retry.is_some() => {}
                 _ = self.tx.closed() => return Ok(()),
                 _ = self.stopping.wait() => return Ok(()),
             }

@@ -25,6 +25,7 @@ macro_rules! session_store_suite {
             a_taken_event_id_is_refused,
             a_stale_expected_sequence_is_refused,
             state_scopes_merge,
+            shared_keys_keep_the_last_write,
             lists_sessions_in_order_and_pages,
             lists_events_in_pages,
             delete_keeps_app_and_user_state,
@@ -339,6 +340,45 @@ pub async fn state_scopes_merge<S: SessionStore>(store: S) {
     app.sort();
     assert_eq!(app, entries(&[("a", "10"), ("b", "null")]));
     assert!(store.user_state(APP, "nobody").await.unwrap().is_empty());
+}
+
+pub async fn shared_keys_keep_the_last_write<S: SessionStore>(store: S) {
+    // Sessions of one user take turns writing the same `app:` and `user:` keys: each write
+    // replaces the one before, whichever session made it, in every view of the state.
+    let sessions = [key("s1"), key("s2"), key("s3")];
+    for k in &sessions {
+        create(&store, k, 100).await;
+    }
+    for turn in 0..9_i64 {
+        let value = turn.to_string();
+        let mut next = append_of(&format!("e{turn}"), 110 + turn);
+        next.delta = ScopedDelta {
+            app: entries(&[("k", &value)]),
+            user: entries(&[("k", &value)]),
+            session: Vec::new(),
+        };
+        let writer = &sessions[usize::try_from(turn).unwrap() % sessions.len()];
+        store.append(writer, next).await.unwrap();
+        for k in &sessions {
+            let session = get_all(&store, k).await.unwrap();
+            assert_eq!(
+                state_of(&session),
+                json!({"app:k": turn, "user:k": turn}),
+                "{} after turn {turn}",
+                k.session_id
+            );
+        }
+    }
+    let listed = store.list(APP, Some("user"), 10, "").await.unwrap();
+    assert_eq!(listed.items.len(), sessions.len());
+    for session in &listed.items {
+        assert_eq!(state_of(session), json!({"app:k": 8, "user:k": 8}));
+    }
+    assert_eq!(store.app_state(APP).await.unwrap(), entries(&[("k", "8")]));
+    assert_eq!(
+        store.user_state(APP, "user").await.unwrap(),
+        entries(&[("k", "8")])
+    );
 }
 
 pub async fn lists_sessions_in_order_and_pages<S: SessionStore>(store: S) {

@@ -13,6 +13,7 @@ pub mod token;
 
 use std::future::Future;
 
+use adk_common::server::Stopping;
 use adk_proto::session::v1::{Event, Session};
 use prost_types::Timestamp;
 use tokio::sync::mpsc;
@@ -197,8 +198,9 @@ pub trait SessionStore: Clone + Send + Sync + 'static {
     fn app_state(&self, app_name: &str) -> impl Future<Output = Result<Vec<Entry>>> + Send;
 
     /// Changes other processes make to the store, when it is shared (`None`: only this process
-    /// writes, and the domain already knows every change).
-    fn notices(&self) -> Result<Option<mpsc::UnboundedReceiver<Notice>>> {
+    /// writes, and the domain already knows every change). Whatever listens for them runs until
+    /// `stopping`, and shutdown waits for it to end.
+    fn notices(&self, _stopping: &Stopping) -> Result<Option<mpsc::UnboundedReceiver<Notice>>> {
         Ok(None)
     }
 }

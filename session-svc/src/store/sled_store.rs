@@ -104,6 +104,10 @@ enum Removal {
     Changed,
 }
 
+/// The version of the layout below: raise it with any change a binary of the previous
+/// version would misread (see [`adk_common::versions`]).
+const FORMAT: u32 = 1;
+
 /// Session store on a sled database.
 #[derive(Debug, Clone)]
 pub struct SledStore {
@@ -129,6 +133,7 @@ impl SledStore {
     /// Uses the session trees of an open database (see [`adk_common::cache::SledCache::open`]).
     /// Must be called inside a tokio runtime.
     pub fn from_db(db: sled::Db, sync: SyncMode) -> Result<Self> {
+        adk_common::versions::open_sled(&db, "session store", FORMAT)?;
         let trees = appender::AppendTrees {
             sessions: db.open_tree("sessions")?,
             session_state: db.open_tree("session_state")?,
@@ -202,14 +207,16 @@ impl SledStore {
         self.commit.failures()
     }
 
-    /// Stops taking appends, lets the batch in hand finish, and flushes everything to disk
-    /// (at shutdown).
+    /// Stops taking appends, lets the batch in hand finish, stops the group-commit flusher, and
+    /// flushes everything to disk (at shutdown). Afterwards no task or thread of the store
+    /// holds the database.
     pub async fn close(&self) -> Result<()> {
         let (done, stopped) = oneshot::channel();
         // Already stopped (or gone) is fine: either way no batch is running.
         if self.appends.send(appender::Request::Stop(done)).is_ok() {
             let _ = stopped.await;
         }
+        self.commit.stop().await;
         self.db.flush_async().await?;
         Ok(())
     }

@@ -6,11 +6,11 @@ use std::net::SocketAddr;
 use adk_proto::{
     memory::v1::{memory_service_client::MemoryServiceClient, AddMemoryRequest, MemoryEntry},
     session::v1::{
-        part::Data, session_service_client::SessionServiceClient, Content, CreateSessionRequest,
-        Event, EventActions, FunctionCall, FunctionResponse, Part,
+        part::Data, session_service_client::SessionServiceClient, Content, Event, EventActions,
+        FunctionCall, FunctionResponse, Part,
     },
 };
-use adk_tests::{append_request, text_event, MemoryServer, SessionServer};
+use adk_tests::{append_request, create_request, text_event, MemoryServer, SessionServer};
 use tonic::{
     metadata::{Ascii, MetadataValue},
     service::{interceptor::InterceptedService, Interceptor},
@@ -116,13 +116,7 @@ impl Fixture {
     pub async fn create(&self, app: &str, user: &str, id: &str, state: serde_json::Value) {
         self.sessions
             .clone()
-            .create_session(CreateSessionRequest {
-                app_name: app.into(),
-                user_id: user.into(),
-                session_id: id.into(),
-                state: state.to_string(),
-                ..Default::default()
-            })
+            .create_session(create_request(app, user, id, &state.to_string()))
             .await
             .expect("create_session");
     }

@@ -19,8 +19,7 @@ use deadpool_postgres::Pool;
 
 use self::schema::{db_int, stored, ENTRY, MIGRATIONS};
 use super::{
-    index, plan::Write, token, DeleteTarget, Entry, Hit, MemoryStore, Result, Scope, SearchQuery,
-    StoreError,
+    index, plan::Write, token, Entry, Hit, MemoryStore, Result, Scope, SearchQuery, StoreError,
 };
 use crate::analysis::Analyzer;
 
@@ -107,27 +106,9 @@ impl PgMemoryStore {
         postgres::record_pool(&self.pool, "memory-svc");
     }
 
-    /// Runs `op` in one transaction holding the scope's lock. A transaction that loses a race
-    /// (deadlock, serialization failure) was rolled back by the server, and is run again whole
-    /// on a fresh transaction, a bounded number of times; any other failure, a failed COMMIT
-    /// included, is returned as it is and never re-run. Should the race go on, the call fails
-    /// as a conflict (ABORTED), which the client may retry.
-    async fn write(&self, scope: Scope<'_>, op: Write) -> Result<u32> {
-        postgres::retry_conflicts(
-            || async {
-                let mut client = self.pool.get().await?;
-                // Dropped without a commit on any error, the transaction is rolled back: no
-                // statement runs in a failed transaction.
-                let tx = client.transaction().await?;
-                let out = write::write(&tx, scope, &op, &self.analyzer).await?;
-                tx.commit().await?;
-                Ok(out)
-            },
-            |e: &StoreError| {
-                matches!(e, StoreError::Storage(e) if e.kind() == StorageErrorKind::Conflict)
-            },
-        )
-        .await
+    /// Whether the database is reachable, checked every second (see [`postgres::health`]).
+    pub fn health(&self) -> tokio::sync::watch::Receiver<Option<std::sync::Arc<str>>> {
+        postgres::health(self.pool.clone())
     }
 
     /// The entries still stored at these seqs.
@@ -152,43 +133,27 @@ impl PgMemoryStore {
 }
 
 impl MemoryStore for PgMemoryStore {
-    async fn replace_session(
-        &self,
-        scope: Scope<'_>,
-        session_id: &str,
-        entries: Vec<Entry>,
-    ) -> Result<u32> {
-        let session_id = session_id.to_owned();
-        self.write(
-            scope,
-            Write::Replace {
-                session_id,
-                entries,
+    /// Runs `op` in one transaction holding the scope's lock. A transaction that loses a race
+    /// (deadlock, serialization failure) was rolled back by the server, and is run again whole
+    /// on a fresh transaction, a bounded number of times; any other failure, a failed COMMIT
+    /// included, is returned as it is and never re-run. Should the race go on, the call fails
+    /// as a conflict (ABORTED), which the client may retry.
+    async fn write(&self, scope: Scope<'_>, op: Write) -> Result<u32> {
+        postgres::retry_conflicts(
+            || async {
+                let mut client = self.pool.get().await?;
+                // Dropped without a commit on any error, the transaction is rolled back: no
+                // statement runs in a failed transaction.
+                let tx = client.transaction().await?;
+                let out = write::write(&tx, scope, &op, &self.analyzer).await?;
+                tx.commit().await?;
+                Ok(out)
+            },
+            |e: &StoreError| {
+                matches!(e, StoreError::Storage(e) if e.kind() == StorageErrorKind::Conflict)
             },
         )
         .await
-    }
-
-    async fn add_events(
-        &self,
-        scope: Scope<'_>,
-        session_id: &str,
-        entries: Vec<Entry>,
-    ) -> Result<u32> {
-        let session_id = session_id.to_owned();
-        self.write(
-            scope,
-            Write::AddEvents {
-                session_id,
-                entries,
-            },
-        )
-        .await
-    }
-
-    async fn add_memories(&self, scope: Scope<'_>, entries: Vec<Entry>) -> Result<()> {
-        self.write(scope, Write::AddMemories(entries)).await?;
-        Ok(())
     }
 
     async fn search(&self, scope: Scope<'_>, query: &SearchQuery) -> Result<Vec<Hit>> {
@@ -261,10 +226,6 @@ impl MemoryStore for PgMemoryStore {
             }
         }
         Ok(hits)
-    }
-
-    async fn delete(&self, scope: Scope<'_>, target: &DeleteTarget) -> Result<u32> {
-        self.write(scope, Write::Delete(target.clone())).await
     }
 
     async fn list(

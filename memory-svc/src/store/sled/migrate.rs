@@ -1,5 +1,6 @@
 //! Converting a sled database written by an older version, when it is opened: the postings
-//! layout ([`migrate`]) and the index's analysis ([`reindex`]).
+//! layout ([`migrate`]) and the index's analysis ([`reindex`]). (And first, refusing one of a
+//! newer format: [`FORMAT`].)
 
 use adk_common::keys::KeyReader;
 use metrics::counter;
@@ -66,12 +67,20 @@ pub(super) fn reindex(store: &SledMemoryStore) -> Result<()> {
 /// The tree of one key per posting that [`migrate`] converts.
 pub(super) const OLD_POSTINGS: &[u8] = b"postings";
 
+/// The version of the memory store's layout: raise it with any change a binary of the previous
+/// version would misread (see [`adk_common::versions`]). 2: entries have contexts and the
+/// index is of stems (an older binary would search it by whole words).
+const FORMAT: u32 = 2;
+
+/// Refuses a database of a newer format than [`FORMAT`] (recording [`FORMAT`] in an older one).
+///
 /// Converts a database written before the `blocks` and `df` trees: builds them from the old
 /// `postings` tree (keys app, user, term, seq; values term frequency and entry length, two u32s
 /// big-endian), then drops it. Runs before the store serves anything. Until the old tree is
 /// dropped it is what counts: a conversion cut short leaves it in place, and the next open
 /// starts over from cleared new trees.
 pub(super) fn migrate(db: &sled::Db, blocks: &Tree, df: &Tree) -> Result<()> {
+    adk_common::versions::open_sled(db, "memory store", FORMAT)?;
     if !db.tree_names().iter().any(|name| name == OLD_POSTINGS) {
         return Ok(());
     }

@@ -74,9 +74,7 @@ use self::{
     postings::Cursor,
     records::{decode, scope_key, EntryRecord, Stats},
 };
-use super::{
-    index, plan::Write, token, DeleteTarget, Entry, Hit, MemoryStore, Result, Scope, SearchQuery,
-};
+use super::{index, plan::Write, token, Entry, Hit, MemoryStore, Result, Scope, SearchQuery};
 use crate::analysis::Analyzer;
 
 /// Memory store on a sled database. Cheap to clone.
@@ -140,26 +138,13 @@ impl SledMemoryStore {
         self.commit.failures()
     }
 
-    /// Flushes every write to disk, whatever the sync mode (at shutdown).
+    /// Flushes every write to disk, whatever the sync mode, and stops the flusher (at
+    /// shutdown: later writes are refused).
     pub async fn flush(&self) -> Result<()> {
+        // The group-commit flusher ends after its last flush, so nothing of the store runs on.
+        self.commit.stop().await;
         self.db.flush_async().await?;
         Ok(())
-    }
-
-    /// Applies `write` in `scope` (see [`write`]), then waits until it is durable.
-    async fn write(&self, scope: Scope<'_>, write: Write) -> Result<u32> {
-        self.commit.check_writable()?;
-        let writing = self.gate.writing_owned().await;
-        let key = scope_key(scope);
-        let count = self
-            .blocking(move |store| {
-                let _writing = writing;
-                store.write_now(&key, &write)
-            })
-            .await;
-        // Also when nothing changed: the answer may rest on a concurrent write not yet flushed.
-        self.commit.wait_durable().await?;
-        count
     }
 
     /// Runs `work`, which makes blocking sled calls, on tokio's blocking pool (see the module
@@ -297,53 +282,26 @@ impl Snapshotter for SledMemoryStore {
 }
 
 impl MemoryStore for SledMemoryStore {
-    async fn replace_session(
-        &self,
-        scope: Scope<'_>,
-        session_id: &str,
-        entries: Vec<Entry>,
-    ) -> Result<u32> {
-        let session_id = session_id.to_owned();
-        self.write(
-            scope,
-            Write::Replace {
-                session_id,
-                entries,
-            },
-        )
-        .await
-    }
-
-    async fn add_events(
-        &self,
-        scope: Scope<'_>,
-        session_id: &str,
-        entries: Vec<Entry>,
-    ) -> Result<u32> {
-        let session_id = session_id.to_owned();
-        self.write(
-            scope,
-            Write::AddEvents {
-                session_id,
-                entries,
-            },
-        )
-        .await
-    }
-
-    async fn add_memories(&self, scope: Scope<'_>, entries: Vec<Entry>) -> Result<()> {
-        self.write(scope, Write::AddMemories(entries)).await?;
-        Ok(())
+    /// Applies `write` in `scope` (see [`write`]), then waits until it is durable.
+    async fn write(&self, scope: Scope<'_>, write: Write) -> Result<u32> {
+        self.commit.check_writable()?;
+        let writing = self.gate.writing_owned().await;
+        let key = scope_key(scope);
+        let count = self
+            .blocking(move |store| {
+                let _writing = writing;
+                store.write_now(&key, &write)
+            })
+            .await;
+        // Also when nothing changed: the answer may rest on a concurrent write not yet flushed.
+        self.commit.wait_durable().await?;
+        count
     }
 
     async fn search(&self, scope: Scope<'_>, query: &SearchQuery) -> Result<Vec<Hit>> {
         let (key, query) = (scope_key(scope), query.clone());
         self.blocking(move |store| store.search_now(&key, &query))
             .await
-    }
-
-    async fn delete(&self, scope: Scope<'_>, target: &DeleteTarget) -> Result<u32> {
-        self.write(scope, Write::Delete(target.clone())).await
     }
 
     async fn list(

@@ -6,14 +6,17 @@ use std::collections::BTreeMap;
 use adk_common::{durability::SyncMode, keys::Key};
 
 use super::{
-    super::contract::{
-        self, add, assert_searches_exact, delete, entries, entry, generated_corpus, listed,
-        memorize, memory_id, memory_store_suite, query, replace, search, SCOPE,
+    super::{
+        contract::{
+            self, add, assert_searches_exact, delete, entries, entry, generated_corpus, listed,
+            memorize, memory_id, memory_store_suite, query, replace, search, SCOPE,
+        },
+        DeleteTarget,
     },
     migrate::OLD_POSTINGS,
     postings::{self, Posting},
     records::{decode, key_seq, scope_key, u64_value, EntryRecord, Stats},
-    DeleteTarget, MemoryStore, Scope, SledMemoryStore,
+    MemoryStore, Scope, SledMemoryStore,
 };
 use crate::analysis::Analyzer;
 
@@ -107,16 +110,8 @@ async fn survives_reopening() {
         delete(&store, memory_id("gone")).await;
         store.flush().await.unwrap();
     }
-    // The flusher task holds the database until it notices the store is gone.
-    let mut attempts = 0;
-    let store = loop {
-        match SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()) {
-            Ok(store) => break store,
-            Err(e) if attempts == 100 => panic!("{e}"),
-            Err(_) => attempts += 1,
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    };
+    // The flush at shutdown ended the flusher, which let go of the database: it opens at once.
+    let store = SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
     assert_eq!(search(&store, "persisted").await, ["a"]);
     assert_eq!(add(&store, "s", entries(&[("gone", "x")])).await, 0);
     memorize(&store, entries(&[("b", "later")])).await;

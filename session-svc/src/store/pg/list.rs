@@ -8,7 +8,7 @@ use prost_types::Timestamp;
 use tokio_postgres::types::ToSql;
 
 use super::{
-    read::{entries, read_snapshot, record, session, RECORD},
+    read::{keep_newest, read_snapshot, record, session, shared_entries, APP_STATE, RECORD},
     to_i64, PgStore,
 };
 use crate::{
@@ -110,16 +110,12 @@ pub(super) async fn list(
     let sessions: Vec<&str> = listed.iter().map(|(k, _)| k.session_id.as_str()).collect();
     let app: [&(dyn ToSql + Sync); 1] = [&app_name];
     let (app_state, user_rows, session_rows) = tokio::try_join!(
-        entries(
-            &tx,
-            "SELECT key, value FROM app_state WHERE app_name = $1 ORDER BY key",
-            &app,
-        ),
+        shared_entries(&tx, APP_STATE, &app),
         async {
             Ok(tx
                 .query(
                     "SELECT user_id, key, value FROM user_state
-                     WHERE app_name = $1 AND user_id = ANY($2) ORDER BY user_id, key",
+                     WHERE app_name = $1 AND user_id = ANY($2) ORDER BY user_id, key, version",
                     &[&app_name, &users],
                 )
                 .await?)
@@ -141,10 +137,11 @@ pub(super) async fn list(
     tx.commit().await?;
     let mut user_state: HashMap<String, Vec<Entry>> = HashMap::new();
     for row in &user_rows {
-        user_state
-            .entry(row.try_get(0)?)
-            .or_default()
-            .push((row.try_get(1)?, row.try_get(2)?));
+        keep_newest(
+            user_state.entry(row.try_get(0)?).or_default(),
+            row.try_get(1)?,
+            row.try_get(2)?,
+        );
     }
     let mut session_state: HashMap<(String, String), Vec<Entry>> = HashMap::new();
     for row in &session_rows {

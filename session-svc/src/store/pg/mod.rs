@@ -14,8 +14,24 @@
 //!    session across replicas: sequences stay contiguous and `expected_last_sequence` is checked
 //!    against the committed last sequence;
 //! 2. rows only that session's writers touch (`events`, `session_state`, a new `changes` row);
-//! 3. `user_state`, then `app_state`, each in key order, last before the commit: these rows
-//!    are shared by every session of a user or an app, so they are held as briefly as possible.
+//! 3. superseded versions of `user_state` and `app_state` rows, taken `SKIP LOCKED`: a writer
+//!    never waits for them (see "Shared state").
+//!
+//! # Shared state
+//! `user:` and `app:` keys are shared by every session of a user or an app. Were they rows
+//! updated in place, each append writing a key would hold its row lock until its commit (WAL
+//! flush included), and every other append writing that key would queue behind that commit.
+//! Instead each write inserts a new version of the key (numbered by the `state_versions`
+//! sequence, drawn in the append's last statements) and reads take each key's highest
+//! version: writers of a key never wait for each other. The same statement deletes the
+//! versions its own supersedes, skipping those another writer is deleting, so a key keeps one
+//! version plus those of writers still in flight (or that overlapped with the last one).
+//!
+//! Of two appends writing a key, the one that draws the later version wins: an append that
+//! starts after another was answered always wins over it, and appends to one session draw in
+//! their order (the session's row is held from before the draw to the commit). Of two appends
+//! overlapping in time either may win, as either may commit first. Readers see the highest
+//! version committed in their snapshot, so a key's value never goes back to an older version.
 //!
 //! The sweeper and the change-feed trimmer take only rows nobody else holds (`SKIP LOCKED`).
 //! A transaction that still fails with a deadlock or serialization failure was rolled back by
@@ -37,7 +53,7 @@
 //! position: a lost notification delays an event, never loses it, and after a reconnection
 //! every watcher reads again.
 
-use adk_common::{postgres, storage::StorageErrorKind};
+use adk_common::{postgres, server::Stopping, storage::StorageErrorKind};
 use adk_proto::session::v1::{Event, Session};
 use deadpool_postgres::{GenericClient, Pool, Transaction};
 use prost::Message;
@@ -73,7 +89,10 @@ mod schema;
 mod tests;
 mod write;
 
-use read::{entries, live_record, pairs, read_events, read_snapshot, record, session, Record};
+use read::{
+    entries, live_record, read_events, read_snapshot, record, session, shared_entries, Record,
+    APP_STATE, USER_STATE,
+};
 use schema::{CHANNEL_SQL, MIGRATIONS};
 use write::{remove, remove_contents, write_in_order, LOCK_SESSION, STORED_EVENT, WRITE_APPEND};
 
@@ -112,6 +131,11 @@ impl PgStore {
     /// Publishes the connection pool's size as gauges (read at each metrics scrape).
     pub fn record_pool(&self) {
         postgres::record_pool(&self.pool, "session-svc");
+    }
+
+    /// Whether the database is reachable, checked every second (see [`postgres::health`]).
+    pub fn health(&self) -> tokio::sync::watch::Receiver<Option<std::sync::Arc<str>>> {
+        postgres::health(self.pool.clone())
     }
 
     async fn try_create(&self, new: &NewSession) -> Result<()> {
@@ -224,7 +248,7 @@ impl PgStore {
             &notice,
         ];
         // Event, session row, change and notification in one statement, pipelined with the
-        // state upserts after it (one round trip).
+        // state writes after it (one round trip).
         let write = tx.prepare_cached(WRITE_APPEND).await?;
         let written = write_in_order(&tx, key, Some((&write, &params)), &append.delta).await?;
         let change: i64 = written
@@ -325,17 +349,8 @@ impl PgStore {
                  WHERE app_name = $1 AND user_id = $2 AND session_id = $3 ORDER BY key",
                 &name,
             ),
-            entries(
-                tx,
-                "SELECT key, value FROM user_state
-                 WHERE app_name = $1 AND user_id = $2 ORDER BY key",
-                &name[..2],
-            ),
-            entries(
-                tx,
-                "SELECT key, value FROM app_state WHERE app_name = $1 ORDER BY key",
-                &name[..1],
-            ),
+            shared_entries(tx, USER_STATE, &name[..2]),
+            shared_entries(tx, APP_STATE, &name[..1]),
             read_events(tx, key, record.last_sequence, window),
         )?;
         Ok(session(
@@ -498,29 +513,16 @@ impl SessionStore for PgStore {
 
     async fn user_state(&self, app_name: &str, user_id: &str) -> Result<Vec<Entry>> {
         let client = self.pool.get().await?;
-        let rows = client
-            .query(
-                "SELECT key, value FROM user_state
-                 WHERE app_name = $1 AND user_id = $2 ORDER BY key",
-                &[&app_name, &user_id],
-            )
-            .await?;
-        pairs(&rows)
+        shared_entries(&client, USER_STATE, &[&app_name, &user_id]).await
     }
 
     async fn app_state(&self, app_name: &str) -> Result<Vec<Entry>> {
         let client = self.pool.get().await?;
-        let rows = client
-            .query(
-                "SELECT key, value FROM app_state WHERE app_name = $1 ORDER BY key",
-                &[&app_name],
-            )
-            .await?;
-        pairs(&rows)
+        shared_entries(&client, APP_STATE, &[&app_name]).await
     }
 
-    fn notices(&self) -> Result<Option<mpsc::UnboundedReceiver<Notice>>> {
-        notify::notices(&self.url, &self.channel)
+    fn notices(&self, stopping: &Stopping) -> Result<Option<mpsc::UnboundedReceiver<Notice>>> {
+        notify::notices(&self.url, &self.channel, stopping)
     }
 }
 

@@ -1,7 +1,10 @@
 //! Notifications: appends and deletions announce themselves on the schema's channel; every
 //! replica listens and turns them into [`Notice`]s for its watchers.
 
-use adk_common::postgres::{self, Notification};
+use adk_common::{
+    postgres::{self, Notification},
+    server::Stopping,
+};
 use tokio::sync::mpsc;
 
 use crate::{
@@ -9,9 +12,15 @@ use crate::{
     store::{Notice, SessionKey},
 };
 
-pub(super) fn notices(url: &str, channel: &str) -> Result<Option<mpsc::UnboundedReceiver<Notice>>> {
+/// Listens on `channel` until `stopping`; shutdown waits until the listening connection is
+/// closed.
+pub(super) fn notices(
+    url: &str,
+    channel: &str,
+    stopping: &Stopping,
+) -> Result<Option<mpsc::UnboundedReceiver<Notice>>> {
     let (tx, rx) = mpsc::unbounded_channel();
-    postgres::listen(url, channel.to_owned(), move |notification| {
+    let mut listener = postgres::listen(url, channel.to_owned(), move |notification| {
         let notice = match &notification {
             Notification::Subscribed => Some(Notice::Resync),
             Notification::Payload(payload) => parse_notice(payload),
@@ -24,7 +33,29 @@ pub(super) fn notices(url: &str, channel: &str) -> Result<Option<mpsc::Unbounded
             }
         }
     })?;
+    // On its own the listener ends only when a notification finds no receiver, which a quiet
+    // channel never sends: it would keep its connection open after shutdown. It waits only on
+    // the connection between notices (delivering one does not await), so ending it there
+    // loses nothing.
+    let stopped = stopping.clone();
+    stopping.spawn(async move {
+        tokio::select! {
+            ended = &mut listener => log_if_panicked(ended),
+            () = stopped.wait() => {
+                listener.abort();
+                log_if_panicked(listener.await);
+            }
+        }
+    });
     Ok(Some(rx))
+}
+
+fn log_if_panicked(ended: std::result::Result<(), tokio::task::JoinError>) {
+    if let Err(e) = ended {
+        if e.is_panic() {
+            tracing::error!(error = %e, "the notification listener panicked");
+        }
+    }
 }
 
 /// Reads a payload written by an append (`C`) or a deletion (`D`). Identifiers never contain

@@ -129,18 +129,49 @@ pub(super) async fn read_snapshot(
         .await?)
 }
 
+/// A user's state: every version of each key, in the order [`newest`] folds.
+pub(super) const USER_STATE: &str = "SELECT key, value FROM user_state
+     WHERE app_name = $1 AND user_id = $2 ORDER BY key, version";
+
+/// An app's state: every version of each key, in the order [`newest`] folds.
+pub(super) const APP_STATE: &str =
+    "SELECT key, value FROM app_state WHERE app_name = $1 ORDER BY key, version";
+
+/// Entries (key and value) that `sql` reads in key order.
 pub(super) async fn entries(
     tx: &Transaction<'_>,
     sql: &str,
     params: &Params<'_>,
 ) -> Result<Vec<Entry>> {
-    pairs(&tx.query(sql, params).await?)
-}
-
-pub(super) fn pairs(rows: &[Row]) -> Result<Vec<Entry>> {
-    rows.iter()
+    tx.query(sql, params)
+        .await?
+        .iter()
         .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
         .collect()
+}
+
+/// A shared scope's entries from the versions [`USER_STATE`] or [`APP_STATE`] read (through
+/// `client`, a connection or a transaction): each key's newest version.
+pub(super) async fn shared_entries(
+    client: &impl GenericClient,
+    sql: &str,
+    params: &Params<'_>,
+) -> Result<Vec<Entry>> {
+    let mut entries = Vec::new();
+    for row in client.query(sql, params).await? {
+        keep_newest(&mut entries, row.try_get(0)?, row.try_get(1)?);
+    }
+    Ok(entries)
+}
+
+/// Adds a version read in key order, each key's versions oldest first, to `entries`: it
+/// replaces the one before when it is of the same key. (Versions other than a key's newest are
+/// left only by writers that overlapped, until the key's next write deletes them.)
+pub(super) fn keep_newest(entries: &mut Vec<Entry>, key: String, value: String) {
+    match entries.last_mut() {
+        Some(last) if last.0 == key => last.1 = value,
+        _ => entries.push((key, value)),
+    }
 }
 
 /// Reads the [`RECORD`] columns at the start of `row`.

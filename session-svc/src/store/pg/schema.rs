@@ -1,12 +1,12 @@
 //! The PostgreSQL schema.
 //!
-//! # Schema (version 1, created by the service itself; see `MIGRATIONS`)
+//! # Schema (version 2, created and migrated by the service itself; see `MIGRATIONS`)
 //! | table           | primary key                          | holds                                   |
 //! |-----------------|--------------------------------------|-----------------------------------------|
 //! | `sessions`      | app, user, session                   | incarnation, times, `last_sequence`     |
 //! | `session_state` | app, user, session, key              | JSON value text                         |
-//! | `user_state`    | app, user, key                       | JSON value text                         |
-//! | `app_state`     | app, key                             | JSON value text                         |
+//! | `user_state`    | app, user, key, version              | JSON value text (newest version wins)   |
+//! | `app_state`     | app, key, version                    | JSON value text (newest version wins)   |
 //! | `events`        | app, user, session, sequence         | event id (unique per session), time, encoded `Event` |
 //! | `changes`       | app, position                        | which event: the WatchEvents feed       |
 //! | `change_trims`  | app                                  | the highest position trimmed            |
@@ -21,7 +21,8 @@
 pub(super) const CHANNEL_SQL: &str = "SELECT 'adk_sessions_' || left(md5(current_schema()), 16)";
 
 /// Schema versions, oldest first; each runs once, in a transaction.
-pub(super) const MIGRATIONS: &[&str] = &[r#"
+pub(super) const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE SEQUENCE session_incarnations;
 CREATE TABLE sessions (
     app_name      text COLLATE "C" NOT NULL,
@@ -90,4 +91,21 @@ CREATE TABLE change_trims (
     app_name text COLLATE "C" PRIMARY KEY,
     trimmed  bigint NOT NULL
 );
-"#];
+"#,
+    VERSIONED_STATE,
+];
+
+/// Version 2: `user_state` and `app_state` keep versions of a key instead of one row updated in
+/// place (see "Shared state" in the store's module docs). Rows written before it become
+/// version 0, older than any new one.
+const VERSIONED_STATE: &str = "
+CREATE SEQUENCE state_versions;
+ALTER TABLE user_state ADD COLUMN version bigint NOT NULL DEFAULT 0;
+ALTER TABLE user_state ALTER COLUMN version DROP DEFAULT;
+ALTER TABLE user_state DROP CONSTRAINT user_state_pkey;
+ALTER TABLE user_state ADD PRIMARY KEY (app_name, user_id, key, version);
+ALTER TABLE app_state ADD COLUMN version bigint NOT NULL DEFAULT 0;
+ALTER TABLE app_state ALTER COLUMN version DROP DEFAULT;
+ALTER TABLE app_state DROP CONSTRAINT app_state_pkey;
+ALTER TABLE app_state ADD PRIMARY KEY (app_name, key, version);
+";

@@ -1,5 +1,6 @@
 //! The statements of the write paths. Every path takes its row locks in the order the
-//! module docs of the store give (see "Concurrency" there).
+//! module docs of the store give (see "Concurrency" there), and writes shared state as the
+//! same docs say (see "Shared state").
 
 use deadpool_postgres::Transaction;
 use tokio_postgres::{types::ToSql, Row, Statement};
@@ -79,25 +80,45 @@ pub(super) async fn remove_contents(
     Ok(())
 }
 
-/// Upserts a session's state keys (S0.5: a shallow replace per key). Rows are taken in key
-/// order (`ORDER BY`), as in the two statements below, so writers never wait on each other in
-/// opposite orders.
+/// Upserts a session's state keys (S0.5: a shallow replace per key), in key order (`ORDER BY`).
+/// Only writers of the session touch these rows, and they hold its row first.
 pub(super) const UPSERT_SESSION_STATE: &str =
     "INSERT INTO session_state (app_name, user_id, session_id, key, value)
      SELECT $1, $2, $3, d.k, d.v FROM unnest($4::text[], $5::text[]) AS d(k, v) ORDER BY d.k
      ON CONFLICT (app_name, user_id, session_id, key) DO UPDATE SET value = excluded.value";
 
-/// Upserts `user:` keys; shared by every session of the user.
-pub(super) const UPSERT_USER_STATE: &str = "INSERT INTO user_state (app_name, user_id, key, value)
-     SELECT $1, $2, d.k, d.v FROM unnest($3::text[], $4::text[]) AS d(k, v) ORDER BY d.k
-     ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = excluded.value";
+/// Writes `user:` keys, shared by every session of the user, as new versions (see "Shared
+/// state" in the store's module docs), and deletes the versions they supersede that no other
+/// writer is deleting (`SKIP LOCKED`): it waits for no other writer.
+pub(super) const WRITE_USER_STATE: &str = "WITH new AS (
+         INSERT INTO user_state (app_name, user_id, key, version, value)
+         SELECT $1, $2, d.k, nextval('state_versions'), d.v
+         FROM unnest($3::text[], $4::text[]) AS d(k, v)
+         RETURNING key, version
+     ), old AS (
+         SELECT o.key, o.version FROM user_state o JOIN new ON new.key = o.key
+         WHERE o.app_name = $1 AND o.user_id = $2 AND o.key = ANY($3)
+           AND o.version < new.version
+         FOR UPDATE OF o SKIP LOCKED
+     )
+     DELETE FROM user_state s USING old
+     WHERE s.app_name = $1 AND s.user_id = $2 AND s.key = old.key AND s.version = old.version";
 
-/// Upserts `app:` keys; shared by every session of the app: the hottest rows.
-pub(super) const UPSERT_APP_STATE: &str = "INSERT INTO app_state (app_name, key, value)
-     SELECT $1, d.k, d.v FROM unnest($2::text[], $3::text[]) AS d(k, v) ORDER BY d.k
-     ON CONFLICT (app_name, key) DO UPDATE SET value = excluded.value";
+/// Writes `app:` keys, shared by every session of the app, as [`WRITE_USER_STATE`] does.
+pub(super) const WRITE_APP_STATE: &str = "WITH new AS (
+         INSERT INTO app_state (app_name, key, version, value)
+         SELECT $1, d.k, nextval('state_versions'), d.v
+         FROM unnest($2::text[], $3::text[]) AS d(k, v)
+         RETURNING key, version
+     ), old AS (
+         SELECT o.key, o.version FROM app_state o JOIN new ON new.key = o.key
+         WHERE o.app_name = $1 AND o.key = ANY($2) AND o.version < new.version
+         FOR UPDATE OF o SKIP LOCKED
+     )
+     DELETE FROM app_state s USING old
+     WHERE s.app_name = $1 AND s.key = old.key AND s.version = old.version";
 
-/// A delta's keys and values as the array parameters of the upserts.
+/// A delta's keys and values as the array parameters of the state writes.
 pub(super) struct DeltaColumns {
     session: (Vec<String>, Vec<String>),
     user: (Vec<String>, Vec<String>),
@@ -115,40 +136,39 @@ impl DeltaColumns {
     }
 }
 
-/// The upsert statements, prepared once per connection.
-pub(super) struct Upserts {
+/// The state writes of the three scopes, prepared once per connection.
+pub(super) struct StateWrites {
     session: Statement,
     user: Statement,
     app: Statement,
 }
 
-impl Upserts {
+impl StateWrites {
     async fn prepare(tx: &Transaction<'_>) -> Result<Self> {
         let (session, user, app) = tokio::try_join!(
             tx.prepare_cached(UPSERT_SESSION_STATE),
-            tx.prepare_cached(UPSERT_USER_STATE),
-            tx.prepare_cached(UPSERT_APP_STATE),
+            tx.prepare_cached(WRITE_USER_STATE),
+            tx.prepare_cached(WRITE_APP_STATE),
         )?;
         Ok(Self { session, user, app })
     }
 }
 
-/// Runs `first` (if any) and then the delta's upserts in the lock order of every write path:
-/// the session's own rows, then `user:` rows, then `app:` rows, each in key order. The hot
-/// shared rows come last, so they are held only from their upsert to the commit.
+/// Runs `first` (if any) and then the delta's state writes: the session's own rows, then the
+/// `user:` versions, then the `app:` versions.
 ///
 /// The statements are pipelined (one round trip) and sent in that order: they are prepared
 /// beforehand, so each is sent when first polled, and `biased` polls them first to last (an
-/// unbiased `join!` rotates which future it polls first, which is how two appends once took the
-/// user and app rows in opposite orders and deadlocked). When one fails, the server rejects the
-/// ones after it as part of an aborted transaction, so the first error in order is the cause.
+/// unbiased `join!` rotates which future it polls first). When one fails, the server rejects
+/// the ones after it as part of an aborted transaction, so the first error in order is the
+/// cause.
 pub(super) async fn write_in_order(
     tx: &Transaction<'_>,
     key: &SessionKey,
     first: Option<(&Statement, &Params<'_>)>,
     delta: &ScopedDelta,
 ) -> Result<Option<Row>> {
-    let upserts = Upserts::prepare(tx).await?;
+    let writes = StateWrites::prepare(tx).await?;
     let DeltaColumns { session, user, app } = DeltaColumns::new(delta);
     let session_params: [&(dyn ToSql + Sync); 5] = [
         &key.app_name,
@@ -167,9 +187,9 @@ pub(super) async fn write_in_order(
                 None => Ok(None),
             }
         },
-        upsert(tx, &upserts.session, &session_params, !session.0.is_empty()),
-        upsert(tx, &upserts.user, &user_params, !user.0.is_empty()),
-        upsert(tx, &upserts.app, &app_params, !app.0.is_empty()),
+        write_scope(tx, &writes.session, &session_params, !session.0.is_empty()),
+        write_scope(tx, &writes.user, &user_params, !user.0.is_empty()),
+        write_scope(tx, &writes.app, &app_params, !app.0.is_empty()),
     );
     let row = first?;
     session?;
@@ -178,8 +198,8 @@ pub(super) async fn write_in_order(
     Ok(row)
 }
 
-/// Runs an upsert unless `run` is false (a scope the delta does not touch).
-pub(super) async fn upsert(
+/// Runs a scope's state write unless `run` is false (a scope the delta does not touch).
+async fn write_scope(
     tx: &Transaction<'_>,
     statement: &Statement,
     params: &Params<'_>,

@@ -1,0 +1,520 @@
+//! A bounded soak: both servers under a steady mixed load for minutes (appends, reads, watch
+//! streams that come and go, memory ingestion, searches), sampling each server's resident memory
+//! and open file descriptors and the p99 of every kind of call per interval, then comparing the
+//! first sample after warm-up with the last. What it looks for is a leak: memory, descriptors
+//! or latency that keep growing while the load stays the same.
+//!
+//! The load is paced (a fixed rate per kind of call), not closed-loop: a soak is about the same
+//! work repeated for a long time, and a saturated loop would make every figure depend on what
+//! else runs on the machine. A call slower than its period delays the next one of its worker.
+
+use std::{
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+    time::{Duration, Instant},
+};
+
+use adk_proto::{
+    memory::v1::{AddEventsToMemoryRequest, SearchMemoryRequest},
+    session::v1::{GetSessionRequest, WatchSessionRequest},
+};
+use hdrhistogram::Histogram;
+use tokio::time::MissedTickBehavior;
+
+use crate::{
+    append_request,
+    bounded::dir_bytes,
+    create_session, load, loadavg, memory_clients, memory_events,
+    server::{rss_kb_of, Server},
+    session_clients, template_event,
+    text::{Corpus, QueryClass},
+    BoxError, Ctx, Result, APP,
+};
+
+/// What the soak runs.
+#[derive(Debug, Clone)]
+pub struct Soak {
+    pub duration: Duration,
+    pub interval: Duration,
+    pub warmup: Duration,
+    /// AppendEvent calls per second (~1 KB events, state delta in every scope).
+    pub appends: u32,
+    /// GetSession calls (the 10 most recent events) per second.
+    pub reads: u32,
+    /// SearchMemory calls per second (mixed queries).
+    pub searches: u32,
+    /// AddEventsToMemory calls per second, `ingest_batch` events each.
+    pub ingests: u32,
+    pub ingest_batch: u64,
+    /// WatchSession streams open at once; each follows one session for `watch_secs`, then a
+    /// new one opens on another session.
+    pub watchers: usize,
+    pub watch_secs: u64,
+    /// Sessions the appends and reads spread over (10 users).
+    pub sessions: usize,
+    /// `--cache-bytes` of both servers (on sled); none: the servers' own default.
+    pub cache_bytes: Option<u64>,
+}
+
+/// The kinds of call, in the order of the table's columns.
+const KINDS: [&str; 5] = ["append", "get", "search", "ingest", "watch-open"];
+const APPEND: usize = 0;
+const GET: usize = 1;
+const SEARCH: usize = 2;
+const INGEST: usize = 3;
+const WATCH_OPEN: usize = 4;
+
+/// Latencies of the current interval, per kind, and the counters of the whole run.
+struct Meter {
+    hists: Vec<Mutex<Histogram<u64>>>,
+    errors: AtomicU64,
+    watched_events: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+impl Meter {
+    fn new() -> Self {
+        Self {
+            hists: KINDS.iter().map(|_| Mutex::new(load::new_hist())).collect(),
+            errors: AtomicU64::new(0),
+            watched_events: AtomicU64::new(0),
+            last_error: Mutex::new(None),
+        }
+    }
+
+    fn record(&self, kind: usize, started: Instant, outcome: Result<()>) {
+        match outcome {
+            Ok(()) => {
+                if let Ok(mut h) = self.hists[kind].lock() {
+                    load::record(&mut h, started.elapsed());
+                }
+            }
+            Err(e) => {
+                self.errors.fetch_add(1, Ordering::Relaxed);
+                if let Ok(mut last) = self.last_error.lock() {
+                    *last = Some(format!("{}: {e}", KINDS[kind]));
+                }
+            }
+        }
+    }
+
+    /// (calls, p99 in ms) per kind since the last call, and resets.
+    fn take(&self) -> Vec<(u64, f64)> {
+        self.hists
+            .iter()
+            .map(|h| match h.lock() {
+                Ok(mut h) => {
+                    let taken = (h.len(), h.value_at_quantile(0.99) as f64 / 1000.0);
+                    h.reset();
+                    taken
+                }
+                Err(_) => (0, 0.0),
+            })
+            .collect()
+    }
+}
+
+/// One row of samples.
+struct Sample {
+    at: Duration,
+    /// (RSS in KiB, open descriptors, store bytes on disk) per server.
+    servers: Vec<(u64, usize, u64)>,
+    calls: Vec<(u64, f64)>,
+}
+
+/// Open file descriptors of process `pid` (0 when unreadable).
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
+    let cache: Vec<String> = soak
+        .cache_bytes
+        .map(|b| vec!["--cache-bytes".into(), b.to_string()])
+        .unwrap_or_default();
+    let args: Vec<&str> = cache.iter().map(String::as_str).collect();
+    let sessions_srv = Server::spawn(ctx, "session-svc", &args).await?;
+    let memory_srv = Server::spawn(ctx, "memory-svc", &args).await?;
+    let corpus = Arc::new(Corpus::new());
+    let template = Arc::new(template_event(&corpus, 7));
+    let session_ids: Arc<Vec<(String, String)>> = Arc::new(
+        (0..soak.sessions.max(1))
+            .map(|i| (format!("u{}", i % 10), format!("soak{i}")))
+            .collect(),
+    );
+    let sclients = session_clients(&sessions_srv, 4);
+    let mclients = memory_clients(&memory_srv, 2);
+    let mut setup = sclients[0].clone();
+    for (user, id) in session_ids.iter() {
+        create_session(&mut setup, APP, user, id).await?;
+    }
+    // The searched memory starts non-empty, so the first searches do real work too.
+    let mut loader = mclients[0].clone();
+    for first in (0..5_000u64).step_by(500) {
+        loader
+            .add_events_to_memory(AddEventsToMemoryRequest {
+                app_name: APP.into(),
+                user_id: "searcher".into(),
+                session_id: format!("seed{first}"),
+                events: memory_events(&corpus, first..first + 500),
+                custom_metadata: String::new(),
+            })
+            .await?;
+    }
+
+    let meter = Arc::new(Meter::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    // Paced workers: `rate` calls per second over `workers` tasks.
+    let paced = |rate: u32, workers: usize| {
+        let workers = workers.max(1);
+        let period = Duration::from_secs_f64(workers as f64 / f64::from(rate.max(1)));
+        (workers, period)
+    };
+    let ticker = |period: Duration| {
+        let mut t = tokio::time::interval(period);
+        t.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        t
+    };
+
+    let (workers, period) = paced(soak.appends, 4);
+    for w in 0..workers {
+        let (meter, stop, ids, template) = (
+            meter.clone(),
+            stop.clone(),
+            session_ids.clone(),
+            template.clone(),
+        );
+        let mut client = sclients[w % sclients.len()].clone();
+        tasks.push(tokio::spawn(async move {
+            let mut tick = ticker(period);
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                tick.tick().await;
+                let (user, id) = &ids[(i as usize * workers + w) % ids.len()];
+                let request = append_request(&template, user, id, w, i * workers as u64 + w as u64);
+                let t0 = Instant::now();
+                let outcome = client.append_event(request).await.map(|_| ());
+                meter.record(APPEND, t0, outcome.map_err(BoxError::from));
+                i += 1;
+            }
+        }));
+    }
+
+    let (workers, period) = paced(soak.reads, 2);
+    for w in 0..workers {
+        let (meter, stop, ids) = (meter.clone(), stop.clone(), session_ids.clone());
+        let mut client = sclients[(w + 1) % sclients.len()].clone();
+        tasks.push(tokio::spawn(async move {
+            let mut tick = ticker(period);
+            let mut i = w;
+            while !stop.load(Ordering::Relaxed) {
+                tick.tick().await;
+                let (user, id) = &ids[(i * 7919) % ids.len()];
+                let t0 = Instant::now();
+                let outcome = client
+                    .get_session(GetSessionRequest {
+                        app_name: APP.into(),
+                        user_id: user.clone(),
+                        session_id: id.clone(),
+                        num_recent_events: Some(10),
+                        ..Default::default()
+                    })
+                    .await
+                    .map(|_| ());
+                meter.record(GET, t0, outcome.map_err(BoxError::from));
+                i += 1;
+            }
+        }));
+    }
+
+    let (workers, period) = paced(soak.searches, 2);
+    for w in 0..workers {
+        let (meter, stop, corpus) = (meter.clone(), stop.clone(), corpus.clone());
+        let mut client = mclients[w % mclients.len()].clone();
+        tasks.push(tokio::spawn(async move {
+            let mut tick = ticker(period);
+            let mut i = w as u64;
+            while !stop.load(Ordering::Relaxed) {
+                tick.tick().await;
+                let t0 = Instant::now();
+                let outcome = client
+                    .search_memory(SearchMemoryRequest {
+                        app_name: APP.into(),
+                        user_id: "searcher".into(),
+                        query: corpus.query(QueryClass::Mixed, i),
+                        limit: 10,
+                        ..Default::default()
+                    })
+                    .await
+                    .map(|_| ());
+                meter.record(SEARCH, t0, outcome.map_err(BoxError::from));
+                i += workers as u64;
+            }
+        }));
+    }
+
+    {
+        let (meter, stop, corpus) = (meter.clone(), stop.clone(), corpus.clone());
+        let mut client = mclients[1 % mclients.len()].clone();
+        let (_, period) = paced(soak.ingests, 1);
+        let batch = soak.ingest_batch.max(1);
+        tasks.push(tokio::spawn(async move {
+            let mut tick = ticker(period);
+            // New entries for ten users in turn: memory grows as it does in use.
+            let mut next = 1_000_000u64;
+            while !stop.load(Ordering::Relaxed) {
+                tick.tick().await;
+                let t0 = Instant::now();
+                let outcome = client
+                    .add_events_to_memory(AddEventsToMemoryRequest {
+                        app_name: APP.into(),
+                        user_id: format!("u{}", (next / batch) % 10),
+                        session_id: format!("conv{next}"),
+                        events: memory_events(&corpus, next..next + batch),
+                        custom_metadata: String::new(),
+                    })
+                    .await
+                    .map(|_| ());
+                meter.record(INGEST, t0, outcome.map_err(BoxError::from));
+                next += batch;
+            }
+        }));
+    }
+
+    let stride = soak.watchers.max(1);
+    for w in 0..soak.watchers {
+        let (meter, stop, ids) = (meter.clone(), stop.clone(), session_ids.clone());
+        let mut client = sclients[(w + 2) % sclients.len()].clone();
+        let follow = Duration::from_secs(soak.watch_secs.max(1));
+        tasks.push(tokio::spawn(async move {
+            let mut n = w;
+            while !stop.load(Ordering::Relaxed) {
+                let (user, id) = &ids[(n * 31) % ids.len()];
+                n += stride;
+                let t0 = Instant::now();
+                // From the current end of the session: a watcher follows live appends.
+                let opened = async {
+                    let head = client
+                        .get_session(GetSessionRequest {
+                            app_name: APP.into(),
+                            user_id: user.clone(),
+                            session_id: id.clone(),
+                            num_recent_events: Some(0),
+                            ..Default::default()
+                        })
+                        .await?
+                        .into_inner();
+                    let stream = client
+                        .watch_session(WatchSessionRequest {
+                            app_name: APP.into(),
+                            user_id: user.clone(),
+                            session_id: id.clone(),
+                            after_sequence: head.last_sequence,
+                            include_partial: false,
+                        })
+                        .await?
+                        .into_inner();
+                    Ok::<_, BoxError>(stream)
+                }
+                .await;
+                let mut stream = match opened {
+                    Ok(stream) => {
+                        meter.record(WATCH_OPEN, t0, Ok(()));
+                        stream
+                    }
+                    Err(e) => {
+                        meter.record(WATCH_OPEN, t0, Err(e));
+                        tokio::time::sleep(follow).await;
+                        continue;
+                    }
+                };
+                let until = tokio::time::Instant::now() + follow;
+                loop {
+                    match tokio::time::timeout_at(until, stream.message()).await {
+                        Ok(Ok(Some(_))) => {
+                            meter.watched_events.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(Ok(None)) => break,
+                        Ok(Err(status)) => {
+                            meter.record(WATCH_OPEN, t0, Err(status.into()));
+                            break;
+                        }
+                        // Dropping the stream cancels the watch on the server.
+                        Err(_) => break,
+                    }
+                }
+            }
+        }));
+    }
+
+    println!(
+        "# soak: {:?} in intervals of {:?}, warm-up {:?}; per second: {} appends, {} reads, \
+         {} searches, {} ingests of {} events; {} watchers re-opened every {} s; {} sessions",
+        soak.duration,
+        soak.interval,
+        soak.warmup,
+        soak.appends,
+        soak.reads,
+        soak.searches,
+        soak.ingests,
+        soak.ingest_batch,
+        soak.watchers,
+        soak.watch_secs,
+        soak.sessions,
+    );
+    println!(
+        "# per server: RSS MB / open fds / store MB on disk (sled; nothing on PostgreSQL); per \
+         kind of call: calls in the interval and their p99"
+    );
+    println!(
+        "{:>6}  {:>18}  {:>18}  {}  {:>8}  {:>6}  load",
+        "t (s)",
+        "session-svc",
+        "memory-svc",
+        KINDS
+            .iter()
+            .map(|k| format!("{k:>16}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        "watched",
+        "errors",
+    );
+    let pids = [sessions_srv.pid, memory_srv.pid];
+    let dirs = [sessions_srv.data_dir(), memory_srv.data_dir()];
+    let started = Instant::now();
+    let mut samples = Vec::new();
+    let mut watched_before = 0;
+    let mut next = tokio::time::Instant::now() + soak.interval;
+    while started.elapsed() < soak.duration {
+        tokio::time::sleep_until(next).await;
+        next += soak.interval;
+        let sample = Sample {
+            at: started.elapsed(),
+            servers: pids
+                .iter()
+                .zip(&dirs)
+                .map(|(&pid, dir)| (rss_kb_of(pid).0, open_fds(pid), dir_bytes(dir)))
+                .collect(),
+            calls: meter.take(),
+        };
+        let watched = meter.watched_events.load(Ordering::Relaxed);
+        let server = |(rss, fds, store): (u64, usize, u64)| {
+            format!(
+                "{:.0} / {fds} / {:.0}",
+                rss as f64 / 1024.0,
+                store as f64 / 1e6
+            )
+        };
+        println!(
+            "{:>6.0}  {:>18}  {:>18}  {}  {:>8}  {:>6}  {}",
+            sample.at.as_secs_f64(),
+            server(sample.servers[0]),
+            server(sample.servers[1]),
+            sample
+                .calls
+                .iter()
+                .map(|(n, p99)| format!("{:>16}", format!("{n} p99 {p99:.1}ms")))
+                .collect::<Vec<_>>()
+                .join(" "),
+            watched - watched_before,
+            meter.errors.load(Ordering::Relaxed),
+            loadavg(),
+        );
+        watched_before = watched;
+        samples.push(sample);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        task.abort();
+    }
+    let peaks: Vec<u64> = pids.iter().map(|&pid| rss_kb_of(pid).1).collect();
+    let last_error = meter.last_error.lock().ok().and_then(|e| e.clone());
+    sessions_srv.stop().await;
+    memory_srv.stop().await;
+
+    let verdict = judge(&samples, soak.warmup, &peaks);
+    println!("{verdict}");
+    if let Some(e) = last_error {
+        println!(
+            "# {} calls failed; the last: {e}",
+            meter.errors.load(Ordering::Relaxed)
+        );
+    }
+    Ok(())
+}
+
+/// Compares the samples after warm-up: memory and descriptors first against last (and the
+/// peak), and the median p99 of each kind in the first third against the last third.
+fn judge(samples: &[Sample], warmup: Duration, peaks: &[u64]) -> String {
+    let after: Vec<&Sample> = samples.iter().filter(|s| s.at >= warmup).collect();
+    let (Some(first), Some(last)) = (after.first(), after.last()) else {
+        return "# too short: no sample after warm-up".into();
+    };
+    let mut out = vec![format!(
+        "# after warm-up ({} samples, t = {:.0}..{:.0} s):",
+        after.len(),
+        first.at.as_secs_f64(),
+        last.at.as_secs_f64()
+    )];
+    let mut grew = Vec::new();
+    for (i, name) in ["session-svc", "memory-svc"].iter().enumerate() {
+        let (rss0, fds0, store0) = first.servers[i];
+        let (rss1, fds1, store1) = last.servers[i];
+        let max_rss = after.iter().map(|s| s.servers[i].0).max().unwrap_or(0);
+        let max_fds = after.iter().map(|s| s.servers[i].1).max().unwrap_or(0);
+        let change = (rss1 as f64 - rss0 as f64) / (rss0.max(1) as f64) * 100.0;
+        out.push(format!(
+            "#   {name}: RSS {:.0} -> {:.0} MB ({change:+.0}%, max {:.0} MB, peak VmHWM {:.0} MB); \
+             open fds {fds0} -> {fds1} (max {max_fds}); store {:.0} -> {:.0} MB on disk",
+            rss0 as f64 / 1024.0,
+            rss1 as f64 / 1024.0,
+            max_rss as f64 / 1024.0,
+            peaks[i] as f64 / 1024.0,
+            store0 as f64 / 1e6,
+            store1 as f64 / 1e6,
+        ));
+        if change > 10.0 {
+            grew.push(format!("{name} RSS {change:+.0}%"));
+        }
+        if fds1 > fds0 + 2 {
+            grew.push(format!("{name} fds {fds0} -> {fds1}"));
+        }
+    }
+    let third = (after.len() / 3).max(1);
+    let median = |part: &[&Sample], kind: usize| {
+        // Intervals without a call of this kind have no p99.
+        let mut v: Vec<f64> = part
+            .iter()
+            .filter(|s| s.calls[kind].0 > 0)
+            .map(|s| s.calls[kind].1)
+            .collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    let trends: Vec<String> = KINDS
+        .iter()
+        .enumerate()
+        .map(|(k, name)| {
+            format!(
+                "{name} {:.1} -> {:.1} ms",
+                median(&after[..third], k),
+                median(&after[after.len() - third..], k)
+            )
+        })
+        .collect();
+    out.push(format!(
+        "#   p99, median of the first third -> of the last third: {}",
+        trends.join(", ")
+    ));
+    out.push(if grew.is_empty() {
+        "# verdict: no growth after warm-up (RSS within 10%, open fds within 2)".into()
+    } else {
+        format!("# verdict: GROWTH after warm-up: {}", grew.join(", "))
+    });
+    out.join("\n")
+}
