@@ -30,6 +30,13 @@ pub enum MemoryError {
 
     #[error(transparent)]
     Embed(#[from] EmbedError),
+
+    #[error("mode: {mode} search needs an embedding model (memory-svc --embedder)")]
+    NoEmbedder { mode: &'static str },
+
+    /// A lock was poisoned by a thread that panicked while holding it.
+    #[error("internal state poisoned by an earlier failure")]
+    Poisoned,
 }
 
 pub type Result<T, E = MemoryError> = std::result::Result<T, E>;

@@ -13,6 +13,7 @@ use adk_proto::memory::v1::memory_service_server::MemoryServiceServer;
 use tokio::net::TcpListener;
 
 use crate::{
+    backfill,
     config::Config,
     embed::Embedder,
     grpc::MemoryGrpc,
@@ -82,12 +83,28 @@ impl SledBacked for SledMemoryStore {
 }
 
 /// Serves the memory service.
-async fn serve<S: MemoryStore>(
+async fn serve<S: MemoryStore + Clone>(
     config: Config,
     memories: Memories<S>,
     hooks: StoreHooks,
 ) -> Result<Running, BoxError> {
     let authenticator = config.serve.authenticator()?;
+    let shutdown = Shutdown::new();
+    if let Some(embedder) = memories.embedder().cloned() {
+        memories
+            .store()
+            .use_model(embedder.identity())
+            .await
+            .map_err(|e| format!("cannot use the embedding model: {e}"))?;
+        let (store, stopping) = (memories.store().clone(), shutdown.signal());
+        let stop = stopping.clone();
+        stopping.spawn(async move {
+            tokio::select! {
+                _ = backfill::run(&store, &embedder) => {}
+                _ = stop.wait() => {}
+            }
+        });
+    }
     let listener = TcpListener::bind(config.listen).await?;
     let service = MemoryServiceServer::new(MemoryGrpc::new(Arc::new(memories)))
         .max_decoding_message_size(config.max_request_bytes);
@@ -96,7 +113,7 @@ async fn serve<S: MemoryStore>(
         service,
         authenticator,
         config.serve.options(),
-        Shutdown::new(),
+        shutdown,
         hooks,
     )
     .await

@@ -14,6 +14,9 @@ impl From<MemoryError> for Status {
             MemoryError::SessionServiceUnavailable { .. } => Code::Unavailable,
             MemoryError::SessionServiceFailed { .. } => Code::FailedPrecondition,
             MemoryError::Store(StoreError::Storage(e)) => e.kind().code(),
+            MemoryError::Store(StoreError::Model(_)) => Code::FailedPrecondition,
+            MemoryError::NoEmbedder { .. } => Code::FailedPrecondition,
+            MemoryError::Poisoned => Code::Internal,
             MemoryError::Embed(e) => match e {
                 EmbedError::Unavailable { .. } => Code::Unavailable,
                 // The endpoint refuses what the configuration makes us send (key, model name).

@@ -1,6 +1,6 @@
 //! The PostgreSQL memory schema, and how a stored entry is read back.
 //!
-//! Schema version 2, created by the service itself ([`MIGRATIONS`]):
+//! Schema version 3, created by the service itself ([`MIGRATIONS`]):
 //!
 //! | table               | primary key             | holds                                        |
 //! |---------------------|-------------------------|----------------------------------------------|
@@ -9,9 +9,13 @@
 //! | `memory_postings`   | app, user, term, seq    | term frequency and entry length              |
 //! | `memory_tombstones` | app, user, id           | deleted ids, not re-ingested                 |
 //! | `memory_index`      | (one row)               | the analysis the index was built with        |
+//! | `memory_vectors`    | app, user, seq          | the entry's embedding (little-endian `f32`s) |
+//! | `memory_vector_model` | (one row)             | the model that made the vectors              |
 //!
 //! Version 2 added each entry's context (`context_before`, `context_after`) and `memory_index`;
-//! a store of version 1 is re-indexed when opened (see `PgMemoryStore::open`).
+//! a store of version 1 is re-indexed when opened (see `PgMemoryStore::open`). Version 3 added
+//! the vectors (see `super::vectors`): a `bytea` scored in the service, so that no extension is
+//! needed and both stores rank alike.
 //!
 //! Every key starts with (app, user): no statement reads or writes outside one user's memory,
 //! and a distributed engine can shard by it.
@@ -76,6 +80,21 @@ ALTER TABLE memory_entries
 CREATE TABLE memory_index (
     one      boolean PRIMARY KEY DEFAULT true CHECK (one),
     analysis text NOT NULL
+);
+"#,
+    r#"
+CREATE TABLE memory_vectors (
+    app_name text COLLATE "C" NOT NULL,
+    user_id  text COLLATE "C" NOT NULL,
+    seq      bigint NOT NULL,
+    vector   bytea NOT NULL,
+    PRIMARY KEY (app_name, user_id, seq)
+);
+CREATE TABLE memory_vector_model (
+    one         boolean PRIMARY KEY DEFAULT true CHECK (one),
+    model       text NOT NULL,
+    dimension   integer NOT NULL,
+    fingerprint text NOT NULL
 );
 "#,
 ];
