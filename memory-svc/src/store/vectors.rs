@@ -202,7 +202,7 @@ mod tests {
         Entry {
             id: text.into(),
             content: Content {
-                role: "user".into(),
+                role: Some("user".into()),
                 parts: vec![Part {
                     data: Some(part::Data::Text(text.into())),
                     ..Default::default()
