@@ -175,3 +175,72 @@ async fn memory_svc_starts_with_the_model_and_refuses_a_broken_folder() {
     let weights = broken.path().join("model.safetensors");
     assert!(error.contains(&weights.display().to_string()), "{error}");
 }
+
+#[tokio::test]
+async fn memory_svc_finds_a_paraphrase_with_the_model() {
+    use adk_proto::{
+        memory::v1::{AddMemoryRequest, MemoryEntry, SearchMemoryRequest, SearchMode},
+        session::v1::{part, Content, Part},
+    };
+
+    let Some(dir) = model_dir() else { return };
+    let server = adk_tests::MemoryServer::start_with("http://127.0.0.1:1", move |config| {
+        config.embedder = EmbedderSpec::Local(dir);
+    })
+    .await;
+    let mut client = server.client.clone();
+    let memories = [
+        ("coffee", "I take my coffee black"),
+        ("train", "The train to Berlin leaves at nine"),
+        ("dog", "We adopted a beagle called Biscuit"),
+        ("job", "She starts as a nurse at the city hospital in May"),
+    ]
+    .into_iter()
+    .map(|(id, text)| MemoryEntry {
+        id: id.into(),
+        content: Some(Content {
+            role: Some("user".into()),
+            parts: vec![Part {
+                data: Some(part::Data::Text(text.into())),
+                ..Default::default()
+            }],
+        }),
+        ..Default::default()
+    })
+    .collect();
+    client
+        .add_memory(AddMemoryRequest {
+            app_name: "app".into(),
+            user_id: "u".into(),
+            memories,
+            ..Default::default()
+        })
+        .await
+        .expect("adds");
+    let search = |query: &str, mode: SearchMode| SearchMemoryRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        query: query.into(),
+        mode: mode.into(),
+        limit: 3,
+        ..Default::default()
+    };
+    let question = "How does she like her morning drink?";
+    for mode in [SearchMode::Auto, SearchMode::Hybrid, SearchMode::Semantic] {
+        let found = client
+            .search_memory(search(question, mode))
+            .await
+            .expect("searches")
+            .into_inner()
+            .memories;
+        assert_eq!(found[0].id, "coffee", "{mode:?}: {found:?}");
+    }
+    let keyword = client
+        .search_memory(search(question, SearchMode::Keyword))
+        .await
+        .expect("searches")
+        .into_inner()
+        .memories;
+    assert!(keyword.iter().all(|m| m.id != "coffee"), "{keyword:?}");
+    server.shutdown().await;
+}

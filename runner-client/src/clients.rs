@@ -12,7 +12,7 @@ use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, delete_memory_request::Target,
         memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest, DeleteMemoryRequest,
-        ListMemoriesRequest, MemoryEntry, SearchMemoryRequest, SessionRef,
+        ListMemoriesRequest, MemoryEntry, SearchMemoryRequest, SearchMode, SessionRef,
     },
     session::v1::{
         session_service_client::SessionServiceClient, AppendEventRequest, AppendEventResponse,
@@ -489,12 +489,20 @@ impl MemoryClient {
         Ok(Self { remote, client })
     }
 
-    /// The best matches for `query` in the (app, user)'s memory, best first.
-    pub async fn search(&self, app: &str, user: &str, query: &str) -> Result<Vec<MemoryEntry>> {
+    /// The best matches for `query` in the (app, user)'s memory, best first, ranked as `mode`
+    /// says.
+    pub async fn search(
+        &self,
+        app: &str,
+        user: &str,
+        query: &str,
+        mode: SearchMode,
+    ) -> Result<Vec<MemoryEntry>> {
         let request = SearchMemoryRequest {
             app_name: app.to_owned(),
             user_id: user.to_owned(),
             query: query.to_owned(),
+            mode: mode.into(),
             ..Default::default()
         };
         Ok(self

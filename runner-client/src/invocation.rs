@@ -2,6 +2,7 @@
 //! it stands, the state including `temp:` keys, the memory tools, and [`InvocationContext::emit`],
 //! which stores an event and hands it to the caller.
 
+use adk_proto::memory::v1::SearchMode;
 use adk_proto::session::v1::{
     part::Data, Content, Event, EventActions, FunctionCall, FunctionResponse, Part,
 };
@@ -193,7 +194,9 @@ impl InvocationContext {
         if query.is_empty() {
             return None;
         }
-        match memory.search(&self.app_name, &self.user_id, &query).await {
+        match memory
+            .search(&self.app_name, &self.user_id, &query, SearchMode::Auto)
+            .await {
             Ok(memories) => memory_tools::past_conversations(&memories),
             Err(e) => {
                 tracing::warn!(error = %e, "preload_memory: memory search failed");

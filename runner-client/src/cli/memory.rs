@@ -1,14 +1,17 @@
 //! `memory search|add-session|list|delete`.
 
-use adk_proto::memory::v1::MemoryEntry;
+use adk_proto::memory::v1::{MemoryEntry, SearchMode};
 use runner_client::{event::content_text, json, MemoryTarget};
 use serde_json::json;
 
 use super::{output, Cli, CliError};
 
 /// `memory search QUERY`: the user's best matching memories, best first.
-pub(super) async fn search(cli: &Cli, query: &str) -> Result<(), CliError> {
-    let memories = cli.memory()?.search(&cli.app, cli.user(), query).await?;
+pub(super) async fn search(cli: &Cli, query: &str, mode: SearchMode) -> Result<(), CliError> {
+    let memories = cli
+        .memory()?
+        .search(&cli.app, cli.user(), query, mode)
+        .await?;
     for memory in &memories {
         if cli.json {
             output::json_line(&json::memory_entry(memory))?;

@@ -11,7 +11,7 @@ string (M1.5).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import grpc
 from google.adk.events.event import Event
@@ -165,11 +165,21 @@ class GrpcMemoryService(BaseMemoryService):
         await self._invoke("AddMemory", request)
 
     async def search_memory(
-        self, *, app_name: str, user_id: str, query: str
+        self, *, app_name: str, user_id: str, query: str, mode: SearchMode = "auto"
     ) -> SearchMemoryResponse:
-        """The memories of (app, user) that best match ``query``, best first."""
+        """The memories of (app, user) that best match ``query``, best first.
+
+        ``mode`` says how they are ranked: ``"keyword"`` (BM25), ``"semantic"`` (nearest by
+        meaning; needs memory-svc started with ``--embedder``), ``"hybrid"`` (both, fused) or
+        ``"auto"`` (ADK's ``load_memory`` and ``preload_memory`` use it: hybrid when memory-svc
+        has an embedding model, else keyword).
+        """
         request = mpb.SearchMemoryRequest(
-            app_name=app_name, user_id=user_id, query=query, limit=self._search_limit
+            app_name=app_name,
+            user_id=user_id,
+            query=query,
+            limit=self._search_limit,
+            mode=_MODES[mode],
         )
         reply: mpb.SearchMemoryResponse = await self._invoke("SearchMemory", request)
         return SearchMemoryResponse(memories=[_entry_from_proto(m) for m in reply.memories])
@@ -193,6 +203,17 @@ class GrpcMemoryService(BaseMemoryService):
             )
         except grpc.aio.AioRpcError as e:
             raise translate(e) from e
+
+
+SearchMode = Literal["auto", "keyword", "semantic", "hybrid"]
+"""How ``search_memory`` ranks (see ``SearchMode`` in memory.proto)."""
+
+_MODES: dict[str, mpb.SearchMode] = {
+    "auto": mpb.SEARCH_MODE_AUTO,
+    "keyword": mpb.SEARCH_MODE_KEYWORD,
+    "semantic": mpb.SEARCH_MODE_SEMANTIC,
+    "hybrid": mpb.SEARCH_MODE_HYBRID,
+}
 
 
 def _metadata_text(custom_metadata: Mapping[str, object] | None) -> str:
