@@ -47,7 +47,10 @@ pub async fn run<S: MemoryStore>(store: &S, embedder: &Embedder) -> u64 {
                 continue;
             }
         };
-        match store.put_vectors(batch.into_iter().zip(vectors).collect()).await {
+        match store
+            .put_vectors(batch.into_iter().zip(vectors).collect())
+            .await
+        {
             Ok(n) => {
                 stored += n as u64;
                 counter!("memory_backfilled_entries_total").increment(n as u64);

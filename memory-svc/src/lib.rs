@@ -16,9 +16,9 @@
 //! - [`error`]: the error type.
 
 pub mod analysis;
+pub mod backfill;
 pub mod config;
 pub mod embed;
-pub mod backfill;
 pub mod error;
 pub mod fusion;
 pub mod grpc;

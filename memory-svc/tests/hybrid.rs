@@ -199,7 +199,11 @@ fn ids(hits: &[(String, f64)]) -> Vec<&str> {
 
 /// Searches by meaning until `expected` are found, as the background embedding stores their
 /// vectors; fails after a generous bound.
-async fn wait_until_found(client: &mut MemoryServiceClient<Channel>, query: &str, expected: &[&str]) {
+async fn wait_until_found(
+    client: &mut MemoryServiceClient<Channel>,
+    query: &str,
+    expected: &[&str],
+) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let hits = search(client, request(query, SearchMode::Semantic)).await;
@@ -231,7 +235,9 @@ async fn each_mode_ranks_as_documented_on_both_stores() {
         // Cosine similarity: both are exactly the query's concept (equal scores in ingestion
         // order); the others are not.
         assert!((semantic[0].1 - 1.0).abs() < 1e-6 && semantic[0].1 > semantic[2].1);
-        assert!(semantic.iter().all(|(_, s)| (-1.0..=1.0 + 1e-6).contains(s)));
+        assert!(semantic
+            .iter()
+            .all(|(_, s)| (-1.0..=1.0 + 1e-6).contains(s)));
 
         // Hybrid: ranks fused; AUTO is hybrid with a model.
         let hybrid = search(&mut client, request(query, SearchMode::Hybrid)).await;
@@ -272,7 +278,11 @@ async fn each_mode_ranks_as_documented_on_both_stores() {
         assert!(err.message().contains("mode"), "{err:?}");
 
         // A rewrite moves the entry to its new meaning; a delete removes it.
-        add(&mut client, vec![memory("coffee", "user", "Violin music on Sundays")]).await;
+        add(
+            &mut client,
+            vec![memory("coffee", "user", "Violin music on Sundays")],
+        )
+        .await;
         let semantic = search(&mut client, request(query, SearchMode::Semantic)).await;
         assert_eq!(semantic[0].0, "espresso");
         let music = search(&mut client, request("an instrument", SearchMode::Semantic)).await;

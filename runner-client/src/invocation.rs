@@ -196,7 +196,8 @@ impl InvocationContext {
         }
         match memory
             .search(&self.app_name, &self.user_id, &query, SearchMode::Auto)
-            .await {
+            .await
+        {
             Ok(memories) => memory_tools::past_conversations(&memories),
             Err(e) => {
                 tracing::warn!(error = %e, "preload_memory: memory search failed");

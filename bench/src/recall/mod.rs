@@ -17,8 +17,7 @@ use std::{
 use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, memory_service_client::MemoryServiceClient,
-        AddMemoryRequest, AddSessionToMemoryRequest, MemoryEntry, SearchMemoryRequest,
-        SearchMode,
+        AddMemoryRequest, AddSessionToMemoryRequest, MemoryEntry, SearchMemoryRequest, SearchMode,
     },
     session::v1::{part, Content, Event, Part, Session},
 };
@@ -54,8 +53,9 @@ pub struct Options {
 
 /// A mode as `--mode` names it.
 pub fn parse_mode(name: &str) -> Result<SearchMode> {
-    SearchMode::from_str_name(&format!("SEARCH_MODE_{}", name.to_uppercase()))
-        .ok_or_else(|| format!("--mode {name:?}: expected auto, keyword, semantic or hybrid").into())
+    SearchMode::from_str_name(&format!("SEARCH_MODE_{}", name.to_uppercase())).ok_or_else(|| {
+        format!("--mode {name:?}: expected auto, keyword, semantic or hybrid").into()
+    })
 }
 
 /// The outcome of one question.
@@ -382,7 +382,9 @@ mod tests {
         let mut client = server.client.clone();
         let entries = ingest(&mut client, "smoke", &corpus).await.unwrap();
         assert_eq!(entries, corpus.turns());
-        let asked = ask_all(&mut client, "smoke", &corpus, SearchMode::Auto).await.unwrap();
+        let asked = ask_all(&mut client, "smoke", &corpus, SearchMode::Auto)
+            .await
+            .unwrap();
         assert_eq!(asked.len(), corpus.questions.len());
         let find = |id: &str| {
             asked

@@ -271,7 +271,11 @@ mod tests {
     #[test]
     fn ranking_is_by_similarity_then_seq() {
         let q = [0.6, 0.8];
-        let stored = [(3, encode(&[0.6, 0.8])), (1, encode(&[1.0, 0.0])), (2, encode(&[0.6, 0.8]))];
+        let stored = [
+            (3, encode(&[0.6, 0.8])),
+            (1, encode(&[1.0, 0.0])),
+            (2, encode(&[0.6, 0.8])),
+        ];
         let ranked = rank(stored.into_iter().map(Ok), &q).unwrap();
         let seqs: Vec<u64> = ranked.iter().map(|n| n.seq).collect();
         assert_eq!(seqs, [2, 3, 1]);

@@ -323,7 +323,9 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
             SessionsCommand::Delete => sessions::delete(cli).await,
         },
         Command::Memory { command } => match command {
-            MemoryCommand::Search { query, mode } => memory::search(cli, query, mode.into()).await,
+            MemoryCommand::Search { query, mode } => {
+                memory::search(cli, query, (*mode).into()).await
+            }
             MemoryCommand::AddSession => memory::add_session(cli).await,
             MemoryCommand::List => memory::list(cli).await,
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,

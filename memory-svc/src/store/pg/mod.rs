@@ -20,7 +20,9 @@ use deadpool_postgres::Pool;
 
 use self::schema::{db_int, stored, ENTRY, MIGRATIONS};
 use super::{
-    index, plan::Write, token,
+    index,
+    plan::Write,
+    token,
     vectors::{check_model, rank, ModelCheck},
     Entry, Hit, MemoryStore, Result, Scope, SearchQuery, StoreError, Unembedded, Vectors,
 };
@@ -304,7 +306,9 @@ impl MemoryStore for PgMemoryStore {
             None => None,
         };
         let check = check_model(
-            stored.as_ref().map(|(m, d, f)| (m.as_str(), *d, f.as_str())),
+            stored
+                .as_ref()
+                .map(|(m, d, f)| (m.as_str(), *d, f.as_str())),
             model,
         )
         .map_err(StoreError::Model)?;
@@ -371,8 +375,7 @@ impl MemoryStore for PgMemoryStore {
     }
 
     async fn put_vectors(&self, vectors: Vec<(Unembedded, Vec<f32>)>) -> Result<usize> {
-        let mut by_scope: std::collections::BTreeMap<(String, String), Vec<_>> =
-            Default::default();
+        let mut by_scope: std::collections::BTreeMap<(String, String), Vec<_>> = Default::default();
         for (u, v) in vectors {
             by_scope
                 .entry((u.app_name.clone(), u.user_id.clone()))

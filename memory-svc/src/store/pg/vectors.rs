@@ -15,7 +15,11 @@ use super::{
 };
 
 /// Applies a write's vector edits in its transaction, after its entry edits.
-pub(super) async fn apply(tx: &Transaction<'_>, scope: Scope<'_>, edits: VectorEdits) -> Result<()> {
+pub(super) async fn apply(
+    tx: &Transaction<'_>,
+    scope: Scope<'_>,
+    edits: VectorEdits,
+) -> Result<()> {
     let (app, user) = (&scope.app_name, &scope.user_id);
     if edits.clear {
         tx.execute(

@@ -80,8 +80,8 @@ use super::{
     index, plan::Write, token, Entry, Hit, MemoryStore, Result, Scope, SearchQuery, Unembedded,
     Vectors,
 };
-use crate::embed::Identity;
 use crate::analysis::Analyzer;
+use crate::embed::Identity;
 
 /// Memory store on a sled database. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -293,7 +293,12 @@ impl Snapshotter for SledMemoryStore {
 
 impl MemoryStore for SledMemoryStore {
     /// Applies `write` in `scope` (see [`write`]), then waits until it is durable.
-    async fn write_embedded(&self, scope: Scope<'_>, write: Write, vectors: Vectors) -> Result<u32> {
+    async fn write_embedded(
+        &self,
+        scope: Scope<'_>,
+        write: Write,
+        vectors: Vectors,
+    ) -> Result<u32> {
         self.commit.check_writable()?;
         let writing = self.gate.writing_owned().await;
         let key = scope_key(scope);
@@ -327,7 +332,8 @@ impl MemoryStore for SledMemoryStore {
 
     async fn use_model(&self, model: &Identity) -> Result<()> {
         let model = model.clone();
-        self.blocking(move |store| store.use_model_now(&model)).await
+        self.blocking(move |store| store.use_model_now(&model))
+            .await
     }
 
     async fn unembedded(&self, after: Option<&Unembedded>, n: usize) -> Result<Vec<Unembedded>> {

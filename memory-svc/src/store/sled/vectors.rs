@@ -188,14 +188,18 @@ impl SledMemoryStore {
 /// The identity as `vector_model` stores it: dimension, fingerprint and model, one per line
 /// (the model, a path or a name, comes last since only it could hold a line break).
 fn encode_identity(model: &Identity) -> String {
-    format!("{}\n{}\n{}", model.dimension, model.fingerprint, model.model)
+    format!(
+        "{}\n{}\n{}",
+        model.dimension, model.fingerprint, model.model
+    )
 }
 
 fn parse_identity(bytes: &[u8]) -> Result<(String, usize, String)> {
     let corrupt = || StoreError::corrupt("vector model identity");
     let text = std::str::from_utf8(bytes).map_err(|_| corrupt())?;
     let mut lines = text.splitn(3, '\n');
-    let (Some(dimension), Some(fingerprint), Some(model)) = (lines.next(), lines.next(), lines.next())
+    let (Some(dimension), Some(fingerprint), Some(model)) =
+        (lines.next(), lines.next(), lines.next())
     else {
         return Err(corrupt());
     };

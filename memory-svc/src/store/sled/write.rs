@@ -280,20 +280,22 @@ impl Batches {
             &store.vectors,
         );
         trees
-            .transaction(|(entries, buckets, ids, blocks, df, tombstones, stats, vectors)| {
-                if stats.get(scope)? != base {
-                    return Ok(false);
-                }
-                entries.apply_batch(&self.entries)?;
-                buckets.apply_batch(&self.buckets)?;
-                ids.apply_batch(&self.ids)?;
-                blocks.apply_batch(&self.blocks)?;
-                df.apply_batch(&self.df)?;
-                tombstones.apply_batch(&self.tombstones)?;
-                vectors.apply_batch(&self.vectors)?;
-                stats.insert(scope.as_bytes(), self.stats.encode_to_vec())?;
-                Ok(true)
-            })
+            .transaction(
+                |(entries, buckets, ids, blocks, df, tombstones, stats, vectors)| {
+                    if stats.get(scope)? != base {
+                        return Ok(false);
+                    }
+                    entries.apply_batch(&self.entries)?;
+                    buckets.apply_batch(&self.buckets)?;
+                    ids.apply_batch(&self.ids)?;
+                    blocks.apply_batch(&self.blocks)?;
+                    df.apply_batch(&self.df)?;
+                    tombstones.apply_batch(&self.tombstones)?;
+                    vectors.apply_batch(&self.vectors)?;
+                    stats.insert(scope.as_bytes(), self.stats.encode_to_vec())?;
+                    Ok(true)
+                },
+            )
             .map_err(|e: TransactionError<Infallible>| match e {
                 TransactionError::Abort(never) => match never {},
                 TransactionError::Storage(e) => e,
