@@ -4,11 +4,9 @@
 //! An entry's fused score is the sum, over the rankings that found it, of
 //! `weight / (RRF_K + rank)`, rank counted from 1. Ranks rather than scores are fused since BM25
 //! is unbounded and its scale changes with the query and the user's memory, while cosine
-//! similarities crowd together; a rank means the same in both. The weights were chosen on the
-//! recall harness (`adk-bench recall`) with a corpus of another seed than the one reported in
-//! BENCHMARKS.md ("Hybrid search"): the keyword ranking weighs more, so that an entry that only
-//! BM25 ranks first (a name, a rare word) stays ahead of entries both rankings place in the
-//! middle, while an entry no keyword matches rises by meaning alone.
+//! similarities crowd together; a rank means the same in both. The weights are the plain
+//! reciprocal-rank fusion ones (both 1); choosing them on the recall harness with a corpus of
+//! another seed is described in BENCHMARKS.md ("Hybrid search").
 
 use std::collections::HashMap;
 
