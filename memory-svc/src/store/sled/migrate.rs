@@ -39,7 +39,10 @@ pub(super) fn build_turns(db: &sled::Db, buckets: &Tree, turns: &Tree) -> Result
         };
         if !session_id.is_empty() {
             let turn = Key::new().str(&app_name).str(&user_id).str(&session_id);
-            batch.insert(turn.u64(u64_value(&seq, "slot")?).into_vec(), IVec::default());
+            batch.insert(
+                turn.u64(u64_value(&seq, "slot")?).into_vec(),
+                IVec::default(),
+            );
         }
     }
     turns.apply_batch(batch)?;

@@ -303,7 +303,9 @@ impl TermEdit {
 
     /// Whether `seq` is above every seq this write appended so far.
     fn appends_after(&self, seq: u64) -> bool {
-        let last = self.appending.and_then(|first| self.blocks.get(&first)?.last());
+        let last = self
+            .appending
+            .and_then(|first| self.blocks.get(&first)?.last());
         last.is_none_or(|q| q.seq < seq)
     }
 

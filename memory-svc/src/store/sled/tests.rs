@@ -239,7 +239,9 @@ async fn converts_the_old_postings_layout() {
 #[tokio::test]
 async fn small_writes_append_blocks_and_merge_them() {
     let (_dir, store) = open().await.unwrap();
-    let words = ["garden", "tuesday", "sister", "recipe", "river", "violin", "market"];
+    let words = [
+        "garden", "tuesday", "sister", "recipe", "river", "violin", "market",
+    ];
     let turns = 700u64;
     for turn in 0..turns {
         let pick = |k: u64| words[(turn * k % 7) as usize];
@@ -268,6 +270,38 @@ async fn small_writes_append_blocks_and_merge_them() {
         "{blocks} blocks"
     );
     assert!(blocks > full, "{blocks} blocks");
+
+    // A write that only appends to a term, and does not merge, leaves its stored blocks as they
+    // were and adds one.
+    let appended = || {
+        let value = store.df.get(&garden).unwrap().unwrap();
+        value
+            .get(8..)
+            .map_or(0, |b| u32::from_be_bytes(b.try_into().unwrap()))
+    };
+    let stored = || -> Vec<_> {
+        store
+            .blocks
+            .scan_prefix(&garden)
+            .map(|kv| kv.unwrap())
+            .collect()
+    };
+    for extra in 0..2 {
+        let before = (stored(), appended());
+        add(
+            &store,
+            &format!("new{extra}"),
+            vec![entry(&format!("x{extra}"), "garden")],
+        )
+        .await;
+        if before.1 + 1 < postings::MERGE_AT {
+            let after = stored();
+            assert_eq!(after.len(), before.0.len() + 1);
+            assert_eq!(after[..before.0.len()], before.0[..]);
+            return;
+        }
+    }
+    panic!("no write appended without merging");
 }
 
 /// A store written before the `turns` tree gets it when opened, so that events added to a
@@ -277,7 +311,12 @@ async fn builds_the_turns_of_an_older_store() {
     let db = sled::Config::new().temporary(true).open().unwrap();
     let store =
         SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
-    replace(&store, "s", entries(&[("q", "did you hear back"), ("r", "not yet")])).await;
+    replace(
+        &store,
+        "s",
+        entries(&[("q", "did you hear back"), ("r", "not yet")]),
+    )
+    .await;
     add(&store, "", entries(&[("loose", "no session")])).await;
     let built: Vec<_> = store.turns.iter().keys().map(|k| k.unwrap()).collect();
     assert_eq!(built.len(), 2);

@@ -192,7 +192,8 @@ impl Batches {
                     b.buckets
                         .remove(scope.clone().str(&entry.session_id).str(&entry.id));
                     if !entry.session_id.is_empty() {
-                        b.turns.remove(scope.clone().str(&entry.session_id).u64(seq));
+                        b.turns
+                            .remove(scope.clone().str(&entry.session_id).u64(seq));
                     }
                     b.ids.remove(scope.clone().str(&entry.id).u64(seq));
                     for term in &old.terms {
@@ -270,20 +271,22 @@ impl Batches {
             &store.stats,
         );
         trees
-            .transaction(|(entries, buckets, turns, ids, blocks, df, tombstones, stats)| {
-                if stats.get(scope)? != base {
-                    return Ok(false);
-                }
-                entries.apply_batch(&self.entries)?;
-                buckets.apply_batch(&self.buckets)?;
-                turns.apply_batch(&self.turns)?;
-                ids.apply_batch(&self.ids)?;
-                blocks.apply_batch(&self.blocks)?;
-                df.apply_batch(&self.df)?;
-                tombstones.apply_batch(&self.tombstones)?;
-                stats.insert(scope.as_bytes(), self.stats.encode_to_vec())?;
-                Ok(true)
-            })
+            .transaction(
+                |(entries, buckets, turns, ids, blocks, df, tombstones, stats)| {
+                    if stats.get(scope)? != base {
+                        return Ok(false);
+                    }
+                    entries.apply_batch(&self.entries)?;
+                    buckets.apply_batch(&self.buckets)?;
+                    turns.apply_batch(&self.turns)?;
+                    ids.apply_batch(&self.ids)?;
+                    blocks.apply_batch(&self.blocks)?;
+                    df.apply_batch(&self.df)?;
+                    tombstones.apply_batch(&self.tombstones)?;
+                    stats.insert(scope.as_bytes(), self.stats.encode_to_vec())?;
+                    Ok(true)
+                },
+            )
             .map_err(|e: TransactionError<Infallible>| match e {
                 TransactionError::Abort(never) => match never {},
                 TransactionError::Storage(e) => e,
