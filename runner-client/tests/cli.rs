@@ -181,7 +181,11 @@ async fn memory_search_in_the_language_it_names() {
     let first = found.lines().next().unwrap_or_default();
     assert!(first.ends_with(&format!("user: {told}")), "{found}");
     let english = output(&mut search("en")).await;
-    assert!(english.ok && english.stdout.is_empty(), "{}", english.stdout);
+    assert!(
+        english.ok && english.stdout.is_empty(),
+        "{}",
+        english.stdout
+    );
     assert!(english.stderr.contains("nothing in memory matches"));
     let unknown = output(&mut search("klingon")).await;
     assert!(!unknown.ok);

@@ -8,9 +8,7 @@
 use adk_common::postgres::StoreLocation;
 use adk_proto::memory::v1::{AddMemoryRequest, MemoryEntry};
 use adk_proto::session::v1::{part::Data, Content, Part};
-use adk_tests::{
-    fresh_schema, postgres_url, sample, scrape, search_request, MemoryServer,
-};
+use adk_tests::{fresh_schema, postgres_url, sample, scrape, search_request, MemoryServer};
 use memory_svc::config::DefaultLanguage;
 use tempfile::TempDir;
 
@@ -41,7 +39,12 @@ async fn houses(srv: &MemoryServer) -> Vec<String> {
         .search_memory(search_request("app", "lena", "Häuser"))
         .await
         .unwrap();
-    found.into_inner().memories.into_iter().map(|m| m.id).collect()
+    found
+        .into_inner()
+        .memories
+        .into_iter()
+        .map(|m| m.id)
+        .collect()
 }
 
 fn memory(id: &str, text: &str) -> MemoryEntry {
@@ -69,7 +72,10 @@ async fn a_changed_default_language_reindexes_the_store_once() {
     let srv = server(&store, "en").await;
     // Too short for language detection to tell: analysed in the default language.
     let turns = [
-        memory("haus", "Wir haben letztes Jahr ein altes Haus am See gekauft"),
+        memory(
+            "haus",
+            "Wir haben letztes Jahr ein altes Haus am See gekauft",
+        ),
         memory("dinner", "I cooked dinner for my parents"),
     ];
     let request = AddMemoryRequest {

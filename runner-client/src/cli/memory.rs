@@ -7,11 +7,7 @@ use serde_json::json;
 use super::{output, Cli, CliError};
 
 /// `memory search QUERY [--language CODE]`: the user's best matching memories, best first.
-pub(super) async fn search(
-    cli: &Cli,
-    query: &str,
-    language: Option<&str>,
-) -> Result<(), CliError> {
+pub(super) async fn search(cli: &Cli, query: &str, language: Option<&str>) -> Result<(), CliError> {
     let memories = (cli.memory()?)
         .search_in(&cli.app, cli.user(), query, language.unwrap_or_default())
         .await?;
