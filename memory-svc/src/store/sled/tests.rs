@@ -276,7 +276,7 @@ async fn small_writes_append_blocks_and_merge_them() {
     let appended = || {
         let value = store.df.get(&garden).unwrap().unwrap();
         value
-            .get(8..)
+            .get(8..12)
             .map_or(0, |b| u32::from_be_bytes(b.try_into().unwrap()))
     };
     let stored = || -> Vec<_> {
