@@ -26,7 +26,7 @@
 //! [`TermEdit`] changes one term's blocks within a write plan; [`Cursor`] reads them for a
 //! search.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{btree_map, BTreeMap, BTreeSet};
 
 use adk_common::keys::Key;
 use sled::{Batch, IVec, Tree};
@@ -369,10 +369,10 @@ impl TermEdit {
 
     /// Keeps the stored block `first` in `blocks`, unless the plan already holds it.
     fn read_block(&mut self, first: u64, value: &[u8]) -> Result<()> {
-        if !self.blocks.contains_key(&first) {
+        if let btree_map::Entry::Vacant(slot) = self.blocks.entry(first) {
             let mut postings = Vec::new();
             decode(first, value, &mut postings)?;
-            self.blocks.insert(first, postings);
+            slot.insert(postings);
         }
         Ok(())
     }
