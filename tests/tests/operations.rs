@@ -11,12 +11,11 @@ use adk_proto::{
     },
 };
 use adk_tests::{
-    append_request, create_request, get_request, json, search_request, text_event, watch_request,
-    SessionServer,
+    append_request, create_request, get_request, json, sample, scrape, search_request, text_event,
+    watch_request, SessionServer,
 };
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{
     metadata::MetadataValue,
@@ -518,30 +517,6 @@ async fn expired_sessions_vanish_and_are_swept() {
     assert!(matches!(change.change, Some(Change::Deleted(_))));
     // Its name is free again.
     c.create_session(create("app", "u", "short")).await.unwrap();
-}
-
-/// GETs `/metrics` with a bare HTTP/1.1 request.
-async fn scrape(addr: std::net::SocketAddr) -> String {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: metrics\r\nConnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    body.to_owned()
-}
-
-/// The value of the sample with this name whose labels contain every `label`.
-fn sample(exposition: &str, name: &str, labels: &[&str]) -> Option<f64> {
-    exposition.lines().find_map(|line| {
-        let (series, value) = line.rsplit_once(' ')?;
-        let matches = (series == name || series.starts_with(&format!("{name}{{")))
-            && labels.iter().all(|l| series.contains(l));
-        matches.then(|| value.parse().unwrap())
-    })
 }
 
 #[tokio::test]

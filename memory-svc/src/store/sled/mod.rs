@@ -9,6 +9,7 @@
 //! |--------------|---------------------------|-----------------------------------------|
 //! | `entries`    | app, user, seq            | `EntryRecord` (protobuf)                |
 //! | `buckets`    | app, user, session, id    | seq (u64 big-endian)                    |
+//! | `turns`      | app, user, session, seq   | (empty): a session's entries in order   |
 //! | `ids`        | app, user, id, seq        | (empty): finds an id in every session   |
 //! | `blocks`     | app, user, term, seq      | a block of postings from seq on         |
 //! | `df`         | app, user, term           | document frequency (u64 big-endian)     |
@@ -83,6 +84,7 @@ pub struct SledMemoryStore {
     db: sled::Db,
     entries: Tree,
     buckets: Tree,
+    turns: Tree,
     ids: Tree,
     blocks: Tree,
     df: Tree,
@@ -105,13 +107,16 @@ impl SledMemoryStore {
     pub fn from_db(db: sled::Db, sync: SyncMode, analyzer: Analyzer) -> Result<Self> {
         let (blocks, df) = (db.open_tree("blocks")?, db.open_tree("df")?);
         migrate::migrate(&db, &blocks, &df)?;
+        let (buckets, turns) = (db.open_tree("buckets")?, db.open_tree("turns")?);
+        migrate::build_turns(&db, &buckets, &turns)?;
         let entries = db.open_tree("entries")?;
         // Counted once at startup (a scan); writes keep the gauge current from then on. Added
         // rather than set, so stores sharing a process (tests) each count their own.
         gauge!("store_memories").increment(entries.len() as f64);
         let store = Self {
             entries,
-            buckets: db.open_tree("buckets")?,
+            buckets,
+            turns,
             ids: db.open_tree("ids")?,
             blocks,
             df,
