@@ -521,17 +521,6 @@ _new_object = object.__new__
 _set_attribute = object.__setattr__
 
 
-def _model_maker(factory: Any) -> Callable[[], Any] | None:
-    """``factory()`` without validation, for a pydantic model class (made with no arguments,
-    as ADK's ``NodeInfo`` on every event) that ``_Blueprint.build`` can make: its defaults, as
-    validation leaves them. None for any other factory."""
-    if isinstance(factory, type) and issubclass(factory, BaseModel):
-        blueprint = _Blueprint(factory)
-        if blueprint.usable:
-            return functools.partial(blueprint.build, {})
-    return None
-
-
 class _Blueprint(Generic[_Model]):
     """Makes instances of a pydantic model as validation leaves them for a dict of field values
     that validation would keep as they are: ``__dict__`` holds every field in declaration order,
@@ -561,8 +550,6 @@ class _Blueprint(Generic[_Model]):
             self.defaults[name] = None
             if field.default_factory is None:
                 self.fresh.append((name, functools.partial(copy.deepcopy, field.default)))
-            elif (make := _model_maker(field.default_factory)) is not None:
-                self.fresh.append((name, make))
             else:
                 takes_data = takes_data or bool(field.default_factory_takes_validated_data)
                 self.fresh.append((name, field.default_factory))  # type: ignore[arg-type]
