@@ -129,8 +129,9 @@ pub(crate) async fn released(lock_file: PathBuf) -> Result<(), BoxError> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(e),
         };
-        file.lock_exclusive()?;
-        file.unlock()
+        // Named in full: std's own File::unlock is newer than this crate's minimum Rust.
+        FileExt::lock_exclusive(&file)?;
+        FileExt::unlock(&file)
     });
     match tokio::time::timeout(RELEASE_TIMEOUT, waiting).await {
         Ok(joined) => Ok(joined??),
