@@ -31,6 +31,7 @@ macro_rules! session_store_suite {
             delete_keeps_app_and_user_state,
             the_change_feed_orders_appends_per_app,
             sweeps_expired_sessions,
+            create_answers_with_the_session_even_if_it_has_expired,
             sweeping_ends_the_watches_of_expired_sessions,
         );
     };
@@ -679,6 +680,27 @@ pub async fn sweeps_expired_sessions<S: SessionStore>(store: S) {
         .await
         .unwrap()
         .is_some());
+}
+
+/// Create answers with the session it stored, even one already past its expiry when the answer
+/// is made (a short ttl on a slow database): never "not found" for the session it just made.
+pub async fn create_answers_with_the_session_even_if_it_has_expired<S: SessionStore>(store: S) {
+    let brief = key("brief");
+    let new = NewSession {
+        expire_time: Some(at(150)),
+        ..new_session(&brief, 100)
+    };
+    let created = store.create(new).await.unwrap();
+    assert_eq!(created.id, "brief");
+    assert_eq!(created.expire_time, Some(at(150)));
+    assert!(
+        store
+            .get(&brief, EventWindow::NONE)
+            .await
+            .unwrap()
+            .is_none(),
+        "invisible afterwards"
+    );
 }
 
 /// The sweep's part that the domain adds: watchers of a swept session are told it is gone. Run
