@@ -69,6 +69,7 @@ use adk_common::{
 };
 use metrics::gauge;
 use sled::{IVec, Tree};
+use tokio_util::task::TaskTracker;
 
 use self::{
     maxscore::{Ranked, TermList},
@@ -93,6 +94,8 @@ pub struct SledMemoryStore {
     commit: GroupCommit,
     gate: WriteGate,
     analyzer: Analyzer,
+    /// Blocking work still running (each holds the database); shutdown waits for it.
+    work: TaskTracker,
 }
 
 impl SledMemoryStore {
@@ -125,6 +128,7 @@ impl SledMemoryStore {
             commit: GroupCommit::start(db.clone(), sync),
             gate: WriteGate::default(),
             analyzer,
+            work: TaskTracker::new(),
             db,
         };
         migrate::reindex(&store)?;
@@ -146,7 +150,11 @@ impl SledMemoryStore {
     /// Flushes every write to disk, whatever the sync mode, and stops the flusher (at
     /// shutdown: later writes are refused).
     pub async fn flush(&self) -> Result<()> {
-        // The group-commit flusher ends after its last flush, so nothing of the store runs on.
+        // Work whose caller stopped waiting (a cancelled call) still runs, holding the database;
+        // once it and the group-commit flusher have ended, nothing of the store runs on, and
+        // the directory can be opened again as soon as the last handle is dropped.
+        self.work.close();
+        self.work.wait().await;
         self.commit.stop().await;
         self.db.flush_async().await?;
         Ok(())
@@ -159,7 +167,8 @@ impl SledMemoryStore {
         work: impl FnOnce(&Self) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let store = self.clone();
-        tokio::task::spawn_blocking(move || work(&store))
+        self.work
+            .spawn_blocking(move || work(&store))
             .await
             .map_err(|e| {
                 StorageError::new(StorageErrorKind::Internal, format!("storage task: {e}"))
