@@ -49,7 +49,7 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             let db = cache.open(&dir).map_err(|e| cannot_open(&e))?;
             let store = SledMemoryStore::from_db(db, config.serve.sync, config.analyzer())
                 .map_err(|e| cannot_open(&e))?;
-            let hooks = StoreHooks::sled(store.clone(), cache, dir.join("snapshots"));
+            let hooks = StoreHooks::sled(store.clone(), cache, &dir);
             let memories = Memories::new(store, sessions).with_embedder(embedder);
             serve(config, memories, hooks).await
         }

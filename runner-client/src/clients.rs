@@ -489,19 +489,27 @@ impl MemoryClient {
         Ok(Self { remote, client })
     }
 
-    /// The best matches for `query` in the (app, user)'s memory, best first, ranked as `mode`
-    /// says.
-    pub async fn search(
+    /// The best matches for `query` in the (app, user)'s memory, best first: the query's
+    /// language detected by memory-svc, ranked in AUTO mode.
+    pub async fn search(&self, app: &str, user: &str, query: &str) -> Result<Vec<MemoryEntry>> {
+        self.search_with(app, user, query, "", SearchMode::Auto).await
+    }
+
+    /// [`Self::search`] with the query in `language` (an ISO 639-1 code; empty: detected),
+    /// ranked as `mode` says.
+    pub async fn search_with(
         &self,
         app: &str,
         user: &str,
         query: &str,
+        language: &str,
         mode: SearchMode,
     ) -> Result<Vec<MemoryEntry>> {
         let request = SearchMemoryRequest {
             app_name: app.to_owned(),
             user_id: user.to_owned(),
             query: query.to_owned(),
+            language: language.to_owned(),
             mode: mode.into(),
             ..Default::default()
         };

@@ -2,7 +2,6 @@
 //! it stands, the state including `temp:` keys, the memory tools, and [`InvocationContext::emit`],
 //! which stores an event and hands it to the caller.
 
-use adk_proto::memory::v1::SearchMode;
 use adk_proto::session::v1::{
     part::Data, Content, Event, EventActions, FunctionCall, FunctionResponse, Part,
 };
@@ -195,7 +194,7 @@ impl InvocationContext {
             return None;
         }
         match memory
-            .search(&self.app_name, &self.user_id, &query, SearchMode::Auto)
+            .search(&self.app_name, &self.user_id, &query)
             .await
         {
             Ok(memories) => memory_tools::past_conversations(&memories),

@@ -6,7 +6,7 @@
 //!   the user's current message and the hits are put in front of the model in a
 //!   `<PAST_CONVERSATIONS>` block.
 
-use adk_proto::memory::v1::{MemoryEntry, SearchMode};
+use adk_proto::memory::v1::MemoryEntry;
 use serde_json::{json, Value};
 
 use crate::{clients::MemoryClient, error::Result, event::content_text, json};
@@ -38,7 +38,7 @@ pub(crate) async fn load_memory(
     user: &str,
     query: &str,
 ) -> Result<Value> {
-    let memories = memory.search(app, user, query, SearchMode::Auto).await?;
+    let memories = memory.search(app, user, query).await?;
     Ok(json!({ "memories": memories.iter().map(json::memory_entry).collect::<Vec<_>>() }))
 }
 

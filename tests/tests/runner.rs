@@ -7,7 +7,6 @@ use std::{
     time::Duration,
 };
 
-use adk_proto::memory::v1::SearchMode;
 use adk_proto::session::v1::{
     part::Data, session_service_client::SessionServiceClient, watch_session_response::Change,
     Content, Event, EventActions, WatchSessionRequest,
@@ -492,7 +491,7 @@ async fn remembering_adds_the_session_to_memory_after_the_turn() {
     let runner = recall_runner(&sessions, &memory).remember_sessions(true);
     ok_turn(&runner, "s", "The cat is called Miso.").await;
     let found = memory_client
-        .search(APP, USER, "cat", SearchMode::Auto)
+        .search(APP, USER, "cat")
         .await
         .unwrap();
     // The user's message, then the agent's reply to it (found by its context).

@@ -6,11 +6,16 @@ use serde_json::json;
 
 use super::{output, Cli, CliError};
 
-/// `memory search QUERY`: the user's best matching memories, best first.
-pub(super) async fn search(cli: &Cli, query: &str, mode: SearchMode) -> Result<(), CliError> {
-    let memories = cli
-        .memory()?
-        .search(&cli.app, cli.user(), query, mode)
+/// `memory search QUERY [--mode MODE] [--language CODE]`: the user's best matching memories,
+/// best first.
+pub(super) async fn search(
+    cli: &Cli,
+    query: &str,
+    mode: SearchMode,
+    language: Option<&str>,
+) -> Result<(), CliError> {
+    let memories = (cli.memory()?)
+        .search_with(&cli.app, cli.user(), query, language.unwrap_or_default(), mode)
         .await?;
     for memory in &memories {
         if cli.json {

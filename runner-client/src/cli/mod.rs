@@ -227,6 +227,9 @@ enum MemoryCommand {
         /// keyword, semantic or hybrid.
         #[arg(long, value_enum, default_value_t = Mode::Auto)]
         mode: Mode,
+        /// The query's language as an ISO 639-1 code ("de"), instead of the detected one.
+        #[arg(long)]
+        language: Option<String>,
     },
     /// Add (or refresh) the --session in memory.
     AddSession,
@@ -323,9 +326,11 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
             SessionsCommand::Delete => sessions::delete(cli).await,
         },
         Command::Memory { command } => match command {
-            MemoryCommand::Search { query, mode } => {
-                memory::search(cli, query, (*mode).into()).await
-            }
+            MemoryCommand::Search {
+                query,
+                mode,
+                language,
+            } => memory::search(cli, query, (*mode).into(), language.as_deref()).await,
             MemoryCommand::AddSession => memory::add_session(cli).await,
             MemoryCommand::List => memory::list(cli).await,
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,
