@@ -1,8 +1,8 @@
 //! A bounded soak: both servers under a steady mixed load for minutes (appends, reads, watch
 //! streams that come and go, memory ingestion, searches), sampling each server's resident memory
 //! and open file descriptors and the p99 of every kind of call per interval, then comparing the
-//! first sample after warm-up with the last. What it looks for is a leak: memory, descriptors
-//! or latency that keep growing while the load stays the same.
+//! first third of the samples after warm-up with the last third. What it looks for is a leak:
+//! memory, descriptors or latency that keep growing while the load stays the same.
 //!
 //! The load is paced (a fixed rate per kind of call), not closed-loop: a soak is about the same
 //! work repeated for a long time, and a saturated loop would make every figure depend on what
@@ -562,8 +562,8 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
     Ok(())
 }
 
-/// Compares the samples after warm-up: memory and descriptors first against last (and the
-/// peak), and the median p99 of each kind in the first third against the last third.
+/// Compares the samples after warm-up: the median RSS and the median p99 of each kind in the
+/// first third against the last third, and open descriptors first against last.
 fn judge(samples: &[Sample], warmup: Duration, peaks: &[u64]) -> String {
     let after: Vec<&Sample> = samples.iter().filter(|s| s.at >= warmup).collect();
     let (Some(first), Some(last)) = (after.first(), after.last()) else {
@@ -576,19 +576,33 @@ fn judge(samples: &[Sample], warmup: Duration, peaks: &[u64]) -> String {
         last.at.as_secs_f64()
     )];
     let mut grew = Vec::new();
+    // Resident memory is judged on the medians of the first and the last third: a single
+    // sample can fall on a burst (a steady soak's turn-overs), a trend cannot.
+    let third = (after.len() / 3).max(1);
+    let (early, late) = (&after[..third], &after[after.len() - third..]);
+    let median_rss = |part: &[&Sample], i: usize| {
+        let mut v: Vec<u64> = part.iter().map(|s| s.servers[i].0).collect();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0)
+    };
     for (i, name) in ["session-svc", "memory-svc"].iter().enumerate() {
         let (rss0, fds0, store0) = first.servers[i];
         let (rss1, fds1, store1) = last.servers[i];
         let max_rss = after.iter().map(|s| s.servers[i].0).max().unwrap_or(0);
         let max_fds = after.iter().map(|s| s.servers[i].1).max().unwrap_or(0);
-        let change = (rss1 as f64 - rss0 as f64) / (rss0.max(1) as f64) * 100.0;
+        let (med0, med1) = (median_rss(early, i), median_rss(late, i));
+        let change = (med1 as f64 - med0 as f64) / (med0.max(1) as f64) * 100.0;
+        let mb = |kb: u64| kb as f64 / 1024.0;
         out.push(format!(
-            "#   {name}: RSS {:.0} -> {:.0} MB ({change:+.0}%, max {:.0} MB, peak VmHWM {:.0} MB); \
-             open fds {fds0} -> {fds1} (max {max_fds}); store {:.0} -> {:.0} MB on disk",
-            rss0 as f64 / 1024.0,
-            rss1 as f64 / 1024.0,
-            max_rss as f64 / 1024.0,
-            peaks[i] as f64 / 1024.0,
+            "#   {name}: RSS median {:.0} -> {:.0} MB ({change:+.0}%; first {:.0}, last {:.0}, \
+             max {:.0} MB, peak VmHWM {:.0} MB); open fds {fds0} -> {fds1} (max {max_fds}); \
+             store {:.0} -> {:.0} MB on disk",
+            mb(med0),
+            mb(med1),
+            mb(rss0),
+            mb(rss1),
+            mb(max_rss),
+            mb(peaks[i]),
             store0 as f64 / 1e6,
             store1 as f64 / 1e6,
         ));
@@ -599,7 +613,6 @@ fn judge(samples: &[Sample], warmup: Duration, peaks: &[u64]) -> String {
             grew.push(format!("{name} fds {fds0} -> {fds1}"));
         }
     }
-    let third = (after.len() / 3).max(1);
     let median = |part: &[&Sample], kind: usize| {
         // Intervals without a call of this kind have no p99.
         let mut v: Vec<f64> = part
@@ -616,8 +629,8 @@ fn judge(samples: &[Sample], warmup: Duration, peaks: &[u64]) -> String {
         .map(|(k, name)| {
             format!(
                 "{name} {:.1} -> {:.1} ms",
-                median(&after[..third], k),
-                median(&after[after.len() - third..], k)
+                median(early, k),
+                median(late, k)
             )
         })
         .collect();
@@ -626,7 +639,7 @@ fn judge(samples: &[Sample], warmup: Duration, peaks: &[u64]) -> String {
         trends.join(", ")
     ));
     out.push(if grew.is_empty() {
-        "# verdict: no growth after warm-up (RSS within 10%, open fds within 2)".into()
+        "# verdict: no growth after warm-up (median RSS within 10%, open fds within 2)".into()
     } else {
         format!("# verdict: GROWTH after warm-up: {}", grew.join(", "))
     });

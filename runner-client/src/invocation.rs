@@ -193,10 +193,7 @@ impl InvocationContext {
         if query.is_empty() {
             return None;
         }
-        match memory
-            .search(&self.app_name, &self.user_id, &query)
-            .await
-        {
+        match memory.search(&self.app_name, &self.user_id, &query).await {
             Ok(memories) => memory_tools::past_conversations(&memories),
             Err(e) => {
                 tracing::warn!(error = %e, "preload_memory: memory search failed");

@@ -490,10 +490,7 @@ async fn remembering_adds_the_session_to_memory_after_the_turn() {
     let memory_client = MemoryClient::connect(&endpoint(memory.addr)).unwrap();
     let runner = recall_runner(&sessions, &memory).remember_sessions(true);
     ok_turn(&runner, "s", "The cat is called Miso.").await;
-    let found = memory_client
-        .search(APP, USER, "cat")
-        .await
-        .unwrap();
+    let found = memory_client.search(APP, USER, "cat").await.unwrap();
     // The user's message, then the agent's reply to it (found by its context).
     assert_eq!(found.len(), 2);
     assert!(found.iter().all(|m| m.session_id == "s"));

@@ -15,7 +15,13 @@ pub(super) async fn search(
     language: Option<&str>,
 ) -> Result<(), CliError> {
     let memories = (cli.memory()?)
-        .search_with(&cli.app, cli.user(), query, language.unwrap_or_default(), mode)
+        .search_with(
+            &cli.app,
+            cli.user(),
+            query,
+            language.unwrap_or_default(),
+            mode,
+        )
         .await?;
     for memory in &memories {
         if cli.json {
