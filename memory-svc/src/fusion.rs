@@ -82,7 +82,8 @@ mod tests {
             vec![hit("c"), hit("d"), hit("b")],
             10,
         );
-        assert_eq!(ids(&fused), ["c", "b", "a", "d"]);
+        // c and b were found by both; d, second by meaning, outweighs a, first by keyword.
+        assert_eq!(ids(&fused), ["c", "b", "d", "a"]);
         let c = KEYWORD_WEIGHT / (RRF_K + 3.0) + SEMANTIC_WEIGHT / (RRF_K + 1.0);
         assert!((fused[0].score - c).abs() < 1e-12);
         assert_eq!(fuse(vec![hit("a")], vec![hit("b")], 1).len(), 1);
