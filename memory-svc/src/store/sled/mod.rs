@@ -50,7 +50,6 @@
 //! tokio's blocking pool, never on the workers that answer other RPCs (health probes,
 //! searches); an async method only waits for it.
 
-mod maxscore;
 mod migrate;
 mod postings;
 mod records;
@@ -70,11 +69,15 @@ use metrics::gauge;
 use sled::{IVec, Tree};
 
 use self::{
-    maxscore::{Ranked, TermList},
     postings::Cursor,
     records::{decode, scope_key, EntryRecord, Stats},
 };
-use super::{index, plan::Write, token, Entry, Hit, MemoryStore, Result, Scope, SearchQuery};
+use super::{
+    index,
+    maxscore::{self, Ranked, TermList},
+    plan::Write,
+    token, Entry, Hit, MemoryStore, Result, Scope, SearchQuery,
+};
 use crate::analysis::Analyzer;
 
 /// Memory store on a sled database. Cheap to clone.
