@@ -1,17 +1,24 @@
 //! The PostgreSQL memory schema, and how a stored entry is read back.
 //!
-//! Schema version 2, created by the service itself ([`MIGRATIONS`]):
+//! Schema version 3, created by the service itself ([`MIGRATIONS`]):
 //!
 //! | table               | primary key             | holds                                        |
 //! |---------------------|-------------------------|----------------------------------------------|
 //! | `memory_scopes`     | app, user               | BM25 statistics, next ingestion `seq`        |
 //! | `memory_entries`    | app, user, seq          | the entry; unique per (session, id) slot     |
-//! | `memory_postings`   | app, user, term, seq    | term frequency and entry length              |
+//! | `memory_terms`      | app, user, term         | the term's document frequency                |
+//! | `memory_blocks`     | app, user, term, span   | the term's postings in a span, their bounds  |
 //! | `memory_tombstones` | app, user, id           | deleted ids, not re-ingested                 |
 //! | `memory_index`      | (one row)               | the analysis the index was built with        |
 //!
+//! `memory_entries` is also indexed by (app, user, session, seq), which finds a session's last
+//! entry (its tail, for the context of appended events) in one index probe.
+//!
 //! Version 2 added each entry's context (`context_before`, `context_after`) and `memory_index`;
-//! a store of version 1 is re-indexed when opened (see `PgMemoryStore::open`).
+//! a store of version 1 is re-indexed when opened (see `PgMemoryStore::open`). Version 3
+//! replaced the row per posting (`memory_postings`) by document frequencies and posting blocks
+//! (see [`super::blocks`]): the step carries the document frequencies over and forgets the
+//! analysis identity, so the store re-indexes every scope when opened, which writes the blocks.
 //!
 //! Every key starts with (app, user): no statement reads or writes outside one user's memory,
 //! and a distributed engine can shard by it.
@@ -77,6 +84,32 @@ CREATE TABLE memory_index (
     one      boolean PRIMARY KEY DEFAULT true CHECK (one),
     analysis text NOT NULL
 );
+"#,
+    r#"
+CREATE TABLE memory_terms (
+    app_name text COLLATE "C" NOT NULL,
+    user_id  text COLLATE "C" NOT NULL,
+    term     text COLLATE "C" NOT NULL,
+    df       bigint NOT NULL,
+    PRIMARY KEY (app_name, user_id, term)
+);
+INSERT INTO memory_terms (app_name, user_id, term, df)
+    SELECT app_name, user_id, term, count(*) FROM memory_postings
+    GROUP BY app_name, user_id, term;
+DROP TABLE memory_postings;
+CREATE TABLE memory_blocks (
+    app_name text COLLATE "C" NOT NULL,
+    user_id  text COLLATE "C" NOT NULL,
+    term     text COLLATE "C" NOT NULL,
+    span     bigint NOT NULL,
+    postings integer NOT NULL,
+    max_tf   bigint NOT NULL,
+    min_len  bigint NOT NULL,
+    block    bytea NOT NULL,
+    PRIMARY KEY (app_name, user_id, term, span)
+) WITH (fillfactor = 75);
+DELETE FROM memory_index;
+CREATE INDEX memory_session_seqs ON memory_entries (app_name, user_id, session_id, seq);
 "#,
 ];
 
