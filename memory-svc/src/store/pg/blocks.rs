@@ -121,7 +121,11 @@ mod tests {
 
     #[test]
     fn blocks_round_trip_with_their_bounds() {
-        let postings = [p(2 * SPAN, 3, 40), p(2 * SPAN + 5, 1, 7), p(3 * SPAN - 1, u32::MAX, 0)];
+        let postings = [
+            p(2 * SPAN, 3, 40),
+            p(2 * SPAN + 5, 1, 7),
+            p(3 * SPAN - 1, u32::MAX, 0),
+        ];
         let e = encode(&postings);
         assert_eq!((e.max_tf, e.min_len), (u32::MAX, 0));
         let mut out = vec![p(1, 1, 1)];
@@ -141,7 +145,13 @@ mod tests {
     #[test]
     fn malformed_blocks_are_errors() {
         let twice = [encode(&[p(3, 1, 1)]).bytes, encode(&[p(3, 1, 1)]).bytes].concat();
-        for bad in [&[0x80][..], &[1, 1], &[SPAN as u8, 1, 1], &twice, &[0xFF; 11]] {
+        for bad in [
+            &[0x80][..],
+            &[1, 1],
+            &[SPAN as u8, 1, 1],
+            &twice,
+            &[0xFF; 11],
+        ] {
             let err = decode(0, bad, &mut Vec::new()).unwrap_err();
             assert!(
                 matches!(&err, StoreError::Storage(e) if e.kind() == StorageErrorKind::Corrupt),

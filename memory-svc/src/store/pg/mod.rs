@@ -20,9 +20,7 @@ use adk_common::{postgres, storage::StorageErrorKind};
 use deadpool_postgres::Pool;
 
 use self::schema::{db_int, stored, ENTRY, MIGRATIONS};
-use super::{
-    plan::Write, token, Entry, Hit, MemoryStore, Result, Scope, SearchQuery, StoreError,
-};
+use super::{plan::Write, token, Entry, Hit, MemoryStore, Result, Scope, SearchQuery, StoreError};
 use crate::analysis::Analyzer;
 
 /// Memory store on a PostgreSQL database. Cheap to clone.

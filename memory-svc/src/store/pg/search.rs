@@ -135,8 +135,11 @@ impl PgMemoryStore {
                 Some((t.as_str(), index::idf(n, df as f64)))
             })
             .collect();
-        let position: HashMap<&str, usize> =
-            lists.iter().enumerate().map(|(i, (t, _))| (*t, i)).collect();
+        let position: HashMap<&str, usize> = lists
+            .iter()
+            .enumerate()
+            .map(|(i, (t, _))| (*t, i))
+            .collect();
         let mut spans = HashMap::<i64, Span>::new();
         for row in &bounds {
             let Some(&i) = position.get(row.try_get::<_, &str>(0)?) else {
@@ -220,7 +223,10 @@ impl PgMemoryStore {
                 break ranked;
             }
             round = round.saturating_mul(GROWTH);
-            for row in tx.query(&blocks_of, &[app, user, &list_terms, &pick]).await? {
+            for row in tx
+                .query(&blocks_of, &[app, user, &list_terms, &pick])
+                .await?
+            {
                 let (term, span, block): (&str, i64, &[u8]) =
                     (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
                 if let Some(&i) = position.get(term) {

@@ -83,7 +83,9 @@ async fn a_write_that_loses_a_deadlock_runs_again() {
 fn text(seed: u64) -> String {
     let mut x = seed;
     let mut next = move |n: u64| {
-        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         (x >> 33) % n
     };
     (0..1 + next(20))
@@ -114,7 +116,12 @@ async fn replicas_writing_at_once_keep_block_bounds_upper() {
             let other = 1 - w;
             for round in 0..25u64 {
                 let batch = (0..12)
-                    .map(|i| entry(&format!("w{w}-{round}-{i}"), &text(w << 32 | round << 8 | i)))
+                    .map(|i| {
+                        entry(
+                            &format!("w{w}-{round}-{i}"),
+                            &text(w << 32 | round << 8 | i),
+                        )
+                    })
                     .collect();
                 add(&store, &format!("s{w}"), batch).await;
                 if round > 0 {

@@ -357,7 +357,9 @@ async fn remove_postings(tx: &Transaction<'_>, scope: Scope<'_>, removed: &[Stor
             .await?;
         tx.execute(
             &rewrite,
-            &[app, user, &k_terms, &k_spans, &k_counts, &k_tfs, &k_lens, &k_blocks],
+            &[
+                app, user, &k_terms, &k_spans, &k_counts, &k_tfs, &k_lens, &k_blocks,
+            ],
         )
         .await?;
     }
