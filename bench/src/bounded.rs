@@ -56,7 +56,7 @@ impl Picker {
 
 pub async fn bounded(ctx: &Ctx, run: Bounded) -> Result<()> {
     let cache = run.cache_bytes.map(|b| b.to_string());
-    let mut args = vec!["--sync", "periodic"];
+    let mut args = vec!["--sync", ctx.seed_sync.as_str()];
     if let Some(bytes) = &cache {
         args.extend(["--cache-bytes", bytes]);
     }

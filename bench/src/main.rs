@@ -72,8 +72,9 @@ struct Cli {
     /// Upper bound on measured operations per load point.
     #[arg(long, global = true, default_value_t = 2_000_000)]
     max_ops: u64,
-    /// `--sync` mode of the server while *seeding* read scenarios (get, recent, list). Reads are
-    /// measured in the same process; the sync mode only affects when writes are acknowledged.
+    /// `--sync` mode of the server while *seeding* read scenarios (get, recent, list) and for the
+    /// whole `bounded` run. Reads are measured in the same process; the sync mode only affects
+    /// when writes are acknowledged.
     #[arg(long, global = true, default_value = "periodic")]
     seed_sync: String,
     /// Run the servers on this PostgreSQL database (`postgres://...`) instead of sled: each

@@ -4,7 +4,13 @@
 //! following the database's reachability: backups are the database's own, and every write is
 //! committed before it is acknowledged).
 
-use std::{future::Future, path::PathBuf, pin::Pin, sync::Arc};
+use std::{
+    future::Future,
+    path::{Path, PathBuf},
+    pin::Pin,
+    sync::Arc,
+    time::Duration,
+};
 
 use adk_proto::admin::v1::admin_service_server::AdminServiceServer;
 use tokio::sync::watch;
@@ -52,13 +58,17 @@ pub struct StoreHooks {
     pub(crate) on_stop: Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>,
     /// The AdminService, on stores that take their own backups.
     pub(crate) admin: Option<AdminRoute>,
+    /// The file a sled database locks: shutdown returns once the lock is free again, so the
+    /// directory can be opened at once (by a restart in the same process, say).
+    pub(crate) lock_file: Option<PathBuf>,
 }
 
 impl StoreHooks {
     /// A sled store opened with `cache`: its size and cache capacity as gauges, health that
     /// follows its disk, a flush at stop, and the AdminService writing snapshots to
-    /// `snapshot_dir` before streaming them.
-    pub fn sled<S: SledBacked>(store: S, cache: SledCache, snapshot_dir: PathBuf) -> Self {
+    /// `<data_dir>/snapshots` before streaming them.
+    pub fn sled<S: SledBacked>(store: S, cache: SledCache, data_dir: &Path) -> Self {
+        let snapshot_dir = data_dir.join("snapshots");
         cache.announce();
         let metrics = store.clone();
         let admin = Arc::new(store.clone());
@@ -74,6 +84,8 @@ impl StoreHooks {
                     AdminServiceServer::new(AdminGrpc::new(S::SERVICE, admin, snapshot_dir));
                 routes.add_service(InterceptedService::new(service, authenticator))
             }))),
+            // sled 0.34 locks the file `db` in its directory for as long as any handle is open.
+            lock_file: Some(data_dir.join("db")),
         }
     }
 
@@ -88,6 +100,46 @@ impl StoreHooks {
             failures: Some(reachable),
             on_stop: Box::pin(async { Ok(()) }),
             admin: None,
+            lock_file: None,
         }
+    }
+}
+
+/// How long shutdown waits for a sled database's lock once the server and its store have
+/// stopped. Only sled's own I/O threads may still hold the database then, for moments; a wait
+/// this long means a handle was not dropped.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Resolves once no handle of this process holds the sled database locking `lock_file`.
+///
+/// Dropping the last handle does not release the lock at once: sled's I/O threads finish with
+/// their own references right after waking the flush that waited for them. So this waits for
+/// the lock itself (a blocking lock taken and given back at once) rather than guessing when
+/// they are done.
+pub(crate) async fn released(lock_file: PathBuf) -> Result<(), BoxError> {
+    let shown = lock_file.display().to_string();
+    let waiting = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        use fs2::FileExt;
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&lock_file)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        // Named in full: std's own File::unlock is newer than this crate's minimum Rust.
+        FileExt::lock_exclusive(&file)?;
+        FileExt::unlock(&file)
+    });
+    match tokio::time::timeout(RELEASE_TIMEOUT, waiting).await {
+        Ok(joined) => Ok(joined??),
+        Err(_) => Err(format!(
+            "{shown} is still locked {} s after the store closed: a handle on the database \
+             outlived the server",
+            RELEASE_TIMEOUT.as_secs()
+        )
+        .into()),
     }
 }

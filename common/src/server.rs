@@ -310,14 +310,23 @@ pub struct Running {
     stop: oneshot::Sender<()>,
     task: JoinHandle<Result<(), BoxError>>,
     authenticator: Authenticator,
+    /// The file the store's database locks, if it is a sled store (see [`StoreHooks`]).
+    lock_file: Option<PathBuf>,
 }
 
 impl Running {
     /// Turns health to NOT_SERVING, stops accepting, tells streams to end, lets in-flight calls
     /// finish within the grace period, then runs the server's `on_stop` (flushing its store).
+    /// Returns once nothing of the server holds its store any more: a sled directory can be
+    /// opened again at once.
     pub async fn shutdown(self) -> Result<(), BoxError> {
         let _ = self.stop.send(());
-        self.task.await?
+        // The task's end drops the service and every task's handle on the store.
+        self.task.await??;
+        match self.lock_file {
+            Some(lock_file) => crate::hooks::released(lock_file).await,
+            None => Ok(()),
+        }
     }
 
     /// Reads the tokens file again (what SIGHUP does): new calls see the new tokens, open
@@ -358,6 +367,7 @@ where
         failures,
         on_stop,
         admin,
+        lock_file,
     } = store;
     let addr = listener.local_addr()?;
     let mut builder = tonic::transport::Server::builder();
@@ -473,6 +483,7 @@ where
         stop,
         task,
         authenticator,
+        lock_file,
     })
 }
 

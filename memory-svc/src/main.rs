@@ -4,6 +4,12 @@ use std::process::ExitCode;
 
 use memory_svc::{config::Config, server};
 
+/// The servers allocate with jemalloc: after a burst of writes it hands freed memory back to the
+/// system, where glibc's malloc kept about 2.7x more resident (BENCHMARKS.md, "Peak RSS at 1M
+/// events"), which a pod's memory limit counts.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let config = Config::from_env();

@@ -43,7 +43,7 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             let db = cache.open(&dir).map_err(|e| cannot_open(&e))?;
             let store = SledMemoryStore::from_db(db, config.serve.sync, config.analyzer())
                 .map_err(|e| cannot_open(&e))?;
-            let hooks = StoreHooks::sled(store.clone(), cache, dir.join("snapshots"));
+            let hooks = StoreHooks::sled(store.clone(), cache, &dir);
             serve(config, Memories::new(store, sessions), hooks).await
         }
         StoreLocation::Postgres(url) => {

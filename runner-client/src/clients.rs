@@ -489,12 +489,25 @@ impl MemoryClient {
         Ok(Self { remote, client })
     }
 
-    /// The best matches for `query` in the (app, user)'s memory, best first.
+    /// The best matches for `query` in the (app, user)'s memory, best first, the query's
+    /// language detected by memory-svc.
     pub async fn search(&self, app: &str, user: &str, query: &str) -> Result<Vec<MemoryEntry>> {
+        self.search_in(app, user, query, "").await
+    }
+
+    /// [`Self::search`] with the query in `language` (an ISO 639-1 code; empty: detected).
+    pub async fn search_in(
+        &self,
+        app: &str,
+        user: &str,
+        query: &str,
+        language: &str,
+    ) -> Result<Vec<MemoryEntry>> {
         let request = SearchMemoryRequest {
             app_name: app.to_owned(),
             user_id: user.to_owned(),
             query: query.to_owned(),
+            language: language.to_owned(),
             ..Default::default()
         };
         Ok(self

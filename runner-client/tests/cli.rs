@@ -167,6 +167,35 @@ async fn run_remember_and_recall_in_json_and_for_people() {
 }
 
 #[tokio::test]
+async fn memory_search_in_the_language_it_names() {
+    let s = servers().await;
+    let told = "Wir haben letztes Jahr ein altes Haus am See gekauft";
+    ok(s.cli().args(["--session", "a", "run", "--remember", told])).await;
+    let search = |language: &str| {
+        let mut command = s.cli();
+        command.args(["memory", "search", "Häuser", "--language", language]);
+        command
+    };
+    // German Snowball gives "Häuser" the stem of "Haus"; English leaves the word as it is.
+    let found = ok(&mut search("de")).await;
+    let first = found.lines().next().unwrap_or_default();
+    assert!(
+        first.contains(&format!("user: {told}  (session a)")),
+        "{found}"
+    );
+    let english = output(&mut search("en")).await;
+    assert!(
+        english.ok && english.stdout.is_empty(),
+        "{}",
+        english.stdout
+    );
+    assert!(english.stderr.contains("nothing in memory matches"));
+    let unknown = output(&mut search("klingon")).await;
+    assert!(!unknown.ok);
+    assert!(unknown.stderr.contains("language"), "{}", unknown.stderr);
+}
+
+#[tokio::test]
 async fn sessions_list_get_and_delete() {
     let s = servers().await;
     for session in ["s1", "s2"] {

@@ -39,7 +39,7 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             };
             let db = cache.open(&dir).map_err(|e| cannot_open(&e))?;
             let store = SledStore::from_db(db, config.serve.sync).map_err(|e| cannot_open(&e))?;
-            let hooks = StoreHooks::sled(store.clone(), cache, dir.join("snapshots"));
+            let hooks = StoreHooks::sled(store.clone(), cache, &dir);
             serve(config, store, hooks).await
         }
         StoreLocation::Postgres(url) => {
@@ -134,7 +134,7 @@ async fn housekeeping<S: SessionStore>(
     loop {
         tokio::select! {
             () = stopping.wait() => return,
-            _ = sweeps.tick() => match sessions.sweep_expired().await {
+            _ = sweeps.tick() => match sessions.sweep_expired(crate::time::now()).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(deleted = n, "expired sessions deleted"),
                 Err(e) => tracing::warn!(error = %e, "deleting expired sessions failed"),

@@ -356,12 +356,12 @@ impl<S: SessionStore> Sessions<S> {
         Ok(rx)
     }
 
-    /// Deletes expired sessions (they are invisible already) and ends their watches; returns
-    /// how many went.
-    pub async fn sweep_expired(&self) -> Result<usize> {
+    /// Deletes the sessions expired at `now` (they are invisible already) and ends their
+    /// watches; returns how many went.
+    pub async fn sweep_expired(&self, now: Timestamp) -> Result<usize> {
         let mut total = 0;
         loop {
-            let swept = self.store.sweep_expired(now(), SWEEP_BATCH).await?;
+            let swept = self.store.sweep_expired(now, SWEEP_BATCH).await?;
             for key in &swept {
                 self.hub.deleted(key);
             }

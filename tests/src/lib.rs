@@ -322,6 +322,26 @@ impl MemoryServer {
         }
     }
 
+    /// A server on `store`, with `configure` applied to its config: a server started on the
+    /// store of another, once that one has shut down, is a restart with other flags.
+    pub async fn start_on_with(
+        session_endpoint: &str,
+        store: StoreLocation,
+        configure: impl FnOnce(&mut memory_svc::config::Config),
+    ) -> Self {
+        let dir = Dir::Owned(TempDir::new().expect("temp dir"), None);
+        let mut config =
+            memory_svc::config::Config::ephemeral(dir.path().to_owned(), session_endpoint.into());
+        config.store = Some(store);
+        configure(&mut config);
+        Self::boot_config(dir, config).await
+    }
+
+    /// Where this server serves `/metrics`, if configured.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.running.as_ref().and_then(|r| r.metrics_addr)
+    }
+
     /// Stops the server (flushing its store) and starts a new one on the same directory.
     pub async fn restart(mut self) -> Self {
         if let Some(running) = self.running.take() {
@@ -337,6 +357,31 @@ impl MemoryServer {
             running.shutdown().await.expect("clean shutdown");
         }
     }
+}
+
+/// GETs `/metrics` with a bare HTTP/1.1 request.
+pub async fn scrape(addr: std::net::SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: metrics\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    body.to_owned()
+}
+
+/// The value of the sample with this name whose labels contain every `label`.
+pub fn sample(exposition: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    exposition.lines().find_map(|line| {
+        let (series, value) = line.rsplit_once(' ')?;
+        let matches = (series == name || series.starts_with(&format!("{name}{{")))
+            && labels.iter().all(|l| series.contains(l));
+        matches.then(|| value.parse().unwrap())
+    })
 }
 
 /// A server process, killed (SIGKILL) at the latest when dropped, so a failing test leaves

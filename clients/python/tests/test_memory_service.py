@@ -319,3 +319,33 @@ async def test_remembered_content_keeps_every_part(
     (found,) = await search(memory_service, app, "quarterly")
     assert found.content == content
     assert found.timestamp == _utils.format_timestamp(1700000000.25)
+
+
+async def test_search_in_a_language_the_query_names(
+    memory_service: GrpcMemoryService, app: str, servers: tuple[str, str]
+) -> None:
+    german = text_event("haus", "Wir haben letztes Jahr ein altes Haus am See gekauft")
+    await memory_service.add_events_to_memory(
+        app_name=app, user_id=USER, events=[german], session_id="s"
+    )
+    # German Snowball gives "Häuser" the stem of "Haus"; English leaves the word as it is.
+    found = await memory_service.search_memory(
+        app_name=app, user_id=USER, query="Häuser", language="de"
+    )
+    assert [m.id for m in found.memories] == ["haus"]
+    english = await memory_service.search_memory(
+        app_name=app, user_id=USER, query="Häuser", language="en"
+    )
+    assert english.memories == []
+    with pytest.raises(ValueError, match="language"):
+        await memory_service.search_memory(
+            app_name=app, user_id=USER, query="Häuser", language="klingon"
+        )
+    # A service's default applies to every search that names no language, through ADK's own
+    # signature; a search's own language wins.
+    async with GrpcMemoryService(servers[1], search_language="de") as in_german:
+        assert [m.id for m in (await search(in_german, app, "Häuser"))] == ["haus"]
+        english = await in_german.search_memory(
+            app_name=app, user_id=USER, query="Häuser", language="en"
+        )
+        assert english.memories == []

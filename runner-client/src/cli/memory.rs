@@ -6,9 +6,11 @@ use serde_json::json;
 
 use super::{output, Cli, CliError};
 
-/// `memory search QUERY`: the user's best matching memories, best first.
-pub(super) async fn search(cli: &Cli, query: &str) -> Result<(), CliError> {
-    let memories = cli.memory()?.search(&cli.app, cli.user(), query).await?;
+/// `memory search QUERY [--language CODE]`: the user's best matching memories, best first.
+pub(super) async fn search(cli: &Cli, query: &str, language: Option<&str>) -> Result<(), CliError> {
+    let memories = (cli.memory()?)
+        .search_in(&cli.app, cli.user(), query, language.unwrap_or_default())
+        .await?;
     for memory in &memories {
         if cli.json {
             output::json_line(&json::memory_entry(memory))?;

@@ -203,6 +203,9 @@ enum MemoryCommand {
     Search {
         /// The words to look for.
         query: String,
+        /// The query's language as an ISO 639-1 code ("de"), instead of the detected one.
+        #[arg(long)]
+        language: Option<String>,
     },
     /// Add (or refresh) the --session in memory.
     AddSession,
@@ -299,7 +302,9 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
             SessionsCommand::Delete => sessions::delete(cli).await,
         },
         Command::Memory { command } => match command {
-            MemoryCommand::Search { query } => memory::search(cli, query).await,
+            MemoryCommand::Search { query, language } => {
+                memory::search(cli, query, language.as_deref()).await
+            }
             MemoryCommand::AddSession => memory::add_session(cli).await,
             MemoryCommand::List => memory::list(cli).await,
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,

@@ -31,6 +31,8 @@ macro_rules! session_store_suite {
             delete_keeps_app_and_user_state,
             the_change_feed_orders_appends_per_app,
             sweeps_expired_sessions,
+            create_answers_with_the_session_even_if_it_has_expired,
+            sweeping_ends_the_watches_of_expired_sessions,
         );
     };
     (@tests $open:expr; $($test:ident,)*) => {$(
@@ -678,4 +680,76 @@ pub async fn sweeps_expired_sessions<S: SessionStore>(store: S) {
         .await
         .unwrap()
         .is_some());
+}
+
+/// Create answers with the session it stored, even one already past its expiry when the answer
+/// is made (a short ttl on a slow database): never "not found" for the session it just made.
+pub async fn create_answers_with_the_session_even_if_it_has_expired<S: SessionStore>(store: S) {
+    let brief = key("brief");
+    let new = NewSession {
+        expire_time: Some(at(150)),
+        ..new_session(&brief, 100)
+    };
+    let created = store.create(new).await.unwrap();
+    assert_eq!(created.id, "brief");
+    assert_eq!(created.expire_time, Some(at(150)));
+    assert!(
+        store
+            .get(&brief, EventWindow::NONE)
+            .await
+            .unwrap()
+            .is_none(),
+        "invisible afterwards"
+    );
+}
+
+/// The sweep's part that the domain adds: watchers of a swept session are told it is gone. Run
+/// at a clock given to the sweep, so the session is surely live while the watch starts.
+pub async fn sweeping_ends_the_watches_of_expired_sessions<S: SessionStore>(store: S) {
+    use adk_proto::session::v1::{CreateSessionRequest, WatchSessionRequest};
+
+    use crate::sessions::{Limits, SessionChange, Sessions};
+
+    let shutdown = adk_common::server::Shutdown::new();
+    let sessions = Sessions::new(
+        store,
+        Limits {
+            max_event_bytes: 1 << 20,
+            change_retention: Duration::from_secs(3600),
+            default_ttl: None,
+        },
+        shutdown.signal(),
+    );
+    sessions
+        .create(CreateSessionRequest {
+            app_name: APP.into(),
+            user_id: "user".into(),
+            session_id: "brief".into(),
+            ttl: Some(prost_types::Duration {
+                seconds: 3600,
+                nanos: 0,
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut watch = sessions
+        .watch_session(WatchSessionRequest {
+            app_name: APP.into(),
+            user_id: "user".into(),
+            session_id: "brief".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let in_hours =
+        |hours: u64| Timestamp::from(SystemTime::now() + Duration::from_secs(hours * 3600));
+    assert_eq!(sessions.sweep_expired(crate::time::now()).await.unwrap(), 0);
+    assert_eq!(sessions.sweep_expired(in_hours(2)).await.unwrap(), 1);
+    // Bounded so that a watch left open fails the test instead of hanging it.
+    let change = tokio::time::timeout(Duration::from_secs(30), watch.recv())
+        .await
+        .expect("the sweep ends the watch");
+    assert_eq!(change.unwrap().unwrap(), SessionChange::Deleted);
+    assert!(watch.recv().await.is_none(), "nothing follows the deletion");
 }

@@ -26,7 +26,11 @@ mod appender;
 #[cfg(test)]
 mod tests;
 
-use std::{ops::Bound, path::Path};
+use std::{
+    collections::{hash_map::Entry as Slot, HashMap},
+    ops::Bound,
+    path::Path,
+};
 
 use adk_common::{
     durability::{GroupCommit, SyncMode},
@@ -233,28 +237,34 @@ impl SledStore {
         Ok(self.record(key)?.filter(|r| r.is_live(&now)))
     }
 
-    /// Builds a session from its record, reading its state and the events `window` selects.
+    /// Builds a session without events from its record, reading its own state; the app and
+    /// user state are passed in, as a listing reads them once for all its sessions.
     fn assemble(
         &self,
         key: &SessionKey,
         record: &SessionRecord,
         app_state: &[Entry],
-        window: EventWindow,
+        user_state: &[Entry],
     ) -> Result<Session> {
-        let skey = session_key(key);
-        let session_state = scan_entries(&self.session_state, skey.as_bytes())?;
-        let user_state = scan_entries(&self.user_state, user_prefix(key).as_bytes())?;
+        let session_state = scan_entries(&self.session_state, session_key(key).as_bytes())?;
         Ok(Session {
             id: key.session_id.clone(),
             app_name: key.app_name.clone(),
             user_id: key.user_id.clone(),
-            state: state::merge(&session_state, app_state, &user_state),
-            events: self.read_events(&skey, record.last_sequence, window)?,
+            state: state::merge(&session_state, app_state, user_state),
+            events: Vec::new(),
             create_time: record.create_time,
             last_update_time: record.last_update_time,
             last_sequence: record.last_sequence,
             expire_time: record.expire_time,
         })
+    }
+
+    /// [`Self::assemble`], reading the app and user state for this one session.
+    fn assemble_alone(&self, key: &SessionKey, record: &SessionRecord) -> Result<Session> {
+        let app_state = scan_entries(&self.app_state, app_prefix(&key.app_name).as_bytes())?;
+        let user_state = scan_entries(&self.user_state, user_prefix(key).as_bytes())?;
+        self.assemble(key, record, &app_state, &user_state)
     }
 
     /// Reads events 1..=last_sequence as `window` selects, walking back from the end when only
@@ -395,8 +405,7 @@ impl SessionStore for SledStore {
         drop(writing);
         gauge!("store_sessions").increment(1.0);
         self.commit.wait_durable().await?;
-        let app_state = scan_entries(&self.app_state, app_prefix(&key.app_name).as_bytes())?;
-        self.assemble(key, &record, &app_state, EventWindow::NONE)
+        self.assemble_alone(key, &record)
     }
 
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
@@ -410,8 +419,7 @@ impl SessionStore for SledStore {
             let Some(record) = self.live_record(skey.as_bytes())? else {
                 return Ok(None);
             };
-            let app_state = scan_entries(&self.app_state, app_prefix(&key.app_name).as_bytes())?;
-            let mut session = self.assemble(key, &record, &app_state, EventWindow::NONE)?;
+            let mut session = self.assemble_alone(key, &record)?;
             if self.record(skey.as_bytes())?.as_ref() == Some(&record) {
                 session.events = self.read_events(&skey, record.last_sequence, window)?;
                 return Ok(Some(session));
@@ -438,6 +446,8 @@ impl SessionStore for SledStore {
         };
         let end = Bound::Excluded(prefix_end(prefix.as_bytes()));
         let app_state = scan_entries(&self.app_state, app_prefix(app_name).as_bytes())?;
+        // Each listed user's state, read once per page (a user's listing reads one).
+        let mut user_states: HashMap<String, Vec<Entry>> = HashMap::new();
         let now = now();
         let mut items = Vec::with_capacity(page_size);
         let mut next_page_token = String::new();
@@ -465,7 +475,14 @@ impl SessionStore for SledStore {
                 .record(session_key(&key).as_bytes())?
                 .filter(|r| r.is_live(&now))
             {
-                items.push(self.assemble(&key, &record, &app_state, EventWindow::NONE)?);
+                let user_state = match user_states.entry(key.user_id.clone()) {
+                    Slot::Occupied(known) => known.into_mut(),
+                    Slot::Vacant(unread) => unread.insert(scan_entries(
+                        &self.user_state,
+                        user_prefix(&key).as_bytes(),
+                    )?),
+                };
+                items.push(self.assemble(&key, &record, &app_state, user_state)?);
             }
             last_place = Some(place);
         }

@@ -536,6 +536,7 @@ class _Blueprint(Generic[_Model]):
     def __init__(self, model: type[_Model], also_harmless: Iterable[str] = ()) -> None:
         self.model = model
         self.names = tuple(model.model_fields)
+        self.size = len(self.names)
         self.defaults: JsonObject = {}
         # Fields whose default is made anew for each instance, and how: as FieldInfo.get_default
         # does (factory, or deep copy of a mutable default), but without inspecting the factory's
@@ -598,13 +599,13 @@ class _Blueprint(Generic[_Model]):
         (names the model declares)."""
         if not self.usable:
             raise _NeedsValidation
-        fields = self.defaults.copy()
+        # The defaults' order is the declaration order; values replace them in place.
+        fields = {**self.defaults, **values}
+        if len(fields) != self.size:
+            raise _NeedsValidation  # a value for a field this model does not have
         for name, make in self.fresh:
             if name not in values:
                 fields[name] = make()
-        fields.update(values)
-        if len(fields) != len(self.defaults):
-            raise _NeedsValidation  # a value for a field this model does not have
         instance = _new_object(self.model)
         # What BaseModel.model_construct sets, without its per-field loop.
         _set_attribute(instance, "__dict__", fields)
@@ -744,50 +745,65 @@ def _member(kind: type[_Member], value: str) -> _Member:
     return member  # type: ignore[return-value]
 
 
+# Event fields read by _built_event as they are. Each message is read with one ListFields()
+# call, which names only the fields that are set: a HasField() or getattr() per field costs
+# more than the rest of the event.
+_EVENT_PLAIN = frozenset(("id", "invocation_id", "author", *_EVENT_OPTIONALS)) - {"finish_reason"}
+_EVENT_MODEL_OF = dict(_EVENT_MODELS)
+_ACTIONS_PLAIN = frozenset(_ACTIONS_OPTIONALS)
+
+
 def _built_event(message: pb.Event) -> Event:
-    if message.extra or not message.id:
+    # Strings always given (the empty ones are not listed).
+    values: JsonObject = {"id": "", "invocation_id": "", "author": ""}
+    for field, value in message.ListFields():
+        name = field.name
+        if name in _EVENT_PLAIN:
+            values[name] = value
+        elif name == "content":
+            values["content"] = _built_content(value)
+        elif name == "actions":
+            values["actions"] = _built_actions(value)
+        elif name == "timestamp":
+            values["timestamp"] = timestamps.to_seconds(value)
+        elif name == "sequence":
+            continue
+        elif name in _EVENT_MODEL_OF:
+            values[name] = _model_from_json(_EVENT_MODEL_OF[name], value)
+        elif name == "finish_reason":
+            values["finish_reason"] = _member(types.FinishReason, value)
+        elif name == "custom_metadata":
+            values["custom_metadata"] = loads_object(value, "Event.custom_metadata")
+        elif name == "long_running_tool_ids":
+            values["long_running_tool_ids"] = set(value)
+        else:
+            # extra, or a field this version does not know.
+            raise _NeedsValidation
+    if not values["id"]:
         raise _NeedsValidation
-    values: JsonObject = {
-        "id": message.id,
-        "invocation_id": message.invocation_id,
-        "author": message.author,
-    }
-    _get_optionals(message, _EVENT_OPTIONALS, values)
-    if "finish_reason" in values:
-        values["finish_reason"] = _member(types.FinishReason, values["finish_reason"])
-    _get_json(message, "custom_metadata", values)
-    for name, model in _EVENT_MODELS:
-        text = getattr(message, name)
-        if text:
-            values[name] = _model_from_json(model, text)
-    if message.HasField("timestamp"):
-        values["timestamp"] = timestamps.to_seconds(message.timestamp)
-    if message.long_running_tool_ids:
-        values["long_running_tool_ids"] = set(message.long_running_tool_ids)
-    if message.HasField("content"):
-        values["content"] = _built_content(message.content)
-    if message.HasField("actions"):
-        values["actions"] = _built_actions(message.actions)
     return _EVENT.build(values)
 
 
 def _built_actions(message: pb.EventActions) -> EventActions:
-    if (
-        message.extra
-        or message.requested_auth_configs
-        or message.requested_tool_confirmations
-        or message.HasField("compaction")
-    ):
-        raise _NeedsValidation
     values: JsonObject = {
-        "state_delta": loads_object(message.state_delta, "EventActions.state_delta"),
+        "state_delta": {},
         "requested_auth_configs": {},
         "requested_tool_confirmations": {},
-        # Copying an empty upb map costs more than the rest of the actions.
-        "artifact_delta": dict(message.artifact_delta) if message.artifact_delta else {},
+        "artifact_delta": {},
     }
-    _get_optionals(message, _ACTIONS_OPTIONALS, values)
-    _get_json(message, "agent_state", values)
+    for field, value in message.ListFields():
+        name = field.name
+        if name == "state_delta":
+            values["state_delta"] = loads_object(value, "EventActions.state_delta")
+        elif name in _ACTIONS_PLAIN:
+            values[name] = value
+        elif name == "artifact_delta":
+            values["artifact_delta"] = dict(value)
+        elif name == "agent_state":
+            values["agent_state"] = loads_object(value, "EventActions.agent_state")
+        else:
+            # extra, auth configs, tool confirmations, compaction, or a field unknown here.
+            raise _NeedsValidation
     return _ACTIONS.build(values)
 
 

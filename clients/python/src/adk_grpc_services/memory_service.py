@@ -53,6 +53,9 @@ class GrpcMemoryService(BaseMemoryService):
       timeout: seconds allowed per call; None waits as long as the channel does.
       search_limit: most memories a search returns (ADK's in-memory service returns 10; the
         server serves at most 100).
+      search_language: the language of search queries as an ISO 639-1 code (``"de"``), for
+        every search that does not name one; None lets the server detect it (falling back to
+        its ``--default-language``).
     """
 
     def __init__(
@@ -65,6 +68,7 @@ class GrpcMemoryService(BaseMemoryService):
         metadata: Metadata | None = None,
         timeout: float | None = None,
         search_limit: int = 10,
+        search_language: str | None = None,
         **adk_options: Any,
     ) -> None:
         ignore_adk_options(adk_options, "memory")
@@ -87,6 +91,7 @@ class GrpcMemoryService(BaseMemoryService):
         self._metadata = where.metadata
         self._timeout = where.timeout
         self._search_limit = search_limit
+        self._search_language = search_language
 
     @classmethod
     def from_uri(cls, uri: str) -> GrpcMemoryService:
@@ -165,11 +170,20 @@ class GrpcMemoryService(BaseMemoryService):
         await self._invoke("AddMemory", request)
 
     async def search_memory(
-        self, *, app_name: str, user_id: str, query: str
+        self, *, app_name: str, user_id: str, query: str, language: str | None = None
     ) -> SearchMemoryResponse:
-        """The memories of (app, user) that best match ``query``, best first."""
+        """The memories of (app, user) that best match ``query``, best first.
+
+        ``language`` (an ISO 639-1 code such as ``"de"``) is the query's language, instead of
+        the constructor's ``search_language`` or the detected one: the query's words are
+        reduced to their stems in it. A language the server does not know is a ``ValueError``.
+        """
         request = mpb.SearchMemoryRequest(
-            app_name=app_name, user_id=user_id, query=query, limit=self._search_limit
+            app_name=app_name,
+            user_id=user_id,
+            query=query,
+            limit=self._search_limit,
+            language=language or self._search_language or "",
         )
         reply: mpb.SearchMemoryResponse = await self._invoke("SearchMemory", request)
         return SearchMemoryResponse(memories=[_entry_from_proto(m) for m in reply.memories])

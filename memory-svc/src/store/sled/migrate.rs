@@ -2,9 +2,9 @@
 //! layout ([`migrate`]) and the index's analysis ([`reindex`]). (And first, refusing one of a
 //! newer format: [`FORMAT`].)
 
-use adk_common::keys::KeyReader;
+use adk_common::keys::{Key, KeyReader};
 use metrics::counter;
-use sled::{Batch, Tree};
+use sled::{Batch, IVec, Tree};
 
 use super::{
     super::{plan::Write, Result, Scope, StoreError},
@@ -16,6 +16,41 @@ use super::{
 /// The tree holding what the index was built with, and its key for the analysis identity.
 const INDEX: &str = "index";
 const ANALYSIS: &[u8] = b"analysis";
+/// The key in [`INDEX`] saying that the `turns` tree holds every entry of a session.
+const TURNS: &[u8] = b"turns";
+
+/// Builds the `turns` tree from the `buckets` tree in a store written before it was kept.
+/// The tree is only trusted once [`TURNS`] is stored, after it is on disk: a build cut short
+/// starts over at the next open.
+pub(super) fn build_turns(db: &sled::Db, buckets: &Tree, turns: &Tree) -> Result<()> {
+    let index = db.open_tree(INDEX)?;
+    if index.contains_key(TURNS)? {
+        return Ok(());
+    }
+    turns.clear()?;
+    let mut batch = Batch::default();
+    for kv in buckets.iter() {
+        let (key, seq) = kv?;
+        let mut reader = KeyReader::new(&key);
+        let (Some(app_name), Some(user_id), Some(session_id)) =
+            (reader.str(), reader.str(), reader.str())
+        else {
+            return Err(StoreError::corrupt("memory slot key"));
+        };
+        if !session_id.is_empty() {
+            let turn = Key::new().str(&app_name).str(&user_id).str(&session_id);
+            batch.insert(
+                turn.u64(u64_value(&seq, "slot")?).into_vec(),
+                IVec::default(),
+            );
+        }
+    }
+    turns.apply_batch(batch)?;
+    db.flush()?;
+    index.insert(TURNS, IVec::default())?;
+    db.flush()?;
+    Ok(())
+}
 
 /// Indexes every scope again when its index was built by another analysis than the store's
 /// (an older version, or another default language), before the store serves anything.
@@ -69,8 +104,9 @@ pub(super) const OLD_POSTINGS: &[u8] = b"postings";
 
 /// The version of the memory store's layout: raise it with any change a binary of the previous
 /// version would misread (see [`adk_common::versions`]). 2: entries have contexts and the
-/// index is of stems (an older binary would search it by whole words).
-const FORMAT: u32 = 2;
+/// index is of stems (an older binary would search it by whole words). 3: a term's df value
+/// may carry its count of appended blocks (an older binary would take it for corrupt).
+const FORMAT: u32 = 3;
 
 /// Refuses a database of a newer format than [`FORMAT`] (recording [`FORMAT`] in an older one).
 ///

@@ -9,6 +9,7 @@
 //! |--------------|---------------------------|-----------------------------------------|
 //! | `entries`    | app, user, seq            | `EntryRecord` (protobuf)                |
 //! | `buckets`    | app, user, session, id    | seq (u64 big-endian)                    |
+//! | `turns`      | app, user, session, seq   | (empty): a session's entries in order   |
 //! | `ids`        | app, user, id, seq        | (empty): finds an id in every session   |
 //! | `blocks`     | app, user, term, seq      | a block of postings from seq on         |
 //! | `df`         | app, user, term           | document frequency (u64 big-endian)     |
@@ -67,6 +68,7 @@ use adk_common::{
 };
 use metrics::gauge;
 use sled::{IVec, Tree};
+use tokio_util::task::TaskTracker;
 
 use self::{
     postings::Cursor,
@@ -86,6 +88,7 @@ pub struct SledMemoryStore {
     db: sled::Db,
     entries: Tree,
     buckets: Tree,
+    turns: Tree,
     ids: Tree,
     blocks: Tree,
     df: Tree,
@@ -94,6 +97,8 @@ pub struct SledMemoryStore {
     commit: GroupCommit,
     gate: WriteGate,
     analyzer: Analyzer,
+    /// Blocking work still running (each holds the database); shutdown waits for it.
+    work: TaskTracker,
 }
 
 impl SledMemoryStore {
@@ -108,13 +113,16 @@ impl SledMemoryStore {
     pub fn from_db(db: sled::Db, sync: SyncMode, analyzer: Analyzer) -> Result<Self> {
         let (blocks, df) = (db.open_tree("blocks")?, db.open_tree("df")?);
         migrate::migrate(&db, &blocks, &df)?;
+        let (buckets, turns) = (db.open_tree("buckets")?, db.open_tree("turns")?);
+        migrate::build_turns(&db, &buckets, &turns)?;
         let entries = db.open_tree("entries")?;
         // Counted once at startup (a scan); writes keep the gauge current from then on. Added
         // rather than set, so stores sharing a process (tests) each count their own.
         gauge!("store_memories").increment(entries.len() as f64);
         let store = Self {
             entries,
-            buckets: db.open_tree("buckets")?,
+            buckets,
+            turns,
             ids: db.open_tree("ids")?,
             blocks,
             df,
@@ -123,6 +131,7 @@ impl SledMemoryStore {
             commit: GroupCommit::start(db.clone(), sync),
             gate: WriteGate::default(),
             analyzer,
+            work: TaskTracker::new(),
             db,
         };
         migrate::reindex(&store)?;
@@ -144,7 +153,11 @@ impl SledMemoryStore {
     /// Flushes every write to disk, whatever the sync mode, and stops the flusher (at
     /// shutdown: later writes are refused).
     pub async fn flush(&self) -> Result<()> {
-        // The group-commit flusher ends after its last flush, so nothing of the store runs on.
+        // Work whose caller stopped waiting (a cancelled call) still runs, holding the database;
+        // once it and the group-commit flusher have ended, nothing of the store runs on, and
+        // the directory can be opened again as soon as the last handle is dropped.
+        self.work.close();
+        self.work.wait().await;
         self.commit.stop().await;
         self.db.flush_async().await?;
         Ok(())
@@ -157,7 +170,8 @@ impl SledMemoryStore {
         work: impl FnOnce(&Self) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let store = self.clone();
-        tokio::task::spawn_blocking(move || work(&store))
+        self.work
+            .spawn_blocking(move || work(&store))
             .await
             .map_err(|e| {
                 StorageError::new(StorageErrorKind::Internal, format!("storage task: {e}"))

@@ -9,25 +9,38 @@
 //!
 //! A block's value is a byte of column widths, then its postings in increasing seq order as
 //! three columns of fixed-width values (see [`Block`]), so a lookup is a search in place: the
-//! lists a search only looks candidates up in are never decoded whole. Appends fill the last
-//! block up to [`BLOCK_LEN`] postings; postings inserted into an older block (an entry rewritten
-//! in place) let it grow to twice that before it is split. A block emptied by removals is
-//! deleted.
+//! lists a search only looks candidates up in are never decoded whole. Postings inserted into an
+//! older block (an entry rewritten in place) let it grow to twice [`BLOCK_LEN`] before it is
+//! split. A block emptied by removals is deleted.
+//!
+//! Appends are append-only: a write's new postings of a term go into a new block of their own,
+//! so ingestion writes a few bytes per term instead of rewriting the term's last block (whose
+//! size, and so the bytes written per ingestion, would grow with the index). The small blocks
+//! this leaves at the end of a list are merged (Lucene-style) by the write that adds the
+//! [`MERGE_AT`]-th one since the last merge, into blocks of up to [`BLOCK_LEN`]: a list ends in
+//! at most that many small blocks, and a posting is rewritten about `BLOCK_LEN / MERGE_AT`
+//! times on its way into a full block instead of once per later write. How many blocks were
+//! appended since the last merge is kept in the term's df value (see [`DfValue`]), which every
+//! write changing the term rewrites anyway.
 //!
 //! [`TermEdit`] changes one term's blocks within a write plan; [`Cursor`] reads them for a
 //! search.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{btree_map, BTreeMap, BTreeSet};
 
 use adk_common::keys::Key;
 use sled::{Batch, IVec, Tree};
 
 use super::super::{maxscore, Result, StoreError};
 
-/// Postings an appended-to block holds before a new one is started.
+/// Postings a block holds when appended to or merged; a merge cuts longer runs into blocks of
+/// this many.
 pub const BLOCK_LEN: usize = 256;
 
 pub use super::super::maxscore::Posting;
+
+/// A term's appended blocks are merged when a write brings their number to this.
+pub const MERGE_AT: u32 = 8;
 
 /// Bytes per value in a block column, by the 2-bit code stored for the column.
 const WIDTHS: [usize; 4] = [1, 2, 4, 8];
@@ -220,56 +233,55 @@ fn block_seq(key: &[u8], prefix_len: usize) -> Result<u64> {
 pub struct TermEdit {
     /// (app, user, term): the df key, and the prefix of the term's block keys.
     prefix: Key,
-    df: u64,
-    df_read: u64,
+    value: DfValue,
+    read: DfValue,
     /// The blocks read or created, by first seq; empty ones are deleted when finishing.
     blocks: BTreeMap<u64, Vec<Posting>>,
     dirty: BTreeSet<u64>,
-    /// Whether `blocks` holds the term's last stored block, so appends need no lookup.
-    has_tail: bool,
+    /// The block this write appends to, once it has appended.
+    appending: Option<u64>,
 }
 
 impl TermEdit {
     /// Starts editing the term whose keys start with `prefix`, reading its df from `df_tree`.
     pub fn new(prefix: Key, df_tree: &Tree) -> Result<Self> {
-        let df = match df_tree.get(&prefix)? {
-            Some(v) => df_value(&v)?,
-            None => 0,
+        let value = match df_tree.get(&prefix)? {
+            Some(v) => DfValue::decode(&v)?,
+            None => DfValue::default(),
         };
         Ok(Self {
             prefix,
-            df,
-            df_read: df,
+            value,
+            read: value,
             blocks: BTreeMap::new(),
             dirty: BTreeSet::new(),
-            has_tail: false,
+            appending: None,
         })
     }
 
-    /// Adds a posting. `append` says its seq is above every seq stored so far (a new entry).
+    /// Adds a posting. `append` says its seq is above every seq stored so far (a new entry):
+    /// it goes into this write's own block, and nothing stored is read.
     pub fn insert(&mut self, tree: &Tree, p: Posting, append: bool) -> Result<()> {
-        let first = match self.locate(tree, p.seq, append)? {
+        // A plan made against a state that changed while it was read (to be planned again,
+        // see `write`) may append out of order: such postings are inserted where they belong.
+        if append && self.appends_after(p.seq) {
+            self.append(p);
+            return Ok(());
+        }
+        let first = match self.locate(tree, p.seq)? {
             Some(first) => first,
             None => {
                 // Below the term's first block: a block of its own.
-                self.blocks.insert(p.seq, vec![p]);
-                self.dirty.insert(p.seq);
-                self.df += 1;
+                self.start_block(p);
                 return Ok(());
             }
         };
         let block = self.blocks.entry(first).or_default();
-        if append && block.len() >= BLOCK_LEN {
-            self.blocks.insert(p.seq, vec![p]);
-            self.dirty.insert(p.seq);
-            self.df += 1;
-            return Ok(());
-        }
         match block.binary_search_by_key(&p.seq, |q| q.seq) {
             Ok(i) => block[i] = p,
             Err(i) => {
                 block.insert(i, p);
-                self.df += 1;
+                self.value.df += 1;
             }
         }
         self.dirty.insert(first);
@@ -282,15 +294,46 @@ impl TermEdit {
         Ok(())
     }
 
+    /// Whether `seq` is above every seq this write appended so far.
+    fn appends_after(&self, seq: u64) -> bool {
+        let last = self
+            .appending
+            .and_then(|first| self.blocks.get(&first)?.last());
+        last.is_none_or(|q| q.seq < seq)
+    }
+
+    /// Adds the posting of a new entry, whose seq is above every other so far.
+    fn append(&mut self, p: Posting) {
+        let block = self.appending.and_then(|first| self.blocks.get_mut(&first));
+        match block {
+            Some(block) if block.len() < BLOCK_LEN => {
+                block.push(p);
+                self.value.df += 1;
+            }
+            _ => {
+                self.start_block(p);
+                self.appending = Some(p.seq);
+                self.value.appended += 1;
+            }
+        }
+    }
+
+    /// A new block holding only `p`.
+    fn start_block(&mut self, p: Posting) {
+        self.blocks.insert(p.seq, vec![p]);
+        self.dirty.insert(p.seq);
+        self.value.df += 1;
+    }
+
     /// Removes the posting of `seq`, if there is one.
     pub fn remove(&mut self, tree: &Tree, seq: u64) -> Result<()> {
-        let Some(first) = self.locate(tree, seq, false)? else {
+        let Some(first) = self.locate(tree, seq)? else {
             return Ok(());
         };
         let block = self.blocks.entry(first).or_default();
         if let Ok(i) = block.binary_search_by_key(&seq, |q| q.seq) {
             block.remove(i);
-            self.df -= 1;
+            self.value.df -= 1;
             self.dirty.insert(first);
         }
         Ok(())
@@ -298,11 +341,8 @@ impl TermEdit {
 
     /// The first seq of the block that holds (or would hold) `seq`, read into `blocks`;
     /// `None` if `seq` is below every block.
-    fn locate(&mut self, tree: &Tree, seq: u64, append: bool) -> Result<Option<u64>> {
+    fn locate(&mut self, tree: &Tree, seq: u64) -> Result<Option<u64>> {
         let planned = self.blocks.range(..=seq).next_back().map(|(&k, _)| k);
-        if append && self.has_tail {
-            return Ok(planned);
-        }
         // The plan never drops a block it read (an emptied one stays, to be deleted when
         // finishing), so the right block is the later of the last planned and the last stored
         // one at or below `seq`.
@@ -312,22 +352,65 @@ impl TermEdit {
             Some(kv) => {
                 let (key, value) = kv?;
                 let first = block_seq(&key, self.prefix.as_bytes().len())?;
-                if planned.is_none_or(|p| p < first) {
-                    let mut postings = Vec::new();
-                    decode(first, &value, &mut postings)?;
-                    self.blocks.insert(first, postings);
-                }
+                self.read_block(first, &value)?;
                 Some(first)
             }
             None => None,
         };
-        // An append's block is the last stored one: every stored seq is below it.
-        self.has_tail |= append;
         Ok(planned.max(stored))
     }
 
-    /// Queues the changed blocks and df into the batches of their trees.
-    pub fn finish(&self, blocks: &mut Batch, df: &mut Batch) {
+    /// Keeps the stored block `first` in `blocks`, unless the plan already holds it.
+    fn read_block(&mut self, first: u64, value: &[u8]) -> Result<()> {
+        if let btree_map::Entry::Vacant(slot) = self.blocks.entry(first) {
+            let mut postings = Vec::new();
+            decode(first, value, &mut postings)?;
+            slot.insert(postings);
+        }
+        Ok(())
+    }
+
+    /// Merges the blocks appended since the last merge into as few blocks as [`BLOCK_LEN`]
+    /// allows, once there are [`MERGE_AT`] of them.
+    fn merge(&mut self, tree: &Tree) -> Result<()> {
+        if self.value.appended < MERGE_AT {
+            return Ok(());
+        }
+        // The stored ones among them are the last stored blocks. The count may be above what
+        // is still stored (appended blocks emptied since), so the merge may take in an older
+        // block too, which it keeps as it was.
+        let Some(mut from) = self.blocks.keys().next_back().copied() else {
+            return Ok(());
+        };
+        let stored = self.read.appended as usize;
+        for kv in tree.scan_prefix(&self.prefix).rev().take(stored) {
+            let (key, value) = kv?;
+            let first = block_seq(&key, self.prefix.as_bytes().len())?;
+            self.read_block(first, &value)?;
+            from = from.min(first);
+        }
+        let mut run = Vec::new();
+        for (&first, block) in self.blocks.range_mut(from..) {
+            run.append(block);
+            self.dirty.insert(first);
+        }
+        // Sorted already, unless the plan is one to be made again (see `insert`).
+        run.sort_by_key(|p| p.seq);
+        let mut last_len = 0;
+        for chunk in run.chunks(BLOCK_LEN) {
+            self.blocks.insert(chunk[0].seq, chunk.to_vec());
+            self.dirty.insert(chunk[0].seq);
+            last_len = chunk.len();
+        }
+        // A last block still short of full is appended to by the next merge.
+        self.value.appended = u32::from(last_len < BLOCK_LEN);
+        Ok(())
+    }
+
+    /// Merges the appended blocks if due, then queues the changed blocks and df into the
+    /// batches of their trees.
+    pub fn finish(&mut self, tree: &Tree, blocks: &mut Batch, df: &mut Batch) -> Result<()> {
+        self.merge(tree)?;
         for &first in &self.dirty {
             let key = self.prefix.clone().u64(first);
             match self.blocks.get(&first) {
@@ -337,21 +420,57 @@ impl TermEdit {
                 _ => blocks.remove(key),
             }
         }
-        if self.df != self.df_read {
-            if self.df == 0 {
+        if self.value != self.read {
+            if self.value.df == 0 {
                 df.remove(self.prefix.as_bytes());
             } else {
-                df.insert(self.prefix.as_bytes(), &self.df.to_be_bytes()[..]);
+                df.insert(self.prefix.as_bytes(), self.value.encode());
             }
         }
+        Ok(())
     }
 }
 
-/// A document frequency as stored.
+/// What the `df` tree holds per term: its document frequency, and how many blocks were
+/// appended to its list since the last merge. Stored as the df (8 bytes, big-endian), followed
+/// by the count (4 bytes) when it is not 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct DfValue {
+    df: u64,
+    appended: u32,
+}
+
+impl DfValue {
+    fn decode(bytes: &[u8]) -> Result<Self> {
+        let appended = match bytes.get(8..) {
+            Some([]) => 0,
+            Some(rest) => <[u8; 4]>::try_from(rest)
+                .map(u32::from_be_bytes)
+                .map_err(|_| StoreError::corrupt("document frequency: bad length"))?,
+            None => return Err(StoreError::corrupt("document frequency: bad length")),
+        };
+        Ok(Self {
+            df: df_value(bytes)?,
+            appended,
+        })
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut out = self.df.to_be_bytes().to_vec();
+        if self.appended > 0 {
+            out.extend_from_slice(&self.appended.to_be_bytes());
+        }
+        out
+    }
+}
+
+/// The document frequency in a `df` value (see [`DfValue`]).
 pub fn df_value(bytes: &[u8]) -> Result<u64> {
-    <[u8; 8]>::try_from(bytes)
+    bytes
+        .get(..8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
         .map(u64::from_be_bytes)
-        .map_err(|_| StoreError::corrupt("document frequency: not 8 bytes"))
+        .ok_or_else(|| StoreError::corrupt("document frequency: bad length"))
 }
 
 /// Reads one term's postings in seq order, for a search: either one by one ([`Cursor::current`],

@@ -11,7 +11,7 @@ use super::{
             self, add, assert_searches_exact, delete, entries, entry, generated_corpus, listed,
             memorize, memory_id, memory_store_suite, query, replace, search, SCOPE,
         },
-        DeleteTarget,
+        DeleteTarget, Entry,
     },
     migrate::OLD_POSTINGS,
     postings::{self, Posting},
@@ -60,6 +60,7 @@ async fn clearing_removes_every_key_and_keeps_the_numbering() {
     for tree in [
         &store.entries,
         &store.buckets,
+        &store.turns,
         &store.ids,
         &store.blocks,
         &store.df,
@@ -230,4 +231,104 @@ async fn converts_the_old_postings_layout() {
     // Converted once: opening again changes nothing.
     let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
     assert_index_consistent(&store);
+}
+
+/// Ingestion one turn at a time, as a conversation arrives: each write's postings go into
+/// blocks of their own, which are merged into full ones as they pile up, and the index stays
+/// exact through the rewrites and deletions in between.
+#[tokio::test]
+async fn small_writes_append_blocks_and_merge_them() {
+    let (_dir, store) = open().await.unwrap();
+    let words = [
+        "garden", "tuesday", "sister", "recipe", "river", "violin", "market",
+    ];
+    let turns = 700u64;
+    for turn in 0..turns {
+        let pick = |k: u64| words[(turn * k % 7) as usize];
+        let text = format!("garden {} {} turn{}", pick(3), pick(5), turn % 41);
+        let session = format!("s{}", turn / 25);
+        add(&store, &session, vec![entry(&format!("t{turn}"), &text)]).await;
+        if turn % 97 == 50 {
+            let old = Entry {
+                session_id: session.clone(),
+                ..entry(&format!("t{}", turn - 10), "rewritten garden river")
+            };
+            memorize(&store, vec![old]).await;
+        }
+        if turn % 131 == 70 {
+            delete(&store, memory_id(&format!("t{}", turn - 5))).await;
+        }
+    }
+    assert_index_consistent(&store);
+    assert!(assert_searches_exact(&store).await > 400);
+    // "garden" is in every entry: full blocks, then fewer than MERGE_AT appended ones.
+    let garden = scope_key(SCOPE).str("garden");
+    let blocks = store.blocks.scan_prefix(&garden).count();
+    let full = turns as usize / postings::BLOCK_LEN;
+    assert!(
+        blocks <= full + postings::MERGE_AT as usize,
+        "{blocks} blocks"
+    );
+    assert!(blocks > full, "{blocks} blocks");
+
+    // A write that only appends to a term, and does not merge, leaves its stored blocks as they
+    // were and adds one.
+    let appended = || {
+        let value = store.df.get(&garden).unwrap().unwrap();
+        value
+            .get(8..12)
+            .map_or(0, |b| u32::from_be_bytes(b.try_into().unwrap()))
+    };
+    let stored = || -> Vec<_> {
+        store
+            .blocks
+            .scan_prefix(&garden)
+            .map(|kv| kv.unwrap())
+            .collect()
+    };
+    for extra in 0..2 {
+        let before = (stored(), appended());
+        add(
+            &store,
+            &format!("new{extra}"),
+            vec![entry(&format!("x{extra}"), "garden")],
+        )
+        .await;
+        if before.1 + 1 < postings::MERGE_AT {
+            let after = stored();
+            assert_eq!(after.len(), before.0.len() + 1);
+            assert_eq!(after[..before.0.len()], before.0[..]);
+            return;
+        }
+    }
+    panic!("no write appended without merging");
+}
+
+/// A store written before the `turns` tree gets it when opened, so that events added to a
+/// session still continue it after its last turn.
+#[tokio::test]
+async fn builds_the_turns_of_an_older_store() {
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let store =
+        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+    replace(
+        &store,
+        "s",
+        entries(&[("q", "did you hear back"), ("r", "not yet")]),
+    )
+    .await;
+    add(&store, "", entries(&[("loose", "no session")])).await;
+    let built: Vec<_> = store.turns.iter().keys().map(|k| k.unwrap()).collect();
+    assert_eq!(built.len(), 2);
+    // As an older version left it: no turns, and nothing saying they were built.
+    store.turns.clear().unwrap();
+    db.open_tree("index").unwrap().remove("turns").unwrap();
+    drop(store);
+
+    let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
+    let rebuilt: Vec<_> = store.turns.iter().keys().map(|k| k.unwrap()).collect();
+    assert_eq!(rebuilt, built);
+    add(&store, "s", entries(&[("t", "they offered the job")])).await;
+    // The new turn follows "r", the session's last: r now has its text as context.
+    assert_eq!(search(&store, "offered").await, ["t", "r"]);
 }

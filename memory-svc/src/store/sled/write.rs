@@ -6,7 +6,10 @@
 //! one the load saw, and if another write got in between, the write is loaded and planned
 //! again. This runs on a blocking thread (see [`SledMemoryStore::write`]).
 
-use std::{collections::HashMap, convert::Infallible};
+use std::{
+    collections::{btree_map::Entry, BTreeMap, BTreeSet, HashMap},
+    convert::Infallible,
+};
 
 use adk_common::keys::Key;
 use metrics::gauge;
@@ -57,7 +60,8 @@ impl SledMemoryStore {
         }
     }
 
-    /// What `write` reads, with the scope's `stats` as loaded.
+    /// What `write` reads, with the scope's `stats` as loaded. Every entry is read once,
+    /// however many of the reads name it.
     fn load(&self, scope: &Key, write: &Write, stats: &Stats, written: bool) -> Result<Loaded> {
         let reads = write.reads();
         let mut loaded = Loaded {
@@ -65,29 +69,32 @@ impl SledMemoryStore {
             written,
             ..Loaded::default()
         };
+        let mut found = BTreeMap::new();
         for (session_id, id) in reads.slots {
             if let Some(seq) = self.buckets.get(scope.clone().str(session_id).str(id))? {
-                loaded
-                    .entries
-                    .push(self.stored(scope, u64_value(&seq, "slot")?)?);
+                self.load_entry(scope, u64_value(&seq, "slot")?, &mut found)?;
             }
         }
-        if let Some(session_id) = reads.session {
-            for seq in self
-                .buckets
-                .scan_prefix(scope.clone().str(session_id))
-                .values()
-            {
-                loaded
-                    .entries
-                    .push(self.stored(scope, u64_value(&seq?, "slot")?)?);
-            }
-        }
-        if let Some(id) = reads.id {
+        let mut sessions: BTreeSet<String> = (reads.session.into_iter())
+            .chain(reads.sessions)
+            .map(str::to_owned)
+            .collect();
+        // The id's entries, and for a delete by id the sessions they are in.
+        if let Some(id) = reads.id.or(reads.sessions_holding) {
             let prefix = scope.clone().str(id);
             for key in self.ids.scan_prefix(&prefix).keys() {
                 let seq = key_seq(&key?, prefix.as_bytes().len())?;
-                loaded.entries.push(self.stored(scope, seq)?);
+                let stored = self.load_entry(scope, seq, &mut found)?;
+                if reads.sessions_holding.is_some() && !stored.entry.session_id.is_empty() {
+                    sessions.insert(stored.entry.session_id.clone());
+                }
+            }
+        }
+        for session_id in sessions {
+            let prefix = scope.clone().str(&session_id);
+            for key in self.turns.scan_prefix(&prefix).keys() {
+                let seq = key_seq(&key?, prefix.as_bytes().len())?;
+                self.load_entry(scope, seq, &mut found)?;
             }
         }
         for id in reads.tombstones {
@@ -98,46 +105,11 @@ impl SledMemoryStore {
         if reads.count {
             loaded.count = count_keys(&self.entries, scope)?;
         }
-        for session_id in reads.sessions {
-            for seq in self
-                .buckets
-                .scan_prefix(scope.clone().str(session_id))
-                .values()
-            {
-                loaded
-                    .entries
-                    .push(self.stored(scope, u64_value(&seq?, "slot")?)?);
-            }
-        }
-        if let Some(id) = reads.sessions_holding {
-            let prefix = scope.clone().str(id);
-            let mut sessions = std::collections::BTreeSet::new();
-            for key in self.ids.scan_prefix(&prefix).keys() {
-                let seq = key_seq(&key?, prefix.as_bytes().len())?;
-                sessions.insert(self.stored(scope, seq)?.entry.session_id);
-            }
-            for session_id in sessions.iter().filter(|s| !s.is_empty()) {
-                for seq in self
-                    .buckets
-                    .scan_prefix(scope.clone().str(session_id))
-                    .values()
-                {
-                    loaded
-                        .entries
-                        .push(self.stored(scope, u64_value(&seq?, "slot")?)?);
-                }
-            }
-        }
         if let Some(session_id) = reads.tail {
-            let mut last = None;
-            for seq in self
-                .buckets
-                .scan_prefix(scope.clone().str(session_id))
-                .values()
-            {
-                last = last.max(Some(u64_value(&seq?, "slot")?));
-            }
-            if let Some(seq) = last {
+            // The session's turns are keyed by seq: its last one is the last key.
+            let prefix = scope.clone().str(session_id);
+            if let Some(key) = self.turns.scan_prefix(&prefix).keys().next_back() {
+                let seq = key_seq(&key?, prefix.as_bytes().len())?;
                 loaded.tail = Some(self.stored(scope, seq)?);
             }
         }
@@ -145,13 +117,25 @@ impl SledMemoryStore {
             let prefix_len = scope.as_bytes().len();
             for kv in self.entries.scan_prefix(scope) {
                 let (key, value) = kv?;
-                let record: EntryRecord = decode(&value, "entry")?;
-                loaded
-                    .entries
-                    .push(record.into_stored(key_seq(&key, prefix_len)?));
+                let (seq, record) = (key_seq(&key, prefix_len)?, decode(&value, "entry")?);
+                found.insert(seq, EntryRecord::into_stored(record, seq));
             }
         }
+        loaded.entries = found.into_values().collect();
         Ok(loaded)
+    }
+
+    /// The entry stored at `seq`, read into `found` unless it is there already.
+    fn load_entry<'a>(
+        &self,
+        scope: &Key,
+        seq: u64,
+        found: &'a mut BTreeMap<u64, Stored>,
+    ) -> Result<&'a Stored> {
+        Ok(match found.entry(seq) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(self.stored(scope, seq)?),
+        })
     }
 
     /// The stored entry an index points at.
@@ -167,6 +151,7 @@ struct Batches {
     stats: Stats,
     entries: Batch,
     buckets: Batch,
+    turns: Batch,
     ids: Batch,
     blocks: Batch,
     df: Batch,
@@ -185,6 +170,7 @@ impl Batches {
             },
             entries: Batch::default(),
             buckets: Batch::default(),
+            turns: Batch::default(),
             ids: Batch::default(),
             blocks: Batch::default(),
             df: Batch::default(),
@@ -205,6 +191,10 @@ impl Batches {
                     b.entries.remove(scope.clone().u64(seq));
                     b.buckets
                         .remove(scope.clone().str(&entry.session_id).str(&entry.id));
+                    if !entry.session_id.is_empty() {
+                        b.turns
+                            .remove(scope.clone().str(&entry.session_id).u64(seq));
+                    }
                     b.ids.remove(scope.clone().str(&entry.id).u64(seq));
                     for term in &old.terms {
                         terms.edit(term)?.remove(&store.blocks, seq)?;
@@ -232,6 +222,12 @@ impl Batches {
                         scope.clone().str(&record.session_id).str(&record.id),
                         &seq.to_be_bytes()[..],
                     );
+                    if !record.session_id.is_empty() {
+                        b.turns.insert(
+                            scope.clone().str(&record.session_id).u64(seq),
+                            IVec::default(),
+                        );
+                    }
                     b.ids
                         .insert(scope.clone().str(&record.id).u64(seq), IVec::default());
                     b.entries
@@ -242,6 +238,7 @@ impl Batches {
                 Edit::Clear => {
                     remove_all(&store.entries, scope, &mut b.entries)?;
                     remove_all(&store.buckets, scope, &mut b.buckets)?;
+                    remove_all(&store.turns, scope, &mut b.turns)?;
                     remove_all(&store.ids, scope, &mut b.ids)?;
                     remove_all(&store.blocks, scope, &mut b.blocks)?;
                     remove_all(&store.df, scope, &mut b.df)?;
@@ -249,8 +246,8 @@ impl Batches {
                 }
             }
         }
-        for edit in terms.edits.values() {
-            edit.finish(&mut b.blocks, &mut b.df);
+        for edit in terms.edits.values_mut() {
+            edit.finish(&store.blocks, &mut b.blocks, &mut b.df)?;
         }
         Ok(b)
     }
@@ -266,6 +263,7 @@ impl Batches {
         let trees = (
             &store.entries,
             &store.buckets,
+            &store.turns,
             &store.ids,
             &store.blocks,
             &store.df,
@@ -273,19 +271,22 @@ impl Batches {
             &store.stats,
         );
         trees
-            .transaction(|(entries, buckets, ids, blocks, df, tombstones, stats)| {
-                if stats.get(scope)? != base {
-                    return Ok(false);
-                }
-                entries.apply_batch(&self.entries)?;
-                buckets.apply_batch(&self.buckets)?;
-                ids.apply_batch(&self.ids)?;
-                blocks.apply_batch(&self.blocks)?;
-                df.apply_batch(&self.df)?;
-                tombstones.apply_batch(&self.tombstones)?;
-                stats.insert(scope.as_bytes(), self.stats.encode_to_vec())?;
-                Ok(true)
-            })
+            .transaction(
+                |(entries, buckets, turns, ids, blocks, df, tombstones, stats)| {
+                    if stats.get(scope)? != base {
+                        return Ok(false);
+                    }
+                    entries.apply_batch(&self.entries)?;
+                    buckets.apply_batch(&self.buckets)?;
+                    turns.apply_batch(&self.turns)?;
+                    ids.apply_batch(&self.ids)?;
+                    blocks.apply_batch(&self.blocks)?;
+                    df.apply_batch(&self.df)?;
+                    tombstones.apply_batch(&self.tombstones)?;
+                    stats.insert(scope.as_bytes(), self.stats.encode_to_vec())?;
+                    Ok(true)
+                },
+            )
             .map_err(|e: TransactionError<Infallible>| match e {
                 TransactionError::Abort(never) => match never {},
                 TransactionError::Storage(e) => e,

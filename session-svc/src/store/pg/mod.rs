@@ -90,8 +90,8 @@ mod tests;
 mod write;
 
 use read::{
-    entries, live_record, read_events, read_snapshot, record, session, shared_entries, Record,
-    APP_STATE, USER_STATE,
+    entries, live_record, read_events, read_snapshot, record, session, shared_entries,
+    stored_record, Record, APP_STATE, USER_STATE,
 };
 use schema::{CHANNEL_SQL, MIGRATIONS};
 use write::{remove, remove_contents, write_in_order, LOCK_SESSION, STORED_EVENT, WRITE_APPEND};
@@ -138,7 +138,9 @@ impl PgStore {
         postgres::health(self.pool.clone())
     }
 
-    async fn try_create(&self, new: &NewSession) -> Result<()> {
+    /// Creates the session and reads it back in the same transaction: read afterwards, a
+    /// session with a short ttl could already have expired and be answered as not found.
+    async fn try_create(&self, new: &NewSession) -> Result<Session> {
         let key = &new.key;
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
@@ -178,8 +180,12 @@ impl PgStore {
             return Err(exists(key));
         }
         write_in_order(&tx, key, None, &new.state).await?;
+        let record = stored_record(&tx, key)
+            .await?
+            .ok_or_else(|| SessionError::corrupt("a created session was not stored"))?;
+        let session = Self::assemble(&tx, key, &record, EventWindow::NONE).await?;
         tx.commit().await?;
-        Ok(())
+        Ok(session)
     }
 
     async fn try_append(&self, key: &SessionKey, append: &Append) -> Result<Appended> {
@@ -364,10 +370,7 @@ impl PgStore {
 
 impl SessionStore for PgStore {
     async fn create(&self, new: NewSession) -> Result<Session> {
-        postgres::retry_conflicts(|| self.try_create(&new), is_conflict).await?;
-        self.get(&new.key, EventWindow::NONE)
-            .await?
-            .ok_or_else(|| not_found(&new.key))
+        postgres::retry_conflicts(|| self.try_create(&new), is_conflict).await
     }
 
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {

@@ -107,14 +107,21 @@ pub(super) async fn live_record(
     client: &impl GenericClient,
     key: &SessionKey,
 ) -> Result<Option<Record>> {
+    Ok(stored_record(client, key)
+        .await?
+        .filter(|r| r.is_live(&now())))
+}
+
+/// The record of a session, expired or not (see [`live_record`]).
+pub(super) async fn stored_record(
+    client: &impl GenericClient,
+    key: &SessionKey,
+) -> Result<Option<Record>> {
     let statement = client.prepare_cached(SELECT_RECORD).await?;
     let row = client
         .query_opt(&statement, &[&key.app_name, &key.user_id, &key.session_id])
         .await?;
-    Ok(row
-        .map(|r| record(&r))
-        .transpose()?
-        .filter(|r| r.is_live(&now())))
+    row.map(|r| record(&r)).transpose()
 }
 
 /// A read-only transaction whose statements all see one snapshot.

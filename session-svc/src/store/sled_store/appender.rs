@@ -107,11 +107,11 @@ pub(super) fn start(
     // free to serve while a batch commits, and the batch needs no hand-off to a blocking pool.
     std::thread::Builder::new()
         .name("session-appender".into())
-        .spawn(move || run(trees, &commit, rx))?;
+        .spawn(move || run(trees, commit, rx))?;
     Ok(tx)
 }
 
-fn run(trees: AppendTrees, commit: &GroupCommit, mut rx: mpsc::UnboundedReceiver<Request>) {
+fn run(trees: AppendTrees, commit: GroupCommit, mut rx: mpsc::UnboundedReceiver<Request>) {
     let mut stop = None;
     while stop.is_none() {
         let first = match rx.blocking_recv() {
@@ -171,8 +171,10 @@ fn run(trees: AppendTrees, commit: &GroupCommit, mut rx: mpsc::UnboundedReceiver
             }
         }
     }
-    // The trees go first: once the caller hears back, this thread holds no database handle.
+    // The trees and the group commit (which holds the database too) go first: once the caller
+    // hears back, this thread holds no database handle, so the directory can be opened again.
     drop(trees);
+    drop(commit);
     if let Some(done) = stop {
         let _ = done.send(());
     }
