@@ -6,7 +6,6 @@
 //! |---------------------|-------------------------|----------------------------------------------|
 //! | `memory_scopes`     | app, user               | BM25 statistics, next ingestion `seq`        |
 //! | `memory_entries`    | app, user, seq          | the entry; unique per (session, id) slot     |
-//! | `memory_terms`      | app, user, term         | the term's document frequency                |
 //! | `memory_blocks`     | app, user, term, span   | the term's postings in a span, their bounds  |
 //! | `memory_tombstones` | app, user, id           | deleted ids, not re-ingested                 |
 //! | `memory_index`      | (one row)               | the analysis the index was built with        |
@@ -16,9 +15,15 @@
 //!
 //! Version 2 added each entry's context (`context_before`, `context_after`) and `memory_index`;
 //! a store of version 1 is re-indexed when opened (see `PgMemoryStore::open`). Version 3
-//! replaced the row per posting (`memory_postings`) by document frequencies and posting blocks
-//! (see [`super::blocks`]): the step carries the document frequencies over and forgets the
-//! analysis identity, so the store re-indexes every scope when opened, which writes the blocks.
+//! replaced the row per posting (`memory_postings`) by posting blocks (see [`super::blocks`]; a
+//! term's document frequency is the sum of its blocks' `postings`): the step drops the old
+//! postings and forgets the analysis identity, so the store re-indexes every scope when opened,
+//! which writes the blocks.
+//!
+//! A block is rewritten by every write that appends to it, so `memory_blocks` keeps blocks of
+//! up to 8 KB inline and uncompressed (`toast_tuple_target`): PostgreSQL would otherwise
+//! compress a block of a common term (past 2 KB) again at each append, and decompress it at
+//! each read.
 //!
 //! Every key starts with (app, user): no statement reads or writes outside one user's memory,
 //! and a distributed engine can shard by it.
@@ -86,16 +91,6 @@ CREATE TABLE memory_index (
 );
 "#,
     r#"
-CREATE TABLE memory_terms (
-    app_name text COLLATE "C" NOT NULL,
-    user_id  text COLLATE "C" NOT NULL,
-    term     text COLLATE "C" NOT NULL,
-    df       bigint NOT NULL,
-    PRIMARY KEY (app_name, user_id, term)
-);
-INSERT INTO memory_terms (app_name, user_id, term, df)
-    SELECT app_name, user_id, term, count(*) FROM memory_postings
-    GROUP BY app_name, user_id, term;
 DROP TABLE memory_postings;
 CREATE TABLE memory_blocks (
     app_name text COLLATE "C" NOT NULL,
@@ -107,7 +102,7 @@ CREATE TABLE memory_blocks (
     min_len  bigint NOT NULL,
     block    bytea NOT NULL,
     PRIMARY KEY (app_name, user_id, term, span)
-) WITH (fillfactor = 75);
+) WITH (fillfactor = 75, toast_tuple_target = 8160);
 DELETE FROM memory_index;
 CREATE INDEX memory_session_seqs ON memory_entries (app_name, user_id, session_id, seq);
 "#,

@@ -4,8 +4,9 @@
 //! frequencies, block bounds, postings and entries it reads are of one snapshot: a bound read
 //! is the bound of the postings read (writers keep them so, see [`super::write`]).
 //!
-//! 1. One round trip (three statements pipelined) reads the scope's statistics, the query
-//!    terms' document frequencies and the bounds of their blocks. A span's bound is the sum
+//! 1. One round trip (two statements pipelined) reads the scope's statistics and the bounds
+//!    and sizes of the query terms' blocks (a term's document frequency is the sum of its
+//!    blocks' sizes). A span's bound is the sum
 //!    of its blocks' bounds: the score of the block's highest frequency at its lowest length
 //!    (a BM25 contribution grows with the frequency and shrinks with the length).
 //! 2. Blocks are read span by span, highest bound first, one statement per round: a first
@@ -50,6 +51,8 @@ struct Span {
     /// No entry of the span scores above this.
     bound: f64,
     postings: u64,
+    /// The query terms (by their place in the query's lists) with a block in the span.
+    terms: Vec<usize>,
 }
 
 /// A term's postings as read so far, in seq order, for [`maxscore::top_k`].
@@ -90,28 +93,28 @@ impl PgMemoryStore {
             .read_only(true)
             .start()
             .await?;
-        let (stats, dfs, bounds, blocks_of) = tokio::try_join!(
+        let (stats, bounds, blocks_of) = tokio::try_join!(
             tx.prepare_cached(
                 "SELECT docs, total_len FROM memory_scopes WHERE app_name = $1 AND user_id = $2"
-            ),
-            tx.prepare_cached(
-                "SELECT term, df FROM memory_terms
-                 WHERE app_name = $1 AND user_id = $2 AND term = ANY($3)"
             ),
             tx.prepare_cached(
                 "SELECT term, span, postings, max_tf, min_len FROM memory_blocks
                  WHERE app_name = $1 AND user_id = $2 AND term = ANY($3)"
             ),
+            // Joined with the (term, span) pairs wanted, so that the plan is a primary key
+            // probe per pair whatever the table's statistics say (a freshly loaded table
+            // has none until it is analysed).
             tx.prepare_cached(
-                "SELECT term, span, block FROM memory_blocks
-                 WHERE app_name = $1 AND user_id = $2 AND term = ANY($3) AND span = ANY($4)"
+                "SELECT b.term, b.span, b.block FROM memory_blocks b
+                 JOIN unnest($3::text[], $4::bigint[]) AS d(term, span)
+                   ON b.term = d.term AND b.span = d.span
+                 WHERE b.app_name = $1 AND b.user_id = $2"
             ),
         )?;
         let (scope_params, term_params): (&[&(dyn ToSql + Sync)], &[&(dyn ToSql + Sync)]) =
             (&[app, user], &[app, user, &terms]);
-        let (stats, dfs, bounds) = tokio::try_join!(
+        let (stats, bounds) = tokio::try_join!(
             tx.query_opt(&stats, scope_params),
-            tx.query(&dfs, term_params),
             tx.query(&bounds, term_params),
         )?;
         let Some(stats) = stats else {
@@ -123,9 +126,10 @@ impl PgMemoryStore {
         }
         let n = docs as f64;
         let avg_len = total_len as f64 / n;
-        let mut df = HashMap::with_capacity(dfs.len());
-        for row in &dfs {
-            df.insert(row.try_get::<_, &str>(0)?, row.try_get::<_, i64>(1)?);
+        let mut df = HashMap::<&str, i64>::with_capacity(terms.len());
+        for row in &bounds {
+            let postings: i32 = row.try_get(2)?;
+            *df.entry(row.try_get(0)?).or_default() += i64::from(postings);
         }
         // The terms in entries, in query order (the order scores are summed in), with idfs.
         let lists: Vec<(&str, f64)> = terms
@@ -152,15 +156,16 @@ impl PgMemoryStore {
                 span,
                 bound: 0.0,
                 postings: 0,
+                terms: Vec::new(),
             });
             s.bound += index::score(lists[i].1, max_tf as f64, min_len as f64, avg_len);
             s.postings += u64::try_from(postings).unwrap_or(0);
+            s.terms.push(i);
         }
         let mut order: Vec<Span> = spans.into_values().collect();
         order.sort_by(|a, b| b.bound.total_cmp(&a.bound).then(a.span.cmp(&b.span)));
         // Bounds bound only when no idf is negative (see `maxscore`).
         let prune = lists.iter().all(|(_, idf)| *idf >= 0.0);
-        let list_terms: Vec<&str> = lists.iter().map(|(t, _)| *t).collect();
 
         let filtered = query.author.is_some() || query.after.is_some() || query.before.is_some();
         // Filtered searches: the entries read so far, `None` for those the filters refuse.
@@ -208,23 +213,26 @@ impl PgMemoryStore {
                 Some(worst) if ranked.len() == query.limit => worst.score,
                 _ => f64::NEG_INFINITY,
             };
-            let mut pick = Vec::new();
+            let (mut pick_terms, mut pick_spans) = (Vec::new(), Vec::new());
             let mut postings = 0;
             while let Some(s) = order.get(next).filter(|_| postings < round) {
                 if prune && cannot_beat(s.bound, theta) {
                     next = order.len();
                     break;
                 }
-                pick.push(s.span);
+                for &i in &s.terms {
+                    pick_terms.push(lists[i].0);
+                    pick_spans.push(s.span);
+                }
                 postings += s.postings;
                 next += 1;
             }
-            if pick.is_empty() {
+            if pick_spans.is_empty() {
                 break ranked;
             }
             round = round.saturating_mul(GROWTH);
             for row in tx
-                .query(&blocks_of, &[app, user, &list_terms, &pick])
+                .query(&blocks_of, &[app, user, &pick_terms, &pick_spans])
                 .await?
             {
                 let (term, span, block): (&str, i64, &[u8]) =

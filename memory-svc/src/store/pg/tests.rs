@@ -6,12 +6,12 @@ use std::collections::HashMap;
 
 use tokio_postgres::NoTls;
 
-use super::{blocks, PgMemoryStore};
+use super::{blocks, schema::MIGRATIONS, PgMemoryStore};
 use crate::analysis::Analyzer;
 use crate::store::{
     contract::{
-        add, assert_searches_exact, delete, entries, entry, listed, memorize, memory_id,
-        memory_store_suite, SCOPE,
+        add, assert_searches_exact, delete, entries, entry, generated_corpus, listed, memorize,
+        memory_id, memory_store_suite, SCOPE,
     },
     Entry, MemoryStore, SearchQuery,
 };
@@ -99,9 +99,9 @@ fn text(seed: u64) -> String {
 }
 
 /// Two stores on one database (two replicas) write one scope at once: appends, rewrites in
-/// place of each other's entries, deletions. Afterwards every block's bounds bound its
-/// postings, every document frequency counts them, and searches rank exactly as scoring every
-/// posting does.
+/// place of each other's entries, deletions. Afterwards every block's bounds and size describe
+/// its postings, every entry's terms have its postings (no more, no fewer), and searches rank
+/// exactly as scoring every posting does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_writing_at_once_keep_block_bounds_upper() {
     let Some(url) = fresh_url().await else {
@@ -184,16 +184,120 @@ async fn replicas_writing_at_once_keep_block_bounds_upper() {
         }
         *df.entry(term).or_default() += i64::from(count);
     }
-    let stored: HashMap<String, i64> = client
-        .query("SELECT term, df FROM memory_terms", &[])
+    // Every term of every entry has its postings, and no other term has any.
+    let mut indexed = HashMap::<String, i64>::new();
+    for row in client
+        .query("SELECT unnest(terms) FROM memory_entries", &[])
         .await
         .unwrap()
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect();
-    assert_eq!(stored, df);
+    {
+        *indexed.entry(row.get(0)).or_default() += 1;
+    }
+    assert_eq!(indexed, df);
     let store = PgMemoryStore::open(&url, 4, Analyzer::default())
         .await
         .unwrap();
     assert!(assert_searches_exact(&store).await > 400);
+}
+
+/// A database of schema 2 (one row per posting) is converted when opened: the same entries,
+/// statistics and tombstones, and searches rank exactly as scoring every posting does.
+///
+/// The schema-2 database is made from a store of today's schema holding the generated corpus:
+/// its rows are copied into a schema created by the first two steps, and its blocks written
+/// out as the rows per posting schema 2 kept.
+#[tokio::test]
+async fn converts_a_schema_2_database() {
+    let (Some(now_url), Some(old_url)) = (fresh_url().await, fresh_url().await) else {
+        return;
+    };
+    let now = PgMemoryStore::open(&now_url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    generated_corpus(&now).await;
+    let old = adk_common::postgres::pool(&old_url, 1).unwrap();
+    adk_common::postgres::migrate(&old, "memory-svc", &MIGRATIONS[..2])
+        .await
+        .unwrap();
+
+    let (client, connection) = tokio_postgres::connect(&old_url, NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let schema = |url: &str| {
+        let name = url.rsplit("search_path%3D").next().unwrap_or_default();
+        name.split('&').next().unwrap_or_default().to_owned()
+    };
+    let from = schema(&now_url);
+    client
+        .batch_execute(&format!(
+            "INSERT INTO memory_entries SELECT * FROM {from}.memory_entries;
+             INSERT INTO memory_scopes SELECT * FROM {from}.memory_scopes;
+             INSERT INTO memory_tombstones SELECT * FROM {from}.memory_tombstones;
+             INSERT INTO memory_index SELECT * FROM {from}.memory_index;"
+        ))
+        .await
+        .unwrap();
+    let rows = client
+        .query(
+            &format!("SELECT app_name, user_id, term, span, block FROM {from}.memory_blocks"),
+            &[],
+        )
+        .await
+        .unwrap();
+    let (mut apps, mut users, mut terms) = (Vec::<&str>::new(), Vec::new(), Vec::new());
+    let (mut seqs, mut tfs, mut lens) = (Vec::new(), Vec::new(), Vec::new());
+    for row in &rows {
+        let mut block = Vec::new();
+        blocks::decode(row.get(3), row.get(4), &mut block).unwrap();
+        for p in block {
+            apps.push(row.get(0));
+            users.push(row.get::<_, &str>(1));
+            terms.push(row.get::<_, &str>(2));
+            seqs.push(p.seq as i64);
+            tfs.push(p.tf as i32);
+            lens.push(p.len as i32);
+        }
+    }
+    let written = client
+        .execute(
+            "INSERT INTO memory_postings (app_name, user_id, term, seq, tf, len)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[],
+                 $5::integer[], $6::integer[])",
+            &[&apps, &users, &terms, &seqs, &tfs, &lens],
+        )
+        .await
+        .unwrap();
+    assert!(written > 1000, "{written} postings");
+
+    let converted = PgMemoryStore::open(&old_url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    let all = |store: PgMemoryStore| async move {
+        let (entries, next) = store.list(SCOPE, usize::MAX, "").await.unwrap();
+        assert_eq!(next, "");
+        entries
+    };
+    let kept = all(converted.clone()).await;
+    assert!(kept.len() > 1000, "{} entries", kept.len());
+    assert_eq!(kept, all(now).await);
+    let version: i32 = client
+        .query_one(
+            "SELECT version FROM schema_versions WHERE component = 'memory-svc'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version as usize, MIGRATIONS.len());
+    let old_postings: Option<String> = client
+        .query_one("SELECT to_regclass('memory_postings')::text", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(old_postings, None);
+    // The deleted id stays deleted.
+    assert_eq!(
+        add(&converted, "s", entries(&[("e7-3", "back again")])).await,
+        0
+    );
+    assert!(assert_searches_exact(&converted).await > 400);
 }

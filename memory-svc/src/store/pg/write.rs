@@ -92,11 +92,15 @@ async fn load(
         let (sessions, ids): (Vec<&str>, Vec<&str>) = reads.slots.iter().copied().unzip();
         keep(
             tx.query(
+                // One probe of `memory_slots` per slot, whatever the table's statistics say:
+                // planned as a join, a table without them (freshly loaded) was read whole.
                 &format!(
-                    "SELECT {ENTRY} FROM memory_entries e
-                     JOIN unnest($3::text[], $4::text[]) AS s(slot_session, slot_id)
-                       ON e.session_id = s.slot_session AND e.id = s.slot_id
-                     WHERE e.app_name = $1 AND e.user_id = $2"
+                    "SELECT e.* FROM unnest($3::text[], $4::text[]) AS s(slot_session, slot_id)
+                     CROSS JOIN LATERAL (
+                         SELECT {ENTRY} FROM memory_entries
+                         WHERE app_name = $1 AND user_id = $2
+                           AND session_id = s.slot_session AND id = s.slot_id
+                     ) AS e"
                 ),
                 &[app, user, &sessions, &ids],
             )
@@ -236,12 +240,7 @@ async fn apply(
         }
     }
     if clear {
-        for table in [
-            "memory_entries",
-            "memory_terms",
-            "memory_blocks",
-            "memory_tombstones",
-        ] {
+        for table in ["memory_entries", "memory_blocks", "memory_tombstones"] {
             tx.execute(
                 &format!("DELETE FROM {table} WHERE app_name = $1 AND user_id = $2"),
                 &[app, user],
@@ -262,7 +261,6 @@ async fn apply(
         insert_entries(tx, scope, &inserted).await?;
         add_postings(tx, scope, &mut inserted).await?;
     }
-    count_documents(tx, scope, &removed, &inserted).await?;
     if !lifted.is_empty() {
         tx.execute(
             "DELETE FROM memory_tombstones WHERE app_name = $1 AND user_id = $2 AND id = ANY($3)",
@@ -439,53 +437,6 @@ async fn add_postings(
         ],
     )
     .await?;
-    Ok(())
-}
-
-/// Updates the document frequencies of the terms of `removed` and `inserted` entries by what
-/// changed (an entry rewritten under the same terms changes none), and deletes those that
-/// reached zero.
-async fn count_documents(
-    tx: &Transaction<'_>,
-    scope: Scope<'_>,
-    removed: &[Stored],
-    inserted: &[Indexed],
-) -> Result<()> {
-    let mut delta = BTreeMap::<&str, i64>::new();
-    for s in removed {
-        for term in &s.terms {
-            *delta.entry(term).or_default() -= 1;
-        }
-    }
-    for item in inserted {
-        for (term, _) in &item.terms.counts {
-            *delta.entry(term).or_default() += 1;
-        }
-    }
-    delta.retain(|_, d| *d != 0);
-    if delta.is_empty() {
-        return Ok(());
-    }
-    let fewer = delta.values().any(|d| *d < 0);
-    let (terms, deltas): (Vec<&str>, Vec<i64>) = delta.into_iter().unzip();
-    let (app, user) = (&scope.app_name, &scope.user_id);
-    let count = tx
-        .prepare_cached(
-            "INSERT INTO memory_terms (app_name, user_id, term, df)
-             SELECT $1, $2, d.term, d.df FROM unnest($3::text[], $4::bigint[]) AS d(term, df)
-             ON CONFLICT (app_name, user_id, term) DO UPDATE SET df = memory_terms.df + EXCLUDED.df",
-        )
-        .await?;
-    tx.execute(&count, &[app, user, &terms, &deltas]).await?;
-    if fewer {
-        let forget = tx
-            .prepare_cached(
-                "DELETE FROM memory_terms
-                 WHERE app_name = $1 AND user_id = $2 AND term = ANY($3) AND df <= 0",
-            )
-            .await?;
-        tx.execute(&forget, &[app, user, &terms]).await?;
-    }
     Ok(())
 }
 
