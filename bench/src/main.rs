@@ -218,6 +218,15 @@ enum Scenario {
         /// `--cache-bytes` of both servers (default: none given).
         #[arg(long)]
         cache_bytes: Option<u64>,
+        /// Delete as much as is added once warm, so the live data stays the same size
+        /// (sessions replaced after `--session-events` appends, ingested memory kept to
+        /// `--memory-entries`): what grows then is the servers' own.
+        #[arg(long)]
+        steady: bool,
+        #[arg(long, default_value_t = 100, requires = "steady")]
+        session_events: u64,
+        #[arg(long, default_value_t = 10_000, requires = "steady")]
+        memory_entries: u64,
     },
     /// Retrieval quality: ingest the recall corpus through gRPC, ask its questions with
     /// SearchMemory, report recall@1/5/10 and MRR per question kind, and search latency.
@@ -421,6 +430,9 @@ async fn run(cli: Cli) -> Result<()> {
             watch_secs,
             sessions,
             cache_bytes,
+            steady,
+            session_events,
+            memory_entries,
         } => {
             let (secs, interval_secs, warmup_secs) = if q {
                 (secs.min(6), interval_secs.min(1), warmup_secs.min(2))
@@ -442,6 +454,10 @@ async fn run(cli: Cli) -> Result<()> {
                     watch_secs,
                     sessions,
                     cache_bytes,
+                    steady: steady.then_some(soak::Steady {
+                        session_events,
+                        memory_entries,
+                    }),
                 },
             )
             .await?;

@@ -1,12 +1,18 @@
 //! A bounded soak: both servers under a steady mixed load for minutes (appends, reads, watch
 //! streams that come and go, memory ingestion, searches), sampling each server's resident memory
 //! and open file descriptors and the p99 of every kind of call per interval, then comparing the
-//! first sample after warm-up with the last. What it looks for is a leak: memory, descriptors
-//! or latency that keep growing while the load stays the same.
+//! first third of the samples after warm-up with the last third. What it looks for is a leak:
+//! memory, descriptors or latency that keep growing while the load stays the same.
 //!
 //! The load is paced (a fixed rate per kind of call), not closed-loop: a soak is about the same
 //! work repeated for a long time, and a saturated loop would make every figure depend on what
 //! else runs on the machine. A call slower than its period delays the next one of its worker.
+//!
+//! By default the stores only grow, as they do in use, so resident memory that follows the
+//! store (the page table of a store larger than the cache) cannot be told from a leak. A steady
+//! soak (`Steady`) deletes as much as it adds once warm: sessions are replaced after a fixed
+//! number of appends and memory batches are deleted once enough newer ones exist, so the live
+//! data stays the same size and anything that still grows is the server's own.
 
 use std::{
     sync::{
@@ -16,12 +22,17 @@ use std::{
     time::{Duration, Instant},
 };
 
+use adk_proto::session::v1::session_service_client::SessionServiceClient;
 use adk_proto::{
-    memory::v1::{AddEventsToMemoryRequest, SearchMemoryRequest},
-    session::v1::{GetSessionRequest, WatchSessionRequest},
+    memory::v1::{
+        delete_memory_request::Target, AddEventsToMemoryRequest, DeleteMemoryRequest,
+        SearchMemoryRequest,
+    },
+    session::v1::{DeleteSessionRequest, GetSessionRequest, WatchSessionRequest},
 };
 use hdrhistogram::Histogram;
 use tokio::time::MissedTickBehavior;
+use tonic::transport::Channel;
 
 use crate::{
     append_request,
@@ -56,15 +67,93 @@ pub struct Soak {
     pub sessions: usize,
     /// `--cache-bytes` of both servers (on sled); none: the servers' own default.
     pub cache_bytes: Option<u64>,
+    /// Delete as much as is added (see the module docs); none: the stores grow.
+    pub steady: Option<Steady>,
+}
+
+/// How a steady soak keeps its live data the same size.
+#[derive(Debug, Clone, Copy)]
+pub struct Steady {
+    /// Appends after which a session is replaced by a new one; the one before the previous is
+    /// deleted then.
+    pub session_events: u64,
+    /// Ingested entries kept: each ingestion deletes the batch that falls out of this window.
+    pub memory_entries: u64,
+}
+
+/// The sessions appends, reads and watches spread over (10 users). Each slot's session id
+/// carries a generation; a steady soak moves a slot to its next generation after
+/// `Steady::session_events` appends to it and deletes the generation before the previous one,
+/// so readers and watchers, which take the current generation, always find their session.
+struct Slots {
+    users: Vec<String>,
+    appends: Vec<AtomicU64>,
+    generations: Vec<AtomicU64>,
+}
+
+impl Slots {
+    fn new(n: usize) -> Self {
+        Self {
+            users: (0..n.max(1)).map(|i| format!("u{}", i % 10)).collect(),
+            appends: (0..n.max(1)).map(|_| AtomicU64::new(0)).collect(),
+            generations: (0..n.max(1)).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    fn id(slot: usize, generation: u64) -> String {
+        format!("soak{slot}g{generation}")
+    }
+
+    /// The user and the current session of slot `n` (modulo the number of slots).
+    fn current(&self, n: usize) -> (String, String) {
+        let slot = n % self.users.len();
+        let generation = self.generations[slot].load(Ordering::Acquire);
+        (self.users[slot].clone(), Self::id(slot, generation))
+    }
+
+    /// Counts an append to slot `n`; in a steady soak, the generation this append must start
+    /// (exactly one append of each turn-over gets it).
+    fn count_append(&self, n: usize, steady: Option<Steady>) -> Option<u64> {
+        let slot = n % self.users.len();
+        let count = self.appends[slot].fetch_add(1, Ordering::Relaxed);
+        let every = steady?.session_events.max(1);
+        (count > 0 && count.is_multiple_of(every)).then_some(count / every)
+    }
+
+    /// Creates generation `generation` of slot `n`, makes it current and deletes the one
+    /// before the previous.
+    async fn turn_over(
+        &self,
+        client: &mut SessionServiceClient<Channel>,
+        n: usize,
+        generation: u64,
+    ) -> Result<()> {
+        let slot = n % self.users.len();
+        let user = &self.users[slot];
+        create_session(client, APP, user, &Self::id(slot, generation)).await?;
+        self.generations[slot].store(generation, Ordering::Release);
+        if generation >= 2 {
+            client
+                .delete_session(DeleteSessionRequest {
+                    app_name: APP.into(),
+                    user_id: user.clone(),
+                    session_id: Self::id(slot, generation - 2),
+                })
+                .await?;
+        }
+        Ok(())
+    }
 }
 
 /// The kinds of call, in the order of the table's columns.
-const KINDS: [&str; 5] = ["append", "get", "search", "ingest", "watch-open"];
+const KINDS: [&str; 6] = ["append", "get", "search", "ingest", "watch-open", "delete"];
 const APPEND: usize = 0;
 const GET: usize = 1;
 const SEARCH: usize = 2;
 const INGEST: usize = 3;
 const WATCH_OPEN: usize = 4;
+/// A steady soak's turn-overs: a session replaced (create and delete), a memory batch deleted.
+const DELETE: usize = 5;
 
 /// Latencies of the current interval, per kind, and the counters of the whole run.
 struct Meter {
@@ -141,16 +230,13 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
     let memory_srv = Server::spawn(ctx, "memory-svc", &args).await?;
     let corpus = Arc::new(Corpus::new());
     let template = Arc::new(template_event(&corpus, 7));
-    let session_ids: Arc<Vec<(String, String)>> = Arc::new(
-        (0..soak.sessions.max(1))
-            .map(|i| (format!("u{}", i % 10), format!("soak{i}")))
-            .collect(),
-    );
+    let slots = Arc::new(Slots::new(soak.sessions));
     let sclients = session_clients(&sessions_srv, 4);
     let mclients = memory_clients(&memory_srv, 2);
     let mut setup = sclients[0].clone();
-    for (user, id) in session_ids.iter() {
-        create_session(&mut setup, APP, user, id).await?;
+    for slot in 0..slots.users.len() {
+        let (user, id) = slots.current(slot);
+        create_session(&mut setup, APP, &user, &id).await?;
     }
     // The searched memory starts non-empty, so the first searches do real work too.
     let mut loader = mclients[0].clone();
@@ -183,20 +269,24 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
 
     let (workers, period) = paced(soak.appends, 4);
     for w in 0..workers {
-        let (meter, stop, ids, template) = (
-            meter.clone(),
-            stop.clone(),
-            session_ids.clone(),
-            template.clone(),
-        );
+        let (meter, stop, slots, template) =
+            (meter.clone(), stop.clone(), slots.clone(), template.clone());
+        let steady = soak.steady;
         let mut client = sclients[w % sclients.len()].clone();
         tasks.push(tokio::spawn(async move {
             let mut tick = ticker(period);
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 tick.tick().await;
-                let (user, id) = &ids[(i as usize * workers + w) % ids.len()];
-                let request = append_request(&template, user, id, w, i * workers as u64 + w as u64);
+                let n = i as usize * workers + w;
+                if let Some(generation) = slots.count_append(n, steady) {
+                    let t0 = Instant::now();
+                    let outcome = slots.turn_over(&mut client, n, generation).await;
+                    meter.record(DELETE, t0, outcome);
+                }
+                let (user, id) = slots.current(n);
+                let request =
+                    append_request(&template, &user, &id, w, i * workers as u64 + w as u64);
                 let t0 = Instant::now();
                 let outcome = client.append_event(request).await.map(|_| ());
                 meter.record(APPEND, t0, outcome.map_err(BoxError::from));
@@ -207,20 +297,20 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
 
     let (workers, period) = paced(soak.reads, 2);
     for w in 0..workers {
-        let (meter, stop, ids) = (meter.clone(), stop.clone(), session_ids.clone());
+        let (meter, stop, slots) = (meter.clone(), stop.clone(), slots.clone());
         let mut client = sclients[(w + 1) % sclients.len()].clone();
         tasks.push(tokio::spawn(async move {
             let mut tick = ticker(period);
             let mut i = w;
             while !stop.load(Ordering::Relaxed) {
                 tick.tick().await;
-                let (user, id) = &ids[(i * 7919) % ids.len()];
+                let (user_id, session_id) = slots.current(i * 7919);
                 let t0 = Instant::now();
                 let outcome = client
                     .get_session(GetSessionRequest {
                         app_name: APP.into(),
-                        user_id: user.clone(),
-                        session_id: id.clone(),
+                        user_id,
+                        session_id,
                         num_recent_events: Some(10),
                         ..Default::default()
                     })
@@ -263,17 +353,21 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
         let mut client = mclients[1 % mclients.len()].clone();
         let (_, period) = paced(soak.ingests, 1);
         let batch = soak.ingest_batch.max(1);
+        // A steady soak keeps this many batches: each ingestion then deletes the oldest.
+        let kept = soak.steady.map(|s| (s.memory_entries / batch).max(1));
         tasks.push(tokio::spawn(async move {
             let mut tick = ticker(period);
             // New entries for ten users in turn: memory grows as it does in use.
-            let mut next = 1_000_000u64;
+            const FIRST: u64 = 1_000_000;
+            let user_of = |first: u64| format!("u{}", (first / batch) % 10);
+            let mut next = FIRST;
             while !stop.load(Ordering::Relaxed) {
                 tick.tick().await;
                 let t0 = Instant::now();
                 let outcome = client
                     .add_events_to_memory(AddEventsToMemoryRequest {
                         app_name: APP.into(),
-                        user_id: format!("u{}", (next / batch) % 10),
+                        user_id: user_of(next),
                         session_id: format!("conv{next}"),
                         events: memory_events(&corpus, next..next + batch),
                         custom_metadata: String::new(),
@@ -282,19 +376,33 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
                     .map(|_| ());
                 meter.record(INGEST, t0, outcome.map_err(BoxError::from));
                 next += batch;
+                if let Some(kept) = kept.filter(|&k| next >= FIRST + (k + 1) * batch) {
+                    let old = next - (kept + 1) * batch;
+                    let t0 = Instant::now();
+                    let outcome = client
+                        .delete_memory(DeleteMemoryRequest {
+                            app_name: APP.into(),
+                            user_id: user_of(old),
+                            target: Some(Target::SessionId(format!("conv{old}"))),
+                        })
+                        .await
+                        .map(|_| ());
+                    meter.record(DELETE, t0, outcome.map_err(BoxError::from));
+                }
             }
         }));
     }
 
     let stride = soak.watchers.max(1);
     for w in 0..soak.watchers {
-        let (meter, stop, ids) = (meter.clone(), stop.clone(), session_ids.clone());
+        let (meter, stop, slots) = (meter.clone(), stop.clone(), slots.clone());
         let mut client = sclients[(w + 2) % sclients.len()].clone();
         let follow = Duration::from_secs(soak.watch_secs.max(1));
         tasks.push(tokio::spawn(async move {
             let mut n = w;
             while !stop.load(Ordering::Relaxed) {
-                let (user, id) = &ids[(n * 31) % ids.len()];
+                let (user, id) = slots.current(n * 31);
+                let (user, id) = (&user, &id);
                 n += stride;
                 let t0 = Instant::now();
                 // From the current end of the session: a watcher follows live appends.
@@ -367,6 +475,12 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
         soak.watch_secs,
         soak.sessions,
     );
+    if let Some(steady) = soak.steady {
+        println!(
+            "# steady: each session replaced after {} appends, {} ingested entries kept",
+            steady.session_events, steady.memory_entries
+        );
+    }
     println!(
         "# per server: RSS MB / open fds / store MB on disk (sled; nothing on PostgreSQL); per \
          kind of call: calls in the interval and their p99"
@@ -448,8 +562,8 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
     Ok(())
 }
 
-/// Compares the samples after warm-up: memory and descriptors first against last (and the
-/// peak), and the median p99 of each kind in the first third against the last third.
+/// Compares the samples after warm-up: the median RSS and the median p99 of each kind in the
+/// first third against the last third, and open descriptors first against last.
 fn judge(samples: &[Sample], warmup: Duration, peaks: &[u64]) -> String {
     let after: Vec<&Sample> = samples.iter().filter(|s| s.at >= warmup).collect();
     let (Some(first), Some(last)) = (after.first(), after.last()) else {
@@ -462,19 +576,33 @@ fn judge(samples: &[Sample], warmup: Duration, peaks: &[u64]) -> String {
         last.at.as_secs_f64()
     )];
     let mut grew = Vec::new();
+    // Resident memory is judged on the medians of the first and the last third: a single
+    // sample can fall on a burst (a steady soak's turn-overs), a trend cannot.
+    let third = (after.len() / 3).max(1);
+    let (early, late) = (&after[..third], &after[after.len() - third..]);
+    let median_rss = |part: &[&Sample], i: usize| {
+        let mut v: Vec<u64> = part.iter().map(|s| s.servers[i].0).collect();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0)
+    };
     for (i, name) in ["session-svc", "memory-svc"].iter().enumerate() {
         let (rss0, fds0, store0) = first.servers[i];
         let (rss1, fds1, store1) = last.servers[i];
         let max_rss = after.iter().map(|s| s.servers[i].0).max().unwrap_or(0);
         let max_fds = after.iter().map(|s| s.servers[i].1).max().unwrap_or(0);
-        let change = (rss1 as f64 - rss0 as f64) / (rss0.max(1) as f64) * 100.0;
+        let (med0, med1) = (median_rss(early, i), median_rss(late, i));
+        let change = (med1 as f64 - med0 as f64) / (med0.max(1) as f64) * 100.0;
+        let mb = |kb: u64| kb as f64 / 1024.0;
         out.push(format!(
-            "#   {name}: RSS {:.0} -> {:.0} MB ({change:+.0}%, max {:.0} MB, peak VmHWM {:.0} MB); \
-             open fds {fds0} -> {fds1} (max {max_fds}); store {:.0} -> {:.0} MB on disk",
-            rss0 as f64 / 1024.0,
-            rss1 as f64 / 1024.0,
-            max_rss as f64 / 1024.0,
-            peaks[i] as f64 / 1024.0,
+            "#   {name}: RSS median {:.0} -> {:.0} MB ({change:+.0}%; first {:.0}, last {:.0}, \
+             max {:.0} MB, peak VmHWM {:.0} MB); open fds {fds0} -> {fds1} (max {max_fds}); \
+             store {:.0} -> {:.0} MB on disk",
+            mb(med0),
+            mb(med1),
+            mb(rss0),
+            mb(rss1),
+            mb(max_rss),
+            mb(peaks[i]),
             store0 as f64 / 1e6,
             store1 as f64 / 1e6,
         ));
@@ -485,7 +613,6 @@ fn judge(samples: &[Sample], warmup: Duration, peaks: &[u64]) -> String {
             grew.push(format!("{name} fds {fds0} -> {fds1}"));
         }
     }
-    let third = (after.len() / 3).max(1);
     let median = |part: &[&Sample], kind: usize| {
         // Intervals without a call of this kind have no p99.
         let mut v: Vec<f64> = part
@@ -502,8 +629,8 @@ fn judge(samples: &[Sample], warmup: Duration, peaks: &[u64]) -> String {
         .map(|(k, name)| {
             format!(
                 "{name} {:.1} -> {:.1} ms",
-                median(&after[..third], k),
-                median(&after[after.len() - third..], k)
+                median(early, k),
+                median(late, k)
             )
         })
         .collect();
@@ -512,7 +639,7 @@ fn judge(samples: &[Sample], warmup: Duration, peaks: &[u64]) -> String {
         trends.join(", ")
     ));
     out.push(if grew.is_empty() {
-        "# verdict: no growth after warm-up (RSS within 10%, open fds within 2)".into()
+        "# verdict: no growth after warm-up (median RSS within 10%, open fds within 2)".into()
     } else {
         format!("# verdict: GROWTH after warm-up: {}", grew.join(", "))
     });
