@@ -97,18 +97,23 @@ impl PgMemoryStore {
             tx.prepare_cached(
                 "SELECT docs, total_len FROM memory_scopes WHERE app_name = $1 AND user_id = $2"
             ),
+            // Both read by lateral probes of the primary key, one per term or (term, span):
+            // a plan that does not depend on the table's statistics. Planned on the stale
+            // statistics of a freshly loaded table ("2 rows per user"), `term = ANY($3)` read
+            // every block of the user.
             tx.prepare_cached(
-                "SELECT term, span, postings, max_tf, min_len FROM memory_blocks
-                 WHERE app_name = $1 AND user_id = $2 AND term = ANY($3)"
+                "SELECT b.* FROM unnest($3::text[]) AS q(term)
+                 CROSS JOIN LATERAL (
+                     SELECT term, span, postings, max_tf, min_len FROM memory_blocks
+                     WHERE app_name = $1 AND user_id = $2 AND term = q.term
+                 ) AS b"
             ),
-            // Joined with the (term, span) pairs wanted, so that the plan is a primary key
-            // probe per pair whatever the table's statistics say (a freshly loaded table
-            // has none until it is analysed).
             tx.prepare_cached(
-                "SELECT b.term, b.span, b.block FROM memory_blocks b
-                 JOIN unnest($3::text[], $4::bigint[]) AS d(term, span)
-                   ON b.term = d.term AND b.span = d.span
-                 WHERE b.app_name = $1 AND b.user_id = $2"
+                "SELECT b.* FROM unnest($3::text[], $4::bigint[]) AS d(term, span)
+                 CROSS JOIN LATERAL (
+                     SELECT term, span, block FROM memory_blocks
+                     WHERE app_name = $1 AND user_id = $2 AND term = d.term AND span = d.span
+                 ) AS b"
             ),
         )?;
         let (scope_params, term_params): (&[&(dyn ToSql + Sync)], &[&(dyn ToSql + Sync)]) =
@@ -270,8 +275,11 @@ async fn entries(
 ) -> Result<HashMap<i64, Entry>> {
     let statement = tx
         .prepare_cached(&format!(
-            "SELECT {ENTRY} FROM memory_entries
-             WHERE app_name = $1 AND user_id = $2 AND seq = ANY($3)"
+            "SELECT e.* FROM unnest($3::bigint[]) AS q(seq)
+             CROSS JOIN LATERAL (
+                 SELECT {ENTRY} FROM memory_entries
+                 WHERE app_name = $1 AND user_id = $2 AND seq = q.seq
+             ) AS e"
         ))
         .await?;
     let rows = tx

@@ -310,10 +310,11 @@ async fn remove_postings(tx: &Transaction<'_>, scope: Scope<'_>, removed: &[Stor
     let (app, user) = (&scope.app_name, &scope.user_id);
     let read = tx
         .prepare_cached(
-            "SELECT b.term, b.span, b.block FROM memory_blocks b
-             JOIN unnest($3::text[], $4::bigint[]) AS d(term, span)
-               ON b.term = d.term AND b.span = d.span
-             WHERE b.app_name = $1 AND b.user_id = $2",
+            "SELECT b.* FROM unnest($3::text[], $4::bigint[]) AS d(term, span)
+             CROSS JOIN LATERAL (
+                 SELECT term, span, block FROM memory_blocks
+                 WHERE app_name = $1 AND user_id = $2 AND term = d.term AND span = d.span
+             ) AS b",
         )
         .await?;
     let rows = tx.query(&read, &[app, user, &terms, &spans]).await?;
