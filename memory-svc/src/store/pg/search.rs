@@ -98,7 +98,8 @@ impl PgMemoryStore {
                 "SELECT docs, total_len FROM memory_scopes WHERE app_name = $1 AND user_id = $2"
             ),
             // Both read by lateral probes of the primary key, one per term or (term, span):
-            // a plan that does not depend on the table's statistics. Planned on the stale
+            // a plan that does not depend on the table's statistics (`OFFSET 0` keeps the
+            // planner from flattening a probe into a join). Planned on the stale
             // statistics of a freshly loaded table ("2 rows per user"), `term = ANY($3)` read
             // every block of the user.
             tx.prepare_cached(
@@ -106,6 +107,7 @@ impl PgMemoryStore {
                  CROSS JOIN LATERAL (
                      SELECT term, span, postings, max_tf, min_len FROM memory_blocks
                      WHERE app_name = $1 AND user_id = $2 AND term = q.term
+                     OFFSET 0
                  ) AS b"
             ),
             tx.prepare_cached(
@@ -113,6 +115,7 @@ impl PgMemoryStore {
                  CROSS JOIN LATERAL (
                      SELECT term, span, block FROM memory_blocks
                      WHERE app_name = $1 AND user_id = $2 AND term = d.term AND span = d.span
+                     OFFSET 0
                  ) AS b"
             ),
         )?;
@@ -279,6 +282,7 @@ async fn entries(
              CROSS JOIN LATERAL (
                  SELECT {ENTRY} FROM memory_entries
                  WHERE app_name = $1 AND user_id = $2 AND seq = q.seq
+                 OFFSET 0
              ) AS e"
         ))
         .await?;

@@ -92,14 +92,17 @@ async fn load(
         let (sessions, ids): (Vec<&str>, Vec<&str>) = reads.slots.iter().copied().unzip();
         keep(
             tx.query(
-                // One probe of `memory_slots` per slot, whatever the table's statistics say:
-                // planned as a join, a table without them (freshly loaded) was read whole.
+                // One probe of `memory_slots` per slot, whatever the table's statistics say
+                // (`OFFSET 0` keeps the planner from flattening the probe into a join, which
+                // on the stale statistics of a freshly loaded table read the user's entries
+                // whole).
                 &format!(
                     "SELECT e.* FROM unnest($3::text[], $4::text[]) AS s(slot_session, slot_id)
                      CROSS JOIN LATERAL (
                          SELECT {ENTRY} FROM memory_entries
                          WHERE app_name = $1 AND user_id = $2
                            AND session_id = s.slot_session AND id = s.slot_id
+                         OFFSET 0
                      ) AS e"
                 ),
                 &[app, user, &sessions, &ids],
@@ -314,6 +317,7 @@ async fn remove_postings(tx: &Transaction<'_>, scope: Scope<'_>, removed: &[Stor
              CROSS JOIN LATERAL (
                  SELECT term, span, block FROM memory_blocks
                  WHERE app_name = $1 AND user_id = $2 AND term = d.term AND span = d.span
+                 OFFSET 0
              ) AS b",
         )
         .await?;
