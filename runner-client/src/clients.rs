@@ -12,13 +12,13 @@ use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, delete_memory_request::Target,
         memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest, DeleteMemoryRequest,
-        ListMemoriesRequest, MemoryEntry, SearchMemoryRequest, SessionRef,
+        ListMemoriesRequest, ListMemoriesResponse, MemoryEntry, SearchMemoryRequest, SessionRef,
     },
     session::v1::{
         session_service_client::SessionServiceClient, AppendEventRequest, AppendEventResponse,
-        CreateSessionRequest, DeleteSessionRequest, Event, GetSessionRequest, ListEventsRequest,
-        ListSessionsRequest, Session, WatchEventsRequest, WatchEventsResponse, WatchSessionRequest,
-        WatchSessionResponse,
+        CreateSessionRequest, DeleteSessionRequest, Event, GetAppStateRequest, GetSessionRequest,
+        ListEventsRequest, ListSessionsRequest, Session, WatchEventsRequest, WatchEventsResponse,
+        WatchSessionRequest, WatchSessionResponse,
     },
 };
 use tokio_stream::Stream;
@@ -221,10 +221,30 @@ impl SessionClient {
     /// A client of a session-svc that requires TLS or a token.
     pub fn connect_with(endpoint: &str, access: &Access) -> Result<Self> {
         let (remote, channel) = Remote::channel("session-svc", endpoint, access)?;
+        Ok(Self::over(remote, channel))
+    }
+
+    /// A client on a connection made already (the console's, shared by every browser, each
+    /// with its own token in `remote`).
+    pub(crate) fn over(remote: Remote, channel: Channel) -> Self {
         let client = SessionServiceClient::new(channel)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        Ok(Self { remote, client })
+        Self { remote, client }
+    }
+
+    /// Asks for the app's state and forgets it: whether the service answers for `app` at all
+    /// with this client's token (an error says why not).
+    pub(crate) async fn probe_app(&self, app: &str) -> Result<()> {
+        let request = GetAppStateRequest {
+            app_name: app.to_owned(),
+        };
+        self.client
+            .clone()
+            .get_app_state(self.remote.request(request))
+            .await
+            .map(drop)
+            .map_err(|s| self.remote.error("GetAppState", s))
     }
 
     /// The address this client talks to.
@@ -278,40 +298,73 @@ impl SessionClient {
         let mut page_size = LIST_PAGE;
         let mut after = 0;
         while after < last {
-            let request = ListEventsRequest {
-                app_name: app.to_owned(),
-                user_id: user.to_owned(),
-                session_id: session.to_owned(),
-                after_sequence: after,
-                page_size,
-                page_token: String::new(),
-                ..Default::default()
-            };
             let page = match self
-                .client
-                .clone()
-                .list_events(self.remote.request(request))
+                .page_of_events(app, user, session, after, page_size)
                 .await
             {
-                Ok(page) => page.into_inner(),
+                Ok(page) => page,
                 Err(status) if too_large(&status) && page_size > 1 => {
                     page_size /= 2;
                     continue;
                 }
-                Err(status) if status.code() == Code::NotFound => {
-                    return Err(RunnerError::SessionNotFound {
-                        session_id: session.to_owned(),
-                    })
-                }
-                Err(status) => return Err(self.remote.error("ListEvents", status)),
+                Err(status) => return Err(self.events_error(session, status)),
             };
-            let Some(next) = page.events.last().map(|e| e.sequence) else {
+            let Some(next) = page.last().map(|e| e.sequence) else {
                 break;
             };
-            events.extend(page.events.into_iter().filter(|e| e.sequence <= last));
+            events.extend(page.into_iter().filter(|e| e.sequence <= last));
             after = next;
         }
         Ok(events)
+    }
+
+    /// Up to `page_size` stored events of the session with a sequence above `after`, in order.
+    pub async fn events_after(
+        &self,
+        app: &str,
+        user: &str,
+        session: &str,
+        after: u64,
+        page_size: i32,
+    ) -> Result<Vec<Event>> {
+        self.page_of_events(app, user, session, after, page_size)
+            .await
+            .map_err(|status| self.events_error(session, status))
+    }
+
+    async fn page_of_events(
+        &self,
+        app: &str,
+        user: &str,
+        session: &str,
+        after: u64,
+        page_size: i32,
+    ) -> std::result::Result<Vec<Event>, Status> {
+        let request = ListEventsRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            session_id: session.to_owned(),
+            after_sequence: after,
+            page_size,
+            page_token: String::new(),
+            ..Default::default()
+        };
+        let page = self
+            .client
+            .clone()
+            .list_events(self.remote.request(request))
+            .await?;
+        Ok(page.into_inner().events)
+    }
+
+    fn events_error(&self, session: &str, status: Status) -> RunnerError {
+        if status.code() == Code::NotFound {
+            RunnerError::SessionNotFound {
+                session_id: session.to_owned(),
+            }
+        } else {
+            self.remote.error("ListEvents", status)
+        }
     }
 
     /// The session, created empty when it does not exist yet (R1: auto-create).
@@ -346,6 +399,17 @@ impl SessionClient {
     /// Every session of the app (of one user when `user` is given), without events, in the
     /// service's order (least recently updated first).
     pub async fn list(&self, app: &str, user: Option<&str>) -> Result<Vec<Session>> {
+        Ok(self.list_up_to(app, user, usize::MAX).await?.0)
+    }
+
+    /// [`Self::list`], stopping after the page that reaches `cap` sessions: at most `cap` of
+    /// them, and whether there were more.
+    pub async fn list_up_to(
+        &self,
+        app: &str,
+        user: Option<&str>,
+        cap: usize,
+    ) -> Result<(Vec<Session>, bool)> {
         let mut sessions = Vec::new();
         let mut page_token = String::new();
         loop {
@@ -364,7 +428,11 @@ impl SessionClient {
                 .into_inner();
             sessions.extend(page.sessions);
             if page.next_page_token.is_empty() {
-                return Ok(sessions);
+                return Ok((sessions, false));
+            }
+            if sessions.len() >= cap {
+                sessions.truncate(cap);
+                return Ok((sessions, true));
             }
             page_token = page.next_page_token;
         }
@@ -483,10 +551,15 @@ impl MemoryClient {
     /// A client of a memory-svc that requires TLS or a token.
     pub fn connect_with(endpoint: &str, access: &Access) -> Result<Self> {
         let (remote, channel) = Remote::channel("memory-svc", endpoint, access)?;
+        Ok(Self::over(remote, channel))
+    }
+
+    /// A client on a connection made already (see [`SessionClient::over`]).
+    pub(crate) fn over(remote: Remote, channel: Channel) -> Self {
         let client = MemoryServiceClient::new(channel)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        Ok(Self { remote, client })
+        Self { remote, client }
     }
 
     /// The best matches for `query` in the (app, user)'s memory, best first, the query's
@@ -510,6 +583,11 @@ impl MemoryClient {
             language: language.to_owned(),
             ..Default::default()
         };
+        self.search_request(request).await
+    }
+
+    /// The entries `request` finds, best first.
+    pub async fn search_request(&self, request: SearchMemoryRequest) -> Result<Vec<MemoryEntry>> {
         Ok(self
             .client
             .clone()
@@ -545,25 +623,35 @@ impl MemoryClient {
         let mut memories = Vec::new();
         let mut page_token = String::new();
         loop {
-            let request = ListMemoriesRequest {
-                app_name: app.to_owned(),
-                user_id: user.to_owned(),
-                page_size: LIST_PAGE,
-                page_token,
-            };
-            let page = self
-                .client
-                .clone()
-                .list_memories(self.remote.request(request))
-                .await
-                .map_err(|s| self.remote.error("ListMemories", s))?
-                .into_inner();
+            let page = self.page(app, user, LIST_PAGE, page_token).await?;
             memories.extend(page.memories);
             if page.next_page_token.is_empty() {
                 return Ok(memories);
             }
             page_token = page.next_page_token;
         }
+    }
+
+    /// One page of the (app, user)'s memories, in ingestion order, after `page_token`.
+    pub async fn page(
+        &self,
+        app: &str,
+        user: &str,
+        page_size: i32,
+        page_token: String,
+    ) -> Result<ListMemoriesResponse> {
+        let request = ListMemoriesRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            page_size,
+            page_token,
+        };
+        self.client
+            .clone()
+            .list_memories(self.remote.request(request))
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| self.remote.error("ListMemories", s))
     }
 
     /// Deletes the (app, user)'s memories that `target` names; returns how many there were.

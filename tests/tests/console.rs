@@ -186,6 +186,28 @@ async fn a_token_scoped_to_app_a_sees_nothing_of_app_b() {
 }
 
 #[tokio::test]
+async fn a_session_that_does_not_exist_is_not_found_in_every_view() {
+    let fixture = Fixture::start().await;
+    let mut browser = Browser::new(&fixture);
+    browser.sign_in(OPS_TOKEN).await;
+    for path in [
+        "/api/apps/a/users/alice/sessions/no-such-session",
+        "/api/apps/a/users/alice/sessions/no-such-session/events",
+    ] {
+        let (status, body) = browser.get(path).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        assert_eq!(body["code"], "NOT_FOUND", "{path}: {body}");
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("no-such-session"),
+            "{path}: {body}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn writes_need_the_page_header_and_name_exactly_one_target() {
     let fixture = Fixture::start().await;
     let mut browser = Browser::new(&fixture);

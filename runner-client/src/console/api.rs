@@ -15,12 +15,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::{
-    backend::{MemoryTarget, EVENTS_PAGE},
+    backend::EVENTS_PAGE,
     error::ConsoleError,
     logins::{check_write, Caller},
     Console,
 };
-use crate::json;
+use crate::{json, MemoryTarget};
 
 /// Rows per page of the users and sessions tables.
 const ROWS_PAGE: usize = 50;
@@ -360,7 +360,7 @@ pub async fn delete_memory(
 ) -> ApiResult {
     check_write(&headers)?;
     let target = match (form.memory_id, form.session_id) {
-        (Some(id), None) if !id.is_empty() => MemoryTarget::Entry(id),
+        (Some(id), None) if !id.is_empty() => MemoryTarget::Id(id),
         (None, Some(id)) if !id.is_empty() => MemoryTarget::Session(id),
         _ => {
             return Err(ConsoleError::BadRequest {

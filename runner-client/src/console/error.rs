@@ -46,6 +46,9 @@ impl IntoResponse for ConsoleError {
             ConsoleError::Service(RunnerError::Unreachable { .. }) => {
                 (StatusCode::BAD_GATEWAY, "UNAVAILABLE")
             }
+            ConsoleError::Service(RunnerError::SessionNotFound { .. }) => {
+                (StatusCode::NOT_FOUND, "NOT_FOUND")
+            }
             ConsoleError::Service(_) => (StatusCode::BAD_GATEWAY, "INTERNAL"),
             ConsoleError::BadRequest { .. } => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
             ConsoleError::UnknownToken => (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),

@@ -159,7 +159,6 @@ pub async fn session(
         Ok(stream) => stream,
         Err(e) => return failure(e.into()),
     };
-    let backend = caller.backend.clone();
     let events = stream.map(move |change| {
         Ok(match change {
             Ok(change) => match change.change {
@@ -172,7 +171,7 @@ pub async fn session(
                 Some(Change::Deleted(_)) => Event::default().event("deleted").data("{}"),
                 None => Event::default().comment("unknown change"),
             },
-            Err(status) => failure_event(backend.stream_error("WatchSession", status)),
+            Err(e) => failure_event(e),
         })
     });
     respond(slot, Box::pin(events))
@@ -213,7 +212,6 @@ pub async fn feed(
         Ok(stream) => stream,
         Err(e) => return failure(e.into()),
     };
-    let backend = caller.backend.clone();
     let events = stream.map(move |item| {
         Ok(match item {
             Ok(item) => {
@@ -227,7 +225,7 @@ pub async fn feed(
                     event.id(item.cursor)
                 }
             }
-            Err(status) => failure_event(backend.stream_error("WatchEvents", status)),
+            Err(e) => failure_event(e),
         })
     });
     respond(slot, Box::pin(events))
