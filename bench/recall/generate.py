@@ -26,6 +26,7 @@ Question kinds (each question lists the event ids that answer it):
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 from datetime import datetime, timedelta, timezone
@@ -695,7 +696,14 @@ def build_user(rng: random.Random, user: str, a: str, b: str, c: str):
 
 
 def main() -> None:
-    rng = random.Random(SEED)
+    # `--seed N --out DIR`: another corpus of the same kind, to choose settings on without
+    # tuning them to the checked-in one.
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--out", type=Path, default=HERE)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(args.seed)
     corpus, all_questions = [], []
     for user, a, b, c in USERS:
         sessions, notes, questions = build_user(rng, user, a, b, c)
@@ -704,10 +712,10 @@ def main() -> None:
         corpus.append(dict(type="memories", user=user, memories=notes))
         for n, q in enumerate(questions):
             all_questions.append(dict(id=f"{user}-q{n + 1:02d}", user=user, **q))
-    with open(HERE / "corpus.jsonl", "w", encoding="utf-8") as f:
+    with open(args.out / "corpus.jsonl", "w", encoding="utf-8") as f:
         for record in corpus:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
-    with open(HERE / "questions.jsonl", "w", encoding="utf-8") as f:
+    with open(args.out / "questions.jsonl", "w", encoding="utf-8") as f:
         for q in all_questions:
             f.write(json.dumps(q, ensure_ascii=False) + "\n")
 

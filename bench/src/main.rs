@@ -242,6 +242,12 @@ enum Scenario {
         /// Also print every question with an answer outside the top 5, and what came first.
         #[arg(long)]
         misses: bool,
+        /// Start memory-svc with this `--embedder` (`local:DIR`, `openai:BASE_URL`).
+        #[arg(long)]
+        embedder: Option<String>,
+        /// The SearchMemory mode to ask with: auto, keyword, semantic or hybrid.
+        #[arg(long, default_value = "auto")]
+        mode: String,
     },
 }
 
@@ -468,12 +474,16 @@ async fn run(cli: Cli) -> Result<()> {
             corpus,
             endpoint,
             misses,
+            embedder,
+            mode,
         } => {
             // Its own report: quality per question kind, not a load table.
             let opts = recall::Options {
                 corpus,
                 endpoint,
                 misses,
+                embedder,
+                mode: recall::parse_mode(&mode)?,
                 json: cli.json,
             };
             recall::run(&ctx, &opts).await?;

@@ -6,7 +6,10 @@ use std::{net::SocketAddr, path::PathBuf};
 use adk_common::{postgres::StoreLocation, server::ServeFlags, snapshot::AdminCommand};
 use clap::Parser;
 
-use crate::analysis::{Analyzer, Language, UnknownLanguage};
+use crate::{
+    analysis::{Analyzer, Language, UnknownLanguage},
+    embed::{EmbedderOptions, EmbedderSpec},
+};
 
 /// `--default-language`: a language, or none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +30,7 @@ fn parse_language(s: &str) -> Result<DefaultLanguage, UnknownLanguage> {
 
 /// gRPC memory service for agents: per-(app, user) long-term memory with ranked keyword search.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "memory-svc", version = adk_version::version!())]
+#[command(name = "memory-svc", version)]
 pub struct Config {
     /// Address to listen on; port 0 picks a free port (the address is printed once ready).
     #[arg(long, default_value = "0.0.0.0:50052")]
@@ -59,6 +62,20 @@ pub struct Config {
     #[arg(long)]
     pub session_ca: Option<PathBuf>,
 
+    /// Sentence-embedding model: `none` (no model), `local:DIR` (a sentence-transformers folder
+    /// run in-process) or `openai:BASE_URL` (an OpenAI-compatible `/embeddings` endpoint).
+    #[arg(long, default_value = "none")]
+    pub embedder: EmbedderSpec,
+
+    /// The model name sent to an `openai:` embedder (e.g. `text-embedding-3-small`).
+    #[arg(long)]
+    pub embedder_model: Option<String>,
+
+    /// Environment variable holding the API key of an `openai:` embedder; when it is unset,
+    /// requests carry no Authorization header.
+    #[arg(long, default_value = "OPENAI_API_KEY")]
+    pub embedder_api_key_env: String,
+
     /// The language of text whose language is not detected with confidence (short turns,
     /// most queries): an ISO 639-1 code (`en`, `de`, `fr`, `ru`, ...: see the README for the
     /// list), or `none` to keep such words as written. Changing it re-indexes the store at the
@@ -79,12 +96,14 @@ impl std::fmt::Display for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "listen {}, store {:?}, session-svc at {}, requests up to {}, default language {}, {}",
+            "listen {}, store {:?}, session-svc at {}, requests up to {}, default language {}, \
+             embedder {}, {}",
             self.listen,
             self.store(),
             self.session_endpoint,
             adk_common::server::human_bytes(self.max_request_bytes),
             self.default_language.0.map_or("none", Language::code),
+            self.embedder,
             self.serve
         )
     }
@@ -105,6 +124,17 @@ impl Config {
             .with_root_cert(self.serve.pg_ca_file.as_deref())
     }
 
+    /// The `--embedder*` flags, with the API key read from its variable.
+    pub fn embedder(&self) -> EmbedderOptions {
+        EmbedderOptions {
+            spec: self.embedder.clone(),
+            model: self.embedder_model.clone(),
+            api_key: std::env::var(&self.embedder_api_key_env)
+                .ok()
+                .filter(|key| !key.is_empty()),
+        }
+    }
+
     /// How text is analysed.
     pub fn analyzer(&self) -> Analyzer {
         Analyzer::new(self.default_language.0)
@@ -120,6 +150,9 @@ impl Config {
             max_request_bytes: 64 << 20,
             session_token_file: None,
             session_ca: None,
+            embedder: EmbedderSpec::None,
+            embedder_model: None,
+            embedder_api_key_env: "OPENAI_API_KEY".into(),
             default_language: DefaultLanguage::default(),
             serve: ServeFlags::default(),
             admin: None,

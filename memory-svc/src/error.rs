@@ -3,7 +3,7 @@
 
 use adk_common::validate::InvalidArgument;
 
-use crate::store::StoreError;
+use crate::{embed::EmbedError, store::StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {
@@ -27,6 +27,16 @@ pub enum MemoryError {
 
     #[error(transparent)]
     Store(#[from] StoreError),
+
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+
+    #[error("mode: {mode} search needs an embedding model (memory-svc --embedder)")]
+    NoEmbedder { mode: &'static str },
+
+    /// A lock was poisoned by a thread that panicked while holding it.
+    #[error("internal state poisoned by an earlier failure")]
+    Poisoned,
 }
 
 pub type Result<T, E = MemoryError> = std::result::Result<T, E>;

@@ -3,6 +3,9 @@
 //!
 //! # Layout
 //! - [`config`]: command-line flags with environment fallbacks.
+//! - [`embed`]: sentence embedders (`--embedder`): a local model or an OpenAI-compatible endpoint.
+//! - [`fusion`]: hybrid ranking, keyword and semantic rankings fused.
+//! - [`backfill`]: embedding, in the background, the entries stored without a vector.
 //! - [`grpc`]: tonic handlers (thin) and the mapping of errors to statuses.
 //! - [`memories`]: the domain: request checks and ADK's memory rules, free of transport types.
 //! - [`session_source`]: fetching sessions from session-svc for ingestion by reference.
@@ -13,8 +16,11 @@
 //! - [`error`]: the error type.
 
 pub mod analysis;
+pub mod backfill;
 pub mod config;
+pub mod embed;
 pub mod error;
+pub mod fusion;
 pub mod grpc;
 pub mod memories;
 pub mod server;

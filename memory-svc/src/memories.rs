@@ -1,6 +1,11 @@
 //! The memory domain: checks each request, applies ADK's memory rules (M1 in docs/rules.md),
 //! and calls the store. Requests are the protobuf messages of `adk.memory.v1` (plain data);
 //! results are the store's entries. Nothing here knows about gRPC transport.
+//!
+//! With an embedding model, every write first embeds its entries' texts and hands the vectors
+//! to the store with the write, so no entry is stored without its vector; a model that fails
+//! fails the write before anything is stored. Searches rank by keyword, by meaning, or both
+//! ([`crate::fusion`]), as the request's mode says.
 
 use adk_common::validate::{
     self, identifier, json_object, json_object_text, page_size, timestamp, InvalidArgument,
@@ -9,17 +14,29 @@ use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, delete_memory_request::Target,
         AddEventsToMemoryRequest, AddMemoryRequest, AddSessionToMemoryRequest, DeleteMemoryRequest,
-        ListMemoriesRequest, SearchMemoryRequest,
+        ListMemoriesRequest, SearchMemoryRequest, SearchMode,
     },
     session::v1::{Event, Session},
 };
 
+use std::{
+    num::NonZeroUsize,
+    sync::{Arc, Mutex},
+};
+
+use lru::LruCache;
+
 use crate::{
     analysis::Language,
-    error::Result,
+    embed::Embedder,
+    error::{MemoryError, Result},
+    fusion,
     session_source::SessionSource,
-    store::{DeleteTarget, Entry, Hit, MemoryStore, Scope, SearchQuery},
+    store::{DeleteTarget, Entry, Hit, MemoryStore, Scope, SearchQuery, Vectors, Write},
 };
+
+/// Query embeddings kept, so that a repeated question costs no model call.
+const QUERY_CACHE: usize = 256;
 
 /// Results per search when the request leaves `limit` at 0.
 pub const DEFAULT_SEARCH_LIMIT: usize = 10;
@@ -32,11 +49,79 @@ pub const MAX_SEARCH_LIMIT: usize = 100;
 pub struct Memories<S> {
     store: S,
     sessions: SessionSource,
+    embedder: Option<Embedder>,
+    /// Query text → its embedding, most recently used kept.
+    queries: Mutex<LruCache<String, Arc<[f32]>>>,
 }
 
 impl<S: MemoryStore> Memories<S> {
     pub fn new(store: S, sessions: SessionSource) -> Self {
-        Self { store, sessions }
+        Self {
+            store,
+            sessions,
+            embedder: None,
+            queries: Mutex::new(LruCache::new(
+                NonZeroUsize::new(QUERY_CACHE).unwrap_or(NonZeroUsize::MIN),
+            )),
+        }
+    }
+
+    /// The same, with the `--embedder` model.
+    pub fn with_embedder(self, embedder: Option<Embedder>) -> Self {
+        Self { embedder, ..self }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Writes `write` with the vectors of its entries' texts when there is a model: computed
+    /// first, so a model failure stores nothing.
+    async fn write(&self, scope: Scope<'_>, write: Write) -> Result<u32> {
+        let vectors = match (&self.embedder, &write) {
+            (
+                Some(embedder),
+                Write::Replace { entries, .. }
+                | Write::AddEvents { entries, .. }
+                | Write::AddMemories(entries),
+            ) => {
+                let texts = Vectors::texts_of(entries);
+                let vectors = embedder.embed(texts.clone()).await?;
+                Vectors::new(texts, vectors)
+            }
+            _ => Vectors::default(),
+        };
+        Ok(self.store.write_embedded(scope, write, vectors).await?)
+    }
+
+    /// The embedding of a query, from the cache when it was asked recently.
+    async fn query_vector(&self, embedder: &Embedder, text: &str) -> Result<Arc<[f32]>> {
+        let cached = self
+            .queries
+            .lock()
+            .map_err(|_| MemoryError::Poisoned)?
+            .get(text)
+            .cloned();
+        if let Some(vector) = cached {
+            return Ok(vector);
+        }
+        let vector: Arc<[f32]> = embedder
+            .embed(vec![text.to_owned()])
+            .await?
+            .pop()
+            .ok_or_else(|| crate::embed::EmbedError::Inference("no vector for the query".into()))?
+            .into();
+        self.queries
+            .lock()
+            .map_err(|_| MemoryError::Poisoned)?
+            .put(text.to_owned(), vector.clone());
+        Ok(vector)
+    }
+
+    /// The `--embedder` model, if one is configured.
+    pub fn embedder(&self) -> Option<&Embedder> {
+        self.embedder.as_ref()
     }
 
     /// M1.2: the session's events with content replace its entries. A `SessionRef` is resolved
@@ -63,7 +148,11 @@ impl<S: MemoryStore> Memories<S> {
         let scope = scope("session.app_name", &app_name, "session.user_id", &user_id)?;
         identifier("session.id", &id)?;
         let entries = entries_from_events("session.events", events, &id, "")?;
-        Ok(self.store.replace_session(scope, &id, entries).await?)
+        let write = Write::Replace {
+            session_id: id,
+            entries,
+        };
+        self.write(scope, write).await
     }
 
     /// M1.3: events with content are appended; the first copy of an event id wins.
@@ -75,7 +164,11 @@ impl<S: MemoryStore> Memories<S> {
         }
         json_object_text("custom_metadata", &req.custom_metadata)?;
         let entries = entries_from_events("events", req.events, session_id, &req.custom_metadata)?;
-        Ok(self.store.add_events(scope, session_id, entries).await?)
+        let write = Write::AddEvents {
+            session_id: session_id.to_owned(),
+            entries,
+        };
+        self.write(scope, write).await
     }
 
     /// Direct writes; an entry without an id gets a uuid4. Returns the ids in request order.
@@ -122,11 +215,11 @@ impl<S: MemoryStore> Memories<S> {
             });
         }
         let ids = entries.iter().map(|e| e.id.clone()).collect();
-        self.store.add_memories(scope, entries).await?;
+        self.write(scope, Write::AddMemories(entries)).await?;
         Ok(ids)
     }
 
-    /// Ranked keyword search in one (app, user)'s memory.
+    /// Ranked search in one (app, user)'s memory, as the request's mode says.
     pub async fn search(&self, req: SearchMemoryRequest) -> Result<Vec<Hit>> {
         let scope = scope("app_name", &req.app_name, "user_id", &req.user_id)?;
         let limit = match req.limit {
@@ -143,7 +236,9 @@ impl<S: MemoryStore> Memories<S> {
                     .map_err(|e| InvalidArgument::new("language", e.to_string()))?,
             ),
         };
-        let query = SearchQuery {
+        let mode = SearchMode::try_from(req.mode)
+            .map_err(|_| InvalidArgument::new("mode", format!("unknown mode {}", req.mode)))?;
+        let mut query = SearchQuery {
             language,
             text: req.query,
             limit,
@@ -151,7 +246,29 @@ impl<S: MemoryStore> Memories<S> {
             before: req.before_timestamp,
             author: Some(req.author).filter(|a| !a.is_empty()),
         };
-        Ok(self.store.search(scope, &query).await?)
+        let embedder = match (mode, &self.embedder) {
+            (SearchMode::Keyword, _) | (SearchMode::Auto, None) => {
+                return Ok(self.store.search(scope, &query).await?)
+            }
+            (_, Some(embedder)) => embedder,
+            (_, None) => {
+                return Err(MemoryError::NoEmbedder {
+                    mode: mode.as_str_name(),
+                })
+            }
+        };
+        // A query without text has no meaning to compare with (and no keyword).
+        if query.text.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let vector = self.query_vector(embedder, &query.text).await?;
+        if mode == SearchMode::Semantic {
+            return Ok(self.store.nearest(scope, &vector, &query).await?);
+        }
+        query.limit = limit.max(fusion::DEPTH);
+        let keyword = self.store.search(scope, &query).await?;
+        let semantic = self.store.nearest(scope, &vector, &query).await?;
+        Ok(fusion::fuse(keyword, semantic, limit))
     }
 
     /// Deletes by memory id (sticky, M1.6), by session, or everything of the user.

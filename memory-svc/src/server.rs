@@ -13,7 +13,9 @@ use adk_proto::memory::v1::memory_service_server::MemoryServiceServer;
 use tokio::net::TcpListener;
 
 use crate::{
+    backfill,
     config::Config,
+    embed::Embedder,
     grpc::MemoryGrpc,
     memories::Memories,
     session_source::{SessionAccess, SessionSource},
@@ -34,6 +36,10 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
         max_session_bytes: config.max_request_bytes,
     };
     let sessions = SessionSource::new(&config.session_endpoint, access)?;
+    let embedder = Embedder::open(config.embedder()).await?;
+    if let Some(embedder) = &embedder {
+        tracing::info!(model = %embedder.identity(), "embedding model ready");
+    }
     match config.store() {
         StoreLocation::Sled(dir) => {
             let cache = SledCache::choose(config.serve.cache_bytes);
@@ -44,7 +50,8 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             let store = SledMemoryStore::from_db(db, config.serve.sync, config.analyzer())
                 .map_err(|e| cannot_open(&e))?;
             let hooks = StoreHooks::sled(store.clone(), cache, &dir);
-            serve(config, Memories::new(store, sessions), hooks).await
+            let memories = Memories::new(store, sessions).with_embedder(embedder);
+            serve(config, memories, hooks).await
         }
         StoreLocation::Postgres(url) => {
             let store =
@@ -53,7 +60,8 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
                     .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
             let pool = store.clone();
             let hooks = StoreHooks::postgres(move || pool.record_pool(), store.health());
-            serve(config, Memories::new(store, sessions), hooks).await
+            let memories = Memories::new(store, sessions).with_embedder(embedder);
+            serve(config, memories, hooks).await
         }
     }
 }
@@ -75,12 +83,28 @@ impl SledBacked for SledMemoryStore {
 }
 
 /// Serves the memory service.
-async fn serve<S: MemoryStore>(
+async fn serve<S: MemoryStore + Clone>(
     config: Config,
     memories: Memories<S>,
     hooks: StoreHooks,
 ) -> Result<Running, BoxError> {
     let authenticator = config.serve.authenticator()?;
+    let shutdown = Shutdown::new();
+    if let Some(embedder) = memories.embedder().cloned() {
+        memories
+            .store()
+            .use_model(embedder.identity())
+            .await
+            .map_err(|e| format!("cannot use the embedding model: {e}"))?;
+        let (store, stopping) = (memories.store().clone(), shutdown.signal());
+        let stop = stopping.clone();
+        stopping.spawn(async move {
+            tokio::select! {
+                _ = backfill::run(&store, &embedder) => {}
+                _ = stop.wait() => {}
+            }
+        });
+    }
     let listener = TcpListener::bind(config.listen).await?;
     let service = MemoryServiceServer::new(MemoryGrpc::new(Arc::new(memories)))
         .max_decoding_message_size(config.max_request_bytes);
@@ -89,7 +113,7 @@ async fn serve<S: MemoryStore>(
         service,
         authenticator,
         config.serve.options(),
-        Shutdown::new(),
+        shutdown,
         hooks,
     )
     .await

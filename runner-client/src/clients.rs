@@ -12,7 +12,8 @@ use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, delete_memory_request::Target,
         memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest, DeleteMemoryRequest,
-        ListMemoriesRequest, ListMemoriesResponse, MemoryEntry, SearchMemoryRequest, SessionRef,
+        ListMemoriesRequest, ListMemoriesResponse, MemoryEntry, SearchMemoryRequest, SearchMode,
+        SessionRef,
     },
     session::v1::{
         session_service_client::SessionServiceClient, AppendEventRequest, AppendEventResponse,
@@ -562,25 +563,29 @@ impl MemoryClient {
         Self { remote, client }
     }
 
-    /// The best matches for `query` in the (app, user)'s memory, best first, the query's
-    /// language detected by memory-svc.
+    /// The best matches for `query` in the (app, user)'s memory, best first: the query's
+    /// language detected by memory-svc, ranked in AUTO mode.
     pub async fn search(&self, app: &str, user: &str, query: &str) -> Result<Vec<MemoryEntry>> {
-        self.search_in(app, user, query, "").await
+        self.search_with(app, user, query, "", SearchMode::Auto)
+            .await
     }
 
-    /// [`Self::search`] with the query in `language` (an ISO 639-1 code; empty: detected).
-    pub async fn search_in(
+    /// [`Self::search`] with the query in `language` (an ISO 639-1 code; empty: detected),
+    /// ranked as `mode` says.
+    pub async fn search_with(
         &self,
         app: &str,
         user: &str,
         query: &str,
         language: &str,
+        mode: SearchMode,
     ) -> Result<Vec<MemoryEntry>> {
         let request = SearchMemoryRequest {
             app_name: app.to_owned(),
             user_id: user.to_owned(),
             query: query.to_owned(),
             language: language.to_owned(),
+            mode: mode.into(),
             ..Default::default()
         };
         self.search_request(request).await

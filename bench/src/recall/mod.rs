@@ -17,7 +17,7 @@ use std::{
 use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, memory_service_client::MemoryServiceClient,
-        AddMemoryRequest, AddSessionToMemoryRequest, MemoryEntry, SearchMemoryRequest,
+        AddMemoryRequest, AddSessionToMemoryRequest, MemoryEntry, SearchMemoryRequest, SearchMode,
     },
     session::v1::{part, Content, Event, Part, Session},
 };
@@ -45,6 +45,17 @@ pub struct Options {
     pub misses: bool,
     /// Append the results as one JSON line to this file.
     pub json: Option<PathBuf>,
+    /// The `--embedder` of the memory-svc started.
+    pub embedder: Option<String>,
+    /// The mode every question is asked with.
+    pub mode: SearchMode,
+}
+
+/// A mode as `--mode` names it.
+pub fn parse_mode(name: &str) -> Result<SearchMode> {
+    SearchMode::from_str_name(&format!("SEARCH_MODE_{}", name.to_uppercase())).ok_or_else(|| {
+        format!("--mode {name:?}: expected auto, keyword, semantic or hybrid").into()
+    })
 }
 
 /// The outcome of one question.
@@ -63,14 +74,21 @@ pub async fn run(ctx: &Ctx, opts: &Options) -> Result<()> {
     let (server, url, backend) = match &opts.endpoint {
         Some(url) => (None, url.clone(), format!("memory-svc at {url}")),
         None => {
-            let server = Server::spawn(ctx, "memory-svc", &[]).await?;
+            let embedder: Vec<&str> = match &opts.embedder {
+                Some(e) => vec!["--embedder", e],
+                None => Vec::new(),
+            };
+            let server = Server::spawn(ctx, "memory-svc", &embedder).await?;
             let url = format!("http://{}", server.addr);
             let store = if ctx.postgres.is_some() {
                 "PostgreSQL"
             } else {
                 "sled"
             };
-            (Some(server), url, format!("memory-svc on {store}"))
+            let model = opts.embedder.as_deref().unwrap_or("none");
+            let mode = opts.mode.as_str_name();
+            let backend = format!("memory-svc on {store}, embedder {model}, {mode}");
+            (Some(server), url, backend)
         }
     };
     let mut client = MemoryServiceClient::new(Channel::from_shared(url)?.connect().await?);
@@ -95,7 +113,7 @@ pub async fn run(ctx: &Ctx, opts: &Options) -> Result<()> {
         "ingested {entries} entries in {:.2} s",
         t.elapsed().as_secs_f64()
     );
-    let asked = ask_all(&mut client, &app, &corpus).await?;
+    let asked = ask_all(&mut client, &app, &corpus, opts.mode).await?;
     if opts.misses {
         print_misses(&corpus, &asked);
     }
@@ -223,6 +241,7 @@ pub async fn ask_all(
     client: &mut MemoryServiceClient<Channel>,
     app: &str,
     corpus: &Corpus,
+    mode: SearchMode,
 ) -> Result<Vec<Asked>> {
     let mut asked = Vec::with_capacity(corpus.questions.len());
     for (i, q) in corpus.questions.iter().enumerate() {
@@ -233,6 +252,7 @@ pub async fn ask_all(
                 user_id: q.user.clone(),
                 query: q.question.clone(),
                 limit: LIMIT,
+                mode: mode.into(),
                 ..Default::default()
             })
             .await?
@@ -362,7 +382,9 @@ mod tests {
         let mut client = server.client.clone();
         let entries = ingest(&mut client, "smoke", &corpus).await.unwrap();
         assert_eq!(entries, corpus.turns());
-        let asked = ask_all(&mut client, "smoke", &corpus).await.unwrap();
+        let asked = ask_all(&mut client, "smoke", &corpus, SearchMode::Auto)
+            .await
+            .unwrap();
         assert_eq!(asked.len(), corpus.questions.len());
         let find = |id: &str| {
             asked

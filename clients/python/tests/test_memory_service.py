@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import unicodedata
 
+import grpc
 import pytest
 from google.adk.events.event import Event
 from google.adk.memory import _utils
@@ -13,6 +14,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from adk_grpc_services import GrpcMemoryService, GrpcSessionService
+from adk_grpc_services.memory_service import SearchMode
 
 USER = "test-user"
 OTHER_USER = "another-user"
@@ -319,6 +321,28 @@ async def test_remembered_content_keeps_every_part(
     (found,) = await search(memory_service, app, "quarterly")
     assert found.content == content
     assert found.timestamp == _utils.format_timestamp(1700000000.25)
+
+
+async def test_search_modes_without_an_embedding_model(
+    memory_service: GrpcMemoryService, app: str
+) -> None:
+    """The test server has no ``--embedder``: auto is keyword search, and a search by meaning
+    is refused, saying what it needs."""
+    await memory_service.add_session_to_memory(session_1(app))
+    await memory_service.add_session_to_memory(session_2(app))
+
+    async def ids(mode: SearchMode) -> list[str | None]:
+        found = await memory_service.search_memory(
+            app_name=app, user_id=USER, query="Python", mode=mode
+        )
+        return [m.id for m in found.memories]
+
+    assert await ids("auto") == await ids("keyword") == ["event-2a"]
+    for mode in ("semantic", "hybrid"):
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await ids(mode)
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "--embedder" in (refused.value.details() or "")
 
 
 async def test_search_in_a_language_the_query_names(

@@ -2,7 +2,7 @@
 
 use tonic::{Code, Status};
 
-use crate::{error::MemoryError, store::StoreError};
+use crate::{embed::EmbedError, error::MemoryError, store::StoreError};
 
 impl From<MemoryError> for Status {
     fn from(e: MemoryError) -> Self {
@@ -14,6 +14,19 @@ impl From<MemoryError> for Status {
             MemoryError::SessionServiceUnavailable { .. } => Code::Unavailable,
             MemoryError::SessionServiceFailed { .. } => Code::FailedPrecondition,
             MemoryError::Store(StoreError::Storage(e)) => e.kind().code(),
+            MemoryError::Store(StoreError::Model(_)) => Code::FailedPrecondition,
+            MemoryError::NoEmbedder { .. } => Code::FailedPrecondition,
+            MemoryError::Poisoned => Code::Internal,
+            MemoryError::Embed(e) => match e {
+                EmbedError::Unavailable { .. } => Code::Unavailable,
+                // The endpoint refuses what the configuration makes us send (key, model name).
+                EmbedError::Refused { .. } | EmbedError::ModelNameMissing => {
+                    Code::FailedPrecondition
+                }
+                EmbedError::Malformed { .. }
+                | EmbedError::Inference(_)
+                | EmbedError::Load { .. } => Code::Internal,
+            },
         };
         if matches!(code, Code::Internal | Code::Unavailable) {
             tracing::error!(error = %e, "request failed");
@@ -44,6 +57,28 @@ mod tests {
         assert_eq!(
             Status::from(MemoryError::Store(token)).code(),
             Code::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn embedder_failures_name_the_endpoint() {
+        let endpoint = "http://127.0.0.1:9/v1".to_owned();
+        let reason = "connection refused".to_owned();
+        let status = Status::from(MemoryError::from(EmbedError::Unavailable {
+            endpoint: endpoint.clone(),
+            reason: reason.clone(),
+        }));
+        assert_eq!(status.code(), Code::Unavailable);
+        assert!(status.message().contains(&endpoint), "{status:?}");
+        let refused = EmbedError::Refused { endpoint, reason };
+        assert_eq!(
+            Status::from(MemoryError::from(refused)).code(),
+            Code::FailedPrecondition
+        );
+        let failed = EmbedError::Inference("zero vector".into());
+        assert_eq!(
+            Status::from(MemoryError::from(failed)).code(),
+            Code::Internal
         );
     }
 }

@@ -4,8 +4,8 @@
 //! implementation (one process); [`pg::PgMemoryStore`] keeps memories in PostgreSQL, shared by
 //! any number of replicas. What both must do alike is written once: [`plan`] decides every
 //! write (the ingestion rules), [`index`] computes terms and scores (so both rank alike) and
-//! [`token`] is the list page token; a backend only loads, applies and searches. The
-//! [`contract`] tests run on both.
+//! [`token`] is the list page token, [`vectors`] decides what happens to entry embeddings and
+//! ranks them; a backend only loads, applies and searches. The [`contract`] tests run on both.
 //! Everything lives in one (app, user) [`Scope`]: no call reads or changes another user's
 //! memory. Every method that writes is atomic, and durable when it returns.
 
@@ -17,14 +17,16 @@ pub mod pg;
 mod plan;
 pub mod sled;
 mod token;
+pub mod vectors;
 
 use std::future::Future;
 
 use adk_common::{page::PageTokenError, storage::StorageError};
 use adk_proto::session::v1::Content;
 pub use plan::Write;
+pub use vectors::{Unembedded, Vectors};
 
-use crate::analysis::Language;
+use crate::{analysis::Language, embed::Identity};
 use prost_types::Timestamp;
 
 /// Whose memory a call is about. Fields are validated before they reach the store.
@@ -107,6 +109,9 @@ pub enum StoreError {
     /// The storage failed; its kind says what that means for the caller.
     #[error(transparent)]
     Storage(StorageError),
+    /// The stored vectors cannot be used with the configured embedding model.
+    #[error("{0}")]
+    Model(String),
 }
 
 /// Every storage failure (sled, PostgreSQL, a failed flush) becomes a [`StorageError`], which
@@ -144,8 +149,20 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// ingestion order (the order of listings and of equal search scores).
 pub trait MemoryStore: Send + Sync + 'static {
     /// Applies a write call, atomically and durably (see [`plan`] for what each one changes),
-    /// and returns the count the call reports. The calls below are this with their [`Write`].
-    fn write(&self, scope: Scope<'_>, write: Write) -> impl Future<Output = Result<u32>> + Send;
+    /// with the vectors of its entries' texts (see [`vectors`]), and returns the count the call
+    /// reports.
+    fn write_embedded(
+        &self,
+        scope: Scope<'_>,
+        write: Write,
+        vectors: Vectors,
+    ) -> impl Future<Output = Result<u32>> + Send;
+
+    /// [`MemoryStore::write_embedded`] without vectors. The calls below are this with their
+    /// [`Write`].
+    fn write(&self, scope: Scope<'_>, write: Write) -> impl Future<Output = Result<u32>> + Send {
+        self.write_embedded(scope, write, Vectors::default())
+    }
 
     /// Makes `entries` the session's whole memory (ADK M1.2): entries no longer present are
     /// removed, tombstoned ids are skipped, and of several entries with one id the first is
@@ -203,6 +220,37 @@ pub trait MemoryStore: Send + Sync + 'static {
         scope: Scope<'_>,
         query: &SearchQuery,
     ) -> impl Future<Output = Result<Vec<Hit>>> + Send;
+
+    /// The entries whose vectors are nearest to `vector` (a unit vector of the configured
+    /// model), most similar first (score: the cosine similarity), equal scores in ingestion
+    /// order, filtered by [`SearchQuery::admits`], at most `limit`. Entries without a vector
+    /// are not found.
+    fn nearest(
+        &self,
+        scope: Scope<'_>,
+        vector: &[f32],
+        query: &SearchQuery,
+    ) -> impl Future<Output = Result<Vec<Hit>>> + Send;
+
+    /// Records `model` as the model of the stored vectors. If they were made by another model
+    /// they are all removed (see [`vectors::check_model`]); a model answering another
+    /// dimension under the same identity is a [`StoreError::Model`].
+    fn use_model(&self, model: &Identity) -> impl Future<Output = Result<()>> + Send;
+
+    /// Up to `n` entries with text but without a vector, in (app, user, seq) order, from the
+    /// one after `after` on.
+    fn unembedded(
+        &self,
+        after: Option<&Unembedded>,
+        n: usize,
+    ) -> impl Future<Output = Result<Vec<Unembedded>>> + Send;
+
+    /// Stores each vector for its entry if the entry still has the text it was computed from;
+    /// returns how many were stored.
+    fn put_vectors(
+        &self,
+        vectors: Vec<(Unembedded, Vec<f32>)>,
+    ) -> impl Future<Output = Result<usize>> + Send;
 
     /// Removes what `target` names and returns the number of entries removed.
     fn delete(

@@ -1,15 +1,27 @@
 //! `memory search|add-session|list|delete`.
 
-use adk_proto::memory::v1::MemoryEntry;
+use adk_proto::memory::v1::{MemoryEntry, SearchMode};
 use runner_client::{event::content_text, json, MemoryTarget};
 use serde_json::json;
 
 use super::{output, Cli, CliError};
 
-/// `memory search QUERY [--language CODE]`: the user's best matching memories, best first.
-pub(super) async fn search(cli: &Cli, query: &str, language: Option<&str>) -> Result<(), CliError> {
+/// `memory search QUERY [--mode MODE] [--language CODE]`: the user's best matching memories,
+/// best first.
+pub(super) async fn search(
+    cli: &Cli,
+    query: &str,
+    mode: SearchMode,
+    language: Option<&str>,
+) -> Result<(), CliError> {
     let memories = (cli.memory()?)
-        .search_in(&cli.app, cli.user(), query, language.unwrap_or_default())
+        .search_with(
+            &cli.app,
+            cli.user(),
+            query,
+            language.unwrap_or_default(),
+            mode,
+        )
         .await?;
     for memory in &memories {
         if cli.json {

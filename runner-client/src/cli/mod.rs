@@ -197,12 +197,36 @@ enum SessionsCommand {
     Delete,
 }
 
+/// `memory search --mode`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Mode {
+    Auto,
+    Keyword,
+    Semantic,
+    Hybrid,
+}
+
+impl From<Mode> for adk_proto::memory::v1::SearchMode {
+    fn from(mode: Mode) -> Self {
+        match mode {
+            Mode::Auto => Self::Auto,
+            Mode::Keyword => Self::Keyword,
+            Mode::Semantic => Self::Semantic,
+            Mode::Hybrid => Self::Hybrid,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum MemoryCommand {
     /// Search the memory of --user.
     Search {
         /// The words to look for.
         query: String,
+        /// How to rank: auto (hybrid when memory-svc has an embedding model, else keyword),
+        /// keyword, semantic or hybrid.
+        #[arg(long, value_enum, default_value_t = Mode::Auto)]
+        mode: Mode,
         /// The query's language as an ISO 639-1 code ("de"), instead of the detected one.
         #[arg(long)]
         language: Option<String>,
@@ -302,9 +326,11 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
             SessionsCommand::Delete => sessions::delete(cli).await,
         },
         Command::Memory { command } => match command {
-            MemoryCommand::Search { query, language } => {
-                memory::search(cli, query, language.as_deref()).await
-            }
+            MemoryCommand::Search {
+                query,
+                mode,
+                language,
+            } => memory::search(cli, query, (*mode).into(), language.as_deref()).await,
             MemoryCommand::AddSession => memory::add_session(cli).await,
             MemoryCommand::List => memory::list(cli).await,
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,

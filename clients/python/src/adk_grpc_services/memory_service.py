@@ -11,7 +11,7 @@ string (M1.5).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import grpc
 from google.adk.events.event import Event
@@ -170,9 +170,20 @@ class GrpcMemoryService(BaseMemoryService):
         await self._invoke("AddMemory", request)
 
     async def search_memory(
-        self, *, app_name: str, user_id: str, query: str, language: str | None = None
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        query: str,
+        mode: SearchMode = "auto",
+        language: str | None = None,
     ) -> SearchMemoryResponse:
         """The memories of (app, user) that best match ``query``, best first.
+
+        ``mode`` says how they are ranked: ``"keyword"`` (BM25), ``"semantic"`` (nearest by
+        meaning; needs memory-svc started with ``--embedder``), ``"hybrid"`` (both, fused) or
+        ``"auto"`` (ADK's ``load_memory`` and ``preload_memory`` use it: hybrid when memory-svc
+        has an embedding model, else keyword).
 
         ``language`` (an ISO 639-1 code such as ``"de"``) is the query's language, instead of
         the constructor's ``search_language`` or the detected one: the query's words are
@@ -183,6 +194,7 @@ class GrpcMemoryService(BaseMemoryService):
             user_id=user_id,
             query=query,
             limit=self._search_limit,
+            mode=_MODES[mode],
             language=language or self._search_language or "",
         )
         reply: mpb.SearchMemoryResponse = await self._invoke("SearchMemory", request)
@@ -207,6 +219,17 @@ class GrpcMemoryService(BaseMemoryService):
             )
         except grpc.aio.AioRpcError as e:
             raise translate(e) from e
+
+
+SearchMode = Literal["auto", "keyword", "semantic", "hybrid"]
+"""How ``search_memory`` ranks (see ``SearchMode`` in memory.proto)."""
+
+_MODES: dict[str, mpb.SearchMode] = {
+    "auto": mpb.SEARCH_MODE_AUTO,
+    "keyword": mpb.SEARCH_MODE_KEYWORD,
+    "semantic": mpb.SEARCH_MODE_SEMANTIC,
+    "hybrid": mpb.SEARCH_MODE_HYBRID,
+}
 
 
 def _metadata_text(custom_metadata: Mapping[str, object] | None) -> str:

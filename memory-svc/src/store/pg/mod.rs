@@ -14,14 +14,24 @@ mod schema;
 mod search;
 #[cfg(test)]
 mod tests;
+mod vectors;
 mod write;
 
 use adk_common::{postgres, storage::StorageErrorKind};
 use deadpool_postgres::Pool;
 
 use self::schema::{db_int, stored, ENTRY, MIGRATIONS};
-use super::{plan::Write, token, Entry, Hit, MemoryStore, Result, Scope, SearchQuery, StoreError};
-use crate::analysis::Analyzer;
+use super::{
+    index,
+    plan::Write,
+    token,
+    vectors::{check_model, rank, ModelCheck},
+    Entry, Hit, MemoryStore, Result, Scope, SearchQuery, StoreError, Unembedded, Vectors,
+};
+use crate::{analysis::Analyzer, embed::Identity};
+
+/// Candidates fetched at a time while filtering nearest-vector results.
+const FETCH: usize = 64;
 
 /// Memory store on a PostgreSQL database. Cheap to clone.
 #[derive(Clone)]
@@ -115,14 +125,14 @@ impl MemoryStore for PgMemoryStore {
     /// on a fresh transaction, a bounded number of times; any other failure, a failed COMMIT
     /// included, is returned as it is and never re-run. Should the race go on, the call fails
     /// as a conflict (ABORTED), which the client may retry.
-    async fn write(&self, scope: Scope<'_>, op: Write) -> Result<u32> {
+    async fn write_embedded(&self, scope: Scope<'_>, op: Write, vectors: Vectors) -> Result<u32> {
         postgres::retry_conflicts(
             || async {
                 let mut client = self.pool.get().await?;
                 // Dropped without a commit on any error, the transaction is rolled back: no
                 // statement runs in a failed transaction.
                 let tx = client.transaction().await?;
-                let out = write::write(&tx, scope, &op, &self.analyzer).await?;
+                let out = write::write(&tx, scope, &op, &vectors, &self.analyzer).await?;
                 tx.commit().await?;
                 Ok(out)
             },
@@ -135,6 +145,167 @@ impl MemoryStore for PgMemoryStore {
 
     async fn search(&self, scope: Scope<'_>, query: &SearchQuery) -> Result<Vec<Hit>> {
         self.ranked(scope, query).await
+    }
+
+    async fn nearest(
+        &self,
+        scope: Scope<'_>,
+        vector: &[f32],
+        query: &SearchQuery,
+    ) -> Result<Vec<Hit>> {
+        if query.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let client = self.pool.get().await?;
+        let rows = client
+            .query(
+                "SELECT seq, vector FROM memory_vectors WHERE app_name = $1 AND user_id = $2",
+                &[&scope.app_name, &scope.user_id],
+            )
+            .await?;
+        let ranked = rank(
+            rows.iter().map(|row| {
+                let seq: i64 = row.try_get(0)?;
+                let vector: &[u8] = row.try_get(1)?;
+                Ok((u64::try_from(seq).unwrap_or(0), vector))
+            }),
+            vector,
+        )?;
+        let mut hits = Vec::new();
+        for chunk in ranked.chunks(FETCH) {
+            let seqs: Vec<i64> = chunk.iter().map(|n| db_int(n.seq)).collect();
+            let mut fetched = search::entries(&client, scope, &seqs).await?;
+            for n in chunk {
+                // Removed since its vector was read: no longer there.
+                let Some(entry) = fetched.remove(&db_int(n.seq)) else {
+                    continue;
+                };
+                if query.admits(&entry) {
+                    hits.push(Hit {
+                        entry,
+                        score: f64::from(n.score),
+                    });
+                    if hits.len() == query.limit {
+                        return Ok(hits);
+                    }
+                }
+            }
+        }
+        Ok(hits)
+    }
+
+    async fn use_model(&self, model: &Identity) -> Result<()> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        // One replica at a time decides, so two starting together do not both clear.
+        tx.execute("LOCK TABLE memory_vector_model IN EXCLUSIVE MODE", &[])
+            .await?;
+        let row = tx
+            .query_opt(
+                "SELECT model, dimension, fingerprint FROM memory_vector_model",
+                &[],
+            )
+            .await?;
+        let stored = match &row {
+            Some(row) => {
+                let dimension: i32 = row.try_get(1)?;
+                Some((
+                    row.try_get::<_, String>(0)?,
+                    usize::try_from(dimension).unwrap_or(0),
+                    row.try_get::<_, String>(2)?,
+                ))
+            }
+            None => None,
+        };
+        let check = check_model(
+            stored
+                .as_ref()
+                .map(|(m, d, f)| (m.as_str(), *d, f.as_str())),
+            model,
+        )
+        .map_err(StoreError::Model)?;
+        if check == ModelCheck::Changed {
+            tx.execute("DELETE FROM memory_vectors", &[]).await?;
+            tx.execute(
+                "INSERT INTO memory_vector_model (model, dimension, fingerprint)
+                 VALUES ($1, $2, $3)
+                 ON CONFLICT (one) DO UPDATE SET model = EXCLUDED.model,
+                   dimension = EXCLUDED.dimension, fingerprint = EXCLUDED.fingerprint",
+                &[
+                    &model.model,
+                    &i32::try_from(model.dimension).unwrap_or(i32::MAX),
+                    &model.fingerprint,
+                ],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn unembedded(&self, after: Option<&Unembedded>, n: usize) -> Result<Vec<Unembedded>> {
+        let (app, user, seq) = match after {
+            Some(u) => (u.app_name.as_str(), u.user_id.as_str(), db_int(u.seq)),
+            None => ("", "", -1),
+        };
+        let client = self.pool.get().await?;
+        let mut out = Vec::new();
+        let (mut app, mut user, mut seq) = (app.to_owned(), user.to_owned(), seq);
+        // Entries without text are skipped, so a page may hold fewer than `n`: read on.
+        while out.len() < n {
+            let rows = client
+                .query(
+                    "SELECT e.app_name, e.user_id, e.seq, e.content FROM memory_entries e
+                     WHERE (e.app_name, e.user_id, e.seq) > ($1, $2, $3)
+                       AND NOT EXISTS (SELECT 1 FROM memory_vectors v
+                                       WHERE v.app_name = e.app_name AND v.user_id = e.user_id
+                                         AND v.seq = e.seq)
+                     ORDER BY e.app_name, e.user_id, e.seq LIMIT $4",
+                    &[&app, &user, &seq, &db_int(n as u64)],
+                )
+                .await?;
+            if rows.is_empty() {
+                break;
+            }
+            for row in &rows {
+                (app, user, seq) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+                let content: &[u8] = row.try_get(3)?;
+                let content = <adk_proto::session::v1::Content as prost::Message>::decode(content)
+                    .map_err(|e| StoreError::corrupt(format!("memory content: {e}")))?;
+                let text = index::text_of(&content);
+                if !text.trim().is_empty() && out.len() < n {
+                    out.push(Unembedded {
+                        app_name: app.clone(),
+                        user_id: user.clone(),
+                        seq: u64::try_from(seq).unwrap_or(0),
+                        text,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn put_vectors(&self, vectors: Vec<(Unembedded, Vec<f32>)>) -> Result<usize> {
+        let mut by_scope: std::collections::BTreeMap<(String, String), Vec<_>> = Default::default();
+        for (u, v) in vectors {
+            by_scope
+                .entry((u.app_name.clone(), u.user_id.clone()))
+                .or_default()
+                .push((u, v));
+        }
+        let mut stored = 0;
+        for ((app_name, user_id), vectors) in by_scope {
+            let scope = Scope {
+                app_name: &app_name,
+                user_id: &user_id,
+            };
+            let mut client = self.pool.get().await?;
+            let tx = client.transaction().await?;
+            stored += vectors::put(&tx, scope, &vectors).await?;
+            tx.commit().await?;
+        }
+        Ok(stored)
     }
 
     async fn list(

@@ -1,6 +1,6 @@
 //! The PostgreSQL memory schema, and how a stored entry is read back.
 //!
-//! Schema version 3, created by the service itself ([`MIGRATIONS`]):
+//! Schema version 4, created by the service itself ([`MIGRATIONS`]):
 //!
 //! | table               | primary key             | holds                                        |
 //! |---------------------|-------------------------|----------------------------------------------|
@@ -9,12 +9,16 @@
 //! | `memory_blocks`     | app, user, term, span   | the term's postings in a span, their bounds  |
 //! | `memory_tombstones` | app, user, id           | deleted ids, not re-ingested                 |
 //! | `memory_index`      | (one row)               | the analysis the index was built with        |
+//! | `memory_vectors`    | app, user, seq          | the entry's embedding (little-endian `f32`s) |
+//! | `memory_vector_model` | (one row)             | the model that made the vectors              |
 //!
 //! `memory_entries` is also indexed by (app, user, session, seq), which finds a session's last
 //! entry (its tail, for the context of appended events) in one index probe.
 //!
 //! Version 2 added each entry's context (`context_before`, `context_after`) and `memory_index`;
-//! a store of version 1 is re-indexed when opened (see `PgMemoryStore::open`). Version 3
+//! a store of version 1 is re-indexed when opened (see `PgMemoryStore::open`). Version 3 added
+//! the vectors (see `super::vectors`): a `bytea` scored in the service, so that no extension is
+//! needed and both stores rank alike. Version 4
 //! replaced the row per posting (`memory_postings`) by posting blocks (see [`super::blocks`]; a
 //! term's document frequency is the sum of its blocks' `postings`): the step drops the old
 //! postings and forgets the analysis identity, so the store re-indexes every scope when opened,
@@ -88,6 +92,21 @@ ALTER TABLE memory_entries
 CREATE TABLE memory_index (
     one      boolean PRIMARY KEY DEFAULT true CHECK (one),
     analysis text NOT NULL
+);
+"#,
+    r#"
+CREATE TABLE memory_vectors (
+    app_name text COLLATE "C" NOT NULL,
+    user_id  text COLLATE "C" NOT NULL,
+    seq      bigint NOT NULL,
+    vector   bytea NOT NULL,
+    PRIMARY KEY (app_name, user_id, seq)
+);
+CREATE TABLE memory_vector_model (
+    one         boolean PRIMARY KEY DEFAULT true CHECK (one),
+    model       text NOT NULL,
+    dimension   integer NOT NULL,
+    fingerprint text NOT NULL
 );
 "#,
     r#"

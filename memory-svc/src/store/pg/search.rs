@@ -271,8 +271,8 @@ impl PgMemoryStore {
 }
 
 /// The entries stored at these seqs.
-async fn entries(
-    tx: &deadpool_postgres::Transaction<'_>,
+pub(super) async fn entries(
+    tx: &impl deadpool_postgres::GenericClient,
     scope: Scope<'_>,
     seqs: &[i64],
 ) -> Result<HashMap<i64, Entry>> {

@@ -200,14 +200,14 @@ async fn replicas_writing_at_once_keep_block_bounds_upper() {
     assert!(assert_searches_exact(&store).await > 400);
 }
 
-/// A database of schema 2 (one row per posting) is converted when opened: the same entries,
-/// statistics and tombstones, and searches rank exactly as scoring every posting does.
+/// A database of schema 3 (one row per posting) is converted when opened: the same entries,
+/// statistics, tombstones and vectors, and searches rank exactly as scoring every posting does.
 ///
-/// The schema-2 database is made from a store of today's schema holding the generated corpus:
-/// its rows are copied into a schema created by the first two steps, and its blocks written
-/// out as the rows per posting schema 2 kept.
+/// The schema-3 database is made from a store of today's schema holding the generated corpus:
+/// its rows are copied into a schema created by the first three steps, and its blocks written
+/// out as the rows per posting schema 3 kept.
 #[tokio::test]
-async fn converts_a_schema_2_database() {
+async fn converts_a_schema_3_database() {
     let (Some(now_url), Some(old_url)) = (fresh_url().await, fresh_url().await) else {
         return;
     };
@@ -216,7 +216,7 @@ async fn converts_a_schema_2_database() {
         .unwrap();
     generated_corpus(&now).await;
     let old = adk_common::postgres::pool(&old_url, 1).unwrap();
-    adk_common::postgres::migrate(&old, "memory-svc", &MIGRATIONS[..2])
+    adk_common::postgres::migrate(&old, "memory-svc", &MIGRATIONS[..3])
         .await
         .unwrap();
 
@@ -232,7 +232,9 @@ async fn converts_a_schema_2_database() {
             "INSERT INTO memory_entries SELECT * FROM {from}.memory_entries;
              INSERT INTO memory_scopes SELECT * FROM {from}.memory_scopes;
              INSERT INTO memory_tombstones SELECT * FROM {from}.memory_tombstones;
-             INSERT INTO memory_index SELECT * FROM {from}.memory_index;"
+             INSERT INTO memory_index SELECT * FROM {from}.memory_index;
+             INSERT INTO memory_vectors SELECT app_name, user_id, seq, int8send(seq)
+                 FROM memory_entries;"
         ))
         .await
         .unwrap();
@@ -294,6 +296,18 @@ async fn converts_a_schema_2_database() {
         .unwrap()
         .get(0);
     assert_eq!(old_postings, None);
+    // Re-indexing keeps every entry's seq, so its vector stays its own.
+    let unmatched: i64 = client
+        .query_one(
+            "SELECT count(*) FROM memory_entries e FULL JOIN memory_vectors v
+                 USING (app_name, user_id, seq)
+             WHERE v.vector IS DISTINCT FROM int8send(e.seq)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(unmatched, 0);
     // The deleted id stays deleted.
     assert_eq!(
         add(&converted, "s", entries(&[("e7-3", "back again")])).await,

@@ -22,6 +22,7 @@ use super::{
         index::Terms,
         maxscore::Posting,
         plan::{self, Context, Edit, Loaded, Stats, Stored, Write},
+        vectors::{self, Vectors},
         Entry, Result, Scope,
     },
     blocks::{self, span_of, Encoded},
@@ -34,19 +35,22 @@ pub(super) async fn write(
     tx: &Transaction<'_>,
     scope: Scope<'_>,
     write: &Write,
+    vectors: &Vectors,
     analyzer: &Analyzer,
 ) -> Result<u32> {
     let stats = lock(tx, scope).await?;
     let loaded = load(tx, scope, write, stats).await?;
     let plan = plan::plan(write, loaded, analyzer);
     if !plan.edits.is_empty() {
+        let vector_edits = vectors::edits(&plan.edits, vectors);
         apply(tx, scope, plan.edits, plan.stats).await?;
+        super::vectors::apply(tx, scope, vector_edits).await?;
     }
     Ok(plan.count)
 }
 
 /// Locks the scope (creating its row) and reads its statistics.
-async fn lock(tx: &Transaction<'_>, scope: Scope<'_>) -> Result<Stats> {
+pub(super) async fn lock(tx: &Transaction<'_>, scope: Scope<'_>) -> Result<Stats> {
     let row = tx
         .query_one(
             "INSERT INTO memory_scopes (app_name, user_id, docs, total_len, next_seq)

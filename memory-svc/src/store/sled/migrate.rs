@@ -7,7 +7,7 @@ use metrics::counter;
 use sled::{Batch, IVec, Tree};
 
 use super::{
-    super::{plan::Write, Result, Scope, StoreError},
+    super::{plan::Write, Result, Scope, StoreError, Vectors},
     postings::{self, Posting},
     records::{scope_key, u64_value},
     SledMemoryStore,
@@ -83,7 +83,7 @@ pub(super) fn reindex(store: &SledMemoryStore) -> Result<()> {
             app_name: &app_name,
             user_id: &user_id,
         });
-        let entries = store.write_now(&scope, &Write::Reindex)?;
+        let entries = store.write_now(&scope, &Write::Reindex, &Vectors::default())?;
         counter!("memory_reindexed_entries_total").increment(u64::from(entries));
         tracing::info!(
             app_name,

@@ -15,6 +15,7 @@
 //! | `df`         | app, user, term           | document frequency (u64 big-endian)     |
 //! | `tombstones` | app, user, id             | (empty): deleted ids, not re-ingested   |
 //! | `stats`      | app, user                 | `Stats` (protobuf)                      |
+//! | `vectors`    | app, user, seq            | the entry's vector (see [`vectors`])    |
 //!
 //! The `postings` module describes the blocks. A term's document frequency is kept
 //! beside its postings, in the same transactions, so a search knows every term's idf before
@@ -56,6 +57,7 @@ mod postings;
 mod records;
 #[cfg(test)]
 mod tests;
+mod vectors;
 mod write;
 
 use std::{ops::Bound, path::Path};
@@ -78,9 +80,10 @@ use super::{
     index,
     maxscore::{self, Ranked, TermList},
     plan::Write,
-    token, Entry, Hit, MemoryStore, Result, Scope, SearchQuery,
+    token, Entry, Hit, MemoryStore, Result, Scope, SearchQuery, Unembedded, Vectors,
 };
 use crate::analysis::Analyzer;
+use crate::embed::Identity;
 
 /// Memory store on a sled database. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -94,6 +97,8 @@ pub struct SledMemoryStore {
     df: Tree,
     tombstones: Tree,
     stats: Tree,
+    vectors: Tree,
+    vector_model: Tree,
     commit: GroupCommit,
     gate: WriteGate,
     analyzer: Analyzer,
@@ -128,6 +133,8 @@ impl SledMemoryStore {
             df,
             tombstones: db.open_tree("tombstones")?,
             stats: db.open_tree("stats")?,
+            vectors: db.open_tree("vectors")?,
+            vector_model: db.open_tree("vector_model")?,
             commit: GroupCommit::start(db.clone(), sync),
             gate: WriteGate::default(),
             analyzer,
@@ -300,14 +307,19 @@ impl Snapshotter for SledMemoryStore {
 
 impl MemoryStore for SledMemoryStore {
     /// Applies `write` in `scope` (see [`write`]), then waits until it is durable.
-    async fn write(&self, scope: Scope<'_>, write: Write) -> Result<u32> {
+    async fn write_embedded(
+        &self,
+        scope: Scope<'_>,
+        write: Write,
+        vectors: Vectors,
+    ) -> Result<u32> {
         self.commit.check_writable()?;
         let writing = self.gate.writing_owned().await;
         let key = scope_key(scope);
         let count = self
             .blocking(move |store| {
                 let _writing = writing;
-                store.write_now(&key, &write)
+                store.write_now(&key, &write, &vectors)
             })
             .await;
         // Also when nothing changed: the answer may rest on a concurrent write not yet flushed.
@@ -319,6 +331,42 @@ impl MemoryStore for SledMemoryStore {
         let (key, query) = (scope_key(scope), query.clone());
         self.blocking(move |store| store.search_now(&key, &query))
             .await
+    }
+
+    async fn nearest(
+        &self,
+        scope: Scope<'_>,
+        vector: &[f32],
+        query: &SearchQuery,
+    ) -> Result<Vec<Hit>> {
+        let (key, vector, query) = (scope_key(scope), vector.to_vec(), query.clone());
+        self.blocking(move |store| store.nearest_now(&key, &vector, &query))
+            .await
+    }
+
+    async fn use_model(&self, model: &Identity) -> Result<()> {
+        let model = model.clone();
+        self.blocking(move |store| store.use_model_now(&model))
+            .await
+    }
+
+    async fn unembedded(&self, after: Option<&Unembedded>, n: usize) -> Result<Vec<Unembedded>> {
+        let after = after.cloned();
+        self.blocking(move |store| store.unembedded_now(after.as_ref(), n))
+            .await
+    }
+
+    async fn put_vectors(&self, vectors: Vec<(Unembedded, Vec<f32>)>) -> Result<usize> {
+        self.commit.check_writable()?;
+        let writing = self.gate.writing_owned().await;
+        let stored = self
+            .blocking(move |store| {
+                let _writing = writing;
+                store.put_vectors_now(&vectors)
+            })
+            .await?;
+        self.commit.wait_durable().await?;
+        Ok(stored)
     }
 
     async fn list(

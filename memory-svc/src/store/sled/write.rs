@@ -19,6 +19,7 @@ use sled::{transaction::TransactionError, Batch, IVec, Transactional, Tree};
 use super::{
     super::{
         plan::{self, Edit, Loaded, Plan, Stored, Write},
+        vectors::{self, Vectors},
         Result, StoreError,
     },
     postings::{Posting, TermEdit},
@@ -30,7 +31,7 @@ impl SledMemoryStore {
     /// Loads, plans and commits `write` in the scope whose keys start with `scope`, until it
     /// commits without a concurrent write having come between; returns the call's count. Not
     /// yet durable.
-    pub(super) fn write_now(&self, scope: &Key, write: &Write) -> Result<u32> {
+    pub(super) fn write_now(&self, scope: &Key, write: &Write, vectors: &Vectors) -> Result<u32> {
         loop {
             let (base, stats) = self.stats(scope)?;
             let loaded = self.load(scope, write, &stats, base.is_some())?;
@@ -40,7 +41,9 @@ impl SledMemoryStore {
                 return Ok(plan.count);
             }
             let (count, delta) = (plan.count, plan.entry_delta());
-            let batches = Batches::of(self, scope, plan, stats)?;
+            let vector_edits = vectors::edits(&plan.edits, vectors);
+            let mut batches = Batches::of(self, scope, plan, stats)?;
+            batches.vectors = self.vector_batch(scope, vector_edits)?;
             match batches.commit(self, scope, base) {
                 Ok(true) => {
                     if delta != 0 {
@@ -156,6 +159,8 @@ struct Batches {
     blocks: Batch,
     df: Batch,
     tombstones: Batch,
+    /// See [`SledMemoryStore::vector_batch`].
+    vectors: Batch,
 }
 
 impl Batches {
@@ -175,6 +180,7 @@ impl Batches {
             blocks: Batch::default(),
             df: Batch::default(),
             tombstones: Batch::default(),
+            vectors: Batch::default(),
         };
         // The terms whose postings change, by term; queued into `blocks` and `df` at the end.
         let mut terms = Terms {
@@ -269,10 +275,11 @@ impl Batches {
             &store.df,
             &store.tombstones,
             &store.stats,
+            &store.vectors,
         );
         trees
             .transaction(
-                |(entries, buckets, turns, ids, blocks, df, tombstones, stats)| {
+                |(entries, buckets, turns, ids, blocks, df, tombstones, stats, vectors)| {
                     if stats.get(scope)? != base {
                         return Ok(false);
                     }
@@ -283,6 +290,7 @@ impl Batches {
                     blocks.apply_batch(&self.blocks)?;
                     df.apply_batch(&self.df)?;
                     tombstones.apply_batch(&self.tombstones)?;
+                    vectors.apply_batch(&self.vectors)?;
                     stats.insert(scope.as_bytes(), self.stats.encode_to_vec())?;
                     Ok(true)
                 },

@@ -3,12 +3,24 @@ import datetime
 from adk_grpc_services._proto.adk.session.v1 import session_pb2 as _session_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class SearchMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SEARCH_MODE_AUTO: _ClassVar[SearchMode]
+    SEARCH_MODE_KEYWORD: _ClassVar[SearchMode]
+    SEARCH_MODE_SEMANTIC: _ClassVar[SearchMode]
+    SEARCH_MODE_HYBRID: _ClassVar[SearchMode]
+SEARCH_MODE_AUTO: SearchMode
+SEARCH_MODE_KEYWORD: SearchMode
+SEARCH_MODE_SEMANTIC: SearchMode
+SEARCH_MODE_HYBRID: SearchMode
 
 class MemoryEntry(_message.Message):
     __slots__ = ("id", "content", "author", "timestamp", "custom_metadata", "session_id", "score")
@@ -91,7 +103,7 @@ class AddMemoryResponse(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchMemoryRequest(_message.Message):
-    __slots__ = ("app_name", "user_id", "query", "limit", "after_timestamp", "before_timestamp", "author", "language")
+    __slots__ = ("app_name", "user_id", "query", "limit", "after_timestamp", "before_timestamp", "author", "language", "mode")
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
@@ -100,6 +112,7 @@ class SearchMemoryRequest(_message.Message):
     BEFORE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     AUTHOR_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     user_id: str
     query: str
@@ -108,7 +121,8 @@ class SearchMemoryRequest(_message.Message):
     before_timestamp: _timestamp_pb2.Timestamp
     author: str
     language: str
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., author: _Optional[str] = ..., language: _Optional[str] = ...) -> None: ...
+    mode: SearchMode
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., author: _Optional[str] = ..., language: _Optional[str] = ..., mode: _Optional[_Union[SearchMode, str]] = ...) -> None: ...
 
 class SearchMemoryResponse(_message.Message):
     __slots__ = ("memories",)

@@ -93,7 +93,7 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SearchMemory(self, request, context):
-        """Ranked keyword search over one (app, user)'s memory.
+        """Ranked search over one (app, user)'s memory: keyword, semantic or both (see SearchMode).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,0 +1,243 @@
+//! `--embedder local:DIR`: a BERT-family sentence encoder (all-MiniLM-L6-v2, bge-small,
+//! e5-small, gte-small, multilingual MiniLM, …) loaded from a sentence-transformers folder and
+//! run in-process on the CPU with candle.
+//!
+//! Inference is CPU-bound, so it runs on tokio's blocking threads, one call at a time (candle's
+//! matrix products already use every core): a semaphore with one permit bounds it, and the
+//! async runtime never runs it. The texts of one call are embedded in batches, sorted by length
+//! so that little padding is computed; the attention mask keeps padding out of every vector.
+
+use std::{path::Path, sync::Arc};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
+use tokio::sync::Semaphore;
+
+use super::{
+    folder::{load_error, read_json, ModelFolder, Pooling},
+    unit_length, EmbedError, Identity,
+};
+
+/// Texts run through the encoder together (sentence-transformers' default batch size).
+const BATCH: usize = 32;
+
+/// The in-process model. Cheap to clone.
+#[derive(Clone)]
+pub struct LocalEmbedder {
+    model: Arc<Model>,
+    /// One inference at a time: each one uses every core already.
+    running: Arc<Semaphore>,
+    identity: Identity,
+}
+
+impl std::fmt::Debug for LocalEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalEmbedder")
+            .field("identity", &self.identity)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Model {
+    bert: BertModel,
+    tokenizer: Tokenizer,
+    pooling: Pooling,
+    lower_case: bool,
+    pad_id: u32,
+}
+
+impl LocalEmbedder {
+    /// Loads the model in `dir` (blocking: reads and hashes the weights).
+    pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+        let folder = ModelFolder::read(dir)?;
+        let config: BertConfig = read_json(&folder.config)?;
+        if let Some(kind) = config.model_type.as_deref().filter(|kind| *kind != "bert") {
+            let reason = format!("model_type {kind:?} is not supported (BERT-family encoders are)");
+            return Err(load_error(&folder.config, &reason));
+        }
+        let tokenizer_json = std::fs::read(&folder.tokenizer)
+            .map_err(|e| load_error(&folder.tokenizer, &e.to_string()))?;
+        let mut tokenizer = Tokenizer::from_bytes(&tokenizer_json)
+            .map_err(|e| load_error(&folder.tokenizer, &e.to_string()))?;
+        // As sentence-transformers does: max_seq_length, never beyond the position table;
+        // padding per batch here, not the tokenizer's own (often a fixed length).
+        let max_length = folder
+            .max_seq_length
+            .unwrap_or(config.max_position_embeddings)
+            .min(config.max_position_embeddings);
+        let truncation = TruncationParams {
+            max_length,
+            ..Default::default()
+        };
+        let pad_id = tokenizer
+            .get_padding()
+            .map_or(config.pad_token_id as u32, |padding| padding.pad_id);
+        tokenizer
+            .with_truncation(Some(truncation))
+            .map_err(|e| load_error(&folder.tokenizer, &e.to_string()))?
+            .with_padding(None);
+
+        let weights = std::fs::read(&folder.weights)
+            .map_err(|e| load_error(&folder.weights, &e.to_string()))?;
+        let settings = format!(
+            "pooling={} max_length={max_length} lower_case={}",
+            folder.pooling.name(),
+            folder.lower_case
+        );
+        let fingerprint = fingerprint(&[&weights, &tokenizer_json, settings.as_bytes()]);
+        let bert = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
+            .and_then(|vb| BertModel::load(vb, &config))
+            .map_err(|e| load_error(&folder.weights, &e.to_string()))?;
+
+        let identity = Identity {
+            model: std::fs::canonicalize(dir)
+                .unwrap_or_else(|_| dir.to_owned())
+                .display()
+                .to_string(),
+            dimension: config.hidden_size,
+            fingerprint,
+        };
+        tracing::debug!(
+            model = %identity,
+            pooling = folder.pooling.name(),
+            normalized_by_model = folder.normalize,
+            max_length,
+            "embedding model loaded"
+        );
+        let model = Model {
+            bert,
+            tokenizer,
+            pooling: folder.pooling,
+            lower_case: folder.lower_case,
+            pad_id,
+        };
+        Ok(Self {
+            model: Arc::new(model),
+            running: Arc::new(Semaphore::new(1)),
+            identity,
+        })
+    }
+
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// One unit-length vector per text, in input order.
+    pub async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let permit = Arc::clone(&self.running)
+            .acquire_owned()
+            .await
+            .map_err(|e| EmbedError::Inference(e.to_string()))?;
+        let model = Arc::clone(&self.model);
+        // The permit moves into the task: a caller that gives up does not free the CPU early.
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            model.embed(texts)
+        })
+        .await
+        .map_err(|e| EmbedError::Inference(e.to_string()))?
+    }
+}
+
+impl Model {
+    fn embed(&self, mut texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if self.lower_case {
+            texts.iter_mut().for_each(|t| *t = t.to_lowercase());
+        }
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts, true)
+            .map_err(|e| EmbedError::Inference(format!("tokenizer: {e}")))?;
+        let mut order: Vec<usize> = (0..encodings.len()).collect();
+        order.sort_by_key(|&i| encodings[i].len());
+        let mut vectors = vec![Vec::new(); encodings.len()];
+        for chunk in order.chunks(BATCH) {
+            let batch: Vec<&Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
+            let pooled = self
+                .forward(&batch)
+                .map_err(|e| EmbedError::Inference(e.to_string()))?;
+            for (&i, vector) in chunk.iter().zip(pooled) {
+                vectors[i] = unit_length(vector).ok_or_else(|| {
+                    EmbedError::Inference("the model produced a zero vector".into())
+                })?;
+            }
+        }
+        Ok(vectors)
+    }
+
+    /// Pooled (not yet normalised) vectors of one batch, padded to its longest input.
+    fn forward(&self, batch: &[&Encoding]) -> candle_core::Result<Vec<Vec<f32>>> {
+        let len = batch.iter().map(|e| e.len()).max().unwrap_or(0);
+        let (mut ids, mut types, mut mask) = (Vec::new(), Vec::new(), Vec::new());
+        for encoding in batch {
+            let padding = len - encoding.len();
+            ids.extend(encoding.get_ids().iter().copied());
+            ids.extend(std::iter::repeat_n(self.pad_id, padding));
+            types.extend(encoding.get_type_ids().iter().copied());
+            types.extend(std::iter::repeat_n(0, padding));
+            mask.extend(encoding.get_attention_mask().iter().copied());
+            mask.extend(std::iter::repeat_n(0, padding));
+        }
+        let shape = (batch.len(), len);
+        let device = &self.bert.device;
+        let ids = Tensor::from_vec(ids, shape, device)?;
+        let types = Tensor::from_vec(types, shape, device)?;
+        let mask_tensor = Tensor::from_vec(mask.clone(), shape, device)?;
+        let tokens = self.bert.forward(&ids, &types, Some(&mask_tensor))?;
+        let tokens = tokens.to_vec3::<f32>()?;
+        Ok(tokens
+            .iter()
+            .zip(mask.chunks(len.max(1)))
+            .map(|(tokens, mask)| pool(self.pooling, tokens, mask))
+            .collect())
+    }
+}
+
+/// One sentence vector from its token vectors; `mask` is 1 for real tokens, 0 for padding.
+fn pool(pooling: Pooling, tokens: &[Vec<f32>], mask: &[u32]) -> Vec<f32> {
+    let dimension = tokens.first().map_or(0, Vec::len);
+    let real = || {
+        tokens
+            .iter()
+            .zip(mask)
+            .filter(|(_, &m)| m != 0)
+            .map(|(t, _)| t)
+    };
+    let count = real().count().max(1) as f32;
+    let sum = || {
+        real().fold(vec![0.0; dimension], |mut acc, t| {
+            acc.iter_mut().zip(t).for_each(|(a, x)| *a += x);
+            acc
+        })
+    };
+    match pooling {
+        Pooling::Cls => tokens.first().cloned().unwrap_or_default(),
+        Pooling::Mean => sum().into_iter().map(|x| x / count).collect(),
+        Pooling::MeanSqrtLen => sum().into_iter().map(|x| x / count.sqrt()).collect(),
+        Pooling::Max => real().fold(vec![f32::NEG_INFINITY; dimension], |mut acc, t| {
+            acc.iter_mut().zip(t).for_each(|(a, &x)| *a = a.max(x));
+            acc
+        }),
+    }
+}
+
+/// `sha256:` and the hex SHA-256 of `parts`, each prefixed with its length.
+fn fingerprint(parts: &[&[u8]]) -> String {
+    let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
+    for part in parts {
+        digest.update(&(part.len() as u64).to_le_bytes());
+        digest.update(part);
+    }
+    let hex: String = digest
+        .finish()
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256:{hex}")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,106 @@
+//! Entry vectors in PostgreSQL: `memory_vectors` and `memory_vector_model` (see [`super::schema`]).
+//! A write applies its vector edits in its own transaction ([`apply`]); the background embedding
+//! of older entries stores its vectors under the scope's lock, as writes do ([`put`]).
+
+use deadpool_postgres::Transaction;
+use prost::Message;
+
+use super::{
+    super::{
+        index::text_of,
+        vectors::{self, Unembedded, VectorEdits, VectorOp},
+        Result, Scope,
+    },
+    schema::db_int,
+};
+
+/// Applies a write's vector edits in its transaction, after its entry edits.
+pub(super) async fn apply(
+    tx: &Transaction<'_>,
+    scope: Scope<'_>,
+    edits: VectorEdits,
+) -> Result<()> {
+    let (app, user) = (&scope.app_name, &scope.user_id);
+    if edits.clear {
+        tx.execute(
+            "DELETE FROM memory_vectors WHERE app_name = $1 AND user_id = $2",
+            &[app, user],
+        )
+        .await?;
+    }
+    let (mut put_seqs, mut put_vectors, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
+    for (seq, op) in edits.ops {
+        match op {
+            VectorOp::Put(v) => {
+                put_seqs.push(db_int(seq));
+                put_vectors.push(vectors::encode(&v));
+            }
+            VectorOp::Delete => deleted.push(db_int(seq)),
+        }
+    }
+    if !deleted.is_empty() {
+        tx.execute(
+            "DELETE FROM memory_vectors WHERE app_name = $1 AND user_id = $2 AND seq = ANY($3)",
+            &[app, user, &deleted],
+        )
+        .await?;
+    }
+    if !put_seqs.is_empty() {
+        upsert(tx, scope, &put_seqs, &put_vectors).await?;
+    }
+    Ok(())
+}
+
+/// Stores the vectors of one scope's entries that still have the text they were computed from,
+/// holding the scope's lock (so no write to it runs meanwhile); returns how many were stored.
+pub(super) async fn put(
+    tx: &Transaction<'_>,
+    scope: Scope<'_>,
+    vectors: &[(Unembedded, Vec<f32>)],
+) -> Result<usize> {
+    super::write::lock(tx, scope).await?;
+    let seqs: Vec<i64> = vectors.iter().map(|(u, _)| db_int(u.seq)).collect();
+    let rows = tx
+        .query(
+            "SELECT seq, content FROM memory_entries
+             WHERE app_name = $1 AND user_id = $2 AND seq = ANY($3)",
+            &[&scope.app_name, &scope.user_id, &seqs],
+        )
+        .await?;
+    let mut current = std::collections::HashMap::new();
+    for row in &rows {
+        let seq: i64 = row.try_get(0)?;
+        let content: &[u8] = row.try_get(1)?;
+        if let Ok(content) = adk_proto::session::v1::Content::decode(content) {
+            current.insert(seq, text_of(&content));
+        }
+    }
+    let (mut put_seqs, mut put_vectors) = (Vec::new(), Vec::new());
+    for (u, v) in vectors {
+        if current.get(&db_int(u.seq)) == Some(&u.text) {
+            put_seqs.push(db_int(u.seq));
+            put_vectors.push(vectors::encode(v));
+        }
+    }
+    if !put_seqs.is_empty() {
+        upsert(tx, scope, &put_seqs, &put_vectors).await?;
+    }
+    Ok(put_seqs.len())
+}
+
+/// Stores `vectors[i]` (encoded) for the entry at `seqs[i]`.
+async fn upsert(
+    tx: &Transaction<'_>,
+    scope: Scope<'_>,
+    seqs: &[i64],
+    vectors: &[Vec<u8>],
+) -> Result<()> {
+    tx.execute(
+        "INSERT INTO memory_vectors (app_name, user_id, seq, vector)
+         SELECT $1, $2, seq, vector FROM unnest($3::bigint[], $4::bytea[]) AS v(seq, vector)
+         ON CONFLICT (app_name, user_id, seq) DO UPDATE SET vector = EXCLUDED.vector",
+        &[&scope.app_name, &scope.user_id, &seqs, &vectors],
+    )
+    .await?;
+    Ok(())
+}
