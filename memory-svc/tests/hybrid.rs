@@ -239,10 +239,11 @@ async fn each_mode_ranks_as_documented_on_both_stores() {
             .iter()
             .all(|(_, s)| (-1.0..=1.0 + 1e-6).contains(s)));
 
-        // Hybrid: ranks fused; AUTO is hybrid with a model.
+        // Hybrid: ranks fused (weight / (20 + rank); keyword 1, semantic 2); AUTO is hybrid
+        // with a model.
         let hybrid = search(&mut client, request(query, SearchMode::Hybrid)).await;
         assert_eq!(ids(&hybrid[..2]), ["coffee", "espresso"]);
-        let expected = 1.0 / 61.0;
+        let expected = 2.0 / 21.0;
         assert!((hybrid[0].1 - expected).abs() < 1e-9, "{hybrid:?}");
         let auto = search(&mut client, request(query, SearchMode::Auto)).await;
         assert_eq!(auto, hybrid);
@@ -250,7 +251,7 @@ async fn each_mode_ranks_as_documented_on_both_stores() {
         // A keyword match ranked first by both comes first.
         let tokyo = search(&mut client, request("tokyo flight", SearchMode::Hybrid)).await;
         assert_eq!(tokyo[0].0, "flight");
-        assert!((tokyo[0].1 - 2.0 / 61.0).abs() < 1e-9, "{tokyo:?}");
+        assert!((tokyo[0].1 - 3.0 / 21.0).abs() < 1e-9, "{tokyo:?}");
 
         // Filters and limit keep their meaning in every mode.
         for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
