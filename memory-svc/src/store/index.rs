@@ -93,7 +93,8 @@ impl Terms {
 pub struct Analysis<'a> {
     analyzer: &'a Analyzer,
     languages: HashMap<String, Option<Language>>,
-    terms: HashMap<(String, Option<Language>), Rc<[String]>>,
+    /// Keyed by text first so that a lookup borrows the text instead of copying it.
+    terms: HashMap<String, HashMap<Option<Language>, Rc<[String]>>>,
 }
 
 impl<'a> Analysis<'a> {
@@ -118,14 +119,16 @@ impl<'a> Analysis<'a> {
     /// The terms of `text` written in `language`, one per occurrence, in order (see
     /// [`Analyzer::terms`]).
     fn terms(&mut self, text: &str, language: Option<Language>) -> Rc<[String]> {
-        let key = (text.to_owned(), language);
-        if let Some(terms) = self.terms.get(&key) {
+        if let Some(terms) = self.terms.get(text).and_then(|by| by.get(&language)) {
             return Rc::clone(terms);
         }
         let mut terms = Vec::new();
         self.analyzer.terms(text, language, |t| terms.push(t));
         let terms: Rc<[String]> = terms.into();
-        self.terms.insert(key, Rc::clone(&terms));
+        self.terms
+            .entry(text.to_owned())
+            .or_default()
+            .insert(language, Rc::clone(&terms));
         terms
     }
 }
