@@ -101,6 +101,40 @@ async fn write(c: &mut MemoryServiceClient<Channel>, events: &[Event]) {
     })
     .await
     .unwrap();
+    // Overwrites in place all over the ingestion order, with other words (so that blocks lose
+    // and gain postings in their middle), then deletions by id and of a whole session.
+    let overwrites = events
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 23 == 4)
+        .map(|(i, e)| MemoryEntry {
+            id: e.id.clone(),
+            session_id: format!("s{}", (i / 40) % 3),
+            content: text_event("user", &format!("tomato violin deadline {}", e.id)).content,
+            ..Default::default()
+        })
+        .collect();
+    c.add_memory(AddMemoryRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        memories: overwrites,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    for target in (0..events.len())
+        .filter(|i| i % 31 == 9)
+        .map(|i| Target::MemoryId(format!("e{i}")))
+        .chain([Target::SessionId("s2".into())])
+    {
+        c.delete_memory(DeleteMemoryRequest {
+            app_name: "app".into(),
+            user_id: "u".into(),
+            target: Some(target),
+        })
+        .await
+        .unwrap();
+    }
 }
 
 async fn answers(c: &mut MemoryServiceClient<Channel>) -> Vec<Vec<(String, u64)>> {
@@ -112,6 +146,8 @@ async fn answers(c: &mut MemoryServiceClient<Channel>) -> Vec<Vec<(String, u64)>
         ("the my is rust", "agent"),
         ("sourdough marathon violin", ""),
         ("what is my favourite recipe with tomato", "user"),
+        ("tomato violin deadline", ""),
+        ("my project", ""),
     ] {
         let hits = c
             .search_memory(SearchMemoryRequest {
@@ -159,7 +195,8 @@ async fn both_backends_rank_and_list_identically() {
         eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
         return;
     };
-    let events = corpus(600);
+    // Enough entries for several posting blocks per term on both backends.
+    let events = corpus(1_100);
     let sled = MemoryServer::start_on("http://127.0.0.1:9", None).await;
     let pg = MemoryServer::start_on(
         "http://127.0.0.1:9",

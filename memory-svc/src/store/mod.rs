@@ -12,6 +12,7 @@
 #[cfg(test)]
 mod contract;
 pub mod index;
+mod maxscore;
 pub mod pg;
 mod plan;
 pub mod sled;

@@ -4,16 +4,18 @@
 //! lock, deciding with the shared planner exactly as the sled store does.
 //!
 //! # Search
-//! The query terms' postings are read in one query; scores are summed in Rust with the same
-//! formula and in the same order as the sled store ([`super::index`]), so both rank alike.
+//! Postings are kept in blocks with score bounds ([`blocks`]); [`search`] reads only the
+//! blocks that can hold results, and ranks them with the same MaxScore code and the same
+//! formula, summed in the same order, as the sled store ([`super::maxscore`],
+//! [`super::index`]), so both rank alike to the last bit.
 
+mod blocks;
 mod schema;
+mod search;
 #[cfg(test)]
 mod tests;
 mod vectors;
 mod write;
-
-use std::collections::HashMap;
 
 use adk_common::{postgres, storage::StorageErrorKind};
 use deadpool_postgres::Pool;
@@ -28,7 +30,7 @@ use super::{
 };
 use crate::{analysis::Analyzer, embed::Identity};
 
-/// Candidates fetched at a time while filtering ranked search results.
+/// Candidates fetched at a time while filtering nearest-vector results.
 const FETCH: usize = 64;
 
 /// Memory store on a PostgreSQL database. Cheap to clone.
@@ -115,26 +117,6 @@ impl PgMemoryStore {
     pub fn health(&self) -> tokio::sync::watch::Receiver<Option<std::sync::Arc<str>>> {
         postgres::health(self.pool.clone())
     }
-
-    /// The entries still stored at these seqs.
-    async fn entries(&self, scope: Scope<'_>, seqs: &[i64]) -> Result<HashMap<i64, Entry>> {
-        let client = self.pool.get().await?;
-        let rows = client
-            .query(
-                &format!(
-                    "SELECT {ENTRY} FROM memory_entries
-                     WHERE app_name = $1 AND user_id = $2 AND seq = ANY($3)"
-                ),
-                &[&scope.app_name, &scope.user_id, &seqs],
-            )
-            .await?;
-        let mut by_seq = HashMap::with_capacity(rows.len());
-        for row in &rows {
-            let s = stored(row)?;
-            by_seq.insert(db_int(s.seq), s.entry);
-        }
-        Ok(by_seq)
-    }
 }
 
 impl MemoryStore for PgMemoryStore {
@@ -162,75 +144,7 @@ impl MemoryStore for PgMemoryStore {
     }
 
     async fn search(&self, scope: Scope<'_>, query: &SearchQuery) -> Result<Vec<Hit>> {
-        let terms = self.analyzer.query_terms(&query.text, query.language);
-        if terms.is_empty() || query.limit == 0 {
-            return Ok(Vec::new());
-        }
-        let client = self.pool.get().await?;
-        let stats = client
-            .query_opt(
-                "SELECT docs, total_len FROM memory_scopes WHERE app_name = $1 AND user_id = $2",
-                &[&scope.app_name, &scope.user_id],
-            )
-            .await?;
-        let Some(stats) = stats else {
-            return Ok(Vec::new());
-        };
-        let (docs, total_len): (i64, i64) = (stats.try_get(0)?, stats.try_get(1)?);
-        if docs == 0 {
-            return Ok(Vec::new());
-        }
-        let rows = client
-            .query(
-                "SELECT term, seq, tf, len FROM memory_postings
-                 WHERE app_name = $1 AND user_id = $2 AND term = ANY($3)",
-                &[&scope.app_name, &scope.user_id, &terms],
-            )
-            .await?;
-        let mut postings: HashMap<String, Vec<(i64, f64, f64)>> = HashMap::new();
-        for row in &rows {
-            let (tf, len): (i32, i32) = (row.try_get(2)?, row.try_get(3)?);
-            postings.entry(row.try_get(0)?).or_default().push((
-                row.try_get(1)?,
-                f64::from(tf),
-                f64::from(len),
-            ));
-        }
-        // Summed term by term in query order, as the sled store sums, so scores are equal to
-        // the last bit.
-        let n = docs as f64;
-        let avg_len = total_len as f64 / n;
-        let mut scores = HashMap::<i64, f64>::new();
-        for term in &terms {
-            let Some(list) = postings.get(term) else {
-                continue;
-            };
-            let idf = index::idf(n, list.len() as f64);
-            for &(seq, tf, len) in list {
-                *scores.entry(seq).or_default() += index::score(idf, tf, len, avg_len);
-            }
-        }
-        let mut ranked: Vec<(i64, f64)> = scores.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let mut hits = Vec::new();
-        for chunk in ranked.chunks(FETCH) {
-            let seqs: Vec<i64> = chunk.iter().map(|(seq, _)| *seq).collect();
-            let mut fetched = self.entries(scope, &seqs).await?;
-            // Searches do not lock out writers: an entry removed since its posting was read is
-            // simply no longer there.
-            for &(seq, score) in chunk {
-                let Some(entry) = fetched.remove(&seq) else {
-                    continue;
-                };
-                if query.admits(&entry) {
-                    hits.push(Hit { entry, score });
-                    if hits.len() == query.limit {
-                        return Ok(hits);
-                    }
-                }
-            }
-        }
-        Ok(hits)
+        self.ranked(scope, query).await
     }
 
     async fn nearest(
@@ -242,10 +156,8 @@ impl MemoryStore for PgMemoryStore {
         if query.limit == 0 {
             return Ok(Vec::new());
         }
-        let rows = self
-            .pool
-            .get()
-            .await?
+        let client = self.pool.get().await?;
+        let rows = client
             .query(
                 "SELECT seq, vector FROM memory_vectors WHERE app_name = $1 AND user_id = $2",
                 &[&scope.app_name, &scope.user_id],
@@ -262,7 +174,7 @@ impl MemoryStore for PgMemoryStore {
         let mut hits = Vec::new();
         for chunk in ranked.chunks(FETCH) {
             let seqs: Vec<i64> = chunk.iter().map(|n| db_int(n.seq)).collect();
-            let mut fetched = self.entries(scope, &seqs).await?;
+            let mut fetched = search::entries(&client, scope, &seqs).await?;
             for n in chunk {
                 // Removed since its vector was read: no longer there.
                 let Some(entry) = fetched.remove(&db_int(n.seq)) else {

@@ -1,21 +1,33 @@
 //! The PostgreSQL memory schema, and how a stored entry is read back.
 //!
-//! Schema version 3, created by the service itself ([`MIGRATIONS`]):
+//! Schema version 4, created by the service itself ([`MIGRATIONS`]):
 //!
 //! | table               | primary key             | holds                                        |
 //! |---------------------|-------------------------|----------------------------------------------|
 //! | `memory_scopes`     | app, user               | BM25 statistics, next ingestion `seq`        |
 //! | `memory_entries`    | app, user, seq          | the entry; unique per (session, id) slot     |
-//! | `memory_postings`   | app, user, term, seq    | term frequency and entry length              |
+//! | `memory_blocks`     | app, user, term, span   | the term's postings in a span, their bounds  |
 //! | `memory_tombstones` | app, user, id           | deleted ids, not re-ingested                 |
 //! | `memory_index`      | (one row)               | the analysis the index was built with        |
 //! | `memory_vectors`    | app, user, seq          | the entry's embedding (little-endian `f32`s) |
 //! | `memory_vector_model` | (one row)             | the model that made the vectors              |
 //!
+//! `memory_entries` is also indexed by (app, user, session, seq), which finds a session's last
+//! entry (its tail, for the context of appended events) in one index probe.
+//!
 //! Version 2 added each entry's context (`context_before`, `context_after`) and `memory_index`;
 //! a store of version 1 is re-indexed when opened (see `PgMemoryStore::open`). Version 3 added
 //! the vectors (see `super::vectors`): a `bytea` scored in the service, so that no extension is
-//! needed and both stores rank alike.
+//! needed and both stores rank alike. Version 4
+//! replaced the row per posting (`memory_postings`) by posting blocks (see [`super::blocks`]; a
+//! term's document frequency is the sum of its blocks' `postings`): the step drops the old
+//! postings and forgets the analysis identity, so the store re-indexes every scope when opened,
+//! which writes the blocks.
+//!
+//! A block is rewritten by every write that appends to it, so `memory_blocks` keeps blocks of
+//! up to 8 KB inline and uncompressed (`toast_tuple_target`): PostgreSQL would otherwise
+//! compress a block of a common term (past 2 KB) again at each append, and decompress it at
+//! each read.
 //!
 //! Every key starts with (app, user): no statement reads or writes outside one user's memory,
 //! and a distributed engine can shard by it.
@@ -96,6 +108,22 @@ CREATE TABLE memory_vector_model (
     dimension   integer NOT NULL,
     fingerprint text NOT NULL
 );
+"#,
+    r#"
+DROP TABLE memory_postings;
+CREATE TABLE memory_blocks (
+    app_name text COLLATE "C" NOT NULL,
+    user_id  text COLLATE "C" NOT NULL,
+    term     text COLLATE "C" NOT NULL,
+    span     bigint NOT NULL,
+    postings integer NOT NULL,
+    max_tf   bigint NOT NULL,
+    min_len  bigint NOT NULL,
+    block    bytea NOT NULL,
+    PRIMARY KEY (app_name, user_id, term, span)
+) WITH (fillfactor = 75, toast_tuple_target = 8160);
+DELETE FROM memory_index;
+CREATE INDEX memory_session_seqs ON memory_entries (app_name, user_id, session_id, seq);
 "#,
 ];
 

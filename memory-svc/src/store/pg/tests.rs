@@ -1,12 +1,19 @@
 //! The contract suite on PostgreSQL, each test in a fresh schema of the database
-//! `ADK_TEST_POSTGRES` names (skipped without one), and how writes meet other transactions.
+//! `ADK_TEST_POSTGRES` names (skipped without one), how writes meet other transactions, and
+//! the posting blocks replicas write at once.
+
+use std::collections::HashMap;
 
 use tokio_postgres::NoTls;
 
-use super::PgMemoryStore;
+use super::{blocks, schema::MIGRATIONS, PgMemoryStore};
 use crate::analysis::Analyzer;
-use crate::store::contract::{
-    add, delete, entries, listed, memorize, memory_id, memory_store_suite, SCOPE,
+use crate::store::{
+    contract::{
+        add, assert_searches_exact, delete, entries, entry, generated_corpus, listed, memorize,
+        memory_id, memory_store_suite, SCOPE,
+    },
+    Entry, MemoryStore, SearchQuery,
 };
 
 /// A fresh schema's connection string, or `None` without a test database.
@@ -70,4 +77,241 @@ async fn a_write_that_loses_a_deadlock_runs_again() {
     assert_eq!(attempts, 2);
     assert!(listed(&store, SCOPE).await.is_empty());
     assert_eq!(add(&store, "s", entries(&[("a", "alpha")])).await, 0);
+}
+
+/// Text of common, mid-frequency and rare words (the vocabulary the exactness check queries).
+fn text(seed: u64) -> String {
+    let mut x = seed;
+    let mut next = move |n: u64| {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (x >> 33) % n
+    };
+    (0..1 + next(20))
+        .map(|_| match next(10) {
+            0..=4 => ["the", "is", "a", "my", "to"][next(5) as usize].to_owned(),
+            5..=7 => format!("mid{}", next(40)),
+            _ => format!("rare{}", next(2000)),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Two stores on one database (two replicas) write one scope at once: appends, rewrites in
+/// place of each other's entries, deletions. Afterwards every block's bounds and size describe
+/// its postings, every entry's terms have its postings (no more, no fewer), and searches rank
+/// exactly as scoring every posting does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn replicas_writing_at_once_keep_block_bounds_upper() {
+    let Some(url) = fresh_url().await else {
+        return;
+    };
+    let mut writers = Vec::new();
+    for w in 0..2u64 {
+        let store = PgMemoryStore::open(&url, 4, Analyzer::default())
+            .await
+            .unwrap();
+        writers.push(tokio::spawn(async move {
+            let other = 1 - w;
+            for round in 0..25u64 {
+                let batch = (0..12)
+                    .map(|i| {
+                        entry(
+                            &format!("w{w}-{round}-{i}"),
+                            &text(w << 32 | round << 8 | i),
+                        )
+                    })
+                    .collect();
+                add(&store, &format!("s{w}"), batch).await;
+                if round > 0 {
+                    // The other writer's entries of its previous round, rewritten in their
+                    // slots with other words, and one of them deleted.
+                    let rewritten = (0..4)
+                        .map(|i| Entry {
+                            session_id: format!("s{other}"),
+                            ..entry(
+                                &format!("w{other}-{}-{i}", round - 1),
+                                &text(7 << 40 | w << 32 | round << 8 | i),
+                            )
+                        })
+                        .collect();
+                    memorize(&store, rewritten).await;
+                    let id = format!("w{other}-{}-{}", round - 1, 5 + round % 7);
+                    delete(&store, memory_id(&id)).await;
+                }
+                store
+                    .search(
+                        SCOPE,
+                        &SearchQuery {
+                            text: "the mid3 rare7".into(),
+                            limit: 5,
+                            ..Default::default()
+                        },
+                    )
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+
+    let (client, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let mut df = HashMap::<String, i64>::new();
+    let rows = client
+        .query(
+            "SELECT term, span, postings, max_tf, min_len, block FROM memory_blocks",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(rows.len() > 100, "{} blocks", rows.len());
+    for row in &rows {
+        let (term, span, count, max_tf, min_len): (String, i64, i32, i64, i64) =
+            (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+        let mut postings = Vec::new();
+        blocks::decode(span, row.get(5), &mut postings).unwrap();
+        assert_eq!(postings.len(), count as usize, "{term} {span}");
+        assert!(!postings.is_empty(), "{term} {span}: an empty block");
+        for p in &postings {
+            assert!(
+                i64::from(p.tf) <= max_tf && i64::from(p.len) >= min_len,
+                "{term} {span}: {p:?} beyond the bounds ({max_tf}, {min_len})"
+            );
+        }
+        *df.entry(term).or_default() += i64::from(count);
+    }
+    // Every term of every entry has its postings, and no other term has any.
+    let mut indexed = HashMap::<String, i64>::new();
+    for row in client
+        .query("SELECT unnest(terms) FROM memory_entries", &[])
+        .await
+        .unwrap()
+    {
+        *indexed.entry(row.get(0)).or_default() += 1;
+    }
+    assert_eq!(indexed, df);
+    let store = PgMemoryStore::open(&url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    assert!(assert_searches_exact(&store).await > 400);
+}
+
+/// A database of schema 3 (one row per posting) is converted when opened: the same entries,
+/// statistics, tombstones and vectors, and searches rank exactly as scoring every posting does.
+///
+/// The schema-3 database is made from a store of today's schema holding the generated corpus:
+/// its rows are copied into a schema created by the first three steps, and its blocks written
+/// out as the rows per posting schema 3 kept.
+#[tokio::test]
+async fn converts_a_schema_3_database() {
+    let (Some(now_url), Some(old_url)) = (fresh_url().await, fresh_url().await) else {
+        return;
+    };
+    let now = PgMemoryStore::open(&now_url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    generated_corpus(&now).await;
+    let old = adk_common::postgres::pool(&old_url, 1).unwrap();
+    adk_common::postgres::migrate(&old, "memory-svc", &MIGRATIONS[..3])
+        .await
+        .unwrap();
+
+    let (client, connection) = tokio_postgres::connect(&old_url, NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let schema = |url: &str| {
+        let name = url.rsplit("search_path%3D").next().unwrap_or_default();
+        name.split('&').next().unwrap_or_default().to_owned()
+    };
+    let from = schema(&now_url);
+    client
+        .batch_execute(&format!(
+            "INSERT INTO memory_entries SELECT * FROM {from}.memory_entries;
+             INSERT INTO memory_scopes SELECT * FROM {from}.memory_scopes;
+             INSERT INTO memory_tombstones SELECT * FROM {from}.memory_tombstones;
+             INSERT INTO memory_index SELECT * FROM {from}.memory_index;
+             INSERT INTO memory_vectors SELECT app_name, user_id, seq, int8send(seq)
+                 FROM memory_entries;"
+        ))
+        .await
+        .unwrap();
+    let rows = client
+        .query(
+            &format!("SELECT app_name, user_id, term, span, block FROM {from}.memory_blocks"),
+            &[],
+        )
+        .await
+        .unwrap();
+    let (mut apps, mut users, mut terms) = (Vec::<&str>::new(), Vec::new(), Vec::new());
+    let (mut seqs, mut tfs, mut lens) = (Vec::new(), Vec::new(), Vec::new());
+    for row in &rows {
+        let mut block = Vec::new();
+        blocks::decode(row.get(3), row.get(4), &mut block).unwrap();
+        for p in block {
+            apps.push(row.get(0));
+            users.push(row.get::<_, &str>(1));
+            terms.push(row.get::<_, &str>(2));
+            seqs.push(p.seq as i64);
+            tfs.push(p.tf as i32);
+            lens.push(p.len as i32);
+        }
+    }
+    let written = client
+        .execute(
+            "INSERT INTO memory_postings (app_name, user_id, term, seq, tf, len)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[],
+                 $5::integer[], $6::integer[])",
+            &[&apps, &users, &terms, &seqs, &tfs, &lens],
+        )
+        .await
+        .unwrap();
+    assert!(written > 1000, "{written} postings");
+
+    let converted = PgMemoryStore::open(&old_url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    let all = |store: PgMemoryStore| async move {
+        let (entries, next) = store.list(SCOPE, usize::MAX, "").await.unwrap();
+        assert_eq!(next, "");
+        entries
+    };
+    let kept = all(converted.clone()).await;
+    assert!(kept.len() > 1000, "{} entries", kept.len());
+    assert_eq!(kept, all(now).await);
+    let version: i32 = client
+        .query_one(
+            "SELECT version FROM schema_versions WHERE component = 'memory-svc'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version as usize, MIGRATIONS.len());
+    let old_postings: Option<String> = client
+        .query_one("SELECT to_regclass('memory_postings')::text", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(old_postings, None);
+    // Re-indexing keeps every entry's seq, so its vector stays its own.
+    let unmatched: i64 = client
+        .query_one(
+            "SELECT count(*) FROM memory_entries e FULL JOIN memory_vectors v
+                 USING (app_name, user_id, seq)
+             WHERE v.vector IS DISTINCT FROM int8send(e.seq)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(unmatched, 0);
+    // The deleted id stays deleted.
+    assert_eq!(
+        add(&converted, "s", entries(&[("e7-3", "back again")])).await,
+        0
+    );
+    assert!(assert_searches_exact(&converted).await > 400);
 }

@@ -5,6 +5,14 @@
 //!
 //! Each transaction takes one row lock of `memory_scopes` first and then touches rows of that
 //! scope only, so two writes cannot wait for each other's rows in opposite orders (deadlock).
+//!
+//! The same lock is what keeps block bounds honest with several replicas writing: a block's
+//! postings and its bounds change in one statement of a transaction that holds the scope, so
+//! a committed block's `max_tf` and `min_len` always bound its committed postings. Appends
+//! widen the bounds (`greatest`, `least`); a block that loses postings is rewritten with the
+//! bounds of what is left.
+
+use std::collections::BTreeMap;
 
 use deadpool_postgres::Transaction;
 use prost::Message;
@@ -12,10 +20,12 @@ use prost::Message;
 use super::{
     super::{
         index::Terms,
+        maxscore::Posting,
         plan::{self, Context, Edit, Loaded, Stats, Stored, Write},
         vectors::{self, Vectors},
         Entry, Result, Scope,
     },
+    blocks::{self, span_of, Encoded},
     schema::{db_int, stored, ENTRY},
 };
 use crate::analysis::Analyzer;
@@ -86,11 +96,18 @@ async fn load(
         let (sessions, ids): (Vec<&str>, Vec<&str>) = reads.slots.iter().copied().unzip();
         keep(
             tx.query(
+                // One probe of `memory_slots` per slot, whatever the table's statistics say
+                // (`OFFSET 0` keeps the planner from flattening the probe into a join, which
+                // on the stale statistics of a freshly loaded table read the user's entries
+                // whole).
                 &format!(
-                    "SELECT {ENTRY} FROM memory_entries e
-                     JOIN unnest($3::text[], $4::text[]) AS s(slot_session, slot_id)
-                       ON e.session_id = s.slot_session AND e.id = s.slot_id
-                     WHERE e.app_name = $1 AND e.user_id = $2"
+                    "SELECT e.* FROM unnest($3::text[], $4::text[]) AS s(slot_session, slot_id)
+                     CROSS JOIN LATERAL (
+                         SELECT {ENTRY} FROM memory_entries
+                         WHERE app_name = $1 AND user_id = $2
+                           AND session_id = s.slot_session AND id = s.slot_id
+                         OFFSET 0
+                     ) AS e"
                 ),
                 &[app, user, &sessions, &ids],
             )
@@ -230,7 +247,7 @@ async fn apply(
         }
     }
     if clear {
-        for table in ["memory_entries", "memory_postings", "memory_tombstones"] {
+        for table in ["memory_entries", "memory_blocks", "memory_tombstones"] {
             tx.execute(
                 &format!("DELETE FROM {table} WHERE app_name = $1 AND user_id = $2"),
                 &[app, user],
@@ -240,25 +257,16 @@ async fn apply(
     }
     if !removed.is_empty() {
         let seqs: Vec<i64> = removed.iter().map(|s| db_int(s.seq)).collect();
-        let (terms, term_seqs): (Vec<&str>, Vec<i64>) = removed
-            .iter()
-            .flat_map(|s| s.terms.iter().map(move |t| (t.as_str(), db_int(s.seq))))
-            .unzip();
         tx.execute(
             "DELETE FROM memory_entries WHERE app_name = $1 AND user_id = $2 AND seq = ANY($3)",
             &[app, user, &seqs],
         )
         .await?;
-        tx.execute(
-            "DELETE FROM memory_postings p
-             USING unnest($3::text[], $4::bigint[]) AS d(term, seq)
-             WHERE p.app_name = $1 AND p.user_id = $2 AND p.term = d.term AND p.seq = d.seq",
-            &[app, user, &terms, &term_seqs],
-        )
-        .await?;
+        remove_postings(tx, scope, &removed).await?;
     }
     if !inserted.is_empty() {
         insert_entries(tx, scope, &inserted).await?;
+        add_postings(tx, scope, &mut inserted).await?;
     }
     if !lifted.is_empty() {
         tx.execute(
@@ -290,7 +298,158 @@ async fn apply(
     Ok(())
 }
 
-/// Inserts new entries and their postings, in two statements.
+/// Takes the postings of `removed` entries out of their blocks: reads the blocks, and writes
+/// back what is left with its bounds, or deletes a block left empty.
+async fn remove_postings(tx: &Transaction<'_>, scope: Scope<'_>, removed: &[Stored]) -> Result<()> {
+    let mut doomed = BTreeMap::<(&str, i64), Vec<u64>>::new();
+    for s in removed {
+        for term in &s.terms {
+            doomed
+                .entry((term.as_str(), span_of(s.seq)))
+                .or_default()
+                .push(s.seq);
+        }
+    }
+    if doomed.is_empty() {
+        return Ok(());
+    }
+    let (terms, spans): (Vec<&str>, Vec<i64>) = doomed.keys().copied().unzip();
+    let (app, user) = (&scope.app_name, &scope.user_id);
+    let read = tx
+        .prepare_cached(
+            "SELECT b.* FROM unnest($3::text[], $4::bigint[]) AS d(term, span)
+             CROSS JOIN LATERAL (
+                 SELECT term, span, block FROM memory_blocks
+                 WHERE app_name = $1 AND user_id = $2 AND term = d.term AND span = d.span
+                 OFFSET 0
+             ) AS b",
+        )
+        .await?;
+    let rows = tx.query(&read, &[app, user, &terms, &spans]).await?;
+    let mut kept = Vec::new();
+    let (mut emptied, mut emptied_spans) = (Vec::new(), Vec::new());
+    let (mut k_terms, mut k_spans, mut k_counts, mut k_tfs, mut k_lens, mut k_blocks) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for row in &rows {
+        let (term, span, block): (&str, i64, &[u8]) =
+            (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+        kept.clear();
+        blocks::decode(span, block, &mut kept)?;
+        if let Some(seqs) = doomed.get(&(term, span)) {
+            kept.retain(|p| !seqs.contains(&p.seq));
+        }
+        if kept.is_empty() {
+            emptied.push(term);
+            emptied_spans.push(span);
+            continue;
+        }
+        let mut e = Encoded::default();
+        kept.iter().for_each(|&p| e.push(p));
+        k_terms.push(term);
+        k_spans.push(span);
+        k_counts.push(i32::try_from(kept.len()).unwrap_or(i32::MAX));
+        k_tfs.push(i64::from(e.max_tf));
+        k_lens.push(i64::from(e.min_len));
+        k_blocks.push(e.bytes);
+    }
+    if !k_terms.is_empty() {
+        let rewrite = tx
+            .prepare_cached(
+                "UPDATE memory_blocks b SET postings = d.postings, max_tf = d.max_tf,
+                     min_len = d.min_len, block = d.block
+                 FROM unnest($3::text[], $4::bigint[], $5::integer[], $6::bigint[],
+                     $7::bigint[], $8::bytea[]) AS d(term, span, postings, max_tf, min_len, block)
+                 WHERE b.app_name = $1 AND b.user_id = $2 AND b.term = d.term AND b.span = d.span",
+            )
+            .await?;
+        tx.execute(
+            &rewrite,
+            &[
+                app, user, &k_terms, &k_spans, &k_counts, &k_tfs, &k_lens, &k_blocks,
+            ],
+        )
+        .await?;
+    }
+    if !emptied.is_empty() {
+        let delete = tx
+            .prepare_cached(
+                "DELETE FROM memory_blocks b USING unnest($3::text[], $4::bigint[]) AS d(term, span)
+                 WHERE b.app_name = $1 AND b.user_id = $2 AND b.term = d.term AND b.span = d.span",
+            )
+            .await?;
+        tx.execute(&delete, &[app, user, &emptied, &emptied_spans])
+            .await?;
+    }
+    Ok(())
+}
+
+/// Appends the postings of `inserted` entries to their blocks (creating blocks as needed), in
+/// one statement, without reading the blocks: see [`blocks`].
+async fn add_postings(
+    tx: &Transaction<'_>,
+    scope: Scope<'_>,
+    inserted: &mut [Indexed],
+) -> Result<()> {
+    inserted.sort_by_key(|item| item.seq);
+    let mut grouped = BTreeMap::<(&str, i64), (i32, Encoded)>::new();
+    for item in inserted.iter() {
+        for (term, tf) in &item.terms.counts {
+            let (n, block) = grouped
+                .entry((term.as_str(), span_of(item.seq)))
+                .or_default();
+            *n += 1;
+            block.push(Posting {
+                seq: item.seq,
+                tf: *tf,
+                len: item.terms.len,
+            });
+        }
+    }
+    if grouped.is_empty() {
+        return Ok(());
+    }
+    let (mut terms, mut spans, mut counts, mut tfs, mut lens, mut bytes) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for ((term, span), (n, block)) in grouped {
+        terms.push(term);
+        spans.push(span);
+        counts.push(n);
+        tfs.push(i64::from(block.max_tf));
+        lens.push(i64::from(block.min_len));
+        bytes.push(block.bytes);
+    }
+    let append = tx
+        .prepare_cached(
+            "INSERT INTO memory_blocks (app_name, user_id, term, span, postings, max_tf, min_len,
+                 block)
+             SELECT $1, $2, d.term, d.span, d.postings, d.max_tf, d.min_len, d.block
+             FROM unnest($3::text[], $4::bigint[], $5::integer[], $6::bigint[], $7::bigint[],
+                 $8::bytea[]) AS d(term, span, postings, max_tf, min_len, block)
+             ON CONFLICT (app_name, user_id, term, span) DO UPDATE SET
+                 postings = memory_blocks.postings + EXCLUDED.postings,
+                 max_tf = greatest(memory_blocks.max_tf, EXCLUDED.max_tf),
+                 min_len = least(memory_blocks.min_len, EXCLUDED.min_len),
+                 block = memory_blocks.block || EXCLUDED.block",
+        )
+        .await?;
+    tx.execute(
+        &append,
+        &[
+            &scope.app_name,
+            &scope.user_id,
+            &terms,
+            &spans,
+            &counts,
+            &tfs,
+            &lens,
+            &bytes,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Inserts new entries, in one statement.
 async fn insert_entries(
     tx: &Transaction<'_>,
     scope: Scope<'_>,
@@ -301,7 +460,6 @@ async fn insert_entries(
     let (mut ts_s, mut ts_n, mut contents, mut terms, mut lens) =
         (vec![], vec![], vec![], vec![], vec![]);
     let (mut befores, mut afters) = (vec![], vec![]);
-    let (mut p_terms, mut p_seqs, mut p_tfs, mut p_lens) = (vec![], vec![], vec![], vec![]);
     for item in inserted {
         let e = &item.entry;
         let len = i32::try_from(item.terms.len).unwrap_or(i32::MAX);
@@ -320,12 +478,6 @@ async fn insert_entries(
         let names: Vec<&str> = item.terms.counts.iter().map(|(t, _)| t.as_str()).collect();
         terms.push(names.join("\t"));
         lens.push(len);
-        for (term, tf) in &item.terms.counts {
-            p_terms.push(term.as_str());
-            p_seqs.push(db_int(item.seq));
-            p_tfs.push(i32::try_from(*tf).unwrap_or(i32::MAX));
-            p_lens.push(len);
-        }
     }
     tx.execute(
         "INSERT INTO memory_entries (app_name, user_id, seq, session_id, id, author, ts_s, ts_n,
@@ -357,22 +509,5 @@ async fn insert_entries(
         ],
     )
     .await?;
-    if !p_terms.is_empty() {
-        tx.execute(
-            "INSERT INTO memory_postings (app_name, user_id, term, seq, tf, len)
-             SELECT $1, $2, d.term, d.seq, d.tf, d.len
-             FROM unnest($3::text[], $4::bigint[], $5::integer[], $6::integer[])
-                 AS d(term, seq, tf, len)",
-            &[
-                &scope.app_name,
-                &scope.user_id,
-                &p_terms,
-                &p_seqs,
-                &p_tfs,
-                &p_lens,
-            ],
-        )
-        .await?;
-    }
     Ok(())
 }

@@ -52,7 +52,6 @@
 //! tokio's blocking pool, never on the workers that answer other RPCs (health probes,
 //! searches); an async method only waits for it.
 
-mod maxscore;
 mod migrate;
 mod postings;
 mod records;
@@ -74,13 +73,14 @@ use sled::{IVec, Tree};
 use tokio_util::task::TaskTracker;
 
 use self::{
-    maxscore::{Ranked, TermList},
     postings::Cursor,
     records::{decode, scope_key, EntryRecord, Stats},
 };
 use super::{
-    index, plan::Write, token, Entry, Hit, MemoryStore, Result, Scope, SearchQuery, Unembedded,
-    Vectors,
+    index,
+    maxscore::{self, Ranked, TermList},
+    plan::Write,
+    token, Entry, Hit, MemoryStore, Result, Scope, SearchQuery, Unembedded, Vectors,
 };
 use crate::analysis::Analyzer;
 use crate::embed::Identity;

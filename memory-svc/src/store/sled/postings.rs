@@ -31,23 +31,16 @@ use std::collections::{btree_map, BTreeMap, BTreeSet};
 use adk_common::keys::Key;
 use sled::{Batch, IVec, Tree};
 
-use super::super::{Result, StoreError};
+use super::super::{maxscore, Result, StoreError};
 
 /// Postings a block holds when appended to or merged; a merge cuts longer runs into blocks of
 /// this many.
 pub const BLOCK_LEN: usize = 256;
 
+pub use super::super::maxscore::Posting;
+
 /// A term's appended blocks are merged when a write brings their number to this.
 pub const MERGE_AT: u32 = 8;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Posting {
-    pub seq: u64,
-    /// Occurrences of the term in the entry.
-    pub tf: u32,
-    /// The entry's length in terms.
-    pub len: u32,
-}
 
 /// Bytes per value in a block column, by the 2-bit code stored for the column.
 const WIDTHS: [usize; 4] = [1, 2, 4, 8];
@@ -574,6 +567,20 @@ impl Cursor {
         self.pos = self.block.find(self.pos.min(self.block.len), seq);
         self.settle();
         Ok(self.current.filter(|p| p.seq == seq))
+    }
+}
+
+impl maxscore::Cursor for Cursor {
+    fn current(&self) -> Option<Posting> {
+        Cursor::current(self)
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        Cursor::advance(self)
+    }
+
+    fn seek(&mut self, seq: u64) -> Result<Option<Posting>> {
+        Cursor::seek(self, seq)
     }
 }
 

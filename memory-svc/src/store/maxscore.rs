@@ -1,5 +1,6 @@
 //! The best `k` entries for a query by BM25, reading as few postings as exactness allows
-//! (MaxScore dynamic pruning, document at a time).
+//! (MaxScore dynamic pruning, document at a time), over posting lists of any store: a store
+//! hands in one [`Cursor`] per query term.
 //!
 //! Every posting of a term scores at most its bound `idf × (k1 + 1)` (the term-frequency factor
 //! `tf × (k1 + 1) / (tf + norm)` is below `k1 + 1`). Terms are ordered by bound, lowest first.
@@ -19,12 +20,30 @@
 use std::{cmp::Ordering, collections::BinaryHeap};
 
 use super::{
-    super::{
-        index::{self, K1},
-        Result,
-    },
-    postings::{Cursor, Posting},
+    index::{self, K1},
+    Result,
 };
+
+/// One entry's posting in a term's list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Posting {
+    pub seq: u64,
+    /// The term's weighted frequency in the entry, in [`index::UNIT`]s.
+    pub tf: u32,
+    /// The entry's length, in [`index::UNIT`]s.
+    pub len: u32,
+}
+
+/// A term's postings in increasing seq order, as [`top_k`] reads them: one by one
+/// ([`Cursor::current`], [`Cursor::advance`]) or by looking seqs up in increasing order
+/// ([`Cursor::seek`]). A cursor that has sought is not scanned again.
+pub trait Cursor {
+    /// The posting the cursor is at; `None` once every posting has been read.
+    fn current(&self) -> Option<Posting>;
+    fn advance(&mut self) -> Result<()>;
+    /// The posting of `seq`, if the term has one. Seqs are sought in increasing order.
+    fn seek(&mut self, seq: u64) -> Result<Option<Posting>>;
+}
 
 /// Relative margin on bounds: sums of a few dozen non-negative terms in different orders differ
 /// by a few ulps, many orders of magnitude below this.
@@ -71,9 +90,9 @@ impl Scorer {
 }
 
 /// One query term: its idf and its postings.
-pub struct TermList {
+pub struct TermList<C> {
     pub idf: f64,
-    pub cursor: Cursor,
+    pub cursor: C,
 }
 
 /// A ranked entry, with what admitting it returned.
@@ -107,15 +126,15 @@ impl<T> PartialEq for Worst<T> {
 impl<T> Eq for Worst<T> {}
 
 /// Whether an entry whose score is at most `bound` cannot beat `theta`.
-fn cannot_beat(bound: f64, theta: f64) -> bool {
+pub fn cannot_beat(bound: f64, theta: f64) -> bool {
     bound * (1.0 + SLACK) <= theta
 }
 
 /// The `k` best entries holding any term of `lists` (given in query order), best first: highest
 /// score, then lowest seq. An entry counts only if `admit` returns `Some` for it (the filters);
 /// it is asked only about entries that would enter the best `k` at that point.
-pub fn top_k<T>(
-    mut lists: Vec<TermList>,
+pub fn top_k<C: Cursor, T>(
+    mut lists: Vec<TermList<C>>,
     avg_len: f64,
     k: usize,
     mut admit: impl FnMut(u64) -> Result<Option<T>>,
