@@ -612,6 +612,7 @@ impl MemoryClient {
                 user_id: user.to_owned(),
                 session_id: session.to_owned(),
             })),
+            generate: None,
         };
         Ok(self
             .client
@@ -650,6 +651,7 @@ impl MemoryClient {
             user_id: user.to_owned(),
             page_size,
             page_token,
+            kind: 0,
         };
         self.client
             .clone()

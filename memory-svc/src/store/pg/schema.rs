@@ -1,6 +1,6 @@
 //! The PostgreSQL memory schema, and how a stored entry is read back.
 //!
-//! Schema version 3, created by the service itself ([`MIGRATIONS`]):
+//! Schema version 4, created by the service itself ([`MIGRATIONS`]):
 //!
 //! | table               | primary key             | holds                                        |
 //! |---------------------|-------------------------|----------------------------------------------|
@@ -11,11 +11,15 @@
 //! | `memory_index`      | (one row)               | the analysis the index was built with        |
 //! | `memory_vectors`    | app, user, seq          | the entry's embedding (little-endian `f32`s) |
 //! | `memory_vector_model` | (one row)             | the model that made the vectors              |
+//! | `memory_revisions`  | app, user, seq          | changes generation made (`RevisionRecord`)   |
+//! | `memory_expiries`   | app, user, memory id    | when a generated memory expires (ms)         |
+//! | `memory_jobs`       | id                      | generation jobs (`JobRecord`), due time      |
 //!
 //! Version 2 added each entry's context (`context_before`, `context_after`) and `memory_index`;
 //! a store of version 1 is re-indexed when opened (see `PgMemoryStore::open`). Version 3 added
 //! the vectors (see `super::vectors`): a `bytea` scored in the service, so that no extension is
-//! needed and both stores rank alike.
+//! needed and both stores rank alike. Version 4 added memory generation (see
+//! `super::generation`).
 //!
 //! Every key starts with (app, user): no statement reads or writes outside one user's memory,
 //! and a distributed engine can shard by it.
@@ -96,6 +100,33 @@ CREATE TABLE memory_vector_model (
     dimension   integer NOT NULL,
     fingerprint text NOT NULL
 );
+"#,
+    r#"
+CREATE TABLE memory_revisions (
+    app_name  text COLLATE "C" NOT NULL,
+    user_id   text COLLATE "C" NOT NULL,
+    seq       bigint GENERATED ALWAYS AS IDENTITY,
+    memory_id text COLLATE "C" NOT NULL,
+    record    bytea NOT NULL,
+    PRIMARY KEY (app_name, user_id, seq)
+);
+CREATE TABLE memory_expiries (
+    app_name  text COLLATE "C" NOT NULL,
+    user_id   text COLLATE "C" NOT NULL,
+    memory_id text COLLATE "C" NOT NULL,
+    expire_ms bigint NOT NULL,
+    PRIMARY KEY (app_name, user_id, memory_id)
+);
+CREATE INDEX memory_expiries_due ON memory_expiries (expire_ms);
+CREATE TABLE memory_jobs (
+    id       text COLLATE "C" PRIMARY KEY,
+    app_name text COLLATE "C" NOT NULL,
+    user_id  text COLLATE "C" NOT NULL,
+    open     boolean NOT NULL,
+    due_ms   bigint NOT NULL,
+    record   bytea NOT NULL
+);
+CREATE INDEX memory_jobs_due ON memory_jobs (due_ms) WHERE open;
 "#,
 ];
 
