@@ -2,12 +2,7 @@
 //! that stands in for an OpenAI-compatible chat model and answers as each test scripts it. The
 //! servers run on sled, or on PostgreSQL when `ADK_TEST_POSTGRES` names a database.
 
-use std::{
-    collections::VecDeque,
-    net::SocketAddr,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use adk_proto::{
     memory::v1::{
@@ -19,114 +14,14 @@ use adk_proto::{
     },
     session::v1::{part::Data, Content, Event, Part, Session},
 };
-use adk_tests::{spawn_binary_with, MemoryServer};
-use axum::{extract::State, http::StatusCode, routing::post, Json, Router};
+use adk_tests::{
+    chat_model::{decisions, facts, model, prompt, requests, script, Answer},
+    spawn_binary_with, MemoryServer,
+};
 use serde_json::{json, Value};
 use tonic::{transport::Channel, Code};
 
 const NO_SESSION_SVC: &str = "http://127.0.0.1:1";
-
-/// How the stand-in answers one request.
-enum Answer {
-    /// A completion whose content is this JSON.
-    Content(Value),
-    /// A completion whose content is this text (not necessarily JSON).
-    Text(String),
-    /// This HTTP status.
-    Status(u16),
-    /// Never answers; `arrived` is notified.
-    Hang(Arc<tokio::sync::Notify>),
-}
-
-#[derive(Default)]
-struct Script {
-    answers: VecDeque<Answer>,
-    /// Every request body, in order.
-    requests: Vec<Value>,
-}
-
-type Shared = Arc<Mutex<Script>>;
-
-/// Tokens as the stand-in counts them: a quarter of the characters, rounded up.
-fn tokens(text: &str) -> usize {
-    text.chars().count().div_ceil(4)
-}
-
-async fn chat(State(script): State<Shared>, Json(body): Json<Value>) -> (StatusCode, Json<Value>) {
-    let answer = {
-        let mut script = script.lock().unwrap();
-        script.requests.push(body.clone());
-        script.answers.pop_front()
-    };
-    let prompt: usize = body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|m| tokens(m["content"].as_str().unwrap_or_default()))
-        .sum();
-    let content = match answer {
-        Some(Answer::Content(value)) => value.to_string(),
-        Some(Answer::Text(text)) => text,
-        Some(Answer::Status(code)) => {
-            let status = StatusCode::from_u16(code).unwrap();
-            return (status, Json(json!({"error": {"message": "scripted"}})));
-        }
-        Some(Answer::Hang(arrived)) => {
-            arrived.notify_one();
-            std::future::pending::<()>().await;
-            unreachable!()
-        }
-        None => {
-            return (
-                StatusCode::IM_A_TEAPOT,
-                Json(json!({"error": "unscripted call"})),
-            )
-        }
-    };
-    let completion = tokens(&content);
-    (
-        StatusCode::OK,
-        Json(json!({
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
-        })),
-    )
-}
-
-/// A stand-in model; its base URL and script.
-async fn model(answers: Vec<Answer>) -> (String, Shared) {
-    let script = Shared::default();
-    script.lock().unwrap().answers.extend(answers);
-    let app = Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .with_state(script.clone());
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{addr}/v1"), script)
-}
-
-fn script(shared: &Shared, answers: Vec<Answer>) {
-    shared.lock().unwrap().answers.extend(answers);
-}
-
-fn requests(shared: &Shared) -> Vec<Value> {
-    shared.lock().unwrap().requests.clone()
-}
-
-/// The user message of a request.
-fn prompt(request: &Value) -> String {
-    request["messages"][1]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
 
 async fn server(base_url: &str) -> MemoryServer {
     let url = base_url.to_owned();
@@ -135,24 +30,6 @@ async fn server(base_url: &str) -> MemoryServer {
         config.generator_model = Some("stand-in".into());
     })
     .await
-}
-
-fn facts(items: &[(&str, &str, &[&str])]) -> Answer {
-    let facts: Vec<Value> = items
-        .iter()
-        .map(|(topic, fact, ids)| json!({"topic": topic, "fact": fact, "source_event_ids": ids}))
-        .collect();
-    Answer::Content(json!({ "facts": facts }))
-}
-
-fn decisions(items: &[(usize, &str, &str, &str)]) -> Answer {
-    let decisions: Vec<Value> = items
-        .iter()
-        .map(|(fact, action, id, text)| {
-            json!({"fact": fact, "action": action, "memory_id": id, "text": text})
-        })
-        .collect();
-    Answer::Content(json!({ "decisions": decisions }))
 }
 
 fn event(id: &str, author: &str, text: &str) -> Event {
