@@ -28,6 +28,8 @@ pub struct Script {
     answers: VecDeque<Answer>,
     /// Every request body, in order.
     requests: Vec<Value>,
+    /// The completion tokens of every answer given, in order.
+    completions: Vec<usize>,
 }
 
 pub type Shared = Arc<Mutex<Script>>;
@@ -69,6 +71,7 @@ async fn chat(State(script): State<Shared>, Json(body): Json<Value>) -> (StatusC
         }
     };
     let completion = tokens(&content);
+    script.lock().unwrap().completions.push(completion);
     (
         StatusCode::OK,
         Json(json!({
@@ -103,6 +106,11 @@ pub fn script(shared: &Shared, answers: Vec<Answer>) {
 
 pub fn requests(shared: &Shared) -> Vec<Value> {
     shared.lock().unwrap().requests.clone()
+}
+
+/// The completion tokens of every answer given so far.
+pub fn completions(shared: &Shared) -> Vec<usize> {
+    shared.lock().unwrap().completions.clone()
 }
 
 /// The user message of a request.
