@@ -31,7 +31,7 @@ fn parse_language(s: &str) -> Result<DefaultLanguage, UnknownLanguage> {
 
 /// gRPC memory service for agents: per-(app, user) long-term memory with ranked keyword search.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "memory-svc", version)]
+#[command(name = "memory-svc", version = adk_version::version!())]
 pub struct Config {
     /// Address to listen on; port 0 picks a free port (the address is printed once ready).
     #[arg(long, default_value = "0.0.0.0:50052")]
