@@ -553,10 +553,18 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
 
     let verdict = judge(&samples, soak.warmup, &peaks);
     println!("{verdict}");
+    // The RSS verdict is for a person to weigh; a failed call or a steady soak that never turned
+    // anything over makes the run itself invalid, so those end it with an error.
     if let Some(e) = last_error {
-        println!(
-            "# {} calls failed; the last: {e}",
-            meter.errors.load(Ordering::Relaxed)
+        let failed = meter.errors.load(Ordering::Relaxed);
+        return Err(format!("{failed} calls failed; the last: {e}").into());
+    }
+    let turned_over: u64 = samples.iter().map(|s| s.calls[DELETE].0).sum();
+    if soak.steady.is_some() && turned_over == 0 {
+        return Err(
+            "the steady soak deleted nothing, so its live data was not held constant: \
+                    run longer (--secs) or turn over sooner (--sessions, --session-events)"
+                .into(),
         );
     }
     Ok(())

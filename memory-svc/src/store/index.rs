@@ -10,12 +10,15 @@
 //! an entry that says it itself. Frequencies and lengths are kept in integer [`UNIT`]s so that
 //! every store sums them exactly alike.
 
-use std::collections::BTreeMap;
+use std::{
+    collections::{BTreeMap, HashMap},
+    rc::Rc,
+};
 
 use adk_proto::session::v1::{part, Content};
 
 use super::Entry;
-use crate::analysis::Analyzer;
+use crate::analysis::{Analyzer, Language};
 
 /// BM25 term-frequency saturation.
 pub const K1: f64 = 1.2;
@@ -48,15 +51,26 @@ impl Terms {
     /// The terms of `entry`, whose neighbouring turns in its conversation say `context`. All
     /// fields are analysed in the language of the entry's text.
     pub fn of(analyzer: &Analyzer, entry: &Entry, context: &[String]) -> Self {
+        Self::analysed(&mut Analysis::new(analyzer), entry, context)
+    }
+
+    /// [`Terms::of`], analysing through `analysis`, which keeps what it analysed for the other
+    /// entries of the same write.
+    pub fn analysed(analysis: &mut Analysis<'_>, entry: &Entry, context: &[String]) -> Self {
         let text = text_of(&entry.content);
-        let language = analyzer.language_of(&text);
+        let language = analysis.language_of(&text);
         let mut counts = BTreeMap::<String, u32>::new();
         let mut len = 0u32;
         let mut add = |text: &str, weight: u32| {
-            analyzer.terms(text, language, |term| {
-                *counts.entry(term).or_default() += weight;
+            for term in analysis.terms(text, language).iter() {
+                match counts.get_mut(term.as_str()) {
+                    Some(count) => *count += weight,
+                    None => {
+                        counts.insert(term.clone(), weight);
+                    }
+                }
                 len = len.saturating_add(weight);
-            });
+            }
         };
         add(&text, TEXT);
         add(&entry.author, AUTHOR);
@@ -70,6 +84,52 @@ impl Terms {
             counts: counts.into_iter().collect(),
             len,
         }
+    }
+}
+
+/// Text analysis for one write, remembering each text's language and terms: a turn of a
+/// conversation is indexed as itself and as the context of both its neighbours, and an author
+/// recurs on every turn, so each is analysed once per write rather than once per use.
+pub struct Analysis<'a> {
+    analyzer: &'a Analyzer,
+    languages: HashMap<String, Option<Language>>,
+    /// Keyed by text first so that a lookup borrows the text instead of copying it.
+    terms: HashMap<String, HashMap<Option<Language>, Rc<[String]>>>,
+}
+
+impl<'a> Analysis<'a> {
+    pub fn new(analyzer: &'a Analyzer) -> Self {
+        Self {
+            analyzer,
+            languages: HashMap::new(),
+            terms: HashMap::new(),
+        }
+    }
+
+    /// [`Analyzer::language_of`] `text`.
+    fn language_of(&mut self, text: &str) -> Option<Language> {
+        if let Some(&language) = self.languages.get(text) {
+            return language;
+        }
+        let language = self.analyzer.language_of(text);
+        self.languages.insert(text.to_owned(), language);
+        language
+    }
+
+    /// The terms of `text` written in `language`, one per occurrence, in order (see
+    /// [`Analyzer::terms`]).
+    fn terms(&mut self, text: &str, language: Option<Language>) -> Rc<[String]> {
+        if let Some(terms) = self.terms.get(text).and_then(|by| by.get(&language)) {
+            return Rc::clone(terms);
+        }
+        let mut terms = Vec::new();
+        self.analyzer.terms(text, language, |t| terms.push(t));
+        let terms: Rc<[String]> = terms.into();
+        self.terms
+            .entry(text.to_owned())
+            .or_default()
+            .insert(language, Rc::clone(&terms));
+        terms
     }
 }
 
@@ -164,6 +224,29 @@ mod tests {
         assert_eq!(count(&terms, "scare"), TEXT + CONTEXT);
         // 3 words of text, 1 of author, 2 of metadata, 6 of context.
         assert_eq!(terms.len, 3 * TEXT + AUTHOR + 2 * METADATA + 6 * CONTEXT);
+    }
+
+    #[test]
+    fn a_text_analysed_once_per_write_indexes_as_if_analysed_anew() {
+        let analyzer = Analyzer::default();
+        let german = "Der Hund meines Nachbarn hat gestern den ganzen Nachmittag gebellt.";
+        let english = "My neighbour's dogs were barking all afternoon yesterday.";
+        let mut analysis = Analysis::new(&analyzer);
+        // The German turn is first analysed in German, as itself; as the context of the
+        // English turn it is analysed in English ("hund", "nachbarn" stay whole).
+        let turns = [entry("", german, ""), entry("", english, "")];
+        let contexts = [vec![english.to_owned()], vec![german.to_owned()]];
+        let terms: Vec<Terms> = (turns.iter().zip(&contexts))
+            .map(|(turn, context)| {
+                let terms = Terms::analysed(&mut analysis, turn, context);
+                assert_eq!(terms, Terms::of(&analyzer, turn, context));
+                terms
+            })
+            .collect();
+        // German stems "gestern"; English keeps it whole.
+        assert_eq!(count(&terms[0], "gestern"), 0);
+        assert_eq!(count(&terms[1], "gestern"), CONTEXT);
+        assert_eq!(count(&terms[1], "dog"), TEXT);
     }
 
     #[test]

@@ -25,7 +25,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::{
-    index::{text_of, Terms},
+    index::{text_of, Analysis, Terms},
     DeleteTarget, Entry,
 };
 use crate::analysis::Analyzer;
@@ -434,7 +434,7 @@ fn derived_contexts(entries: &[Stored]) -> Vec<Context> {
 
 /// The state a plan is decided against, updated as it goes.
 struct Planner<'a> {
-    analyzer: &'a Analyzer,
+    analysis: Analysis<'a>,
     stats: Stats,
     written: bool,
     count: u64,
@@ -455,7 +455,7 @@ impl<'a> Planner<'a> {
             .map(|s| ((s.entry.session_id.clone(), s.entry.id.clone()), s))
             .collect();
         Self {
-            analyzer,
+            analysis: Analysis::new(analyzer),
             tail: loaded.tail,
             stats: loaded.stats,
             written: loaded.written,
@@ -498,7 +498,7 @@ impl<'a> Planner<'a> {
     /// Writes `entry` into its (session, id) slot: in place when the slot is taken, so it keeps
     /// its place in ingestion order, else as the newest entry.
     fn put(&mut self, entry: Entry, context: Context) {
-        let terms = Terms::of(self.analyzer, &entry, &context.turns());
+        let terms = Terms::analysed(&mut self.analysis, &entry, &context.turns());
         let slot = (entry.session_id.clone(), entry.id.clone());
         let seq = match self.slots.get(&slot) {
             Some(old)
@@ -552,7 +552,7 @@ impl<'a> Planner<'a> {
     /// Indexes a stored entry again, in place, whatever it was indexed under.
     fn reindex(&mut self, old: Stored, context: Context) {
         let (seq, entry) = (old.seq, old.entry.clone());
-        let terms = Terms::of(self.analyzer, &entry, &context.turns());
+        let terms = Terms::analysed(&mut self.analysis, &entry, &context.turns());
         self.remove(old);
         self.insert(seq, entry, context, terms);
     }

@@ -77,7 +77,8 @@ async fn sessions_newest_first(
 ) -> Result<(Vec<Session>, bool), ConsoleError> {
     let (mut sessions, truncated) = caller
         .backend
-        .sessions(app, user, MAX_SESSIONS_READ)
+        .session
+        .list_up_to(app, user, MAX_SESSIONS_READ)
         .await?;
     let key = |s: &Session| {
         let t = s.last_update_time.unwrap_or_default();
@@ -208,7 +209,7 @@ pub async fn session(
     caller: Caller,
     Path((app, user, id)): Path<(String, String, String)>,
 ) -> ApiResult {
-    let s = caller.backend.session(&app, &user, &id).await?;
+    let s = caller.backend.find_session(&app, &user, &id).await?;
     Ok(Json(json!({
         "id": s.id, "app_name": s.app_name, "user_id": s.user_id,
         "create_time": s.create_time.map(|t| t.to_string()),
@@ -255,7 +256,8 @@ pub async fn memories(
     let first = q.page_token.is_empty();
     let page = caller
         .backend
-        .memories(&app, &user, MEMORIES_PAGE, q.page_token)
+        .memory
+        .page(&app, &user, MEMORIES_PAGE, q.page_token)
         .await?;
     // The user's figure, counted along with the first page.
     let total = if first {
@@ -275,7 +277,7 @@ async fn count_memories(caller: &Caller, app: &str, user: &str) -> Result<Value,
     let mut counted = 0;
     let mut token = String::new();
     loop {
-        let page = caller.backend.memories(app, user, 100, token).await?;
+        let page = caller.backend.memory.page(app, user, 100, token).await?;
         counted += page.memories.len();
         if page.next_page_token.is_empty() {
             return Ok(json!(counted));
@@ -329,7 +331,7 @@ pub async fn search(
         author: q.author,
         ..Default::default()
     };
-    let found = caller.backend.search(request).await?;
+    let found = caller.backend.memory.search_request(request).await?;
     // Scores ride along even when 0, unlike in json::memory_entry.
     let rows: Vec<Value> = found
         .iter()
@@ -369,6 +371,6 @@ pub async fn delete_memory(
             })
         }
     };
-    let deleted = caller.backend.delete_memory(&app, &user, target).await?;
+    let deleted = caller.backend.memory.delete(&app, &user, target).await?;
     Ok(Json(json!({ "deleted": deleted })))
 }

@@ -2,21 +2,14 @@
 //! asked: the services decide what each browser may see, so the console never shows more than
 //! the token allows. One connection per service is shared by every browser.
 
-use adk_proto::{
-    memory::v1::{ListMemoriesResponse, MemoryEntry, SearchMemoryRequest},
-    session::v1::{
-        Event, Session, WatchEventsRequest, WatchEventsResponse, WatchSessionRequest,
-        WatchSessionResponse,
-    },
-};
-use tokio_stream::Stream;
+use adk_proto::session::v1::{Event, Session};
 use tonic::{transport::Channel, Code};
 use tonic_health::pb::{
     health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest,
 };
 
 use crate::{
-    clients::{MemoryTarget, Remote},
+    clients::Remote,
     error::{Result, RunnerError},
     Access, MemoryClient, SessionClient,
 };
@@ -108,8 +101,10 @@ async fn check((remote, channel): &(Remote, Channel), service_name: &str) -> Hea
 /// The calls of one browser (see [`Services::acting_for`]).
 #[derive(Debug, Clone)]
 pub struct Backend {
-    session: SessionClient,
-    memory: MemoryClient,
+    /// Session calls as this browser.
+    pub session: SessionClient,
+    /// Memory calls as this browser.
+    pub memory: MemoryClient,
 }
 
 impl Backend {
@@ -140,19 +135,9 @@ impl Backend {
         }
     }
 
-    /// The sessions of the app (of one user, if given), without events, in the service's
-    /// order (least recently updated first); at most `cap` of them, and whether there were more.
-    pub async fn sessions(
-        &self,
-        app: &str,
-        user: Option<&str>,
-        cap: usize,
-    ) -> Result<(Vec<Session>, bool)> {
-        self.session.list_up_to(app, user, cap).await
-    }
-
-    /// The session with its merged state and no events.
-    pub async fn session(&self, app: &str, user: &str, id: &str) -> Result<Session> {
+    /// The session with its merged state and no events; [`RunnerError::SessionNotFound`] if
+    /// there is none.
+    pub async fn find_session(&self, app: &str, user: &str, id: &str) -> Result<Session> {
         self.session
             .get_without_events(app, user, id)
             .await?
@@ -166,42 +151,5 @@ impl Backend {
         self.session
             .events_after(app, user, id, after, EVENTS_PAGE as i32)
             .await
-    }
-
-    /// Stored events after `request.after_sequence`, then live ones (partials included if asked).
-    pub async fn watch_session(
-        &self,
-        request: WatchSessionRequest,
-    ) -> Result<impl Stream<Item = Result<WatchSessionResponse>> + Send + Unpin + 'static> {
-        self.session.watch_session(request).await
-    }
-
-    /// Every committed event of the app (of one user, if the request names one).
-    pub async fn watch_events(
-        &self,
-        request: WatchEventsRequest,
-    ) -> Result<impl Stream<Item = Result<WatchEventsResponse>> + Send + Unpin + 'static> {
-        self.session.watch_events(request).await
-    }
-
-    /// One page of the user's memories, in ingestion order.
-    pub async fn memories(
-        &self,
-        app: &str,
-        user: &str,
-        page_size: i32,
-        page_token: String,
-    ) -> Result<ListMemoriesResponse> {
-        self.memory.page(app, user, page_size, page_token).await
-    }
-
-    /// Ranked search, best first.
-    pub async fn search(&self, request: SearchMemoryRequest) -> Result<Vec<MemoryEntry>> {
-        self.memory.search_request(request).await
-    }
-
-    /// Deletes one entry or every entry of a session; returns how many went.
-    pub async fn delete_memory(&self, app: &str, user: &str, target: MemoryTarget) -> Result<u32> {
-        self.memory.delete(app, user, target).await
     }
 }

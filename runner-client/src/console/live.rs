@@ -155,7 +155,7 @@ pub async fn session(
         after_sequence: q.after,
         include_partial: true,
     };
-    let stream = match caller.backend.watch_session(request).await {
+    let stream = match caller.backend.session.watch_session(request).await {
         Ok(stream) => stream,
         Err(e) => return failure(e.into()),
     };
@@ -208,7 +208,7 @@ pub async fn feed(
         user_id: q.user,
         cursor,
     };
-    let stream = match caller.backend.watch_events(request).await {
+    let stream = match caller.backend.session.watch_events(request).await {
         Ok(stream) => stream,
         Err(e) => return failure(e.into()),
     };

@@ -158,6 +158,72 @@ class Endpoint:
     timeout: float | None = None
 
 
+ClientT = TypeVar("ClientT", bound="ServiceClient[Any]")
+
+
+class ServiceClient(Generic[StubT]):
+    """What both services share: the connection to their server (one channel per event loop),
+    the metadata and timeout of every call, ``target``, ``close`` and ``async with``."""
+
+    _connection: Connection[StubT]
+    _metadata: Metadata
+    _timeout: float | None
+
+    def _connect(
+        self,
+        target: str | None,
+        uri: str | None,
+        stub: Callable[[grpc.aio.Channel], StubT],
+        *,
+        default_port: int,
+        kind: str,
+        credentials: grpc.ChannelCredentials | None,
+        options: Sequence[tuple[str, Any]] | None,
+        metadata: Metadata | None,
+        timeout: float | None,
+    ) -> None:
+        where = endpoint(
+            target,
+            uri,
+            default_port=default_port,
+            kind=kind,
+            credentials=credentials,
+            options=options,
+            metadata=metadata,
+            timeout=timeout,
+        )
+        self._connection = Connection(
+            where.target, stub, credentials=where.credentials, options=where.options
+        )
+        self._metadata = where.metadata
+        self._timeout = where.timeout
+
+    @property
+    def target(self) -> str:
+        """The server address this service talks to."""
+        return self._connection.target
+
+    async def close(self) -> None:
+        """Closes the running loop's channel; the service reopens one if used again.
+
+        Channels of loops still running on other threads close when those loops shut down.
+        """
+        await self._connection.close()
+
+    async def __aenter__(self: ClientT) -> ClientT:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _stub(self) -> StubT:
+        return await self._connection.stub()
+
+    def _call(self) -> dict[str, Any]:
+        """The keyword arguments of every call: its timeout and metadata."""
+        return {"timeout": self._timeout, "metadata": self._metadata}
+
+
 def endpoint(
     target: str | None,
     uri: str | None,

@@ -29,7 +29,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 
 from . import timestamps
-from ._channel import Connection, Metadata, endpoint, ignore_adk_options, translate
+from ._channel import Metadata, ServiceClient, ignore_adk_options, translate
 from ._proto.adk.memory.v1 import memory_pb2 as mpb
 from ._proto.adk.memory.v1 import memory_pb2_grpc as mpb_grpc
 from .mapping import (
@@ -45,7 +45,7 @@ from .mapping import (
 DEFAULT_PORT = 50052
 
 
-class GrpcMemoryService(BaseMemoryService):
+class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemoryService):
     """A memory service that stores memories in memory-svc.
 
     Args:
@@ -81,9 +81,10 @@ class GrpcMemoryService(BaseMemoryService):
         **adk_options: Any,
     ) -> None:
         ignore_adk_options(adk_options, "memory")
-        where = endpoint(
+        self._connect(
             target,
             uri,
+            mpb_grpc.MemoryServiceStub,
             default_port=DEFAULT_PORT,
             kind="memory",
             credentials=credentials,
@@ -91,14 +92,6 @@ class GrpcMemoryService(BaseMemoryService):
             metadata=metadata,
             timeout=timeout,
         )
-        self._connection = Connection(
-            where.target,
-            mpb_grpc.MemoryServiceStub,
-            credentials=where.credentials,
-            options=where.options,
-        )
-        self._metadata = where.metadata
-        self._timeout = where.timeout
         self._search_limit = search_limit
         self._search_language = search_language
 
@@ -107,24 +100,6 @@ class GrpcMemoryService(BaseMemoryService):
         """A service for ``grpc://host[:port]`` (plaintext) or ``grpcs://host[:port]`` (TLS),
         with the query parameters and environment variables ``uri=`` takes."""
         return cls(uri=uri)
-
-    @property
-    def target(self) -> str:
-        """The server address this service talks to."""
-        return self._connection.target
-
-    async def close(self) -> None:
-        """Closes the running loop's channel; the service reopens one if used again.
-
-        Channels of loops still running on other threads close when those loops shut down.
-        """
-        await self._connection.close()
-
-    async def __aenter__(self) -> GrpcMemoryService:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     async def add_session_to_memory(
         self, session: Session, *, custom_metadata: Mapping[str, object] | None = None
@@ -320,9 +295,7 @@ class GrpcMemoryService(BaseMemoryService):
 
     async def _invoke(self, method: str, request: Any) -> Any:
         try:
-            return await getattr(await self._connection.stub(), method)(
-                request, timeout=self._timeout, metadata=self._metadata
-            )
+            return await getattr(await self._stub(), method)(request, **self._call())
         except grpc.aio.AioRpcError as e:
             raise translate(e) from e
 

@@ -31,9 +31,8 @@ from google.adk.sessions.session import Session
 from . import timestamps
 from ._channel import (
     READ_BUDGET_BYTES,
-    Connection,
     Metadata,
-    endpoint,
+    ServiceClient,
     ignore_adk_options,
     translate,
 )
@@ -65,7 +64,7 @@ _EVENTS_PAGE_SIZE = 100
 _INT32_MAX = 2**31 - 1
 
 
-class GrpcSessionService(BaseSessionService):
+class GrpcSessionService(ServiceClient[pb_grpc.SessionServiceStub], BaseSessionService):
     """A session service that stores sessions in session-svc.
 
     Args:
@@ -95,9 +94,10 @@ class GrpcSessionService(BaseSessionService):
         **adk_options: Any,
     ) -> None:
         ignore_adk_options(adk_options, "session")
-        where = endpoint(
+        self._connect(
             target,
             uri,
+            pb_grpc.SessionServiceStub,
             default_port=DEFAULT_PORT,
             kind="session",
             credentials=credentials,
@@ -105,38 +105,12 @@ class GrpcSessionService(BaseSessionService):
             metadata=metadata,
             timeout=timeout,
         )
-        self._connection = Connection(
-            where.target,
-            pb_grpc.SessionServiceStub,
-            credentials=where.credentials,
-            options=where.options,
-        )
-        self._metadata = where.metadata
-        self._timeout = where.timeout
 
     @classmethod
     def from_uri(cls, uri: str) -> GrpcSessionService:
         """A service for ``grpc://host[:port]`` (plaintext) or ``grpcs://host[:port]`` (TLS),
         with the query parameters and environment variables ``uri=`` takes."""
         return cls(uri=uri)
-
-    @property
-    def target(self) -> str:
-        """The server address this service talks to."""
-        return self._connection.target
-
-    async def close(self) -> None:
-        """Closes the running loop's channel; the service reopens one if used again.
-
-        Channels of loops still running on other threads close when those loops shut down.
-        """
-        await self._connection.close()
-
-    async def __aenter__(self) -> GrpcSessionService:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     async def create_session(
         self,
@@ -348,12 +322,6 @@ class GrpcSessionService(BaseSessionService):
             if stored_last != own_last:
                 raise StaleSessionError(STALE_SESSION_MESSAGE)
         return reply.last_sequence
-
-    async def _stub(self) -> pb_grpc.SessionServiceStub:
-        return await self._connection.stub()
-
-    def _call(self) -> dict[str, Any]:
-        return {"timeout": self._timeout, "metadata": self._metadata}
 
 
 def _names_a_session(app_name: str, user_id: str, session_id: str) -> bool:
