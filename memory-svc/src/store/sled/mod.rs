@@ -404,8 +404,19 @@ impl MemoryStore for SledMemoryStore {
         lease_ms: i64,
     ) -> Result<Option<JobRecord>> {
         let id = id.map(str::to_owned);
-        self.durably(move |store| store.claim_now(id.as_deref(), now_ms, lease_ms))
-            .await
+        self.commit.check_writable()?;
+        let writing = self.gate.writing_owned().await;
+        let claimed = self
+            .blocking(move |store| {
+                let _writing = writing;
+                store.claim_now(id.as_deref(), now_ms, lease_ms)
+            })
+            .await?;
+        // Idle workers poll: a poll that claimed nothing wrote nothing to wait for.
+        if claimed.is_some() {
+            self.commit.wait_durable().await?;
+        }
+        Ok(claimed)
     }
 
     async fn finish(&self, job: &JobRecord) -> Result<bool> {
