@@ -779,3 +779,62 @@ async fn sessions_by_reference_are_bounded_by_the_request_limit() {
     assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
     assert!(err.message().contains("session_ref"), "{}", err.message());
 }
+
+#[tokio::test]
+async fn reflection_describes_every_memory_rpc() {
+    use prost::Message;
+    use tonic_reflection::pb::v1::{
+        server_reflection_client::ServerReflectionClient, server_reflection_request,
+        server_reflection_response::MessageResponse, ServerReflectionRequest,
+    };
+
+    let srv = MemoryServer::start(NO_SESSION_SVC).await;
+    let channel = Channel::from_shared(format!("http://{}", srv.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(
+            server_reflection_request::MessageRequest::FileContainingSymbol(
+                "adk.memory.v1.MemoryService".into(),
+            ),
+        ),
+    };
+    let reply = ServerReflectionClient::new(channel)
+        .server_reflection_info(tokio_stream::once(request))
+        .await
+        .unwrap()
+        .into_inner()
+        .message()
+        .await
+        .unwrap()
+        .unwrap();
+    let Some(MessageResponse::FileDescriptorResponse(files)) = reply.message_response else {
+        panic!("unexpected reflection reply {reply:?}");
+    };
+    let methods: Vec<String> = files
+        .file_descriptor_proto
+        .iter()
+        .map(|bytes| prost_types::FileDescriptorProto::decode(bytes.as_slice()).unwrap())
+        .flat_map(|file| file.service)
+        .filter(|service| service.name() == "MemoryService")
+        .flat_map(|service| service.method)
+        .map(|method| method.name().to_owned())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "AddSessionToMemory",
+            "AddEventsToMemory",
+            "AddMemory",
+            "SearchMemory",
+            "DeleteMemory",
+            "ListMemories",
+            "GenerateMemories",
+            "GetGenerationJob",
+            "ListMemoryRevisions",
+        ]
+    );
+}
