@@ -22,6 +22,11 @@ Question kinds (each question lists the event ids that answer it):
   paraphrase  shares (almost) no content word with the answer ("How does she take her morning
               drink?" vs "I take my coffee black")
   note        asks about an entry written with AddMemory (a profile note)
+
+Each question names the bank item it was written from (`source`: `fact-07`, `note-03`), so
+that `adk-bench recall --split` can choose settings on the even items of one seed's corpus
+(`dev`) and report on the odd items of another's (`held-out`): the two halves share neither
+conversations nor question wordings.
 """
 
 from __future__ import annotations
@@ -678,7 +683,8 @@ def build_user(rng: random.Random, user: str, a: str, b: str, c: str):
         for k in kinds:
             template = {"single_hop": fact["q"], "speaker": fact["q"], "adjacent": fact["q"],
                         "when": fact.get("when"), "paraphrase": fact["para"]}[k]
-            questions.append(dict(kind=k, question=fill(template, v), answers=ids))
+            questions.append(dict(kind=k, question=fill(template, v), answers=ids,
+                                  source=f"fact-{fi:02d}"))
     # AddMemory notes, written after the third session.
     notes = []
     note_time = starts[2] + timedelta(hours=3)
@@ -691,7 +697,8 @@ def build_user(rng: random.Random, user: str, a: str, b: str, c: str):
                           timestamp=(note_time + timedelta(minutes=n)).strftime(
                               "%Y-%m-%dT%H:%M:%SZ"),
                           custom_metadata={"source": "profile", "about": about}))
-        questions.append(dict(kind="note", question=fill(question, v), answers=[nid]))
+        questions.append(dict(kind="note", question=fill(question, v), answers=[nid],
+                              source=f"note-{ni:02d}"))
     return sessions, notes, questions
 
 

@@ -144,6 +144,10 @@ enum Scenario {
         load_sync: String,
         #[arg(long, default_value_t = 1)]
         concurrency: usize,
+        /// Start memory-svc with this `--embedder` (`local:DIR`, `openai:BASE_URL`): entries are
+        /// embedded as they are loaded and searches are hybrid (AUTO), each query a new text.
+        #[arg(long)]
+        embedder: Option<String>,
     },
     /// SearchMemory and health-check latency on memory-svc, quiet and while `ingesters`
     /// clients ingest at full speed (AddEventsToMemory batches, one user each).
@@ -248,6 +252,15 @@ enum Scenario {
         /// The SearchMemory mode to ask with: auto, keyword, semantic or hybrid.
         #[arg(long, default_value = "auto")]
         mode: String,
+        /// The questions to ask: all, dev (even-numbered bank items) or held-out (odd ones).
+        #[arg(long, default_value = "all")]
+        split: recall::corpus::Split,
+        /// Results per search.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(i32).range(10..=100))]
+        limit: i32,
+        /// Write every question's ranked result ids to this file (JSON lines).
+        #[arg(long)]
+        rankings: Option<PathBuf>,
     },
 }
 
@@ -351,7 +364,7 @@ async fn run(cli: Cli) -> Result<()> {
             } else {
                 vec![10_000, 100_000]
             };
-            search(&ctx, &mut report, &sizes, 1000, 2, "sync", 1).await?;
+            search(&ctx, &mut report, &sizes, 1000, 2, "sync", 1, None).await?;
         }
         Scenario::Append { concurrency } => append(&ctx, &mut report, &concurrency).await?,
         Scenario::AppendStream {
@@ -376,6 +389,7 @@ async fn run(cli: Cli) -> Result<()> {
             load_concurrency,
             load_sync,
             concurrency,
+            embedder,
         } => {
             search(
                 &ctx,
@@ -385,6 +399,7 @@ async fn run(cli: Cli) -> Result<()> {
                 load_concurrency,
                 &load_sync,
                 concurrency,
+                embedder.as_deref(),
             )
             .await?
         }
@@ -476,6 +491,9 @@ async fn run(cli: Cli) -> Result<()> {
             misses,
             embedder,
             mode,
+            split,
+            limit,
+            rankings,
         } => {
             // Its own report: quality per question kind, not a load table.
             let opts = recall::Options {
@@ -484,6 +502,9 @@ async fn run(cli: Cli) -> Result<()> {
                 misses,
                 embedder,
                 mode: recall::parse_mode(&mode)?,
+                split,
+                limit,
+                rankings,
                 json: cli.json,
             };
             recall::run(&ctx, &opts).await?;
@@ -1042,8 +1063,10 @@ async fn search(
     load_concurrency: usize,
     load_sync: &str,
     c: usize,
+    embedder: Option<&str>,
 ) -> Result<()> {
     let corpus = Arc::new(Corpus::new());
+    let model_args: Vec<&str> = embedder.map_or(Vec::new(), |e| vec!["--embedder", e]);
     let dir = tempfile::Builder::new()
         .prefix("adk-bench-memory")
         .tempdir()?;
@@ -1052,7 +1075,7 @@ async fn search(
     let mut server: Option<Server> = None;
     for &target in sizes {
         // ---- load up to `target` entries
-        let load_args = ["--sync", load_sync];
+        let load_args = [&["--sync", load_sync][..], &model_args].concat();
         let srv = match server.take() {
             Some(s) if load_sync == "sync" => s,
             Some(s) => {
@@ -1120,7 +1143,7 @@ async fn search(
             srv
         } else {
             srv.stop().await;
-            Server::spawn_in(ctx, "memory-svc", &[], dir.path()).await?
+            Server::spawn_in(ctx, "memory-svc", &model_args, dir.path()).await?
         };
         let clients = Arc::new(memory_clients(&srv, conns_for(c)));
         for class in text::QueryClass::ALL {

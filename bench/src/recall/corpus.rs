@@ -46,6 +46,54 @@ pub struct Question {
     pub question: String,
     /// The ids of the turns or entries that answer it.
     pub answers: Vec<String>,
+    /// The bank item it was written from (`fact-07`, `note-03`), for [`Split`].
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+/// Which questions are asked: settings are chosen on `Dev` (the even-numbered bank items) of one
+/// generator seed's corpus and reported on `HeldOut` (the odd ones) of another's, so that the
+/// reported figures come from neither the conversations nor the question wordings they were
+/// chosen on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    All,
+    Dev,
+    HeldOut,
+}
+
+impl std::str::FromStr for Split {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "all" => Ok(Self::All),
+            "dev" => Ok(Self::Dev),
+            "held-out" => Ok(Self::HeldOut),
+            _ => Err(format!("--split {s:?}: expected all, dev or held-out")),
+        }
+    }
+}
+
+impl Split {
+    /// Whether `q` belongs to this split; a question without a numbered source belongs to none
+    /// but `All`.
+    fn admits(self, q: &Question) -> Result<bool> {
+        let item = || -> Result<u64> {
+            let source = q.source.as_deref().unwrap_or_default();
+            source
+                .rsplit_once('-')
+                .and_then(|(_, n)| n.parse().ok())
+                .ok_or_else(|| {
+                    format!("question {}: source {source:?} has no item number", q.id).into()
+                })
+        };
+        Ok(match self {
+            Self::All => true,
+            Self::Dev => item()? % 2 == 0,
+            Self::HeldOut => item()? % 2 == 1,
+        })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -103,6 +151,18 @@ impl Corpus {
             questions,
             texts,
         })
+    }
+
+    /// Keeps only the questions of `split` (every turn is still ingested).
+    pub fn keep(&mut self, split: Split) -> Result<()> {
+        let mut kept = Vec::with_capacity(self.questions.len());
+        for q in self.questions.drain(..) {
+            if split.admits(&q)? {
+                kept.push(q);
+            }
+        }
+        self.questions = kept;
+        Ok(())
     }
 
     /// Turns ingested (session events and memory entries).

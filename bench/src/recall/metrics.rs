@@ -13,13 +13,13 @@
 use std::collections::BTreeMap;
 
 /// The cut-offs reported.
-pub const KS: [usize; 3] = [1, 5, 10];
+pub const KS: [usize; 4] = [1, 3, 5, 10];
 
 /// How one question fared.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scored {
     /// recall@k for each k of [`KS`].
-    pub recall: [f64; 3],
+    pub recall: [f64; 4],
     pub reciprocal_rank: f64,
 }
 
@@ -41,14 +41,14 @@ pub fn score(ranked: &[String], answers: &[String]) -> Scored {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
     pub questions: usize,
-    pub recall: [f64; 3],
+    pub recall: [f64; 4],
     pub mrr: f64,
 }
 
 impl Summary {
     pub fn of<'a>(scores: impl IntoIterator<Item = &'a Scored>) -> Self {
         let mut n = 0usize;
-        let mut recall = [0.0; 3];
+        let mut recall = [0.0; 4];
         let mut rr = 0.0;
         for s in scores {
             n += 1;
@@ -92,7 +92,7 @@ mod tests {
     #[test]
     fn one_answer_at_rank_three() {
         let s = score(&ids(&["x", "y", "a", "z"]), &ids(&["a"]));
-        assert_eq!(s.recall, [0.0, 1.0, 1.0]);
+        assert_eq!(s.recall, [0.0, 1.0, 1.0, 1.0]);
         assert!((s.reciprocal_rank - 1.0 / 3.0).abs() < 1e-12);
     }
 
@@ -100,14 +100,14 @@ mod tests {
     fn two_answers_one_in_top_five_one_at_rank_seven() {
         let ranked = ids(&["q", "a", "r", "s", "t", "u", "b", "v"]);
         let s = score(&ranked, &ids(&["a", "b"]));
-        assert_eq!(s.recall, [0.0, 0.5, 1.0]);
+        assert_eq!(s.recall, [0.0, 0.5, 0.5, 1.0]);
         assert_eq!(s.reciprocal_rank, 0.5);
     }
 
     #[test]
     fn answer_first_and_answer_missing() {
         let s = score(&ids(&["a", "x"]), &ids(&["a", "b"]));
-        assert_eq!(s.recall, [0.5, 0.5, 0.5]);
+        assert_eq!(s.recall, [0.5, 0.5, 0.5, 0.5]);
         assert_eq!(s.reciprocal_rank, 1.0);
     }
 
@@ -116,11 +116,11 @@ mod tests {
         assert_eq!(
             score(&ids(&["x", "y"]), &ids(&["a"])),
             Scored {
-                recall: [0.0; 3],
+                recall: [0.0; 4],
                 reciprocal_rank: 0.0
             }
         );
-        assert_eq!(score(&[], &ids(&["a"])).recall, [0.0; 3]);
+        assert_eq!(score(&[], &ids(&["a"])).recall, [0.0; 4]);
     }
 
     #[test]
@@ -128,7 +128,7 @@ mod tests {
         let mut ranked: Vec<String> = (0..11).map(|i| format!("x{i}")).collect();
         ranked.push("a".into());
         let s = score(&ranked, &ids(&["a"]));
-        assert_eq!(s.recall, [0.0; 3]);
+        assert_eq!(s.recall, [0.0; 4]);
         assert!((s.reciprocal_rank - 1.0 / 12.0).abs() < 1e-12);
     }
 
@@ -140,15 +140,15 @@ mod tests {
         let c = score(&ids(&["x", "y", "z", "c1"]), &ids(&["c1", "c2"]));
         let (kinds, all) = by_kind([("when", &a), ("when", &b), ("adjacent", &c)]);
         assert_eq!(kinds["when"].questions, 2);
-        assert_eq!(kinds["when"].recall, [0.5, 1.0, 1.0]);
+        assert_eq!(kinds["when"].recall, [0.5, 1.0, 1.0, 1.0]);
         assert_eq!(kinds["when"].mrr, 0.75);
-        assert_eq!(kinds["adjacent"].recall, [0.0, 0.5, 0.5]);
+        assert_eq!(kinds["adjacent"].recall, [0.0, 0.0, 0.5, 0.5]);
         assert_eq!(kinds["adjacent"].mrr, 0.25);
         assert_eq!(all.questions, 3);
         let third = |x: f64| (x / 3.0 * 1e9).round() / 1e9;
         assert_eq!(
             all.recall.map(|r| (r * 1e9).round() / 1e9),
-            [third(1.0), third(2.5), third(2.5)]
+            [third(1.0), third(2.0), third(2.5), third(2.5)]
         );
         assert!((all.mrr - (1.0 + 0.5 + 0.25) / 3.0).abs() < 1e-12);
         assert_eq!(
@@ -161,7 +161,7 @@ mod tests {
     fn empty_set_means_zero() {
         let s = Summary::of(std::iter::empty());
         assert_eq!(s.questions, 0);
-        assert_eq!(s.recall, [0.0; 3]);
+        assert_eq!(s.recall, [0.0; 4]);
         assert_eq!(s.mrr, 0.0);
     }
 }

@@ -3,8 +3,10 @@
 //! Loads a corpus of conversations and questions (`bench/recall`, see its `generate.py`),
 //! ingests it through the gRPC API (sessions by value with AddSessionToMemory, profile notes with
 //! AddMemory) into a memory-svc it starts (release binary, port 0, sled or `--postgres`) or one
-//! at `--endpoint`, asks every question with SearchMemory (limit 10), and reports recall@1/5/10
-//! and MRR per question kind and overall (see [`metrics`]), and the search latency.
+//! at `--endpoint`, asks every question (or those of one `--split`) with SearchMemory (limit 10
+//! unless `--limit` says), and reports recall@1/3/5/10 and MRR per question kind and overall
+//! (see [`metrics`]), and the search latency. `--rankings FILE` writes what every search found,
+//! so that fusion settings can be tried on two runs' rankings (`bench/recall/fuse.py`).
 
 pub mod corpus;
 pub mod metrics;
@@ -24,11 +26,8 @@ use adk_proto::{
 use tonic::transport::Channel;
 
 use crate::{load, server::Server, Ctx, Result};
-use corpus::{Corpus, Record, Turn};
+use corpus::{Corpus, Record, Split, Turn};
 use metrics::{Scored, Summary, KS};
-
-/// Results per search: the largest cut-off reported.
-const LIMIT: i32 = 10;
 
 /// The kind of questions that share (almost) no words with their answer: keyword ranking is not
 /// expected to find them, so the report also sums up every other kind on its own.
@@ -49,6 +48,12 @@ pub struct Options {
     pub embedder: Option<String>,
     /// The mode every question is asked with.
     pub mode: SearchMode,
+    /// The questions asked.
+    pub split: Split,
+    /// Results per search (at least the largest cut-off reported, 10).
+    pub limit: i32,
+    /// Write every question's ranked result ids to this file, one JSON line each.
+    pub rankings: Option<PathBuf>,
 }
 
 /// A mode as `--mode` names it.
@@ -65,12 +70,15 @@ pub struct Asked {
     pub question: usize,
     /// Result ids, best first.
     pub ranked: Vec<String>,
+    /// Their scores.
+    pub scores: Vec<f64>,
     pub scored: Scored,
     pub latency: Duration,
 }
 
 pub async fn run(ctx: &Ctx, opts: &Options) -> Result<()> {
-    let corpus = Corpus::load(&opts.corpus)?;
+    let mut corpus = Corpus::load(&opts.corpus)?;
+    corpus.keep(opts.split)?;
     let (server, url, backend) = match &opts.endpoint {
         Some(url) => (None, url.clone(), format!("memory-svc at {url}")),
         None => {
@@ -113,7 +121,10 @@ pub async fn run(ctx: &Ctx, opts: &Options) -> Result<()> {
         "ingested {entries} entries in {:.2} s",
         t.elapsed().as_secs_f64()
     );
-    let asked = ask_all(&mut client, &app, &corpus, opts.mode).await?;
+    let asked = ask_all(&mut client, &app, &corpus, opts.mode, opts.limit).await?;
+    if let Some(path) = &opts.rankings {
+        write_rankings(path, &corpus, &asked)?;
+    }
     if opts.misses {
         print_misses(&corpus, &asked);
     }
@@ -243,6 +254,7 @@ pub async fn ask_all(
     app: &str,
     corpus: &Corpus,
     mode: SearchMode,
+    limit: i32,
 ) -> Result<Vec<Asked>> {
     let mut asked = Vec::with_capacity(corpus.questions.len());
     for (i, q) in corpus.questions.iter().enumerate() {
@@ -252,18 +264,20 @@ pub async fn ask_all(
                 app_name: app.into(),
                 user_id: q.user.clone(),
                 query: q.question.clone(),
-                limit: LIMIT,
+                limit,
                 mode: mode.into(),
                 ..Default::default()
             })
             .await?
             .into_inner();
         let latency = t.elapsed();
-        let ranked: Vec<String> = reply.memories.into_iter().map(|m| m.id).collect();
+        let (ranked, scores): (Vec<String>, Vec<f64>) =
+            reply.memories.into_iter().map(|m| (m.id, m.score)).unzip();
         asked.push(Asked {
             question: i,
             scored: metrics::score(&ranked, &q.answers),
             ranked,
+            scores,
             latency,
         });
     }
@@ -306,12 +320,13 @@ impl Results {
 
     pub fn print(&self) {
         println!();
-        println!("| kind | questions | recall@1 | recall@5 | recall@10 | MRR |");
-        println!("|---|---:|---:|---:|---:|---:|");
+        println!("| kind | questions | recall@1 | recall@3 | recall@5 | recall@10 | MRR |");
+        println!("|---|---:|---:|---:|---:|---:|---:|");
         let row = |name: &str, s: &Summary| {
+            let [r1, r3, r5, r10] = s.recall;
             println!(
-                "| {name} | {} | {:.3} | {:.3} | {:.3} | {:.3} |",
-                s.questions, s.recall[0], s.recall[1], s.recall[2], s.mrr
+                "| {name} | {} | {r1:.3} | {r3:.3} | {r5:.3} | {r10:.3} | {:.3} |",
+                s.questions, s.mrr
             );
         };
         for (kind, s) in &self.kinds {
@@ -351,10 +366,27 @@ impl Results {
     }
 }
 
+/// One JSON line per question: its id, kind, answers, and the result ids found, best first,
+/// with their scores.
+fn write_rankings(path: &std::path::Path, corpus: &Corpus, asked: &[Asked]) -> Result<()> {
+    use std::io::Write;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for a in asked {
+        let q = &corpus.questions[a.question];
+        let line = serde_json::json!({
+            "id": q.id, "kind": q.kind, "answers": q.answers, "ranked": a.ranked,
+            "scores": a.scores,
+        });
+        writeln!(f, "{line}")?;
+    }
+    f.flush()?;
+    Ok(())
+}
+
 /// Every question with an answer turn outside the top 5: the answer and the top 3 found.
 fn print_misses(corpus: &Corpus, asked: &[Asked]) {
     let text = |id: &str| corpus.texts.get(id).map_or("?", String::as_str);
-    for a in asked.iter().filter(|a| a.scored.recall[1] < 1.0) {
+    for a in asked.iter().filter(|a| a.scored.recall[2] < 1.0) {
         let q = &corpus.questions[a.question];
         println!("\nMISS {} [{}] {:?}", q.id, q.kind, q.question);
         for id in &q.answers {
@@ -383,7 +415,7 @@ mod tests {
         let mut client = server.client.clone();
         let entries = ingest(&mut client, "smoke", &corpus).await.unwrap();
         assert_eq!(entries, corpus.turns());
-        let asked = ask_all(&mut client, "smoke", &corpus, SearchMode::Auto)
+        let asked = ask_all(&mut client, "smoke", &corpus, SearchMode::Auto, 10)
             .await
             .unwrap();
         assert_eq!(asked.len(), corpus.questions.len());
@@ -394,7 +426,7 @@ mod tests {
                 .unwrap()
         };
         // Worded like its answer, which no other turn shares: first.
-        assert_eq!(find("exact").scored.recall, [1.0, 1.0, 1.0]);
+        assert_eq!(find("exact").scored.recall, [1.0; 4]);
         assert_eq!(find("exact").ranked[0], "ana-s1-t3");
         // An AddMemory note is searchable like a turn.
         assert_eq!(find("note").ranked[0], "ana-note-1");
