@@ -9,7 +9,9 @@ use std::future::Future;
 use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, AddEventsToMemoryRequest, AddMemoryRequest,
-        AddSessionToMemoryRequest, DeleteMemoryRequest, ListMemoriesRequest, SearchMemoryRequest,
+        AddSessionToMemoryRequest, DeleteMemoryRequest, GenerateMemoriesRequest,
+        GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest,
+        SearchMemoryRequest,
     },
     session::v1::{
         AppendEventRequest, CreateSessionRequest, DeleteSessionRequest, GetAppStateRequest,
@@ -115,7 +117,10 @@ user_scoped!(
     AddMemoryRequest,
     SearchMemoryRequest,
     DeleteMemoryRequest,
-    ListMemoriesRequest
+    ListMemoriesRequest,
+    GenerateMemoriesRequest,
+    GetGenerationJobRequest,
+    ListMemoryRevisionsRequest
 );
 
 impl Scoped for AddSessionToMemoryRequest {

@@ -9,6 +9,7 @@ use clap::Parser;
 use crate::{
     analysis::{Analyzer, Language, UnknownLanguage},
     embed::{EmbedderOptions, EmbedderSpec},
+    generate::{GeneratorOptions, GeneratorSpec, JobRetry},
 };
 
 /// `--default-language`: a language, or none.
@@ -76,6 +77,34 @@ pub struct Config {
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub embedder_api_key_env: String,
 
+    /// Memory generation model: `none` (off) or `openai:BASE_URL` (an OpenAI-compatible
+    /// `/chat/completions` endpoint that supports JSON-schema structured output).
+    #[arg(long, default_value = "none")]
+    pub generator: GeneratorSpec,
+
+    /// The model name sent to the `openai:` generator (e.g. `gpt-4o-mini`).
+    #[arg(long)]
+    pub generator_model: Option<String>,
+
+    /// Environment variable holding the generator's API key; when it is unset, requests carry
+    /// no Authorization header.
+    #[arg(long, default_value = "OPENAI_API_KEY")]
+    pub generator_api_key_env: String,
+
+    /// JSON file of the topics generation extracts, per app (see the README); default: the
+    /// built-in topics for every app.
+    #[arg(long)]
+    pub generator_topics: Option<PathBuf>,
+
+    /// Generation jobs this process runs at once in the background.
+    #[arg(long, default_value_t = 2)]
+    pub generator_workers: usize,
+
+    /// Seconds a claimed generation job stays its worker's: a job whose process died is
+    /// taken over by another worker (or after a restart) once this has passed.
+    #[arg(long, default_value_t = 300)]
+    pub generator_lease_seconds: u64,
+
     /// The language of text whose language is not detected with confidence (short turns,
     /// most queries): an ISO 639-1 code (`en`, `de`, `fr`, `ru`, ...: see the README for the
     /// list), or `none` to keep such words as written. Changing it re-indexes the store at the
@@ -97,13 +126,14 @@ impl std::fmt::Display for Config {
         write!(
             f,
             "listen {}, store {:?}, session-svc at {}, requests up to {}, default language {}, \
-             embedder {}, {}",
+             embedder {}, generator {}, {}",
             self.listen,
             self.store(),
             self.session_endpoint,
             adk_common::server::human_bytes(self.max_request_bytes),
             self.default_language.0.map_or("none", Language::code),
             self.embedder,
+            self.generator,
             self.serve
         )
     }
@@ -135,6 +165,23 @@ impl Config {
         }
     }
 
+    /// The `--generator*` flags, with the API key read from its variable.
+    pub fn generator(&self) -> GeneratorOptions {
+        GeneratorOptions {
+            spec: self.generator.clone(),
+            model: self.generator_model.clone(),
+            api_key: std::env::var(&self.generator_api_key_env)
+                .ok()
+                .filter(|key| !key.is_empty()),
+            topics: self.generator_topics.clone(),
+            workers: self.generator_workers,
+            retry: JobRetry {
+                lease: std::time::Duration::from_secs(self.generator_lease_seconds),
+                ..JobRetry::default()
+            },
+        }
+    }
+
     /// How text is analysed.
     pub fn analyzer(&self) -> Analyzer {
         Analyzer::new(self.default_language.0)
@@ -153,6 +200,12 @@ impl Config {
             embedder: EmbedderSpec::None,
             embedder_model: None,
             embedder_api_key_env: "OPENAI_API_KEY".into(),
+            generator: GeneratorSpec::None,
+            generator_model: None,
+            generator_api_key_env: "OPENAI_API_KEY".into(),
+            generator_topics: None,
+            generator_workers: 2,
+            generator_lease_seconds: 300,
             default_language: DefaultLanguage::default(),
             serve: ServeFlags::default(),
             admin: None,

@@ -3,7 +3,7 @@
 
 use adk_common::validate::InvalidArgument;
 
-use crate::{embed::EmbedError, store::StoreError};
+use crate::{embed::EmbedError, generate::GenerateError, store::StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {
@@ -30,6 +30,21 @@ pub enum MemoryError {
 
     #[error(transparent)]
     Embed(#[from] EmbedError),
+
+    #[error(transparent)]
+    Generate(#[from] GenerateError),
+
+    /// A generation job the caller waited for did not succeed.
+    #[error("generation job {job_id}: {source}{}", if *retrying { " (queued for a retry)" } else { " (failed)" })]
+    Job {
+        job_id: String,
+        /// Whether the job is queued again for another attempt.
+        retrying: bool,
+        source: Box<MemoryError>,
+    },
+
+    #[error("job_id: generation job {job_id} not found")]
+    JobNotFound { job_id: String },
 
     #[error("mode: {mode} search needs an embedding model (memory-svc --embedder)")]
     NoEmbedder { mode: &'static str },

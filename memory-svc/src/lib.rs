@@ -4,7 +4,10 @@
 //! # Layout
 //! - [`config`]: command-line flags with environment fallbacks.
 //! - [`embed`]: sentence embedders (`--embedder`): a local model or an OpenAI-compatible endpoint.
+//! - [`endpoint`]: the HTTP client of OpenAI-compatible endpoints (timeouts, retries).
 //! - [`fusion`]: hybrid ranking, keyword and semantic rankings fused.
+//! - [`generate`]: memory generation (`--generator`): facts extracted and consolidated by a
+//!   chat model, in durable jobs.
 //! - [`backfill`]: embedding, in the background, the entries stored without a vector.
 //! - [`grpc`]: tonic handlers (thin) and the mapping of errors to statuses.
 //! - [`memories`]: the domain: request checks and ADK's memory rules, free of transport types.
@@ -19,8 +22,10 @@ pub mod analysis;
 pub mod backfill;
 pub mod config;
 pub mod embed;
+pub mod endpoint;
 pub mod error;
 pub mod fusion;
+pub mod generate;
 pub mod grpc;
 pub mod memories;
 pub mod server;

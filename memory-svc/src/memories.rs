@@ -6,6 +6,10 @@
 //! to the store with the write, so no entry is stored without its vector; a model that fails
 //! fails the write before anything is stored. Searches rank by keyword, by meaning, or both
 //! ([`crate::fusion`]), as the request's mode says.
+//!
+//! With a generation model, generation requests are checked and queued here as jobs, and run
+//! by [`crate::generate::jobs`]; searches and listings choose raw entries, generated memories
+//! or both, and never return a generated memory past its expiry.
 
 use adk_common::validate::{
     self, identifier, json_object, json_object_text, page_size, timestamp, InvalidArgument,
@@ -13,8 +17,10 @@ use adk_common::validate::{
 use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, delete_memory_request::Target,
-        AddEventsToMemoryRequest, AddMemoryRequest, AddSessionToMemoryRequest, DeleteMemoryRequest,
-        ListMemoriesRequest, SearchMemoryRequest, SearchMode,
+        generate_memories_request, AddEventsToMemoryRequest, AddMemoryRequest,
+        AddSessionToMemoryRequest, DeleteMemoryRequest, GenerateMemoriesRequest, GenerateOptions,
+        GenerationState, GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest,
+        MemoryKind, SearchMemoryRequest, SearchMode,
     },
     session::v1::{Event, Session},
 };
@@ -25,15 +31,26 @@ use std::{
 };
 
 use lru::LruCache;
+use tokio::sync::Notify;
 
 use crate::{
     analysis::Language,
     embed::Embedder,
     error::{MemoryError, Result},
     fusion,
+    generate::{
+        jobs::{self, now_ms},
+        GenerateError, Generator,
+    },
     session_source::SessionSource,
-    store::{DeleteTarget, Entry, Hit, MemoryStore, Scope, SearchQuery, Vectors, Write},
+    store::{
+        Change, DeleteTarget, Entry, Hit, JobRecord, MemoryStore, RevisionRecord, Scope,
+        SearchQuery, Vectors, Write,
+    },
 };
+
+/// The longest TTL a generation request may ask for: 100 years.
+const MAX_TTL_SECONDS: i64 = 100 * 366 * 24 * 3600;
 
 /// Query embeddings kept, so that a repeated question costs no model call.
 const QUERY_CACHE: usize = 256;
@@ -52,6 +69,10 @@ pub struct Memories<S> {
     embedder: Option<Embedder>,
     /// Query text → its embedding, most recently used kept.
     queries: Mutex<LruCache<String, Arc<[f32]>>>,
+    /// The `--generator` model, if one is configured.
+    generator: Option<Generator>,
+    /// Wakes a background worker when a job is queued.
+    queued: Notify,
 }
 
 impl<S: MemoryStore> Memories<S> {
@@ -63,7 +84,24 @@ impl<S: MemoryStore> Memories<S> {
             queries: Mutex::new(LruCache::new(
                 NonZeroUsize::new(QUERY_CACHE).unwrap_or(NonZeroUsize::MIN),
             )),
+            generator: None,
+            queued: Notify::new(),
         }
+    }
+
+    /// The same, with the `--generator` model.
+    pub fn with_generator(self, generator: Option<Generator>) -> Self {
+        Self { generator, ..self }
+    }
+
+    /// The `--generator` model, if one is configured.
+    pub fn generator(&self) -> Option<&Generator> {
+        self.generator.as_ref()
+    }
+
+    /// Resolves once a job has been queued here since the last call (or is queued).
+    pub async fn queued(&self) {
+        self.queued.notified().await
     }
 
     /// The same, with the `--embedder` model.
@@ -79,6 +117,16 @@ impl<S: MemoryStore> Memories<S> {
     /// Writes `write` with the vectors of its entries' texts when there is a model: computed
     /// first, so a model failure stores nothing.
     async fn write(&self, scope: Scope<'_>, write: Write) -> Result<u32> {
+        self.write_changed(scope, write, None).await
+    }
+
+    /// [`Memories::write`] with a generated memory's expiry and revision.
+    pub(crate) async fn write_changed(
+        &self,
+        scope: Scope<'_>,
+        write: Write,
+        change: Option<Change>,
+    ) -> Result<u32> {
         let vectors = match (&self.embedder, &write) {
             (
                 Some(embedder),
@@ -92,7 +140,10 @@ impl<S: MemoryStore> Memories<S> {
             }
             _ => Vectors::default(),
         };
-        Ok(self.store.write_embedded(scope, write, vectors).await?)
+        Ok(self
+            .store
+            .write_changed(scope, write, vectors, change)
+            .await?)
     }
 
     /// The embedding of a query, from the cache when it was asked recently.
@@ -126,7 +177,15 @@ impl<S: MemoryStore> Memories<S> {
 
     /// M1.2: the session's events with content replace its entries. A `SessionRef` is resolved
     /// through session-svc.
-    pub async fn add_session(&self, req: AddSessionToMemoryRequest) -> Result<u32> {
+    /// With `generate` options, memories are then generated from the session's events, and the
+    /// job is returned too.
+    pub async fn add_session(
+        &self,
+        req: AddSessionToMemoryRequest,
+    ) -> Result<(u32, Option<JobRecord>)> {
+        if req.generate.is_some() && self.generator.is_none() {
+            return Err(GenerateError::NotConfigured.into());
+        }
         let session = match req.source {
             Some(Source::Session(session)) => session,
             Some(Source::SessionRef(r)) => {
@@ -147,12 +206,174 @@ impl<S: MemoryStore> Memories<S> {
         } = session;
         let scope = scope("session.app_name", &app_name, "session.user_id", &user_id)?;
         identifier("session.id", &id)?;
-        let entries = entries_from_events("session.events", events, &id, "")?;
+        let entries = entries_from_events("session.events", events.clone(), &id, "")?;
         let write = Write::Replace {
-            session_id: id,
+            session_id: id.clone(),
             entries,
         };
-        self.write(scope, write).await
+        let count = self.write(scope, write).await?;
+        let job = match req.generate {
+            Some(options) => Some(
+                self.enqueue(scope, &id, "session.events", events, options, "generate")
+                    .await?,
+            ),
+            None => None,
+        };
+        Ok((count, job))
+    }
+
+    /// Queues a generation job (and runs it before answering when asked to wait).
+    pub async fn generate(&self, req: GenerateMemoriesRequest) -> Result<JobRecord> {
+        use generate_memories_request::Source as From;
+        if self.generator.is_none() {
+            return Err(GenerateError::NotConfigured.into());
+        }
+        let (app, user) = (req.app_name.as_str(), req.user_id.as_str());
+        let scope = scope("app_name", app, "user_id", user)?;
+        let (session_id, field, events) = match req.source {
+            Some(From::Session(session)) => {
+                if session.app_name != app || session.user_id != user {
+                    return Err(InvalidArgument::new(
+                        "session",
+                        "must belong to the request's app_name and user_id",
+                    )
+                    .into());
+                }
+                identifier("session.id", &session.id)?;
+                (session.id, "session.events", session.events)
+            }
+            Some(From::SessionRef(r)) => {
+                if r.app_name != app || r.user_id != user {
+                    return Err(InvalidArgument::new(
+                        "session_ref",
+                        "must name the request's app_name and user_id",
+                    )
+                    .into());
+                }
+                let id = identifier("session_ref.session_id", r.session_id.trim())?;
+                let session = self.sessions.get(app, user, id).await?;
+                (session.id, "session.events", session.events)
+            }
+            Some(From::Events(list)) => (String::new(), "events.events", list.events),
+            None => return Err(InvalidArgument::new("source", "is required").into()),
+        };
+        let options = req.options.unwrap_or_default();
+        self.enqueue(scope, &session_id, field, events, options, "options")
+            .await
+    }
+
+    /// Checks a generation request's events and options and queues its job: due at once for
+    /// the background workers, or, when the caller waits, claimed and run here.
+    async fn enqueue(
+        &self,
+        scope: Scope<'_>,
+        session_id: &str,
+        field: &str,
+        events: Vec<Event>,
+        options: GenerateOptions,
+        options_field: &str,
+    ) -> Result<JobRecord> {
+        let generator = self
+            .generator
+            .as_ref()
+            .ok_or(GenerateError::NotConfigured)?;
+        let labels: Vec<&str> = generator
+            .topics
+            .of(scope.app_name)
+            .iter()
+            .map(|t| t.label.as_str())
+            .collect();
+        for (i, topic) in options.allowed_topics.iter().enumerate() {
+            if !labels.contains(&topic.as_str()) {
+                return Err(InvalidArgument::new(
+                    format!("{options_field}.allowed_topics[{i}]"),
+                    format!(
+                        "{topic:?} is not a topic of app {} ({})",
+                        scope.app_name,
+                        labels.join(", ")
+                    ),
+                )
+                .into());
+            }
+        }
+        let ttl_ms = match &options.ttl {
+            None => 0,
+            Some(ttl) if ttl.seconds < 0 || ttl.nanos < 0 || ttl.seconds > MAX_TTL_SECONDS => {
+                return Err(InvalidArgument::new(
+                    format!("{options_field}.ttl"),
+                    "must be positive and at most 100 years",
+                )
+                .into())
+            }
+            Some(ttl) => ttl.seconds * 1000 + i64::from(ttl.nanos / 1_000_000),
+        };
+        let events = generation_events(field, events)?;
+        let now = now_ms();
+        let mut job = JobRecord {
+            id: uuid::Uuid::new_v4().to_string(),
+            app_name: scope.app_name.to_owned(),
+            user_id: scope.user_id.to_owned(),
+            state: GenerationState::Pending as i32,
+            create_ms: now,
+            update_ms: now,
+            due_ms: now,
+            events,
+            session_id: session_id.to_owned(),
+            disable_consolidation: options.disable_consolidation,
+            ttl_ms,
+            allowed_topics: options.allowed_topics,
+            ..Default::default()
+        };
+        if options.wait {
+            // Queued as claimed by this call: should the process die, the lease runs out and
+            // a worker takes the job over.
+            job.state = GenerationState::Running as i32;
+            job.attempts = 1;
+            let lease = i64::try_from(generator.retry.lease.as_millis()).unwrap_or(i64::MAX);
+            job.due_ms = now.saturating_add(lease);
+        }
+        self.store.enqueue(&job).await?;
+        if !options.wait {
+            self.queued.notify_one();
+            return Ok(job);
+        }
+        match jobs::execute(self, generator, job).await {
+            (job, None) => Ok(job),
+            (job, Some(source)) => Err(MemoryError::Job {
+                retrying: job.state == GenerationState::Pending as i32,
+                job_id: job.id,
+                source: Box::new(source),
+            }),
+        }
+    }
+
+    /// A generation job of the scope.
+    pub async fn job(&self, req: GetGenerationJobRequest) -> Result<JobRecord> {
+        let scope = scope("app_name", &req.app_name, "user_id", &req.user_id)?;
+        let id = identifier("job_id", req.job_id.trim())?;
+        self.store
+            .job(scope, id)
+            .await?
+            .ok_or_else(|| MemoryError::JobNotFound {
+                job_id: id.to_owned(),
+            })
+    }
+
+    /// A page of the scope's revisions (of one memory, when named), oldest first.
+    pub async fn revisions(
+        &self,
+        req: ListMemoryRevisionsRequest,
+    ) -> Result<(Vec<RevisionRecord>, String)> {
+        let scope = scope("app_name", &req.app_name, "user_id", &req.user_id)?;
+        let memory_id = match req.memory_id.trim() {
+            "" => None,
+            id => Some(identifier("memory_id", id)?),
+        };
+        let page_size = page_size("page_size", req.page_size)?;
+        Ok(self
+            .store
+            .revisions(scope, memory_id, page_size, &req.page_token)
+            .await?)
     }
 
     /// M1.3: events with content are appended; the first copy of an event id wins.
@@ -245,6 +466,8 @@ impl<S: MemoryStore> Memories<S> {
             after: req.after_timestamp,
             before: req.before_timestamp,
             author: Some(req.author).filter(|a| !a.is_empty()),
+            generated: kind("kind", req.kind)?,
+            now_ms: now_ms(),
         };
         let embedder = match (mode, &self.embedder) {
             (SearchMode::Keyword, _) | (SearchMode::Auto, None) => {
@@ -293,11 +516,29 @@ impl<S: MemoryStore> Memories<S> {
         Ok(self.store.delete(scope, &target).await?)
     }
 
-    /// A page of the user's memories in ingestion order.
+    /// A page of the user's memories in ingestion order, of the kind asked for; expired
+    /// generated memories are left out. Pages are read from the store until this one is full.
     pub async fn list(&self, req: ListMemoriesRequest) -> Result<(Vec<Entry>, String)> {
         let scope = scope("app_name", &req.app_name, "user_id", &req.user_id)?;
         let page_size = page_size("page_size", req.page_size)?;
-        Ok(self.store.list(scope, page_size, &req.page_token).await?)
+        let filter = SearchQuery {
+            generated: kind("kind", req.kind)?,
+            now_ms: now_ms(),
+            ..SearchQuery::default()
+        };
+        let mut token = req.page_token;
+        let mut page = Vec::new();
+        loop {
+            let (entries, next) = self
+                .store
+                .list(scope, page_size - page.len(), &token)
+                .await?;
+            page.extend(entries.into_iter().filter(|e| filter.admits(e)));
+            token = next;
+            if page.len() >= page_size || token.is_empty() {
+                return Ok((page, token));
+            }
+        }
     }
 }
 
@@ -311,6 +552,38 @@ fn scope<'a>(
         app_name: identifier(app_field, app_name)?,
         user_id: identifier(user_field, user_id)?,
     })
+}
+
+/// The kind filter of a search or listing: `None` for both kinds, else whether generated.
+fn kind(field: &str, value: i32) -> Result<Option<bool>> {
+    match MemoryKind::try_from(value) {
+        Ok(MemoryKind::All) => Ok(None),
+        Ok(MemoryKind::Raw) => Ok(Some(false)),
+        Ok(MemoryKind::Generated) => Ok(Some(true)),
+        Err(_) => Err(InvalidArgument::new(field, format!("unknown kind {value}")).into()),
+    }
+}
+
+/// The events a generation job reads: those with content, each checked, each with an id (a
+/// uuid4 for one without), so that facts can name the events they come from.
+fn generation_events(field: &str, events: Vec<Event>) -> Result<Vec<Event>> {
+    let mut kept = Vec::with_capacity(events.len());
+    for (i, mut event) in events.into_iter().enumerate() {
+        let Some(content) = event.content.as_ref().filter(|c| !c.parts.is_empty()) else {
+            continue;
+        };
+        validate::content(&format!("{field}[{i}].content"), content)?;
+        match event.id.trim() {
+            "" => event.id = uuid::Uuid::new_v4().to_string(),
+            id => {
+                identifier(&format!("{field}[{i}].id"), id)?;
+            }
+        }
+        // Only what the job reads is queued.
+        event.actions = None;
+        kept.push(event);
+    }
+    Ok(kept)
 }
 
 /// The entries ADK would remember of `events`: those with content of at least one part

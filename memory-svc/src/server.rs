@@ -16,6 +16,7 @@ use crate::{
     backfill,
     config::Config,
     embed::Embedder,
+    generate::{jobs, Generator},
     grpc::MemoryGrpc,
     memories::Memories,
     session_source::{SessionAccess, SessionSource},
@@ -37,6 +38,7 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
     };
     let sessions = SessionSource::new(&config.session_endpoint, access)?;
     let embedder = Embedder::open(config.embedder()).await?;
+    let generator = Generator::open(config.generator())?;
     if let Some(embedder) = &embedder {
         tracing::info!(model = %embedder.identity(), "embedding model ready");
     }
@@ -50,7 +52,9 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             let store = SledMemoryStore::from_db(db, config.serve.sync, config.analyzer())
                 .map_err(|e| cannot_open(&e))?;
             let hooks = StoreHooks::sled(store.clone(), cache, &dir);
-            let memories = Memories::new(store, sessions).with_embedder(embedder);
+            let memories = Memories::new(store, sessions)
+                .with_embedder(embedder)
+                .with_generator(generator);
             serve(config, memories, hooks).await
         }
         StoreLocation::Postgres(url) => {
@@ -60,7 +64,9 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
                     .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
             let pool = store.clone();
             let hooks = StoreHooks::postgres(move || pool.record_pool(), store.health());
-            let memories = Memories::new(store, sessions).with_embedder(embedder);
+            let memories = Memories::new(store, sessions)
+                .with_embedder(embedder)
+                .with_generator(generator);
             serve(config, memories, hooks).await
         }
     }
@@ -105,8 +111,19 @@ async fn serve<S: MemoryStore + Clone>(
             }
         });
     }
+    let memories = Arc::new(memories);
+    if let Some(generator) = memories.generator().cloned() {
+        tracing::info!(model = %generator.model.base_url(), workers = generator.workers, "memory generation on");
+        for _ in 0..generator.workers {
+            let (memories, generator, stopping) =
+                (memories.clone(), generator.clone(), shutdown.signal());
+            shutdown
+                .signal()
+                .spawn(async move { jobs::work(&memories, &generator, &stopping).await });
+        }
+    }
     let listener = TcpListener::bind(config.listen).await?;
-    let service = MemoryServiceServer::new(MemoryGrpc::new(Arc::new(memories)))
+    let service = MemoryServiceServer::new(MemoryGrpc::new(memories))
         .max_decoding_message_size(config.max_request_bytes);
     spawn(
         listener,

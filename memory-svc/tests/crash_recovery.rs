@@ -70,6 +70,7 @@ async fn stored_ids(client: &mut MemoryServiceClient<Channel>) -> HashSet<String
                 user_id: "u".into(),
                 page_size: 100,
                 page_token: token,
+                kind: 0,
             })
             .await
             .unwrap()

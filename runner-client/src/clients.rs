@@ -12,8 +12,9 @@ use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, delete_memory_request::Target,
         memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest, DeleteMemoryRequest,
-        ListMemoriesRequest, ListMemoriesResponse, MemoryEntry, SearchMemoryRequest, SearchMode,
-        SessionRef,
+        EventList, GenerateMemoriesRequest, GenerateOptions, GenerationJob, ListMemoriesRequest,
+        ListMemoriesResponse, ListMemoryRevisionsRequest, MemoryEntry, MemoryRevision,
+        SearchMemoryRequest, SearchMode, SessionRef,
     },
     session::v1::{
         session_service_client::SessionServiceClient, AppendEventRequest, AppendEventResponse,
@@ -612,6 +613,7 @@ impl MemoryClient {
                 user_id: user.to_owned(),
                 session_id: session.to_owned(),
             })),
+            generate: None,
         };
         Ok(self
             .client
@@ -621,6 +623,79 @@ impl MemoryClient {
             .map_err(|s| self.remote.error("AddSessionToMemory", s))?
             .into_inner()
             .entries)
+    }
+
+    /// Has memory-svc generate memories of the (app, user) from `source`: queued (see
+    /// [`MemoryClient::job`]), or run before answering with `wait`.
+    pub async fn generate(
+        &self,
+        app: &str,
+        user: &str,
+        source: GenerateSource,
+        wait: bool,
+    ) -> Result<GenerationJob> {
+        use adk_proto::memory::v1::generate_memories_request::Source as From;
+        let source = match source {
+            GenerateSource::Session(session_id) => From::SessionRef(SessionRef {
+                app_name: app.to_owned(),
+                user_id: user.to_owned(),
+                session_id,
+            }),
+            GenerateSource::Events(events) => From::Events(EventList { events }),
+        };
+        let request = GenerateMemoriesRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            source: Some(source),
+            options: Some(GenerateOptions {
+                wait,
+                ..Default::default()
+            }),
+        };
+        self.client
+            .clone()
+            .generate_memories(self.remote.request(request))
+            .await
+            .map_err(|s| self.remote.error("GenerateMemories", s))?
+            .into_inner()
+            .job
+            .ok_or_else(|| {
+                let missing = Status::internal("the answer holds no job");
+                self.remote.error("GenerateMemories", missing)
+            })
+    }
+
+    /// Every change generation made to the (app, user)'s memories (to `memory_id` only, when
+    /// given), oldest first.
+    pub async fn revisions(
+        &self,
+        app: &str,
+        user: &str,
+        memory_id: Option<&str>,
+    ) -> Result<Vec<MemoryRevision>> {
+        let mut revisions = Vec::new();
+        let mut page_token = String::new();
+        loop {
+            let request = ListMemoryRevisionsRequest {
+                app_name: app.to_owned(),
+                user_id: user.to_owned(),
+                memory_id: memory_id.unwrap_or_default().to_owned(),
+                page_size: LIST_PAGE,
+                page_token,
+            };
+            let page = self
+                .client
+                .clone()
+                .list_memory_revisions(self.remote.request(request))
+                .await
+                .map_err(|s| self.remote.error("ListMemoryRevisions", s))?
+                .into_inner();
+            revisions.extend(page.revisions);
+            if page.next_page_token.is_empty() {
+                return Ok(revisions);
+            }
+            page_token = page.next_page_token;
+        }
     }
 
     /// Every memory of the (app, user), in ingestion order.
@@ -650,6 +725,7 @@ impl MemoryClient {
             user_id: user.to_owned(),
             page_size,
             page_token,
+            kind: 0,
         };
         self.client
             .clone()
@@ -679,6 +755,15 @@ impl MemoryClient {
             .into_inner()
             .deleted)
     }
+}
+
+/// What [`MemoryClient::generate`] generates memories from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GenerateSource {
+    /// A session, which memory-svc fetches from session-svc.
+    Session(String),
+    /// These events.
+    Events(Vec<Event>),
 }
 
 /// Which memories [`MemoryClient::delete`] deletes.

@@ -52,7 +52,7 @@ pub use agent::Agent;
 /// The attribute for implementing [`Agent`] (its method is async), so agents need no
 /// dependency of their own on `async-trait`.
 pub use async_trait::async_trait;
-pub use clients::{Access, MemoryClient, MemoryTarget, SessionClient};
+pub use clients::{Access, GenerateSource, MemoryClient, MemoryTarget, SessionClient};
 pub use error::RunnerError;
 pub use invocation::InvocationContext;
 pub use runner::Runner;

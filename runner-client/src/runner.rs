@@ -17,7 +17,7 @@ use tokio_stream::{wrappers::ReceiverStream, Stream};
 use crate::{
     agent::Agent,
     append_stream::AppendStream,
-    clients::{MemoryClient, SessionClient},
+    clients::{GenerateSource, MemoryClient, SessionClient},
     error::{Result, RunnerError},
     invocation::InvocationContext,
 };
@@ -33,6 +33,7 @@ pub struct Runner {
     sessions: SessionClient,
     memory: Option<MemoryClient>,
     remember: bool,
+    generate: bool,
 }
 
 impl std::fmt::Debug for Runner {
@@ -42,6 +43,7 @@ impl std::fmt::Debug for Runner {
             .field("agent", &self.agent.name())
             .field("sessions", &self.sessions.endpoint())
             .field("remember", &self.remember)
+            .field("generate", &self.generate)
             .finish_non_exhaustive()
     }
 }
@@ -60,6 +62,7 @@ impl Runner {
             sessions,
             memory: None,
             remember: false,
+            generate: false,
         }
     }
 
@@ -73,6 +76,14 @@ impl Runner {
     /// reference). Needs [`Runner::with_memory`].
     pub fn remember_sessions(mut self, remember: bool) -> Self {
         self.remember = remember;
+        self
+    }
+
+    /// After each successful turn, has memory-svc generate memories from the turn's events
+    /// (GenerateMemories, in the background; needs memory-svc `--generator`). Needs
+    /// [`Runner::with_memory`].
+    pub fn generate_memories(mut self, generate: bool) -> Self {
+        self.generate = generate;
         self
     }
 
@@ -126,7 +137,7 @@ impl Runner {
         state_delta: Option<Map<String, Value>>,
     ) -> Result<()> {
         let user_content = user_message(new_message)?;
-        if self.remember && self.memory.is_none() {
+        if (self.remember || self.generate) && self.memory.is_none() {
             return Err(RunnerError::NoMemoryService {
                 tool: "remembering sessions",
             });
@@ -136,6 +147,8 @@ impl Runner {
             .get_or_create(&self.app_name, &user_id, &session_id)
             .await?;
         let state = parse_state(&session.state)?;
+        // The events before this turn; generation reads only the turn's own.
+        let earlier = session.events.len();
         let stream = AppendStream::open(
             &self.sessions,
             &self.app_name,
@@ -176,10 +189,21 @@ impl Runner {
         self.agent.run(&mut ctx).await?;
         let session_id = ctx.session_id.clone();
         ctx.stream.finish().await?;
-        if self.remember {
-            if let Some(memory) = &self.memory {
+        if let Some(memory) = &self.memory {
+            if self.remember {
                 memory
                     .add_session(&self.app_name, &user_id, &session_id)
+                    .await?;
+            }
+            if self.generate {
+                let turn = ctx.events.split_off(earlier.min(ctx.events.len()));
+                memory
+                    .generate(
+                        &self.app_name,
+                        &user_id,
+                        GenerateSource::Events(turn),
+                        false,
+                    )
                     .await?;
             }
         }

@@ -569,3 +569,104 @@ async fn next_sequence(
         .expect("watch still running");
     serde_json::from_str::<Value>(&line).unwrap()["sequence"].clone()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_generate_then_a_later_turn_updates_a_fact_with_a_revision() {
+    use adk_proto::memory::v1::ListMemoryRevisionsRequest;
+    use adk_tests::chat_model::{decisions, facts, model, script};
+
+    let (url, stand_in) = model(vec![]).await;
+    let sessions = SessionServer::start().await;
+    let session_endpoint = format!("http://{}", sessions.addr);
+    let memory = MemoryServer::start_with(&session_endpoint, |config| {
+        config.generator = format!("openai:{url}").parse().unwrap();
+        config.generator_model = Some("stand-in".into());
+    })
+    .await;
+    let cli = || cli(&session_endpoint, &format!("http://{}", memory.addr));
+
+    ok(cli().args(["--session", "trip", "run"]).arg(
+        "Book a window seat to Lisbon, as always. My daughter Mia starts school in September.",
+    ))
+    .await;
+    let told = sessions.get("demo", "alice", "trip").await.events[0]
+        .id
+        .clone();
+    script(
+        &stand_in,
+        vec![facts(&[
+            (
+                "preferences",
+                "Alice prefers window seats.",
+                &[told.as_str()],
+            ),
+            (
+                "relationships",
+                "Alice's daughter Mia starts school in September.",
+                &[told.as_str()],
+            ),
+        ])],
+    );
+    let generated = ok(cli().args(["--session", "trip", "memory", "generate"])).await;
+    assert!(
+        generated
+            .trim()
+            .ends_with("succeeded: 2 added, 0 updated, 0 deleted, 0 already known"),
+        "{generated}"
+    );
+    let listed = json_lines(&ok(cli().args(["memory", "list", "--json"])).await);
+    let seats = listed
+        .iter()
+        .find(|m| m["content"]["parts"][0]["text"] == "Alice prefers window seats.")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // A later session, generated after the turn: the seat preference changed.
+    script(
+        &stand_in,
+        vec![
+            facts(&[("preferences", "Alice now prefers aisle seats.", &[])]),
+            decisions(&[(0, "update", &seats, "Alice prefers aisle seats.")]),
+        ],
+    );
+    ok(cli()
+        .args(["--session", "later", "run", "--generate"])
+        .arg("Aisle seats from now on, please: window seats are too cramped."))
+    .await;
+    let mut c = memory.client.clone();
+    let mut updated = false;
+    for _ in 0..200 {
+        let revisions = c
+            .list_memory_revisions(ListMemoryRevisionsRequest {
+                app_name: "demo".into(),
+                user_id: "alice".into(),
+                memory_id: seats.clone(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .revisions;
+        if revisions.len() == 2 {
+            updated = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        updated,
+        "the later turn's generation did not update the memory"
+    );
+    let history = ok(cli().args(["memory", "revisions", "--id", &seats])).await;
+    assert_eq!(
+        history.lines().collect::<Vec<_>>(),
+        [
+            format!("{seats}  added    \"Alice prefers window seats.\""),
+            format!(
+                "{seats}  updated  \"Alice prefers window seats.\" -> \"Alice prefers aisle seats.\""
+            ),
+        ]
+    );
+}

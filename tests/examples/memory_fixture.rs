@@ -208,6 +208,7 @@ fn text_content(role: &str, text: &str) -> Content {
 async fn add_session(c: &mut Client, session: Session) -> Result<(), Failure> {
     c.add_session_to_memory(AddSessionToMemoryRequest {
         source: Some(Source::Session(session)),
+        generate: None,
     })
     .await?;
     Ok(())
@@ -223,6 +224,7 @@ async fn list(c: &mut Client, user: &str) -> Result<Vec<Value>, Failure> {
                 user_id: user.into(),
                 page_size: 100,
                 page_token: token,
+                kind: 0,
             })
             .await?
             .into_inner();

@@ -7,6 +7,7 @@
 //!
 //! Helpers panic on failure: they run only inside tests, where a panic is the failure report.
 
+pub mod chat_model;
 pub mod pg_cluster;
 
 use std::path::{Path, PathBuf};

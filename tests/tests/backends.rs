@@ -175,6 +175,7 @@ async fn answers(c: &mut MemoryServiceClient<Channel>) -> Vec<Vec<(String, u64)>
                 user_id: "u".into(),
                 page_size: 37,
                 page_token: token,
+                kind: 0,
             })
             .await
             .unwrap()

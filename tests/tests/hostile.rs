@@ -216,6 +216,7 @@ async fn memory_refuses_hostile_queries_and_identifiers() {
             user_id: "u".into(),
             page_size: -5,
             page_token: String::new(),
+            kind: 0,
         })
         .await;
     assert_eq!(r.unwrap_err().code(), Code::InvalidArgument);

@@ -37,6 +37,7 @@ fn session(app: &str, user: &str, id: &str, events: Vec<Event>) -> Session {
 async fn add_session(c: &mut MemoryServiceClient<Channel>, s: Session) -> u32 {
     c.add_session_to_memory(AddSessionToMemoryRequest {
         source: Some(Source::Session(s)),
+        generate: None,
     })
     .await
     .expect("add_session_to_memory")
@@ -506,6 +507,7 @@ async fn list_memories_pages_in_ingestion_order() {
                 user_id: "u".into(),
                 page_size: 20,
                 page_token: token,
+                kind: 0,
             })
             .await
             .unwrap()
@@ -526,6 +528,7 @@ async fn list_memories_pages_in_ingestion_order() {
             user_id: "other".into(),
             page_size: 20,
             page_token: "AAAA".into(),
+            kind: 0,
         })
         .await
         .unwrap_err();
@@ -537,7 +540,10 @@ async fn bad_requests_name_the_field_and_write_nothing() {
     let srv = MemoryServer::start(NO_SESSION_SVC).await;
     let mut c = srv.client.clone();
     let err = c
-        .add_session_to_memory(AddSessionToMemoryRequest { source: None })
+        .add_session_to_memory(AddSessionToMemoryRequest {
+            source: None,
+            generate: None,
+        })
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
@@ -712,6 +718,7 @@ async fn sessions_by_reference_come_from_session_svc() {
             user_id: "u".into(),
             session_id: id.into(),
         })),
+        generate: None,
     };
     let added = c
         .add_session_to_memory(by_ref("s1"))
@@ -765,9 +772,69 @@ async fn sessions_by_reference_are_bounded_by_the_request_limit() {
                 user_id: "u".into(),
                 session_id: "big".into(),
             })),
+            generate: None,
         })
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
     assert!(err.message().contains("session_ref"), "{}", err.message());
+}
+
+#[tokio::test]
+async fn reflection_describes_every_memory_rpc() {
+    use prost::Message;
+    use tonic_reflection::pb::v1::{
+        server_reflection_client::ServerReflectionClient, server_reflection_request,
+        server_reflection_response::MessageResponse, ServerReflectionRequest,
+    };
+
+    let srv = MemoryServer::start(NO_SESSION_SVC).await;
+    let channel = Channel::from_shared(format!("http://{}", srv.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(
+            server_reflection_request::MessageRequest::FileContainingSymbol(
+                "adk.memory.v1.MemoryService".into(),
+            ),
+        ),
+    };
+    let reply = ServerReflectionClient::new(channel)
+        .server_reflection_info(tokio_stream::once(request))
+        .await
+        .unwrap()
+        .into_inner()
+        .message()
+        .await
+        .unwrap()
+        .unwrap();
+    let Some(MessageResponse::FileDescriptorResponse(files)) = reply.message_response else {
+        panic!("unexpected reflection reply {reply:?}");
+    };
+    let methods: Vec<String> = files
+        .file_descriptor_proto
+        .iter()
+        .map(|bytes| prost_types::FileDescriptorProto::decode(bytes.as_slice()).unwrap())
+        .flat_map(|file| file.service)
+        .filter(|service| service.name() == "MemoryService")
+        .flat_map(|service| service.method)
+        .map(|method| method.name().to_owned())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "AddSessionToMemory",
+            "AddEventsToMemory",
+            "AddMemory",
+            "SearchMemory",
+            "DeleteMemory",
+            "ListMemories",
+            "GenerateMemories",
+            "GetGenerationJob",
+            "ListMemoryRevisions",
+        ]
+    );
 }

@@ -112,6 +112,7 @@ async fn list(c: &mut Client, user: &str) -> Vec<Value> {
                 user_id: user.into(),
                 page_size: 100,
                 page_token: token,
+                kind: 0,
             })
             .await
             .expect("list_memories")
@@ -226,6 +227,7 @@ async fn tombstones_hold(store: Converted) {
                     events: vec![again, kept],
                     ..Default::default()
                 })),
+                generate: None,
             })
             .await
             .expect("add_session_to_memory")

@@ -45,6 +45,7 @@ fn session(id: &str, turns: &[Turn<'_>]) -> Session {
 async fn add_session(c: &mut Client, id: &str, turns: &[Turn<'_>]) {
     c.add_session_to_memory(AddSessionToMemoryRequest {
         source: Some(Source::Session(session(id, turns))),
+        generate: None,
     })
     .await
     .expect("add_session_to_memory");

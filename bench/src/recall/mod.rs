@@ -175,6 +175,7 @@ pub async fn ingest(
                 let reply = client
                     .add_session_to_memory(AddSessionToMemoryRequest {
                         source: Some(Source::Session(session)),
+                        generate: None,
                     })
                     .await?
                     .into_inner();

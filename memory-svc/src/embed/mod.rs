@@ -14,7 +14,7 @@ mod folder;
 pub mod local;
 pub mod openai;
 
-use std::{fmt, path::PathBuf, str::FromStr, time::Duration};
+use std::{fmt, path::PathBuf, str::FromStr};
 
 use self::{local::LocalEmbedder, openai::OpenAiEmbedder};
 
@@ -179,11 +179,6 @@ fn unit_length(mut v: Vec<f32>) -> Option<Vec<f32>> {
     Some(v)
 }
 
-/// Backoff before retry `attempt` (1-based): `first`, doubled each time.
-fn backoff(first: Duration, attempt: u32) -> Duration {
-    first.saturating_mul(1 << attempt.saturating_sub(1).min(16))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,13 +214,6 @@ mod tests {
         assert_eq!(unit_length(vec![3.0, 4.0]), Some(vec![0.6, 0.8]));
         assert_eq!(unit_length(vec![0.0, 0.0]), None);
         assert_eq!(unit_length(vec![f32::NAN, 1.0]), None);
-    }
-
-    #[test]
-    fn backoff_doubles() {
-        let first = Duration::from_millis(100);
-        let waits: Vec<_> = (1..=4).map(|a| backoff(first, a).as_millis()).collect();
-        assert_eq!(waits, [100, 200, 400, 800]);
     }
 
     #[tokio::test]

@@ -8,22 +8,13 @@
 
 use std::time::Duration;
 
-use reqwest::{header, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{backoff, unit_length, EmbedError, Identity};
+pub use crate::endpoint::Endpoint;
+use crate::endpoint::{excerpt, Client, Failure, Retry};
 
-/// Where and what to ask.
-#[derive(Debug, Clone)]
-pub struct Endpoint {
-    /// E.g. `https://api.openai.com/v1`; requests go to `{base_url}/embeddings`.
-    pub base_url: String,
-    /// The `model` of each request.
-    pub model: String,
-    /// Sent as `Authorization: Bearer …` when present.
-    pub api_key: Option<String>,
-}
+use super::{unit_length, EmbedError, Identity};
 
 /// How requests are sized, timed and retried.
 #[derive(Debug, Clone)]
@@ -52,10 +43,8 @@ impl Default for Limits {
 /// The endpoint client. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct OpenAiEmbedder {
-    http: reqwest::Client,
-    url: String,
-    endpoint: Endpoint,
-    limits: Limits,
+    client: Client,
+    batch: usize,
     identity: Identity,
 }
 
@@ -70,42 +59,26 @@ struct Datum {
     embedding: Vec<f32>,
 }
 
-/// Why one request failed, before retries are decided.
-enum Failure {
-    /// Worth retrying: unreachable, timed out, 429 or 5xx.
-    Transient(String),
-    /// Another 4xx: asking again gives the same answer.
-    Refused(String),
-    Malformed(String),
-}
-
 impl OpenAiEmbedder {
     /// Builds the client and embeds one probe text to learn the model's dimension: an
     /// endpoint that is down or answers malformed embeddings fails here, at startup.
     pub async fn connect(endpoint: Endpoint, limits: Limits) -> Result<Self, EmbedError> {
-        let url = format!("{}/embeddings", endpoint.base_url.trim_end_matches('/'));
-        let invalid = |reason: String| EmbedError::Refused {
-            endpoint: endpoint.base_url.clone(),
-            reason,
+        let retry = Retry {
+            timeout: limits.timeout,
+            attempts: limits.attempts,
+            first_backoff: limits.first_backoff,
         };
-        reqwest::Url::parse(&url).map_err(|e| invalid(format!("invalid URL {url}: {e}")))?;
-        // reqwest is built without a TLS crypto provider of its own: it uses the process-wide
-        // one, ring, which the gRPC side links already. An error only means one is installed.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .timeout(limits.timeout)
-            .build()
-            .map_err(|e| invalid(error_chain(&e)))?;
+        let base_url = endpoint.base_url.clone();
+        let client = Client::new(endpoint.clone(), "embeddings", retry)
+            .map_err(|failure| embed_error(&base_url, failure))?;
         let mut embedder = Self {
-            http,
-            url,
+            client,
+            batch: limits.batch,
             identity: Identity {
                 model: format!("{} at {}", endpoint.model, endpoint.base_url),
                 dimension: 0,
-                fingerprint: endpoint.model.clone(),
+                fingerprint: endpoint.model,
             },
-            endpoint,
-            limits,
         };
         let probe = embedder.request(&["dimension probe".to_owned()]).await?;
         embedder.identity.dimension = probe.first().map_or(0, Vec::len);
@@ -119,66 +92,23 @@ impl OpenAiEmbedder {
     /// One unit-length vector per text, in input order.
     pub async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut vectors = Vec::with_capacity(texts.len());
-        for batch in texts.chunks(self.limits.batch.max(1)) {
+        for batch in texts.chunks(self.batch.max(1)) {
             vectors.extend(self.request(batch).await?);
         }
         Ok(vectors)
     }
 
-    /// One batch, retried while the failure is transient and attempts remain.
+    /// One batch (retried by the client while the failure is transient).
     async fn request(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut attempt = 1;
-        loop {
-            let reason = match self.attempt(texts).await {
-                Ok(vectors) => return Ok(vectors),
-                Err(Failure::Transient(reason)) => reason,
-                Err(Failure::Refused(reason)) => return Err(self.refused(reason)),
-                Err(Failure::Malformed(reason)) => return Err(self.malformed(reason)),
-            };
-            if attempt >= self.limits.attempts {
-                return Err(EmbedError::Unavailable {
-                    endpoint: self.endpoint.base_url.clone(),
-                    reason: format!("{reason} (after {attempt} attempts)"),
-                });
-            }
-            tracing::debug!(endpoint = %self.endpoint.base_url, %reason, attempt, "retrying");
-            tokio::time::sleep(backoff(self.limits.first_backoff, attempt)).await;
-            attempt += 1;
-        }
-    }
-
-    async fn attempt(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, Failure> {
-        let mut request = self
-            .http
-            .post(&self.url)
-            .json(&json!({ "model": self.endpoint.model, "input": texts }));
-        if let Some(key) = &self.endpoint.api_key {
-            request = request.header(header::AUTHORIZATION, format!("Bearer {key}"));
-        }
-        let response = request
-            .send()
+        let body = json!({ "model": self.client.endpoint().model, "input": texts });
+        self.client
+            .post(&body, |bytes| {
+                let response: Response = serde_json::from_slice(bytes)
+                    .map_err(|e| format!("{e} in {}", excerpt(&String::from_utf8_lossy(bytes))))?;
+                self.check(response, texts.len())
+            })
             .await
-            .map_err(|e| Failure::Transient(error_chain(&e)))?;
-        let status = response.status();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| Failure::Transient(error_chain(&e)))?;
-        let body_text = String::from_utf8_lossy(&body);
-        if !status.is_success() {
-            let reason = format!("HTTP {status}: {}", excerpt(&body_text));
-            return Err(
-                if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-                    Failure::Transient(reason)
-                } else {
-                    Failure::Refused(reason)
-                },
-            );
-        }
-        let response: Response = serde_json::from_slice(&body)
-            .map_err(|e| Failure::Malformed(format!("{e} in {}", excerpt(&body_text))))?;
-        self.check(response, texts.len())
-            .map_err(Failure::Malformed)
+            .map_err(|failure| embed_error(&self.client.endpoint().base_url, failure))
     }
 
     /// The vectors of `response` in input order, unit length, or why they cannot be used.
@@ -216,39 +146,14 @@ impl OpenAiEmbedder {
         // Every slot is filled: `inputs` distinct indices below `inputs`.
         Ok(vectors.into_iter().flatten().collect())
     }
-
-    fn refused(&self, reason: String) -> EmbedError {
-        EmbedError::Refused {
-            endpoint: self.endpoint.base_url.clone(),
-            reason,
-        }
-    }
-
-    fn malformed(&self, reason: String) -> EmbedError {
-        EmbedError::Malformed {
-            endpoint: self.endpoint.base_url.clone(),
-            reason,
-        }
-    }
 }
 
-/// An error with its causes ("error sending request: connection refused").
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-/// The start of an answer, enough to recognise it in a message.
-fn excerpt(text: &str) -> String {
-    const LIMIT: usize = 200;
-    match text.char_indices().nth(LIMIT) {
-        Some((end, _)) => format!("{:?}…", &text[..end]),
-        None => format!("{text:?}"),
+/// A failed call to the endpoint at `endpoint`, in the embedder's words.
+fn embed_error(endpoint: &str, failure: Failure) -> EmbedError {
+    let endpoint = endpoint.to_owned();
+    match failure {
+        Failure::Unavailable(reason) => EmbedError::Unavailable { endpoint, reason },
+        Failure::Refused(reason) => EmbedError::Refused { endpoint, reason },
+        Failure::Malformed(reason) => EmbedError::Malformed { endpoint, reason },
     }
 }

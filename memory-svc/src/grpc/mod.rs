@@ -9,14 +9,17 @@ use adk_common::rpc::{admit, traced};
 use adk_proto::memory::v1::{
     memory_service_server::MemoryService, AddEventsToMemoryRequest, AddEventsToMemoryResponse,
     AddMemoryRequest, AddMemoryResponse, AddSessionToMemoryRequest, AddSessionToMemoryResponse,
-    DeleteMemoryRequest, DeleteMemoryResponse, ListMemoriesRequest, ListMemoriesResponse,
-    MemoryEntry, SearchMemoryRequest, SearchMemoryResponse,
+    DeleteMemoryRequest, DeleteMemoryResponse, GenerateMemoriesRequest, GenerateMemoriesResponse,
+    GenerationJob, GetGenerationJobRequest, ListMemoriesRequest, ListMemoriesResponse,
+    ListMemoryRevisionsRequest, ListMemoryRevisionsResponse, MemoryEntry, MemoryRevision,
+    SearchMemoryRequest, SearchMemoryResponse,
 };
 use tonic::{Request, Response, Status};
 
 use crate::{
+    generate::jobs::timestamp_of,
     memories::Memories,
-    store::{Entry, MemoryStore},
+    store::{Entry, JobRecord, MemoryStore, RevisionRecord},
 };
 
 /// The tonic service over a shared [`Memories`].
@@ -38,8 +41,11 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         request: Request<AddSessionToMemoryRequest>,
     ) -> Result<Response<AddSessionToMemoryResponse>, Status> {
         let (request, span) = admit(request, "AddSessionToMemory")?;
-        let entries = traced(span, self.memories.add_session(request)).await?;
-        Ok(Response::new(AddSessionToMemoryResponse { entries }))
+        let (entries, job) = traced(span, self.memories.add_session(request)).await?;
+        Ok(Response::new(AddSessionToMemoryResponse {
+            entries,
+            generation: job.map(generation_job),
+        }))
     }
 
     async fn add_events_to_memory(
@@ -93,6 +99,67 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
             memories,
             next_page_token,
         }))
+    }
+
+    async fn generate_memories(
+        &self,
+        request: Request<GenerateMemoriesRequest>,
+    ) -> Result<Response<GenerateMemoriesResponse>, Status> {
+        let (request, span) = admit(request, "GenerateMemories")?;
+        let job = traced(span, self.memories.generate(request)).await?;
+        Ok(Response::new(GenerateMemoriesResponse {
+            job: Some(generation_job(job)),
+        }))
+    }
+
+    async fn get_generation_job(
+        &self,
+        request: Request<GetGenerationJobRequest>,
+    ) -> Result<Response<GenerationJob>, Status> {
+        let (request, span) = admit(request, "GetGenerationJob")?;
+        let job = traced(span, self.memories.job(request)).await?;
+        Ok(Response::new(generation_job(job)))
+    }
+
+    async fn list_memory_revisions(
+        &self,
+        request: Request<ListMemoryRevisionsRequest>,
+    ) -> Result<Response<ListMemoryRevisionsResponse>, Status> {
+        let (request, span) = admit(request, "ListMemoryRevisions")?;
+        let (revisions, next_page_token) = traced(span, self.memories.revisions(request)).await?;
+        Ok(Response::new(ListMemoryRevisionsResponse {
+            revisions: revisions.into_iter().map(memory_revision).collect(),
+            next_page_token,
+        }))
+    }
+}
+
+fn generation_job(job: JobRecord) -> GenerationJob {
+    GenerationJob {
+        id: job.id,
+        app_name: job.app_name,
+        user_id: job.user_id,
+        state: job.state,
+        attempts: job.attempts,
+        error: job.error,
+        create_time: Some(timestamp_of(job.create_ms)),
+        update_time: Some(timestamp_of(job.update_ms)),
+        added: job.added,
+        updated: job.updated,
+        deleted: job.deleted,
+        kept: job.kept,
+    }
+}
+
+fn memory_revision(revision: RevisionRecord) -> MemoryRevision {
+    MemoryRevision {
+        memory_id: revision.memory_id,
+        action: revision.action,
+        previous_fact: revision.previous_fact,
+        new_fact: revision.new_fact,
+        source_event_ids: revision.source_event_ids,
+        create_time: Some(timestamp_of(revision.create_ms)),
+        job_id: revision.job_id,
     }
 }
 

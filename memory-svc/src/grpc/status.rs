@@ -2,36 +2,48 @@
 
 use tonic::{Code, Status};
 
-use crate::{embed::EmbedError, error::MemoryError, store::StoreError};
+use crate::{embed::EmbedError, error::MemoryError, generate::GenerateError, store::StoreError};
 
 impl From<MemoryError> for Status {
     fn from(e: MemoryError) -> Self {
-        let code = match &e {
-            MemoryError::InvalidArgument(_) => Code::InvalidArgument,
-            MemoryError::Store(StoreError::InvalidPageToken(_)) => Code::InvalidArgument,
-            MemoryError::SessionNotFound { .. } => Code::NotFound,
-            MemoryError::SessionTooLarge { .. } => Code::InvalidArgument,
-            MemoryError::SessionServiceUnavailable { .. } => Code::Unavailable,
-            MemoryError::SessionServiceFailed { .. } => Code::FailedPrecondition,
-            MemoryError::Store(StoreError::Storage(e)) => e.kind().code(),
-            MemoryError::Store(StoreError::Model(_)) => Code::FailedPrecondition,
-            MemoryError::NoEmbedder { .. } => Code::FailedPrecondition,
-            MemoryError::Poisoned => Code::Internal,
-            MemoryError::Embed(e) => match e {
-                EmbedError::Unavailable { .. } => Code::Unavailable,
-                // The endpoint refuses what the configuration makes us send (key, model name).
-                EmbedError::Refused { .. } | EmbedError::ModelNameMissing => {
-                    Code::FailedPrecondition
-                }
-                EmbedError::Malformed { .. }
-                | EmbedError::Inference(_)
-                | EmbedError::Load { .. } => Code::Internal,
-            },
-        };
+        let code = code(&e);
         if matches!(code, Code::Internal | Code::Unavailable) {
             tracing::error!(error = %e, "request failed");
         }
         Status::new(code, e.to_string())
+    }
+}
+
+fn code(e: &MemoryError) -> Code {
+    match e {
+        MemoryError::InvalidArgument(_) => Code::InvalidArgument,
+        MemoryError::Store(StoreError::InvalidPageToken(_)) => Code::InvalidArgument,
+        MemoryError::SessionNotFound { .. } => Code::NotFound,
+        MemoryError::SessionTooLarge { .. } => Code::InvalidArgument,
+        MemoryError::SessionServiceUnavailable { .. } => Code::Unavailable,
+        MemoryError::SessionServiceFailed { .. } => Code::FailedPrecondition,
+        MemoryError::Store(StoreError::Storage(e)) => e.kind().code(),
+        MemoryError::Store(StoreError::Model(_)) => Code::FailedPrecondition,
+        MemoryError::NoEmbedder { .. } => Code::FailedPrecondition,
+        MemoryError::Poisoned => Code::Internal,
+        MemoryError::Embed(e) => match e {
+            EmbedError::Unavailable { .. } => Code::Unavailable,
+            // The endpoint refuses what the configuration makes us send (key, model name).
+            EmbedError::Refused { .. } | EmbedError::ModelNameMissing => Code::FailedPrecondition,
+            EmbedError::Malformed { .. } | EmbedError::Inference(_) | EmbedError::Load { .. } => {
+                Code::Internal
+            }
+        },
+        MemoryError::Generate(e) => match e {
+            GenerateError::Unavailable { .. } => Code::Unavailable,
+            GenerateError::NotConfigured
+            | GenerateError::Refused { .. }
+            | GenerateError::ModelNameMissing
+            | GenerateError::Topics { .. } => Code::FailedPrecondition,
+            GenerateError::Malformed { .. } => Code::Internal,
+        },
+        MemoryError::Job { source, .. } => code(source),
+        MemoryError::JobNotFound { .. } => Code::NotFound,
     }
 }
 

@@ -34,6 +34,8 @@ macro_rules! memory_store_suite {
             lists_in_pages,
             concurrent_writes_to_one_scope_all_land,
             pruned_search_equals_exhaustive_scoring,
+            jobs_are_leased_and_a_stale_attempt_cannot_finish,
+            changes_keep_revisions_and_expiries,
         );
     };
     (@tests $open:expr; $($test:ident,)*) => {$(
@@ -709,4 +711,149 @@ async fn assert_scores_exact(store: &impl MemoryStore, texts: &[&str]) {
             .collect();
         assert_eq!(got, brute_force(&docs, &q), "{q:?}");
     }
+}
+
+fn job(id: &str, due_ms: i64) -> super::JobRecord {
+    super::JobRecord {
+        id: id.into(),
+        app_name: SCOPE.app_name.into(),
+        user_id: SCOPE.user_id.into(),
+        state: adk_proto::memory::v1::GenerationState::Pending as i32,
+        due_ms,
+        ..Default::default()
+    }
+}
+
+pub async fn jobs_are_leased_and_a_stale_attempt_cannot_finish<S: MemoryStore + Clone>(store: S) {
+    use adk_proto::memory::v1::GenerationState;
+    store.enqueue(&job("later", 500)).await.unwrap();
+    store.enqueue(&job("first", 100)).await.unwrap();
+    // Nothing is due before its time; the job due first is claimed first.
+    assert_eq!(store.claim(None, 50, 1000).await.unwrap(), None);
+    let claimed = store.claim(None, 200, 1000).await.unwrap().unwrap();
+    assert_eq!((claimed.id.as_str(), claimed.attempts), ("first", 1));
+    assert_eq!(claimed.state, GenerationState::Running as i32);
+    assert_eq!(claimed.due_ms, 1200);
+    // Leased: not claimed again, by any worker, until the lease runs out.
+    assert_eq!(store.claim(Some("first"), 300, 1000).await.unwrap(), None);
+    let next = store.claim(None, 600, 1000).await.unwrap().unwrap();
+    assert_eq!(next.id, "later");
+    let taken_over = store.claim(None, 1300, 1000).await.unwrap().unwrap();
+    assert_eq!((taken_over.id.as_str(), taken_over.attempts), ("first", 2));
+    // The first attempt's worker comes back too late: its outcome is refused.
+    let mut stale = claimed.clone();
+    stale.state = GenerationState::Failed as i32;
+    assert!(!store.finish(&stale).await.unwrap());
+    let mut done = taken_over.clone();
+    done.state = GenerationState::Succeeded as i32;
+    done.added = 3;
+    assert!(store.finish(&done).await.unwrap());
+    assert_eq!(store.job(SCOPE, "first").await.unwrap(), Some(done.clone()));
+    assert!(
+        !store.finish(&done).await.unwrap(),
+        "a finished job stays finished"
+    );
+    // A retry is due again at its time; jobs are read in their own scope only.
+    let mut retry = next.clone();
+    retry.state = GenerationState::Pending as i32;
+    retry.due_ms = 5000;
+    assert!(store.finish(&retry).await.unwrap());
+    assert_eq!(store.claim(None, 4999, 1000).await.unwrap(), None);
+    assert_eq!(
+        store
+            .claim(None, 5000, 1000)
+            .await
+            .unwrap()
+            .unwrap()
+            .attempts,
+        2
+    );
+    let other = Scope {
+        app_name: "app",
+        user_id: "someone-else",
+    };
+    assert_eq!(store.job(other, "first").await.unwrap(), None);
+}
+
+pub async fn changes_keep_revisions_and_expiries<S: MemoryStore + Clone>(store: S) {
+    use super::{Change, Expired, RevisionRecord, Write};
+    let change = |id: &str, expire_ms: Option<i64>, fact: &str| Change {
+        memory_id: id.into(),
+        expire_ms,
+        revision: Some(RevisionRecord {
+            memory_id: id.into(),
+            new_fact: fact.into(),
+            ..Default::default()
+        }),
+    };
+    let add = |id: &str, fact: &str| Write::AddMemories(vec![entry(id, fact)]);
+    let vectors = super::Vectors::default;
+    store
+        .write_changed(
+            SCOPE,
+            add("m1", "tea"),
+            vectors(),
+            Some(change("m1", Some(100), "tea")),
+        )
+        .await
+        .unwrap();
+    store
+        .write_changed(
+            SCOPE,
+            add("m2", "coffee"),
+            vectors(),
+            Some(change("m2", Some(900), "coffee")),
+        )
+        .await
+        .unwrap();
+    // Rewriting m1 without a TTL drops its expiry; the unchanged text still records a revision.
+    store
+        .write_changed(
+            SCOPE,
+            add("m1", "tea"),
+            vectors(),
+            Some(change("m1", None, "tea again")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.expired(1000, 10).await.unwrap(),
+        [Expired {
+            app_name: "app".into(),
+            user_id: "user".into(),
+            memory_id: "m2".into(),
+        }]
+    );
+    assert!(store.expired(899, 10).await.unwrap().is_empty());
+    let facts = |revisions: Vec<RevisionRecord>| -> Vec<String> {
+        revisions.into_iter().map(|r| r.new_fact).collect()
+    };
+    let (m1, next) = store.revisions(SCOPE, Some("m1"), 10, "").await.unwrap();
+    assert_eq!(
+        (facts(m1), next.as_str()),
+        (vec!["tea".to_owned(), "tea again".to_owned()], "")
+    );
+    let (page, next) = store.revisions(SCOPE, None, 2, "").await.unwrap();
+    assert_eq!(facts(page), ["tea", "coffee"]);
+    let (rest, last) = store.revisions(SCOPE, None, 2, &next).await.unwrap();
+    assert_eq!(
+        (facts(rest), last.as_str()),
+        (vec!["tea again".to_owned()], "")
+    );
+    // Deleting drops the expiry in the same transaction.
+    let delete = Write::Delete(DeleteTarget::MemoryId("m2".into()));
+    let gone = Change {
+        memory_id: "m2".into(),
+        expire_ms: None,
+        revision: None,
+    };
+    assert_eq!(
+        store
+            .write_changed(SCOPE, delete, vectors(), Some(gone))
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(store.expired(1000, 10).await.unwrap().is_empty());
+    assert_eq!(listed(&store, SCOPE).await, ["m1"]);
 }

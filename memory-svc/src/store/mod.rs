@@ -11,6 +11,7 @@
 
 #[cfg(test)]
 mod contract;
+pub mod generation;
 pub mod index;
 mod maxscore;
 pub mod pg;
@@ -23,6 +24,7 @@ use std::future::Future;
 
 use adk_common::{page::PageTokenError, storage::StorageError};
 use adk_proto::session::v1::Content;
+pub use generation::{Change, Expired, JobRecord, RevisionRecord};
 pub use plan::Write;
 pub use vectors::{Unembedded, Vectors};
 
@@ -50,6 +52,47 @@ pub struct Entry {
     pub content: Content,
 }
 
+/// The `custom_metadata` key marking a generated memory, and its value.
+pub const KIND_KEY: &str = "kind";
+pub const GENERATED: &str = "generated";
+/// The `custom_metadata` key of a generated memory's expiry (RFC 3339).
+pub const EXPIRE_KEY: &str = "expire_time";
+
+/// What an entry's metadata says of its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Kind {
+    pub generated: bool,
+    /// When it expires, ms since the epoch.
+    pub expire_ms: Option<i64>,
+}
+
+impl Entry {
+    /// Whether the entry is a generated memory, and when it expires. Only metadata that
+    /// mentions the marker is parsed, so raw entries cost a substring check.
+    pub fn kind(&self) -> Kind {
+        if !self.custom_metadata.contains(GENERATED) {
+            return Kind::default();
+        }
+        let Ok(serde_json::Value::Object(map)) =
+            serde_json::from_str::<serde_json::Value>(&self.custom_metadata)
+        else {
+            return Kind::default();
+        };
+        if map.get(KIND_KEY).and_then(|v| v.as_str()) != Some(GENERATED) {
+            return Kind::default();
+        }
+        let expire_ms = map
+            .get(EXPIRE_KEY)
+            .and_then(|v| v.as_str())
+            .and_then(|t| t.parse::<Timestamp>().ok())
+            .map(|t| t.seconds.saturating_mul(1000) + i64::from(t.nanos / 1_000_000));
+        Kind {
+            generated: true,
+            expire_ms,
+        }
+    }
+}
+
 /// A search result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
@@ -72,15 +115,23 @@ pub struct SearchQuery {
     pub author: Option<String>,
     /// The query's language, instead of the detected one.
     pub language: Option<Language>,
+    /// Only entries of this kind (`None`: both).
+    pub generated: Option<bool>,
+    /// The time (ms since the epoch) generated memories expire against; 0: none expire.
+    pub now_ms: i64,
 }
 
 impl SearchQuery {
     /// Whether `entry` passes the author and time filters. An entry without a timestamp fails
     /// every time filter, since nothing is known about when it happened.
+    /// Generated memories are filtered by kind and expiry here too.
     pub fn admits(&self, entry: &Entry) -> bool {
         let time = entry.timestamp.as_ref().map(|t| (t.seconds, t.nanos));
         let bound = |t: &Timestamp| (t.seconds, t.nanos);
-        self.author.as_ref().is_none_or(|a| *a == entry.author)
+        let kind = entry.kind();
+        self.generated.is_none_or(|g| g == kind.generated)
+            && (self.now_ms == 0 || kind.expire_ms.is_none_or(|at| at > self.now_ms))
+            && self.author.as_ref().is_none_or(|a| *a == entry.author)
             && self.after.as_ref().is_none_or(|a| time >= Some(bound(a)))
             && self
                 .before
@@ -149,14 +200,63 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// ingestion order (the order of listings and of equal search scores).
 pub trait MemoryStore: Send + Sync + 'static {
     /// Applies a write call, atomically and durably (see [`plan`] for what each one changes),
-    /// with the vectors of its entries' texts (see [`vectors`]), and returns the count the call
-    /// reports.
+    /// with the vectors of its entries' texts (see [`vectors`]) and, for a generated memory,
+    /// its expiry and revision ([`Change`]) in the same transaction; returns the count the
+    /// call reports.
+    fn write_changed(
+        &self,
+        scope: Scope<'_>,
+        write: Write,
+        vectors: Vectors,
+        change: Option<Change>,
+    ) -> impl Future<Output = Result<u32>> + Send;
+
+    /// [`MemoryStore::write_changed`] of raw entries.
     fn write_embedded(
         &self,
         scope: Scope<'_>,
         write: Write,
         vectors: Vectors,
-    ) -> impl Future<Output = Result<u32>> + Send;
+    ) -> impl Future<Output = Result<u32>> + Send {
+        self.write_changed(scope, write, vectors, None)
+    }
+
+    /// Queues a generation job, durably.
+    fn enqueue(&self, job: &JobRecord) -> impl Future<Output = Result<()>> + Send;
+
+    /// Claims the due job named `id`, or with `None` the job due first, if any (see
+    /// [`generation`]): its attempt is counted, it is marked running, and it is leased until
+    /// `now_ms + lease_ms`.
+    fn claim(
+        &self,
+        id: Option<&str>,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> impl Future<Output = Result<Option<JobRecord>>> + Send;
+
+    /// Stores a claimed job's new state (pending again for a retry at its `due_ms`, or
+    /// finished), unless another attempt has claimed it since; returns whether it was stored.
+    fn finish(&self, job: &JobRecord) -> impl Future<Output = Result<bool>> + Send;
+
+    /// The job `id` of the scope.
+    fn job(
+        &self,
+        scope: Scope<'_>,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<JobRecord>>> + Send;
+
+    /// One page of the scope's revisions (of `memory_id` only, when given), oldest first, and
+    /// the token of the next page (empty after the last one).
+    fn revisions(
+        &self,
+        scope: Scope<'_>,
+        memory_id: Option<&str>,
+        page_size: usize,
+        page_token: &str,
+    ) -> impl Future<Output = Result<(Vec<RevisionRecord>, String)>> + Send;
+
+    /// Up to `n` generated memories whose expiry is at or before `now_ms`.
+    fn expired(&self, now_ms: i64, n: usize) -> impl Future<Output = Result<Vec<Expired>>> + Send;
 
     /// [`MemoryStore::write_embedded`] without vectors. The calls below are this with their
     /// [`Write`].

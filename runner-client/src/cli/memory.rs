@@ -1,7 +1,7 @@
-//! `memory search|add-session|list|delete`.
+//! `memory search|add-session|generate|revisions|list|delete`.
 
-use adk_proto::memory::v1::{MemoryEntry, SearchMode};
-use runner_client::{event::content_text, json, MemoryTarget};
+use adk_proto::memory::v1::{GenerationState, MemoryEntry, RevisionAction, SearchMode};
+use runner_client::{event::content_text, json, GenerateSource, MemoryTarget};
 use serde_json::json;
 
 use super::{output, Cli, CliError};
@@ -47,6 +47,67 @@ pub(super) async fn add_session(cli: &Cli) -> Result<(), CliError> {
             "session {id} is in memory: {}",
             output::count(entries, "entry", "entries")
         ))?;
+    }
+    Ok(())
+}
+
+/// `memory generate [--no-wait]`: memories generated from the `--session`.
+pub(super) async fn generate(cli: &Cli, wait: bool) -> Result<(), CliError> {
+    let id = cli.required_session()?;
+    let source = GenerateSource::Session(id.to_owned());
+    let job = (cli.memory()?)
+        .generate(&cli.app, cli.user(), source, wait)
+        .await?;
+    let state = GenerationState::try_from(job.state)
+        .map_or("unknown", |s| {
+            s.as_str_name().trim_start_matches("GENERATION_STATE_")
+        })
+        .to_lowercase();
+    if cli.json {
+        output::json_line(&json!({
+            "job_id": job.id, "state": state, "added": job.added, "updated": job.updated,
+            "deleted": job.deleted, "kept": job.kept, "error": job.error,
+        }))?;
+    } else if wait {
+        output::line(&format!(
+            "job {}: {state}: {} added, {} updated, {} deleted, {} already known",
+            job.id, job.added, job.updated, job.deleted, job.kept
+        ))?;
+    } else {
+        output::line(&format!("job {} is queued", job.id))?;
+    }
+    Ok(())
+}
+
+/// `memory revisions [--id ID]`: what generation changed, oldest first.
+pub(super) async fn revisions(cli: &Cli, id: Option<&str>) -> Result<(), CliError> {
+    let revisions = (cli.memory()?).revisions(&cli.app, cli.user(), id).await?;
+    for r in &revisions {
+        let action = RevisionAction::try_from(r.action)
+            .map_or("unknown", |a| {
+                a.as_str_name().trim_start_matches("REVISION_ACTION_")
+            })
+            .to_lowercase();
+        if cli.json {
+            output::json_line(&json!({
+                "memory_id": r.memory_id, "action": action, "previous_fact": r.previous_fact,
+                "new_fact": r.new_fact, "source_event_ids": r.source_event_ids, "job_id": r.job_id,
+            }))?;
+        } else {
+            let change = match (r.previous_fact.as_str(), r.new_fact.as_str()) {
+                ("", new) => format!("{new:?}"),
+                (old, "") => format!("{old:?}"),
+                (old, new) => format!("{old:?} -> {new:?}"),
+            };
+            output::line(&format!("{}  {action:<7}  {change}", r.memory_id))?;
+        }
+    }
+    if revisions.is_empty() && !cli.json {
+        eprintln!(
+            "no revisions of memories of user {} in app {}",
+            cli.user(),
+            cli.app
+        );
     }
     Ok(())
 }

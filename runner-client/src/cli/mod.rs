@@ -116,6 +116,11 @@ pub struct AgentArgs {
     #[arg(long, env = "RUNNER_REMEMBER")]
     remember: bool,
 
+    /// Generate memories from each turn's events after it (in the background; needs
+    /// memory-svc --generator).
+    #[arg(long, env = "RUNNER_GENERATE")]
+    generate: bool,
+
     /// Give the model memories matching each message up front (`--agent openai`).
     #[arg(long, env = "RUNNER_PRELOAD_MEMORY")]
     preload_memory: bool,
@@ -172,7 +177,7 @@ enum Command {
         #[command(subcommand)]
         command: SessionsCommand,
     },
-    /// Search, list or delete memories, or add a session to memory.
+    /// Search, list or delete memories, add a session to memory, or generate memories from it.
     Memory {
         #[command(subcommand)]
         command: MemoryCommand,
@@ -233,6 +238,19 @@ enum MemoryCommand {
     },
     /// Add (or refresh) the --session in memory.
     AddSession,
+    /// Generate memories from the --session: facts extracted by memory-svc's generation model
+    /// and consolidated with the user's earlier ones. Waits for the job unless --no-wait.
+    Generate {
+        /// Queue the job and print it, without waiting for it.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// The changes generation made to --user's memories (to the memory --id only, if given),
+    /// oldest first.
+    Revisions {
+        #[arg(long)]
+        id: Option<String>,
+    },
     /// The memories of --user, in the order they were added.
     List,
     /// Delete memories of --user: the one with --id, all of them with --all, otherwise those
@@ -332,6 +350,8 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
                 language,
             } => memory::search(cli, query, (*mode).into(), language.as_deref()).await,
             MemoryCommand::AddSession => memory::add_session(cli).await,
+            MemoryCommand::Generate { no_wait } => memory::generate(cli, !no_wait).await,
+            MemoryCommand::Revisions { id } => memory::revisions(cli, id.as_deref()).await,
             MemoryCommand::List => memory::list(cli).await,
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,
         },

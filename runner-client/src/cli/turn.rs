@@ -26,7 +26,8 @@ impl Conversation {
     fn new(cli: &Cli, args: &AgentArgs) -> Result<Self, CliError> {
         let runner = Runner::new(cli.app.clone(), agent(args)?, cli.sessions()?)
             .with_memory(cli.memory()?)
-            .remember_sessions(args.remember);
+            .remember_sessions(args.remember)
+            .generate_memories(args.generate);
         let session = match &cli.session {
             Some(session) => session.clone(),
             None => {

@@ -238,6 +238,7 @@ impl Fixture {
                 user_id: "alice".into(),
                 page_size: 100,
                 page_token: String::new(),
+                kind: 0,
             })
             .await
             .expect("list_memories")

@@ -6,10 +6,19 @@ wins; a deleted id is never ingested again), but ranked BM25 search and durable 
 server. Search results are ``MemoryEntry`` objects shaped as ADK's in-memory service shapes
 them: the event id, the whole content, the author, and the event time as a naive local-time ISO
 string (M1.5).
+
+With memory-svc started with ``--generator``, memories are also *generated*: a model extracts
+facts from the conversation and consolidates them with the user's earlier ones, as Vertex AI
+Memory Bank does. The ``custom_metadata`` keys ``VertexAiMemoryBankService`` reads for that
+(``wait_for_completion``, ``disable_consolidation``, ``ttl``, ``allowed_topics``) work the same
+here on ``add_session_to_memory`` and ``add_events_to_memory``, so calls written for Vertex keep
+working; searches return generated memories beside raw ones (``kind`` chooses).
 """
 
 from __future__ import annotations
 
+import datetime
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -92,12 +101,19 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         with the query parameters and environment variables ``uri=`` takes."""
         return cls(uri=uri)
 
-    async def add_session_to_memory(self, session: Session) -> None:
+    async def add_session_to_memory(
+        self, session: Session, *, custom_metadata: Mapping[str, object] | None = None
+    ) -> None:
         """Replaces the session's memories with its events that have content.
 
-        The session is sent by value, so what is remembered is exactly the caller's copy.
+        The session is sent by value, so what is remembered is exactly the caller's copy. When
+        ``custom_metadata`` holds a generation key (see ``generation_options``), memories are
+        also generated from the session (memory-svc ``--generator``).
         """
+        options = generation_options(custom_metadata)
         request = mpb.AddSessionToMemoryRequest(session=session_to_proto(session))
+        if options is not None:
+            request.generate.CopyFrom(options)
         await self._invoke("AddSessionToMemory", request)
 
     async def add_events_to_memory(
@@ -111,16 +127,100 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
     ) -> None:
         """Adds events with content; an event id already remembered for that session is skipped.
 
-        ``custom_metadata`` is attached to every new memory and comes back in search results.
+        ``custom_metadata`` is attached to every new memory and comes back in search results;
+        its generation keys (see ``generation_options``) are not: they generate memories from
+        the events as well (memory-svc ``--generator``).
         """
+        options = generation_options(custom_metadata)
+        kept = {k: v for k, v in (custom_metadata or {}).items() if k not in GENERATION_KEYS}
+        proto_events = [event_to_proto(e) for e in events]
         request = mpb.AddEventsToMemoryRequest(
             app_name=app_name,
             user_id=user_id,
             session_id=session_id or "",
-            events=[event_to_proto(e) for e in events],
-            custom_metadata=_metadata_text(custom_metadata),
+            events=proto_events,
+            custom_metadata=_metadata_text(kept),
         )
         await self._invoke("AddEventsToMemory", request)
+        if options is not None:
+            generate = mpb.GenerateMemoriesRequest(
+                app_name=app_name,
+                user_id=user_id,
+                events=mpb.EventList(events=proto_events),
+                options=options,
+            )
+            await self._invoke("GenerateMemories", generate)
+
+    async def generate_memories(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: Sequence[Event] = (),
+        session: Session | None = None,
+        session_id: str | None = None,
+        wait_for_completion: bool = False,
+        disable_consolidation: bool = False,
+        ttl: str | float | datetime.timedelta | None = None,
+        allowed_topics: Sequence[object] | None = None,
+    ) -> mpb.GenerationJob:
+        """Generates memories of (app, user) from ``events``, a ``session`` given by value, or
+        the session ``session_id`` that memory-svc fetches from session-svc; returns the job.
+
+        Without ``wait_for_completion`` the job is queued and runs in the background (see
+        ``get_generation_job``); with it, this returns once the job has succeeded, and a job
+        that failed raises the ``grpc.aio.AioRpcError`` naming the job and why.
+        """
+        options = _options(
+            {
+                "wait_for_completion": wait_for_completion,
+                "disable_consolidation": disable_consolidation,
+                "ttl": ttl,
+                "allowed_topics": allowed_topics,
+            }
+        )
+        request = mpb.GenerateMemoriesRequest(app_name=app_name, user_id=user_id, options=options)
+        if session is not None:
+            request.session.CopyFrom(session_to_proto(session))
+        elif session_id:
+            request.session_ref.CopyFrom(
+                mpb.SessionRef(app_name=app_name, user_id=user_id, session_id=session_id)
+            )
+        else:
+            request.events.CopyFrom(mpb.EventList(events=[event_to_proto(e) for e in events]))
+        reply: mpb.GenerateMemoriesResponse = await self._invoke("GenerateMemories", request)
+        return reply.job
+
+    async def get_generation_job(
+        self, *, app_name: str, user_id: str, job_id: str
+    ) -> mpb.GenerationJob:
+        """The state of a generation job of (app, user)."""
+        request = mpb.GetGenerationJobRequest(app_name=app_name, user_id=user_id, job_id=job_id)
+        job: mpb.GenerationJob = await self._invoke("GetGenerationJob", request)
+        return job
+
+    async def list_memory_revisions(
+        self, *, app_name: str, user_id: str, memory_id: str | None = None
+    ) -> list[mpb.MemoryRevision]:
+        """Every change generation made to (app, user)'s memories (to ``memory_id`` only, when
+        given), oldest first."""
+        revisions: list[mpb.MemoryRevision] = []
+        token = ""
+        while True:
+            request = mpb.ListMemoryRevisionsRequest(
+                app_name=app_name,
+                user_id=user_id,
+                memory_id=memory_id or "",
+                page_size=100,
+                page_token=token,
+            )
+            page: mpb.ListMemoryRevisionsResponse = await self._invoke(
+                "ListMemoryRevisions", request
+            )
+            revisions.extend(page.revisions)
+            token = page.next_page_token
+            if not token:
+                return revisions
 
     async def add_memory(
         self,
@@ -152,6 +252,7 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         query: str,
         mode: SearchMode = "auto",
         language: str | None = None,
+        kind: MemoryKind = "all",
     ) -> SearchMemoryResponse:
         """The memories of (app, user) that best match ``query``, best first.
 
@@ -163,6 +264,10 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         ``language`` (an ISO 639-1 code such as ``"de"``) is the query's language, instead of
         the constructor's ``search_language`` or the detected one: the query's words are
         reduced to their stems in it. A language the server does not know is a ``ValueError``.
+
+        ``kind`` chooses raw memories (events and direct writes), generated ones (facts, their
+        ``custom_metadata`` saying ``"kind": "generated"``, their topic and source events), or
+        ``"all"``.
         """
         request = mpb.SearchMemoryRequest(
             app_name=app_name,
@@ -171,6 +276,7 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
             limit=self._search_limit,
             mode=_MODES[mode],
             language=language or self._search_language or "",
+            kind=_KINDS[kind],
         )
         reply: mpb.SearchMemoryResponse = await self._invoke("SearchMemory", request)
         return SearchMemoryResponse(memories=[_entry_from_proto(m) for m in reply.memories])
@@ -203,6 +309,91 @@ _MODES: dict[str, mpb.SearchMode] = {
     "semantic": mpb.SEARCH_MODE_SEMANTIC,
     "hybrid": mpb.SEARCH_MODE_HYBRID,
 }
+
+
+MemoryKind = Literal["all", "raw", "generated"]
+"""Which memories ``search_memory`` searches (see ``MemoryKind`` in memory.proto)."""
+
+_KINDS: dict[str, mpb.MemoryKind] = {
+    "all": mpb.MEMORY_KIND_ALL,
+    "raw": mpb.MEMORY_KIND_RAW,
+    "generated": mpb.MEMORY_KIND_GENERATED,
+}
+
+GENERATION_KEYS = frozenset(
+    {"wait_for_completion", "disable_consolidation", "ttl", "allowed_topics"}
+)
+"""The ``custom_metadata`` keys that ask for generation, as ``VertexAiMemoryBankService``
+reads them."""
+
+# Memory Bank's managed topics, as the built-in topics of memory-svc name them.
+_MANAGED_TOPICS = {
+    "USER_PREFERENCES": "preferences",
+    "USER_PERSONAL_INFO": "personal_facts",
+    "KEY_CONVERSATION_DETAILS": "plans",
+    "EXPLICIT_INSTRUCTIONS": "instructions",
+}
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+
+
+def generation_options(custom_metadata: Mapping[str, object] | None) -> mpb.GenerateOptions | None:
+    """The generation options ``custom_metadata`` asks for, or None when it names none of
+    ``GENERATION_KEYS``:
+
+    - ``wait_for_completion`` (bool): answer once the job is done;
+    - ``disable_consolidation`` (bool): add every fact, without comparing it with memories;
+    - ``ttl``: how long generated memories live: ``"3600s"`` (Vertex's form), seconds, or a
+      ``datetime.timedelta``;
+    - ``allowed_topics``: topic labels (``"preferences"``), or Vertex's
+      ``{"managed_memory_topic": "USER_PREFERENCES"}`` / ``{"custom_memory_topic_label": ...}``.
+    """
+    if not custom_metadata or not GENERATION_KEYS.intersection(custom_metadata):
+        return None
+    return _options(custom_metadata)
+
+
+def _options(values: Mapping[str, object]) -> mpb.GenerateOptions:
+    options = mpb.GenerateOptions(
+        wait=bool(values.get("wait_for_completion")),
+        disable_consolidation=bool(values.get("disable_consolidation")),
+        allowed_topics=[_topic(t) for t in _sequence(values.get("allowed_topics"))],
+    )
+    ttl = values.get("ttl")
+    if ttl is not None:
+        options.ttl.FromTimedelta(_timedelta(ttl))
+    return options
+
+
+def _sequence(value: object) -> Sequence[object]:
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise ValueError(f"allowed_topics: expected a list of topics, got {value!r}")
+    return value
+
+
+def _topic(topic: object) -> str:
+    if isinstance(topic, str):
+        return topic
+    if isinstance(topic, Mapping):
+        managed = topic.get("managed_memory_topic")
+        if isinstance(managed, str) and managed in _MANAGED_TOPICS:
+            return _MANAGED_TOPICS[managed]
+        custom = topic.get("custom_memory_topic_label")
+        if isinstance(custom, str):
+            return custom
+    raise ValueError(f"allowed_topics: {topic!r} is not a topic")
+
+
+def _timedelta(ttl: object) -> datetime.timedelta:
+    if isinstance(ttl, datetime.timedelta):
+        return ttl
+    if isinstance(ttl, (int, float)) and not isinstance(ttl, bool):
+        return datetime.timedelta(seconds=ttl)
+    if isinstance(ttl, str) and (match := _DURATION.match(ttl)):
+        return datetime.timedelta(seconds=float(match.group(1)))
+    raise ValueError(f'ttl: expected a duration such as "3600s", got {ttl!r}')
 
 
 def _metadata_text(custom_metadata: Mapping[str, object] | None) -> str:

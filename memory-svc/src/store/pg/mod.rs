@@ -10,6 +10,7 @@
 //! [`super::index`]), so both rank alike to the last bit.
 
 mod blocks;
+mod generation;
 mod schema;
 mod search;
 #[cfg(test)]
@@ -26,7 +27,8 @@ use super::{
     plan::Write,
     token,
     vectors::{check_model, rank, ModelCheck},
-    Entry, Hit, MemoryStore, Result, Scope, SearchQuery, StoreError, Unembedded, Vectors,
+    Change, Entry, Expired, Hit, JobRecord, MemoryStore, Result, RevisionRecord, Scope,
+    SearchQuery, StoreError, Unembedded, Vectors,
 };
 use crate::{analysis::Analyzer, embed::Identity};
 
@@ -125,7 +127,13 @@ impl MemoryStore for PgMemoryStore {
     /// on a fresh transaction, a bounded number of times; any other failure, a failed COMMIT
     /// included, is returned as it is and never re-run. Should the race go on, the call fails
     /// as a conflict (ABORTED), which the client may retry.
-    async fn write_embedded(&self, scope: Scope<'_>, op: Write, vectors: Vectors) -> Result<u32> {
+    async fn write_changed(
+        &self,
+        scope: Scope<'_>,
+        op: Write,
+        vectors: Vectors,
+        change: Option<Change>,
+    ) -> Result<u32> {
         postgres::retry_conflicts(
             || async {
                 let mut client = self.pool.get().await?;
@@ -133,6 +141,9 @@ impl MemoryStore for PgMemoryStore {
                 // statement runs in a failed transaction.
                 let tx = client.transaction().await?;
                 let out = write::write(&tx, scope, &op, &vectors, &self.analyzer).await?;
+                if let Some(change) = &change {
+                    generation::change(&tx, scope, change).await?;
+                }
                 tx.commit().await?;
                 Ok(out)
             },
@@ -306,6 +317,42 @@ impl MemoryStore for PgMemoryStore {
             tx.commit().await?;
         }
         Ok(stored)
+    }
+
+    async fn enqueue(&self, job: &JobRecord) -> Result<()> {
+        self.enqueue_now(job).await
+    }
+
+    async fn claim(
+        &self,
+        id: Option<&str>,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<JobRecord>> {
+        self.claim_now(id, now_ms, lease_ms).await
+    }
+
+    async fn finish(&self, job: &JobRecord) -> Result<bool> {
+        self.finish_now(job).await
+    }
+
+    async fn job(&self, scope: Scope<'_>, id: &str) -> Result<Option<JobRecord>> {
+        self.job_now(scope, id).await
+    }
+
+    async fn revisions(
+        &self,
+        scope: Scope<'_>,
+        memory_id: Option<&str>,
+        page_size: usize,
+        page_token: &str,
+    ) -> Result<(Vec<RevisionRecord>, String)> {
+        self.revisions_now(scope, memory_id, page_size, page_token)
+            .await
+    }
+
+    async fn expired(&self, now_ms: i64, n: usize) -> Result<Vec<Expired>> {
+        self.expired_now(now_ms, n).await
     }
 
     async fn list(

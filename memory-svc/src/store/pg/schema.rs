@@ -1,6 +1,6 @@
 //! The PostgreSQL memory schema, and how a stored entry is read back.
 //!
-//! Schema version 4, created by the service itself ([`MIGRATIONS`]):
+//! Schema version 5, created by the service itself ([`MIGRATIONS`]):
 //!
 //! | table               | primary key             | holds                                        |
 //! |---------------------|-------------------------|----------------------------------------------|
@@ -11,6 +11,9 @@
 //! | `memory_index`      | (one row)               | the analysis the index was built with        |
 //! | `memory_vectors`    | app, user, seq          | the entry's embedding (little-endian `f32`s) |
 //! | `memory_vector_model` | (one row)             | the model that made the vectors              |
+//! | `memory_revisions`  | app, user, seq          | changes generation made (`RevisionRecord`)   |
+//! | `memory_expiries`   | app, user, memory id    | when a generated memory expires (ms)         |
+//! | `memory_jobs`       | id                      | generation jobs (`JobRecord`), due time      |
 //!
 //! `memory_entries` is also indexed by (app, user, session, seq), which finds a session's last
 //! entry (its tail, for the context of appended events) in one index probe.
@@ -27,7 +30,7 @@
 //! A block is rewritten by every write that appends to it, so `memory_blocks` keeps blocks of
 //! up to 8 KB inline and uncompressed (`toast_tuple_target`): PostgreSQL would otherwise
 //! compress a block of a common term (past 2 KB) again at each append, and decompress it at
-//! each read.
+//! each read. Version 5 added memory generation (see `super::generation`).
 //!
 //! Every key starts with (app, user): no statement reads or writes outside one user's memory,
 //! and a distributed engine can shard by it.
@@ -124,6 +127,33 @@ CREATE TABLE memory_blocks (
 ) WITH (fillfactor = 75, toast_tuple_target = 8160);
 DELETE FROM memory_index;
 CREATE INDEX memory_session_seqs ON memory_entries (app_name, user_id, session_id, seq);
+"#,
+    r#"
+CREATE TABLE memory_revisions (
+    app_name  text COLLATE "C" NOT NULL,
+    user_id   text COLLATE "C" NOT NULL,
+    seq       bigint GENERATED ALWAYS AS IDENTITY,
+    memory_id text COLLATE "C" NOT NULL,
+    record    bytea NOT NULL,
+    PRIMARY KEY (app_name, user_id, seq)
+);
+CREATE TABLE memory_expiries (
+    app_name  text COLLATE "C" NOT NULL,
+    user_id   text COLLATE "C" NOT NULL,
+    memory_id text COLLATE "C" NOT NULL,
+    expire_ms bigint NOT NULL,
+    PRIMARY KEY (app_name, user_id, memory_id)
+);
+CREATE INDEX memory_expiries_due ON memory_expiries (expire_ms);
+CREATE TABLE memory_jobs (
+    id       text COLLATE "C" PRIMARY KEY,
+    app_name text COLLATE "C" NOT NULL,
+    user_id  text COLLATE "C" NOT NULL,
+    open     boolean NOT NULL,
+    due_ms   bigint NOT NULL,
+    record   bytea NOT NULL
+);
+CREATE INDEX memory_jobs_due ON memory_jobs (due_ms) WHERE open;
 "#,
 ];
 

@@ -83,7 +83,7 @@ pub(super) fn reindex(store: &SledMemoryStore) -> Result<()> {
             app_name: &app_name,
             user_id: &user_id,
         });
-        let entries = store.write_now(&scope, &Write::Reindex, &Vectors::default())?;
+        let entries = store.write_now(&scope, &Write::Reindex, &Vectors::default(), None)?;
         counter!("memory_reindexed_entries_total").increment(u64::from(entries));
         tracing::info!(
             app_name,

@@ -16,6 +16,10 @@
 //! | `tombstones` | app, user, id             | (empty): deleted ids, not re-ingested   |
 //! | `stats`      | app, user                 | `Stats` (protobuf)                      |
 //! | `vectors`    | app, user, seq            | the entry's vector (see [`vectors`])    |
+//! | `revisions`  | app, user, revision seq   | `RevisionRecord` (protobuf)             |
+//! | `expiries`   | app, user, memory id      | its expiry, ms (i64 big-endian)         |
+//! | `jobs`       | job id                    | `JobRecord` (protobuf)                  |
+//! | `job_queue`  | due ms, job id            | (empty): the open jobs, due first       |
 //!
 //! The `postings` module describes the blocks. A term's document frequency is kept
 //! beside its postings, in the same transactions, so a search knows every term's idf before
@@ -52,6 +56,7 @@
 //! tokio's blocking pool, never on the workers that answer other RPCs (health probes,
 //! searches); an async method only waits for it.
 
+mod generation;
 mod migrate;
 mod postings;
 mod records;
@@ -80,7 +85,8 @@ use super::{
     index,
     maxscore::{self, Ranked, TermList},
     plan::Write,
-    token, Entry, Hit, MemoryStore, Result, Scope, SearchQuery, Unembedded, Vectors,
+    token, Change, Entry, Expired, Hit, JobRecord, MemoryStore, Result, RevisionRecord, Scope,
+    SearchQuery, Unembedded, Vectors,
 };
 use crate::analysis::Analyzer;
 use crate::embed::Identity;
@@ -99,6 +105,10 @@ pub struct SledMemoryStore {
     stats: Tree,
     vectors: Tree,
     vector_model: Tree,
+    revisions: Tree,
+    expiries: Tree,
+    jobs: Tree,
+    job_queue: Tree,
     commit: GroupCommit,
     gate: WriteGate,
     analyzer: Analyzer,
@@ -135,6 +145,10 @@ impl SledMemoryStore {
             stats: db.open_tree("stats")?,
             vectors: db.open_tree("vectors")?,
             vector_model: db.open_tree("vector_model")?,
+            revisions: db.open_tree("revisions")?,
+            expiries: db.open_tree("expiries")?,
+            jobs: db.open_tree("jobs")?,
+            job_queue: db.open_tree("job_queue")?,
             commit: GroupCommit::start(db.clone(), sync),
             gate: WriteGate::default(),
             analyzer,
@@ -233,19 +247,28 @@ impl SledMemoryStore {
 
     /// [`MemoryStore::search`] in the scope whose keys start with `scope`.
     fn search_now(&self, scope: &Key, query: &SearchQuery) -> Result<Vec<Hit>> {
-        let filtered = query.author.is_some() || query.after.is_some() || query.before.is_some();
+        let filtered = query.author.is_some()
+            || query.after.is_some()
+            || query.before.is_some()
+            || query.generated.is_some();
         if !filtered {
             // Without filters every entry is admitted, so records are read for the results
             // only. Searches do not lock out writers, though: if one of them was removed since
             // its postings were read, the search is done again the way filters are applied.
             let ranked = self.rank(scope, query, |_| Ok(Some(())))?;
             let mut hits = Vec::with_capacity(ranked.len());
+            // Nor are generated memories filtered (kind, expiry) before: one that does not pass
+            // also sends the search the filtering way.
             for r in &ranked {
                 let Some(record) = self.record(scope, r.seq)? else {
                     break;
                 };
+                let entry = record.into_entry();
+                if !query.admits(&entry) {
+                    break;
+                }
                 hits.push(Hit {
-                    entry: record.into_entry(),
+                    entry,
                     score: r.score,
                 });
             }
@@ -307,11 +330,12 @@ impl Snapshotter for SledMemoryStore {
 
 impl MemoryStore for SledMemoryStore {
     /// Applies `write` in `scope` (see [`write`]), then waits until it is durable.
-    async fn write_embedded(
+    async fn write_changed(
         &self,
         scope: Scope<'_>,
         write: Write,
         vectors: Vectors,
+        change: Option<Change>,
     ) -> Result<u32> {
         self.commit.check_writable()?;
         let writing = self.gate.writing_owned().await;
@@ -319,7 +343,7 @@ impl MemoryStore for SledMemoryStore {
         let count = self
             .blocking(move |store| {
                 let _writing = writing;
-                store.write_now(&key, &write, &vectors)
+                store.write_now(&key, &write, &vectors, change.as_ref())
             })
             .await;
         // Also when nothing changed: the answer may rest on a concurrent write not yet flushed.
@@ -367,6 +391,73 @@ impl MemoryStore for SledMemoryStore {
             .await?;
         self.commit.wait_durable().await?;
         Ok(stored)
+    }
+
+    async fn enqueue(&self, job: &JobRecord) -> Result<()> {
+        let job = job.clone();
+        self.durably(move |store| store.enqueue_now(&job)).await
+    }
+
+    async fn claim(
+        &self,
+        id: Option<&str>,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<JobRecord>> {
+        let id = id.map(str::to_owned);
+        self.commit.check_writable()?;
+        let writing = self.gate.writing_owned().await;
+        let claimed = self
+            .blocking(move |store| {
+                let _writing = writing;
+                store.claim_now(id.as_deref(), now_ms, lease_ms)
+            })
+            .await?;
+        // Idle workers poll: a poll that claimed nothing wrote nothing to wait for.
+        if claimed.is_some() {
+            self.commit.wait_durable().await?;
+        }
+        Ok(claimed)
+    }
+
+    async fn finish(&self, job: &JobRecord) -> Result<bool> {
+        let job = job.clone();
+        self.durably(move |store| store.finish_now(&job)).await
+    }
+
+    async fn job(&self, scope: Scope<'_>, id: &str) -> Result<Option<JobRecord>> {
+        let (app_name, user_id, id) = (
+            scope.app_name.to_owned(),
+            scope.user_id.to_owned(),
+            id.to_owned(),
+        );
+        self.blocking(move |store| store.job_now(&app_name, &user_id, &id))
+            .await
+    }
+
+    async fn revisions(
+        &self,
+        scope: Scope<'_>,
+        memory_id: Option<&str>,
+        page_size: usize,
+        page_token: &str,
+    ) -> Result<(Vec<RevisionRecord>, String)> {
+        let after = token::decode(scope, page_token)?;
+        let (app_name, user_id) = (scope.app_name.to_owned(), scope.user_id.to_owned());
+        let memory_id = memory_id.map(str::to_owned);
+        self.blocking(move |store| {
+            let scope = Scope {
+                app_name: &app_name,
+                user_id: &user_id,
+            };
+            store.revisions_now(scope, memory_id.as_deref(), page_size, after)
+        })
+        .await
+    }
+
+    async fn expired(&self, now_ms: i64, n: usize) -> Result<Vec<Expired>> {
+        self.blocking(move |store| store.expired_now(now_ms, n))
+            .await
     }
 
     async fn list(

@@ -20,7 +20,7 @@ use super::{
     super::{
         plan::{self, Edit, Loaded, Plan, Stored, Write},
         vectors::{self, Vectors},
-        Result, StoreError,
+        Change, Result, StoreError,
     },
     postings::{Posting, TermEdit},
     records::{decode, key_seq, u64_value, EntryRecord, Stats},
@@ -31,19 +31,33 @@ impl SledMemoryStore {
     /// Loads, plans and commits `write` in the scope whose keys start with `scope`, until it
     /// commits without a concurrent write having come between; returns the call's count. Not
     /// yet durable.
-    pub(super) fn write_now(&self, scope: &Key, write: &Write, vectors: &Vectors) -> Result<u32> {
+    pub(super) fn write_now(
+        &self,
+        scope: &Key,
+        write: &Write,
+        vectors: &Vectors,
+        change: Option<&Change>,
+    ) -> Result<u32> {
+        // Revisions are numbered once, so a write planned again keeps its number.
+        let revision_seq = match change.and_then(|c| c.revision.as_ref()) {
+            Some(_) => Some(self.db.generate_id()?),
+            None => None,
+        };
         loop {
             let (base, stats) = self.stats(scope)?;
             let loaded = self.load(scope, write, &stats, base.is_some())?;
             let plan = plan::plan(write, loaded, &self.analyzer);
-            // A plan that changes nothing commits nothing.
-            if plan.edits.is_empty() {
+            // A plan that changes nothing commits nothing (but a change's revision).
+            if plan.edits.is_empty() && change.is_none() {
                 return Ok(plan.count);
             }
             let (count, delta) = (plan.count, plan.entry_delta());
             let vector_edits = vectors::edits(&plan.edits, vectors);
             let mut batches = Batches::of(self, scope, plan, stats)?;
             batches.vectors = self.vector_batch(scope, vector_edits)?;
+            if let Some(change) = change {
+                batches.change(scope, change, revision_seq);
+            }
             match batches.commit(self, scope, base) {
                 Ok(true) => {
                     if delta != 0 {
@@ -161,6 +175,8 @@ struct Batches {
     tombstones: Batch,
     /// See [`SledMemoryStore::vector_batch`].
     vectors: Batch,
+    revisions: Batch,
+    expiries: Batch,
 }
 
 impl Batches {
@@ -181,6 +197,8 @@ impl Batches {
             df: Batch::default(),
             tombstones: Batch::default(),
             vectors: Batch::default(),
+            revisions: Batch::default(),
+            expiries: Batch::default(),
         };
         // The terms whose postings change, by term; queued into `blocks` and `df` at the end.
         let mut terms = Terms {
@@ -258,6 +276,19 @@ impl Batches {
         Ok(b)
     }
 
+    /// Adds a generated memory's expiry and revision (numbered `revision_seq`).
+    fn change(&mut self, scope: &Key, change: &Change, revision_seq: Option<u64>) {
+        let expiry = scope.clone().str(&change.memory_id);
+        match change.expire_ms {
+            Some(at) => self.expiries.insert(expiry, &at.to_be_bytes()[..]),
+            None => self.expiries.remove(expiry),
+        }
+        if let (Some(revision), Some(seq)) = (&change.revision, revision_seq) {
+            self.revisions
+                .insert(scope.clone().u64(seq), revision.encode_to_vec());
+        }
+    }
+
     /// Commits the batches unless another write to the scope committed since its stats record
     /// was `base`; `false` means the write must be planned again.
     fn commit(
@@ -276,10 +307,24 @@ impl Batches {
             &store.tombstones,
             &store.stats,
             &store.vectors,
+            &store.revisions,
+            &store.expiries,
         );
         trees
             .transaction(
-                |(entries, buckets, turns, ids, blocks, df, tombstones, stats, vectors)| {
+                |(
+                    entries,
+                    buckets,
+                    turns,
+                    ids,
+                    blocks,
+                    df,
+                    tombstones,
+                    stats,
+                    vectors,
+                    revisions,
+                    expiries,
+                )| {
                     if stats.get(scope)? != base {
                         return Ok(false);
                     }
@@ -291,6 +336,8 @@ impl Batches {
                     df.apply_batch(&self.df)?;
                     tombstones.apply_batch(&self.tombstones)?;
                     vectors.apply_batch(&self.vectors)?;
+                    revisions.apply_batch(&self.revisions)?;
+                    expiries.apply_batch(&self.expiries)?;
                     stats.insert(scope.as_bytes(), self.stats.encode_to_vec())?;
                     Ok(true)
                 },

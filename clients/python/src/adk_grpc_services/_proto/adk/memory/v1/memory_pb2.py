@@ -23,46 +23,71 @@ _sym_db = _symbol_database.Default()
 
 
 from adk_grpc_services._proto.adk.session.v1 import session_pb2 as adk_dot_session_dot_v1_dot_session__pb2
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x61\x64k/memory/v1/memory.proto\x12\radk.memory.v1\x1a\x1c\x61\x64k/session/v1/session.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbe\x01\n\x0bMemoryEntry\x12\n\n\x02id\x18\x01 \x01(\t\x12(\n\x07\x63ontent\x18\x02 \x01(\x0b\x32\x17.adk.session.v1.Content\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12-\n\ttimestamp\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0f\x63ustom_metadata\x18\x05 \x01(\t\x12\x12\n\nsession_id\x18\x06 \x01(\t\x12\r\n\x05score\x18\x07 \x01(\x01\"C\n\nSessionRef\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\"\x83\x01\n\x19\x41\x64\x64SessionToMemoryRequest\x12*\n\x07session\x18\x01 \x01(\x0b\x32\x17.adk.session.v1.SessionH\x00\x12\x30\n\x0bsession_ref\x18\x02 \x01(\x0b\x32\x19.adk.memory.v1.SessionRefH\x00\x42\x08\n\x06source\"-\n\x1a\x41\x64\x64SessionToMemoryResponse\x12\x0f\n\x07\x65ntries\x18\x01 \x01(\r\"\x91\x01\n\x18\x41\x64\x64\x45ventsToMemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12%\n\x06\x65vents\x18\x04 \x03(\x0b\x32\x15.adk.session.v1.Event\x12\x17\n\x0f\x63ustom_metadata\x18\x05 \x01(\t\",\n\x19\x41\x64\x64\x45ventsToMemoryResponse\x12\x0f\n\x07\x65ntries\x18\x01 \x01(\r\"|\n\x10\x41\x64\x64MemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12,\n\x08memories\x18\x03 \x03(\x0b\x32\x1a.adk.memory.v1.MemoryEntry\x12\x17\n\x0f\x63ustom_metadata\x18\x04 \x01(\t\" \n\x11\x41\x64\x64MemoryResponse\x12\x0b\n\x03ids\x18\x01 \x03(\t\"\x8c\x02\n\x13SearchMemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\r\n\x05query\x18\x03 \x01(\t\x12\r\n\x05limit\x18\x04 \x01(\x05\x12\x33\n\x0f\x61\x66ter_timestamp\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10\x62\x65\x66ore_timestamp\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06\x61uthor\x18\x07 \x01(\t\x12\x10\n\x08language\x18\x08 \x01(\t\x12\'\n\x04mode\x18\t \x01(\x0e\x32\x19.adk.memory.v1.SearchMode\"D\n\x14SearchMemoryResponse\x12,\n\x08memories\x18\x01 \x03(\x0b\x32\x1a.adk.memory.v1.MemoryEntry\"|\n\x13\x44\x65leteMemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x13\n\tmemory_id\x18\x03 \x01(\tH\x00\x12\x14\n\nsession_id\x18\x04 \x01(\tH\x00\x12\r\n\x03\x61ll\x18\x05 \x01(\x08H\x00\x42\x08\n\x06target\"\'\n\x14\x44\x65leteMemoryResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\r\"_\n\x13ListMemoriesRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"]\n\x14ListMemoriesResponse\x12,\n\x08memories\x18\x01 \x03(\x0b\x32\x1a.adk.memory.v1.MemoryEntry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*m\n\nSearchMode\x12\x14\n\x10SEARCH_MODE_AUTO\x10\x00\x12\x17\n\x13SEARCH_MODE_KEYWORD\x10\x01\x12\x18\n\x14SEARCH_MODE_SEMANTIC\x10\x02\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x03\x32\xbd\x04\n\rMemoryService\x12i\n\x12\x41\x64\x64SessionToMemory\x12(.adk.memory.v1.AddSessionToMemoryRequest\x1a).adk.memory.v1.AddSessionToMemoryResponse\x12\x66\n\x11\x41\x64\x64\x45ventsToMemory\x12\'.adk.memory.v1.AddEventsToMemoryRequest\x1a(.adk.memory.v1.AddEventsToMemoryResponse\x12N\n\tAddMemory\x12\x1f.adk.memory.v1.AddMemoryRequest\x1a .adk.memory.v1.AddMemoryResponse\x12W\n\x0cSearchMemory\x12\".adk.memory.v1.SearchMemoryRequest\x1a#.adk.memory.v1.SearchMemoryResponse\x12W\n\x0c\x44\x65leteMemory\x12\".adk.memory.v1.DeleteMemoryRequest\x1a#.adk.memory.v1.DeleteMemoryResponse\x12W\n\x0cListMemories\x12\".adk.memory.v1.ListMemoriesRequest\x1a#.adk.memory.v1.ListMemoriesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x61\x64k/memory/v1/memory.proto\x12\radk.memory.v1\x1a\x1c\x61\x64k/session/v1/session.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbe\x01\n\x0bMemoryEntry\x12\n\n\x02id\x18\x01 \x01(\t\x12(\n\x07\x63ontent\x18\x02 \x01(\x0b\x32\x17.adk.session.v1.Content\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12-\n\ttimestamp\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0f\x63ustom_metadata\x18\x05 \x01(\t\x12\x12\n\nsession_id\x18\x06 \x01(\t\x12\r\n\x05score\x18\x07 \x01(\x01\"C\n\nSessionRef\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\"\xb5\x01\n\x19\x41\x64\x64SessionToMemoryRequest\x12*\n\x07session\x18\x01 \x01(\x0b\x32\x17.adk.session.v1.SessionH\x00\x12\x30\n\x0bsession_ref\x18\x02 \x01(\x0b\x32\x19.adk.memory.v1.SessionRefH\x00\x12\x30\n\x08generate\x18\x03 \x01(\x0b\x32\x1e.adk.memory.v1.GenerateOptionsB\x08\n\x06source\"_\n\x1a\x41\x64\x64SessionToMemoryResponse\x12\x0f\n\x07\x65ntries\x18\x01 \x01(\r\x12\x30\n\ngeneration\x18\x02 \x01(\x0b\x32\x1c.adk.memory.v1.GenerationJob\"\x91\x01\n\x18\x41\x64\x64\x45ventsToMemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12%\n\x06\x65vents\x18\x04 \x03(\x0b\x32\x15.adk.session.v1.Event\x12\x17\n\x0f\x63ustom_metadata\x18\x05 \x01(\t\",\n\x19\x41\x64\x64\x45ventsToMemoryResponse\x12\x0f\n\x07\x65ntries\x18\x01 \x01(\r\"|\n\x10\x41\x64\x64MemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12,\n\x08memories\x18\x03 \x03(\x0b\x32\x1a.adk.memory.v1.MemoryEntry\x12\x17\n\x0f\x63ustom_metadata\x18\x04 \x01(\t\" \n\x11\x41\x64\x64MemoryResponse\x12\x0b\n\x03ids\x18\x01 \x03(\t\"\xb5\x02\n\x13SearchMemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\r\n\x05query\x18\x03 \x01(\t\x12\r\n\x05limit\x18\x04 \x01(\x05\x12\x33\n\x0f\x61\x66ter_timestamp\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10\x62\x65\x66ore_timestamp\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06\x61uthor\x18\x07 \x01(\t\x12\x10\n\x08language\x18\x08 \x01(\t\x12\'\n\x04mode\x18\t \x01(\x0e\x32\x19.adk.memory.v1.SearchMode\x12\'\n\x04kind\x18\n \x01(\x0e\x32\x19.adk.memory.v1.MemoryKind\"D\n\x14SearchMemoryResponse\x12,\n\x08memories\x18\x01 \x03(\x0b\x32\x1a.adk.memory.v1.MemoryEntry\"|\n\x13\x44\x65leteMemoryRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x13\n\tmemory_id\x18\x03 \x01(\tH\x00\x12\x14\n\nsession_id\x18\x04 \x01(\tH\x00\x12\r\n\x03\x61ll\x18\x05 \x01(\x08H\x00\x42\x08\n\x06target\"\'\n\x14\x44\x65leteMemoryResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\r\"\x88\x01\n\x13ListMemoriesRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\'\n\x04kind\x18\x05 \x01(\x0e\x32\x19.adk.memory.v1.MemoryKind\"]\n\x14ListMemoriesResponse\x12,\n\x08memories\x18\x01 \x03(\x0b\x32\x1a.adk.memory.v1.MemoryEntry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"~\n\x0fGenerateOptions\x12\x0c\n\x04wait\x18\x01 \x01(\x08\x12\x1d\n\x15\x64isable_consolidation\x18\x02 \x01(\x08\x12&\n\x03ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x16\n\x0e\x61llowed_topics\x18\x04 \x03(\t\"2\n\tEventList\x12%\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x15.adk.session.v1.Event\"\x81\x02\n\x17GenerateMemoriesRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12*\n\x07session\x18\x03 \x01(\x0b\x32\x17.adk.session.v1.SessionH\x00\x12\x30\n\x0bsession_ref\x18\x04 \x01(\x0b\x32\x19.adk.memory.v1.SessionRefH\x00\x12*\n\x06\x65vents\x18\x05 \x01(\x0b\x32\x18.adk.memory.v1.EventListH\x00\x12/\n\x07options\x18\x06 \x01(\x0b\x32\x1e.adk.memory.v1.GenerateOptionsB\x08\n\x06source\"E\n\x18GenerateMemoriesResponse\x12)\n\x03job\x18\x01 \x01(\x0b\x32\x1c.adk.memory.v1.GenerationJob\"\xaf\x02\n\rGenerationJob\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08\x61pp_name\x18\x02 \x01(\t\x12\x0f\n\x07user_id\x18\x03 \x01(\t\x12-\n\x05state\x18\x04 \x01(\x0e\x32\x1e.adk.memory.v1.GenerationState\x12\x10\n\x08\x61ttempts\x18\x05 \x01(\r\x12\r\n\x05\x65rror\x18\x06 \x01(\t\x12/\n\x0b\x63reate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x61\x64\x64\x65\x64\x18\t \x01(\r\x12\x0f\n\x07updated\x18\n \x01(\r\x12\x0f\n\x07\x64\x65leted\x18\x0b \x01(\r\x12\x0c\n\x04kept\x18\x0c \x01(\r\"L\n\x17GetGenerationJobRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x0e\n\x06job_id\x18\x03 \x01(\t\"\xd6\x01\n\x0eMemoryRevision\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12-\n\x06\x61\x63tion\x18\x02 \x01(\x0e\x32\x1d.adk.memory.v1.RevisionAction\x12\x15\n\rprevious_fact\x18\x03 \x01(\t\x12\x10\n\x08new_fact\x18\x04 \x01(\t\x12\x18\n\x10source_event_ids\x18\x05 \x03(\t\x12/\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06job_id\x18\x07 \x01(\t\"y\n\x1aListMemoryRevisionsRequest\x12\x10\n\x08\x61pp_name\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x11\n\tmemory_id\x18\x03 \x01(\t\x12\x11\n\tpage_size\x18\x04 \x01(\x05\x12\x12\n\npage_token\x18\x05 \x01(\t\"h\n\x1bListMemoryRevisionsResponse\x12\x30\n\trevisions\x18\x01 \x03(\x0b\x32\x1d.adk.memory.v1.MemoryRevision\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*Q\n\nMemoryKind\x12\x13\n\x0fMEMORY_KIND_ALL\x10\x00\x12\x13\n\x0fMEMORY_KIND_RAW\x10\x01\x12\x19\n\x15MEMORY_KIND_GENERATED\x10\x02*m\n\nSearchMode\x12\x14\n\x10SEARCH_MODE_AUTO\x10\x00\x12\x17\n\x13SEARCH_MODE_KEYWORD\x10\x01\x12\x18\n\x14SEARCH_MODE_SEMANTIC\x10\x02\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x03*\xac\x01\n\x0fGenerationState\x12 \n\x1cGENERATION_STATE_UNSPECIFIED\x10\x00\x12\x1c\n\x18GENERATION_STATE_PENDING\x10\x01\x12\x1c\n\x18GENERATION_STATE_RUNNING\x10\x02\x12\x1e\n\x1aGENERATION_STATE_SUCCEEDED\x10\x03\x12\x1b\n\x17GENERATION_STATE_FAILED\x10\x04*\x86\x01\n\x0eRevisionAction\x12\x1f\n\x1bREVISION_ACTION_UNSPECIFIED\x10\x00\x12\x19\n\x15REVISION_ACTION_ADDED\x10\x01\x12\x1b\n\x17REVISION_ACTION_UPDATED\x10\x02\x12\x1b\n\x17REVISION_ACTION_DELETED\x10\x03\x32\xea\x06\n\rMemoryService\x12i\n\x12\x41\x64\x64SessionToMemory\x12(.adk.memory.v1.AddSessionToMemoryRequest\x1a).adk.memory.v1.AddSessionToMemoryResponse\x12\x66\n\x11\x41\x64\x64\x45ventsToMemory\x12\'.adk.memory.v1.AddEventsToMemoryRequest\x1a(.adk.memory.v1.AddEventsToMemoryResponse\x12N\n\tAddMemory\x12\x1f.adk.memory.v1.AddMemoryRequest\x1a .adk.memory.v1.AddMemoryResponse\x12W\n\x0cSearchMemory\x12\".adk.memory.v1.SearchMemoryRequest\x1a#.adk.memory.v1.SearchMemoryResponse\x12W\n\x0c\x44\x65leteMemory\x12\".adk.memory.v1.DeleteMemoryRequest\x1a#.adk.memory.v1.DeleteMemoryResponse\x12W\n\x0cListMemories\x12\".adk.memory.v1.ListMemoriesRequest\x1a#.adk.memory.v1.ListMemoriesResponse\x12\x63\n\x10GenerateMemories\x12&.adk.memory.v1.GenerateMemoriesRequest\x1a\'.adk.memory.v1.GenerateMemoriesResponse\x12X\n\x10GetGenerationJob\x12&.adk.memory.v1.GetGenerationJobRequest\x1a\x1c.adk.memory.v1.GenerationJob\x12l\n\x13ListMemoryRevisions\x12).adk.memory.v1.ListMemoryRevisionsRequest\x1a*.adk.memory.v1.ListMemoryRevisionsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'adk.memory.v1.memory_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SEARCHMODE']._serialized_start=1605
-  _globals['_SEARCHMODE']._serialized_end=1714
-  _globals['_MEMORYENTRY']._serialized_start=109
-  _globals['_MEMORYENTRY']._serialized_end=299
-  _globals['_SESSIONREF']._serialized_start=301
-  _globals['_SESSIONREF']._serialized_end=368
-  _globals['_ADDSESSIONTOMEMORYREQUEST']._serialized_start=371
-  _globals['_ADDSESSIONTOMEMORYREQUEST']._serialized_end=502
-  _globals['_ADDSESSIONTOMEMORYRESPONSE']._serialized_start=504
-  _globals['_ADDSESSIONTOMEMORYRESPONSE']._serialized_end=549
-  _globals['_ADDEVENTSTOMEMORYREQUEST']._serialized_start=552
-  _globals['_ADDEVENTSTOMEMORYREQUEST']._serialized_end=697
-  _globals['_ADDEVENTSTOMEMORYRESPONSE']._serialized_start=699
-  _globals['_ADDEVENTSTOMEMORYRESPONSE']._serialized_end=743
-  _globals['_ADDMEMORYREQUEST']._serialized_start=745
-  _globals['_ADDMEMORYREQUEST']._serialized_end=869
-  _globals['_ADDMEMORYRESPONSE']._serialized_start=871
-  _globals['_ADDMEMORYRESPONSE']._serialized_end=903
-  _globals['_SEARCHMEMORYREQUEST']._serialized_start=906
-  _globals['_SEARCHMEMORYREQUEST']._serialized_end=1174
-  _globals['_SEARCHMEMORYRESPONSE']._serialized_start=1176
-  _globals['_SEARCHMEMORYRESPONSE']._serialized_end=1244
-  _globals['_DELETEMEMORYREQUEST']._serialized_start=1246
-  _globals['_DELETEMEMORYREQUEST']._serialized_end=1370
-  _globals['_DELETEMEMORYRESPONSE']._serialized_start=1372
-  _globals['_DELETEMEMORYRESPONSE']._serialized_end=1411
-  _globals['_LISTMEMORIESREQUEST']._serialized_start=1413
-  _globals['_LISTMEMORIESREQUEST']._serialized_end=1508
-  _globals['_LISTMEMORIESRESPONSE']._serialized_start=1510
-  _globals['_LISTMEMORIESRESPONSE']._serialized_end=1603
-  _globals['_MEMORYSERVICE']._serialized_start=1717
-  _globals['_MEMORYSERVICE']._serialized_end=2290
+  _globals['_MEMORYKIND']._serialized_start=3161
+  _globals['_MEMORYKIND']._serialized_end=3242
+  _globals['_SEARCHMODE']._serialized_start=3244
+  _globals['_SEARCHMODE']._serialized_end=3353
+  _globals['_GENERATIONSTATE']._serialized_start=3356
+  _globals['_GENERATIONSTATE']._serialized_end=3528
+  _globals['_REVISIONACTION']._serialized_start=3531
+  _globals['_REVISIONACTION']._serialized_end=3665
+  _globals['_MEMORYENTRY']._serialized_start=141
+  _globals['_MEMORYENTRY']._serialized_end=331
+  _globals['_SESSIONREF']._serialized_start=333
+  _globals['_SESSIONREF']._serialized_end=400
+  _globals['_ADDSESSIONTOMEMORYREQUEST']._serialized_start=403
+  _globals['_ADDSESSIONTOMEMORYREQUEST']._serialized_end=584
+  _globals['_ADDSESSIONTOMEMORYRESPONSE']._serialized_start=586
+  _globals['_ADDSESSIONTOMEMORYRESPONSE']._serialized_end=681
+  _globals['_ADDEVENTSTOMEMORYREQUEST']._serialized_start=684
+  _globals['_ADDEVENTSTOMEMORYREQUEST']._serialized_end=829
+  _globals['_ADDEVENTSTOMEMORYRESPONSE']._serialized_start=831
+  _globals['_ADDEVENTSTOMEMORYRESPONSE']._serialized_end=875
+  _globals['_ADDMEMORYREQUEST']._serialized_start=877
+  _globals['_ADDMEMORYREQUEST']._serialized_end=1001
+  _globals['_ADDMEMORYRESPONSE']._serialized_start=1003
+  _globals['_ADDMEMORYRESPONSE']._serialized_end=1035
+  _globals['_SEARCHMEMORYREQUEST']._serialized_start=1038
+  _globals['_SEARCHMEMORYREQUEST']._serialized_end=1347
+  _globals['_SEARCHMEMORYRESPONSE']._serialized_start=1349
+  _globals['_SEARCHMEMORYRESPONSE']._serialized_end=1417
+  _globals['_DELETEMEMORYREQUEST']._serialized_start=1419
+  _globals['_DELETEMEMORYREQUEST']._serialized_end=1543
+  _globals['_DELETEMEMORYRESPONSE']._serialized_start=1545
+  _globals['_DELETEMEMORYRESPONSE']._serialized_end=1584
+  _globals['_LISTMEMORIESREQUEST']._serialized_start=1587
+  _globals['_LISTMEMORIESREQUEST']._serialized_end=1723
+  _globals['_LISTMEMORIESRESPONSE']._serialized_start=1725
+  _globals['_LISTMEMORIESRESPONSE']._serialized_end=1818
+  _globals['_GENERATEOPTIONS']._serialized_start=1820
+  _globals['_GENERATEOPTIONS']._serialized_end=1946
+  _globals['_EVENTLIST']._serialized_start=1948
+  _globals['_EVENTLIST']._serialized_end=1998
+  _globals['_GENERATEMEMORIESREQUEST']._serialized_start=2001
+  _globals['_GENERATEMEMORIESREQUEST']._serialized_end=2258
+  _globals['_GENERATEMEMORIESRESPONSE']._serialized_start=2260
+  _globals['_GENERATEMEMORIESRESPONSE']._serialized_end=2329
+  _globals['_GENERATIONJOB']._serialized_start=2332
+  _globals['_GENERATIONJOB']._serialized_end=2635
+  _globals['_GETGENERATIONJOBREQUEST']._serialized_start=2637
+  _globals['_GETGENERATIONJOBREQUEST']._serialized_end=2713
+  _globals['_MEMORYREVISION']._serialized_start=2716
+  _globals['_MEMORYREVISION']._serialized_end=2930
+  _globals['_LISTMEMORYREVISIONSREQUEST']._serialized_start=2932
+  _globals['_LISTMEMORYREVISIONSREQUEST']._serialized_end=3053
+  _globals['_LISTMEMORYREVISIONSRESPONSE']._serialized_start=3055
+  _globals['_LISTMEMORYREVISIONSRESPONSE']._serialized_end=3159
+  _globals['_MEMORYSERVICE']._serialized_start=3668
+  _globals['_MEMORYSERVICE']._serialized_end=4542
 # @@protoc_insertion_point(module_scope)

@@ -1,6 +1,7 @@
 import datetime
 
 from adk_grpc_services._proto.adk.session.v1 import session_pb2 as _session_pb2
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -11,16 +12,49 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class MemoryKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MEMORY_KIND_ALL: _ClassVar[MemoryKind]
+    MEMORY_KIND_RAW: _ClassVar[MemoryKind]
+    MEMORY_KIND_GENERATED: _ClassVar[MemoryKind]
+
 class SearchMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     SEARCH_MODE_AUTO: _ClassVar[SearchMode]
     SEARCH_MODE_KEYWORD: _ClassVar[SearchMode]
     SEARCH_MODE_SEMANTIC: _ClassVar[SearchMode]
     SEARCH_MODE_HYBRID: _ClassVar[SearchMode]
+
+class GenerationState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    GENERATION_STATE_UNSPECIFIED: _ClassVar[GenerationState]
+    GENERATION_STATE_PENDING: _ClassVar[GenerationState]
+    GENERATION_STATE_RUNNING: _ClassVar[GenerationState]
+    GENERATION_STATE_SUCCEEDED: _ClassVar[GenerationState]
+    GENERATION_STATE_FAILED: _ClassVar[GenerationState]
+
+class RevisionAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    REVISION_ACTION_UNSPECIFIED: _ClassVar[RevisionAction]
+    REVISION_ACTION_ADDED: _ClassVar[RevisionAction]
+    REVISION_ACTION_UPDATED: _ClassVar[RevisionAction]
+    REVISION_ACTION_DELETED: _ClassVar[RevisionAction]
+MEMORY_KIND_ALL: MemoryKind
+MEMORY_KIND_RAW: MemoryKind
+MEMORY_KIND_GENERATED: MemoryKind
 SEARCH_MODE_AUTO: SearchMode
 SEARCH_MODE_KEYWORD: SearchMode
 SEARCH_MODE_SEMANTIC: SearchMode
 SEARCH_MODE_HYBRID: SearchMode
+GENERATION_STATE_UNSPECIFIED: GenerationState
+GENERATION_STATE_PENDING: GenerationState
+GENERATION_STATE_RUNNING: GenerationState
+GENERATION_STATE_SUCCEEDED: GenerationState
+GENERATION_STATE_FAILED: GenerationState
+REVISION_ACTION_UNSPECIFIED: RevisionAction
+REVISION_ACTION_ADDED: RevisionAction
+REVISION_ACTION_UPDATED: RevisionAction
+REVISION_ACTION_DELETED: RevisionAction
 
 class MemoryEntry(_message.Message):
     __slots__ = ("id", "content", "author", "timestamp", "custom_metadata", "session_id", "score")
@@ -51,18 +85,22 @@ class SessionRef(_message.Message):
     def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ...) -> None: ...
 
 class AddSessionToMemoryRequest(_message.Message):
-    __slots__ = ("session", "session_ref")
+    __slots__ = ("session", "session_ref", "generate")
     SESSION_FIELD_NUMBER: _ClassVar[int]
     SESSION_REF_FIELD_NUMBER: _ClassVar[int]
+    GENERATE_FIELD_NUMBER: _ClassVar[int]
     session: _session_pb2.Session
     session_ref: SessionRef
-    def __init__(self, session: _Optional[_Union[_session_pb2.Session, _Mapping]] = ..., session_ref: _Optional[_Union[SessionRef, _Mapping]] = ...) -> None: ...
+    generate: GenerateOptions
+    def __init__(self, session: _Optional[_Union[_session_pb2.Session, _Mapping]] = ..., session_ref: _Optional[_Union[SessionRef, _Mapping]] = ..., generate: _Optional[_Union[GenerateOptions, _Mapping]] = ...) -> None: ...
 
 class AddSessionToMemoryResponse(_message.Message):
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "generation")
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
     entries: int
-    def __init__(self, entries: _Optional[int] = ...) -> None: ...
+    generation: GenerationJob
+    def __init__(self, entries: _Optional[int] = ..., generation: _Optional[_Union[GenerationJob, _Mapping]] = ...) -> None: ...
 
 class AddEventsToMemoryRequest(_message.Message):
     __slots__ = ("app_name", "user_id", "session_id", "events", "custom_metadata")
@@ -103,7 +141,7 @@ class AddMemoryResponse(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchMemoryRequest(_message.Message):
-    __slots__ = ("app_name", "user_id", "query", "limit", "after_timestamp", "before_timestamp", "author", "language", "mode")
+    __slots__ = ("app_name", "user_id", "query", "limit", "after_timestamp", "before_timestamp", "author", "language", "mode", "kind")
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
@@ -113,6 +151,7 @@ class SearchMemoryRequest(_message.Message):
     AUTHOR_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     user_id: str
     query: str
@@ -122,7 +161,8 @@ class SearchMemoryRequest(_message.Message):
     author: str
     language: str
     mode: SearchMode
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., author: _Optional[str] = ..., language: _Optional[str] = ..., mode: _Optional[_Union[SearchMode, str]] = ...) -> None: ...
+    kind: MemoryKind
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., author: _Optional[str] = ..., language: _Optional[str] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., kind: _Optional[_Union[MemoryKind, str]] = ...) -> None: ...
 
 class SearchMemoryResponse(_message.Message):
     __slots__ = ("memories",)
@@ -151,16 +191,18 @@ class DeleteMemoryResponse(_message.Message):
     def __init__(self, deleted: _Optional[int] = ...) -> None: ...
 
 class ListMemoriesRequest(_message.Message):
-    __slots__ = ("app_name", "user_id", "page_size", "page_token")
+    __slots__ = ("app_name", "user_id", "page_size", "page_token", "kind")
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     user_id: str
     page_size: int
     page_token: str
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    kind: MemoryKind
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ...) -> None: ...
 
 class ListMemoriesResponse(_message.Message):
     __slots__ = ("memories", "next_page_token")
@@ -169,3 +211,121 @@ class ListMemoriesResponse(_message.Message):
     memories: _containers.RepeatedCompositeFieldContainer[MemoryEntry]
     next_page_token: str
     def __init__(self, memories: _Optional[_Iterable[_Union[MemoryEntry, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GenerateOptions(_message.Message):
+    __slots__ = ("wait", "disable_consolidation", "ttl", "allowed_topics")
+    WAIT_FIELD_NUMBER: _ClassVar[int]
+    DISABLE_CONSOLIDATION_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_TOPICS_FIELD_NUMBER: _ClassVar[int]
+    wait: bool
+    disable_consolidation: bool
+    ttl: _duration_pb2.Duration
+    allowed_topics: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, wait: _Optional[bool] = ..., disable_consolidation: _Optional[bool] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., allowed_topics: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class EventList(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[_session_pb2.Event]
+    def __init__(self, events: _Optional[_Iterable[_Union[_session_pb2.Event, _Mapping]]] = ...) -> None: ...
+
+class GenerateMemoriesRequest(_message.Message):
+    __slots__ = ("app_name", "user_id", "session", "session_ref", "events", "options")
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SESSION_REF_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    user_id: str
+    session: _session_pb2.Session
+    session_ref: SessionRef
+    events: EventList
+    options: GenerateOptions
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session: _Optional[_Union[_session_pb2.Session, _Mapping]] = ..., session_ref: _Optional[_Union[SessionRef, _Mapping]] = ..., events: _Optional[_Union[EventList, _Mapping]] = ..., options: _Optional[_Union[GenerateOptions, _Mapping]] = ...) -> None: ...
+
+class GenerateMemoriesResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: GenerationJob
+    def __init__(self, job: _Optional[_Union[GenerationJob, _Mapping]] = ...) -> None: ...
+
+class GenerationJob(_message.Message):
+    __slots__ = ("id", "app_name", "user_id", "state", "attempts", "error", "create_time", "update_time", "added", "updated", "deleted", "kept")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    ADDED_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    KEPT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    app_name: str
+    user_id: str
+    state: GenerationState
+    attempts: int
+    error: str
+    create_time: _timestamp_pb2.Timestamp
+    update_time: _timestamp_pb2.Timestamp
+    added: int
+    updated: int
+    deleted: int
+    kept: int
+    def __init__(self, id: _Optional[str] = ..., app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., state: _Optional[_Union[GenerationState, str]] = ..., attempts: _Optional[int] = ..., error: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., added: _Optional[int] = ..., updated: _Optional[int] = ..., deleted: _Optional[int] = ..., kept: _Optional[int] = ...) -> None: ...
+
+class GetGenerationJobRequest(_message.Message):
+    __slots__ = ("app_name", "user_id", "job_id")
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    user_id: str
+    job_id: str
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., job_id: _Optional[str] = ...) -> None: ...
+
+class MemoryRevision(_message.Message):
+    __slots__ = ("memory_id", "action", "previous_fact", "new_fact", "source_event_ids", "create_time", "job_id")
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FACT_FIELD_NUMBER: _ClassVar[int]
+    NEW_FACT_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_EVENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    memory_id: str
+    action: RevisionAction
+    previous_fact: str
+    new_fact: str
+    source_event_ids: _containers.RepeatedScalarFieldContainer[str]
+    create_time: _timestamp_pb2.Timestamp
+    job_id: str
+    def __init__(self, memory_id: _Optional[str] = ..., action: _Optional[_Union[RevisionAction, str]] = ..., previous_fact: _Optional[str] = ..., new_fact: _Optional[str] = ..., source_event_ids: _Optional[_Iterable[str]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., job_id: _Optional[str] = ...) -> None: ...
+
+class ListMemoryRevisionsRequest(_message.Message):
+    __slots__ = ("app_name", "user_id", "memory_id", "page_size", "page_token")
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    user_id: str
+    memory_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., memory_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListMemoryRevisionsResponse(_message.Message):
+    __slots__ = ("revisions", "next_page_token")
+    REVISIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    revisions: _containers.RepeatedCompositeFieldContainer[MemoryRevision]
+    next_page_token: str
+    def __init__(self, revisions: _Optional[_Iterable[_Union[MemoryRevision, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

@@ -65,6 +65,21 @@ class MemoryServiceStub:
                 request_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoriesRequest.SerializeToString,
                 response_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoriesResponse.FromString,
                 _registered_method=True)
+        self.GenerateMemories = channel.unary_unary(
+                '/adk.memory.v1.MemoryService/GenerateMemories',
+                request_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.GenerateMemoriesRequest.SerializeToString,
+                response_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.GenerateMemoriesResponse.FromString,
+                _registered_method=True)
+        self.GetGenerationJob = channel.unary_unary(
+                '/adk.memory.v1.MemoryService/GetGenerationJob',
+                request_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.GetGenerationJobRequest.SerializeToString,
+                response_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.GenerationJob.FromString,
+                _registered_method=True)
+        self.ListMemoryRevisions = channel.unary_unary(
+                '/adk.memory.v1.MemoryService/ListMemoryRevisions',
+                request_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryRevisionsRequest.SerializeToString,
+                response_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryRevisionsResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -113,6 +128,29 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GenerateMemories(self, request, context):
+        """Extracts facts from a session or events with the generation model (memory-svc
+        --generator) and consolidates them with the user's generated memories, in a durable
+        background job, or before answering when options.wait is set.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetGenerationJob(self, request, context):
+        """The state of a generation job.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListMemoryRevisions(self, request, context):
+        """Pages through the changes generation made to one (app, user)'s memories, oldest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -145,6 +183,21 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ListMemories,
                     request_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoriesRequest.FromString,
                     response_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoriesResponse.SerializeToString,
+            ),
+            'GenerateMemories': grpc.unary_unary_rpc_method_handler(
+                    servicer.GenerateMemories,
+                    request_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.GenerateMemoriesRequest.FromString,
+                    response_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.GenerateMemoriesResponse.SerializeToString,
+            ),
+            'GetGenerationJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetGenerationJob,
+                    request_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.GetGenerationJobRequest.FromString,
+                    response_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.GenerationJob.SerializeToString,
+            ),
+            'ListMemoryRevisions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListMemoryRevisions,
+                    request_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryRevisionsRequest.FromString,
+                    response_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryRevisionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -310,6 +363,87 @@ class MemoryService:
             '/adk.memory.v1.MemoryService/ListMemories',
             adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoriesRequest.SerializeToString,
             adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GenerateMemories(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/adk.memory.v1.MemoryService/GenerateMemories',
+            adk_dot_memory_dot_v1_dot_memory__pb2.GenerateMemoriesRequest.SerializeToString,
+            adk_dot_memory_dot_v1_dot_memory__pb2.GenerateMemoriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetGenerationJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/adk.memory.v1.MemoryService/GetGenerationJob',
+            adk_dot_memory_dot_v1_dot_memory__pb2.GetGenerationJobRequest.SerializeToString,
+            adk_dot_memory_dot_v1_dot_memory__pb2.GenerationJob.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListMemoryRevisions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/adk.memory.v1.MemoryService/ListMemoryRevisions',
+            adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryRevisionsRequest.SerializeToString,
+            adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryRevisionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,394 @@
+//! A generation job from the queue to its writes, and the workers that run queued jobs.
+//!
+//! A job reads only its own events: the model sees the new turns, then the new facts beside
+//! the few generated memories the store's search finds for each (keyword, or hybrid with an
+//! embedder); nothing else of the user's memory is sent. Every change is one store transaction
+//! that also records its revision, made only after both answers passed their checks, so a
+//! malformed answer writes nothing.
+//!
+//! A transient failure (the model or the store unavailable) puts the job back in the queue
+//! with a doubling backoff, until its attempts are used up; any other failure ends it.
+
+use std::{
+    collections::HashMap,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use adk_common::server::Stopping;
+use adk_common::storage::StorageErrorKind;
+use adk_proto::{
+    memory::v1::{GenerationState, MemoryKind, RevisionAction, SearchMemoryRequest},
+    session::v1::{part, Content, Event, Part},
+};
+use metrics::counter;
+use prost_types::Timestamp;
+use serde_json::json;
+
+use super::{
+    model::{Candidate, Decision, Fact, Turn},
+    GenerateError, Generator,
+};
+use crate::{
+    embed::EmbedError,
+    endpoint::backoff,
+    error::MemoryError,
+    memories::Memories,
+    store::{
+        Change, DeleteTarget, Entry, JobRecord, MemoryStore, RevisionRecord, Scope, StoreError,
+        Write, EXPIRE_KEY, GENERATED, KIND_KEY,
+    },
+};
+
+/// Generated memories the search offers per fact, and in all, as consolidation candidates.
+const CANDIDATES_PER_FACT: i32 = 3;
+const MAX_CANDIDATES: usize = 20;
+
+/// Expired memories removed per sweep.
+const SWEEP: usize = 100;
+
+/// The author of generated memories.
+pub const AUTHOR: &str = "memory";
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A time in ms since the epoch as a protobuf timestamp.
+pub fn timestamp_of(ms: i64) -> Timestamp {
+    Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: i32::try_from(ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
+    }
+}
+
+fn duration_ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The turns of `events` the model reads: each event's text (thoughts left out).
+pub fn turns(events: &[Event]) -> Vec<Turn> {
+    events
+        .iter()
+        .filter_map(|event| {
+            let text: Vec<&str> = event
+                .content
+                .iter()
+                .flat_map(|c| &c.parts)
+                .filter(|p| p.thought != Some(true))
+                .filter_map(|p| match &p.data {
+                    Some(part::Data::Text(text)) if !text.trim().is_empty() => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            (!text.is_empty()).then(|| Turn {
+                event_id: event.id.clone(),
+                author: event.author.clone(),
+                text: text.join("\n"),
+            })
+        })
+        .collect()
+}
+
+/// What a job did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub added: u32,
+    pub updated: u32,
+    pub deleted: u32,
+    pub kept: u32,
+}
+
+/// Whether a job failing with `e` may succeed on another attempt.
+fn is_transient(e: &MemoryError) -> bool {
+    match e {
+        MemoryError::Generate(GenerateError::Unavailable { .. })
+        | MemoryError::Embed(EmbedError::Unavailable { .. })
+        | MemoryError::SessionServiceUnavailable { .. } => true,
+        MemoryError::Store(StoreError::Storage(e)) => matches!(
+            e.kind(),
+            StorageErrorKind::Unavailable | StorageErrorKind::Conflict
+        ),
+        _ => false,
+    }
+}
+
+/// Runs a claimed job and stores its outcome: succeeded, pending for a retry, or failed.
+/// Returns the job as stored and, unless it succeeded, why.
+pub async fn execute<S: MemoryStore>(
+    memories: &Memories<S>,
+    generator: &Generator,
+    mut job: JobRecord,
+) -> (JobRecord, Option<MemoryError>) {
+    let outcome = run(memories, generator, &job).await;
+    let now = now_ms();
+    job.update_ms = now;
+    let failure = match outcome {
+        Ok(counts) => {
+            job.state = GenerationState::Succeeded as i32;
+            job.error.clear();
+            (job.added, job.updated, job.deleted, job.kept) =
+                (counts.added, counts.updated, counts.deleted, counts.kept);
+            counter!("memory_generation_jobs_total", "outcome" => "succeeded").increment(1);
+            None
+        }
+        Err(e) if is_transient(&e) && job.attempts < generator.retry.attempts => {
+            job.state = GenerationState::Pending as i32;
+            job.due_ms = now.saturating_add(duration_ms(backoff(
+                generator.retry.first_backoff,
+                job.attempts,
+            )));
+            job.error = e.to_string();
+            tracing::warn!(job = %job.id, attempt = job.attempts, error = %e, "generation job will be retried");
+            counter!("memory_generation_jobs_total", "outcome" => "retried").increment(1);
+            Some(e)
+        }
+        Err(e) => {
+            job.state = GenerationState::Failed as i32;
+            job.error = e.to_string();
+            tracing::warn!(job = %job.id, attempt = job.attempts, error = %e, "generation job failed");
+            counter!("memory_generation_jobs_total", "outcome" => "failed").increment(1);
+            Some(e)
+        }
+    };
+    if let Err(e) = memories.store().finish(&job).await {
+        // The lease runs out and the job is claimed again.
+        tracing::warn!(job = %job.id, error = %e, "cannot store a generation job's outcome");
+    }
+    (job, failure)
+}
+
+/// Extraction, consolidation and the writes of one job.
+async fn run<S: MemoryStore>(
+    memories: &Memories<S>,
+    generator: &Generator,
+    job: &JobRecord,
+) -> Result<Counts, MemoryError> {
+    let scope = Scope {
+        app_name: &job.app_name,
+        user_id: &job.user_id,
+    };
+    let topics: Vec<_> = generator
+        .topics
+        .of(&job.app_name)
+        .iter()
+        .filter(|t| job.allowed_topics.is_empty() || job.allowed_topics.contains(&t.label))
+        .cloned()
+        .collect();
+    let turns = turns(&job.events);
+    let mut counts = Counts::default();
+    if turns.is_empty() || topics.is_empty() {
+        return Ok(counts);
+    }
+    let facts = generator.model.extract(&turns, &topics).await?;
+    if facts.is_empty() {
+        return Ok(counts);
+    }
+    let candidates = if job.disable_consolidation {
+        Vec::new()
+    } else {
+        candidates(memories, job, &facts).await?
+    };
+    let decisions = if candidates.is_empty() {
+        facts
+            .iter()
+            .map(|f| Decision::Add {
+                text: f.text.clone(),
+            })
+            .collect()
+    } else {
+        generator.model.consolidate(&facts, &candidates).await?
+    };
+    let previous: HashMap<&str, &str> = candidates
+        .iter()
+        .map(|c| (c.memory_id.as_str(), c.text.as_str()))
+        .collect();
+    let now = now_ms();
+    let expire_ms = (job.ttl_ms > 0).then(|| now.saturating_add(job.ttl_ms));
+    for (fact, decision) in facts.iter().zip(decisions) {
+        let revision =
+            |memory_id: &str, action: RevisionAction, previous: &str, new: &str| RevisionRecord {
+                memory_id: memory_id.to_owned(),
+                action: action as i32,
+                previous_fact: previous.to_owned(),
+                new_fact: new.to_owned(),
+                source_event_ids: fact.source_event_ids.clone(),
+                create_ms: now,
+                job_id: job.id.clone(),
+            };
+        let (memory_id, write, revision) = match decision {
+            Decision::Keep => {
+                counts.kept += 1;
+                continue;
+            }
+            Decision::Add { text } => {
+                counts.added += 1;
+                let id = uuid::Uuid::new_v4().to_string();
+                let entry = entry(&id, &text, fact, job, now, expire_ms);
+                let revision = revision(&id, RevisionAction::Added, "", &text);
+                (id, Write::AddMemories(vec![entry]), revision)
+            }
+            Decision::Update { memory_id, text } => {
+                counts.updated += 1;
+                let entry = entry(&memory_id, &text, fact, job, now, expire_ms);
+                let before = previous
+                    .get(memory_id.as_str())
+                    .copied()
+                    .unwrap_or_default();
+                let revision = revision(&memory_id, RevisionAction::Updated, before, &text);
+                (memory_id, Write::AddMemories(vec![entry]), revision)
+            }
+            Decision::Delete { memory_id } => {
+                counts.deleted += 1;
+                let before = previous
+                    .get(memory_id.as_str())
+                    .copied()
+                    .unwrap_or_default();
+                let revision = revision(&memory_id, RevisionAction::Deleted, before, "");
+                let write = Write::Delete(DeleteTarget::MemoryId(memory_id.clone()));
+                (memory_id, write, revision)
+            }
+        };
+        let change = Change {
+            expire_ms: match write {
+                Write::Delete(_) => None,
+                _ => expire_ms,
+            },
+            memory_id,
+            revision: Some(revision),
+        };
+        memories.write_changed(scope, write, Some(change)).await?;
+    }
+    Ok(counts)
+}
+
+/// The generated memories of the scope the search finds for the facts, each once.
+async fn candidates<S: MemoryStore>(
+    memories: &Memories<S>,
+    job: &JobRecord,
+    facts: &[Fact],
+) -> Result<Vec<Candidate>, MemoryError> {
+    let mut found: Vec<Candidate> = Vec::new();
+    for fact in facts {
+        let hits = memories
+            .search(SearchMemoryRequest {
+                app_name: job.app_name.clone(),
+                user_id: job.user_id.clone(),
+                query: fact.text.clone(),
+                limit: CANDIDATES_PER_FACT,
+                kind: MemoryKind::Generated as i32,
+                ..Default::default()
+            })
+            .await?;
+        for hit in hits {
+            if found.len() < MAX_CANDIDATES && !found.iter().any(|c| c.memory_id == hit.entry.id) {
+                found.push(Candidate {
+                    memory_id: hit.entry.id,
+                    text: crate::store::index::text_of(&hit.entry.content),
+                });
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// A generated memory as an ordinary entry: the fact as its text, what it is in its metadata.
+fn entry(
+    id: &str,
+    text: &str,
+    fact: &Fact,
+    job: &JobRecord,
+    now: i64,
+    expire_ms: Option<i64>,
+) -> Entry {
+    let mut metadata = json!({
+        KIND_KEY: GENERATED,
+        "topic": fact.topic,
+        "source_event_ids": fact.source_event_ids,
+        "job_id": job.id,
+    });
+    if let (Some(at), Some(map)) = (expire_ms, metadata.as_object_mut()) {
+        map.insert(EXPIRE_KEY.into(), timestamp_of(at).to_string().into());
+    }
+    Entry {
+        id: id.to_owned(),
+        session_id: String::new(),
+        author: AUTHOR.to_owned(),
+        timestamp: Some(timestamp_of(now)),
+        custom_metadata: metadata.to_string(),
+        content: Content {
+            role: Some("user".into()),
+            parts: vec![Part {
+                data: Some(part::Data::Text(text.to_owned())),
+                ..Default::default()
+            }],
+        },
+    }
+}
+
+/// Removes the generated memories whose time has come; returns how many.
+async fn sweep<S: MemoryStore>(memories: &Memories<S>) -> Result<usize, MemoryError> {
+    let expired = memories.store().expired(now_ms(), SWEEP).await?;
+    for e in &expired {
+        let scope = Scope {
+            app_name: &e.app_name,
+            user_id: &e.user_id,
+        };
+        let change = Change {
+            memory_id: e.memory_id.clone(),
+            expire_ms: None,
+            revision: None,
+        };
+        let write = Write::Delete(DeleteTarget::MemoryId(e.memory_id.clone()));
+        memories.write_changed(scope, write, Some(change)).await?;
+    }
+    Ok(expired.len())
+}
+
+/// One background worker: sweeps expired memories, runs due jobs one at a time, and between
+/// them waits for a new job or the poll interval; returns when `stopping` fires. A job it
+/// is running then is handed back to the queue, due at once.
+pub async fn work<S: MemoryStore>(
+    memories: &Memories<S>,
+    generator: &Generator,
+    stopping: &Stopping,
+) {
+    let lease = duration_ms(generator.retry.lease);
+    loop {
+        match sweep(memories).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(removed = n, "expired generated memories removed"),
+            Err(e) => tracing::warn!(error = %e, "cannot remove expired generated memories"),
+        }
+        match memories.store().claim(None, now_ms(), lease).await {
+            Ok(Some(job)) => {
+                let held = job.clone();
+                tokio::select! {
+                    _ = execute(memories, generator, job) => continue,
+                    _ = stopping.wait() => {
+                        release(memories, held).await;
+                        return;
+                    }
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot claim a generation job"),
+        }
+        tokio::select! {
+            _ = memories.queued() => {}
+            _ = tokio::time::sleep(generator.retry.poll) => {}
+            _ = stopping.wait() => return,
+        }
+    }
+}
+
+/// Hands a job interrupted by shutdown back to the queue, due at once.
+async fn release<S: MemoryStore>(memories: &Memories<S>, mut job: JobRecord) {
+    job.state = GenerationState::Pending as i32;
+    job.due_ms = now_ms();
+    if let Err(e) = memories.store().finish(&job).await {
+        tracing::warn!(job = %job.id, error = %e, "cannot hand a generation job back");
+    }
+}

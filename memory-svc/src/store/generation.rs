@@ -1,0 +1,112 @@
+//! What memory generation keeps in the store beside the entries, the same in both backends:
+//! the durable job queue ([`JobRecord`]), the revisions of generated memories
+//! ([`RevisionRecord`]) and their expiry times ([`Change`]).
+//!
+//! # The queue
+//! A job is due when its state is pending or running and its `due_ms` has come. Claiming a job
+//! counts an attempt, marks it running and moves `due_ms` a lease ahead: a worker that dies
+//! (SIGKILL, a lost replica) leaves the job to be claimed again once the lease has run out,
+//! and no other worker claims it before. Finishing checks the attempt is still the stored one,
+//! so a worker whose lease was taken over cannot overwrite the newer attempt's result.
+
+use adk_proto::session::v1::Event;
+
+/// A generation job as stored (the sled value; PostgreSQL keeps the fields it queries by in
+/// columns beside it).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct JobRecord {
+    #[prost(string, tag = "1")]
+    pub id: String,
+    #[prost(string, tag = "2")]
+    pub app_name: String,
+    #[prost(string, tag = "3")]
+    pub user_id: String,
+    /// An `adk.memory.v1.GenerationState`.
+    #[prost(int32, tag = "4")]
+    pub state: i32,
+    #[prost(uint32, tag = "5")]
+    pub attempts: u32,
+    #[prost(string, tag = "6")]
+    pub error: String,
+    /// Milliseconds since the Unix epoch.
+    #[prost(int64, tag = "7")]
+    pub create_ms: i64,
+    #[prost(int64, tag = "8")]
+    pub update_ms: i64,
+    /// When the job is next due: its queueing, its retry, or the end of its lease.
+    #[prost(int64, tag = "9")]
+    pub due_ms: i64,
+    /// The new events to extract facts from.
+    #[prost(message, repeated, tag = "10")]
+    pub events: Vec<Event>,
+    /// The session they came from, if any.
+    #[prost(string, tag = "11")]
+    pub session_id: String,
+    #[prost(bool, tag = "12")]
+    pub disable_consolidation: bool,
+    /// 0: the memories do not expire.
+    #[prost(int64, tag = "13")]
+    pub ttl_ms: i64,
+    /// Empty: every topic of the app.
+    #[prost(string, repeated, tag = "14")]
+    pub allowed_topics: Vec<String>,
+    #[prost(uint32, tag = "15")]
+    pub added: u32,
+    #[prost(uint32, tag = "16")]
+    pub updated: u32,
+    #[prost(uint32, tag = "17")]
+    pub deleted: u32,
+    #[prost(uint32, tag = "18")]
+    pub kept: u32,
+}
+
+impl JobRecord {
+    /// Whether the job waits to be claimed (queued, retrying, or leased).
+    pub fn is_open(&self) -> bool {
+        use adk_proto::memory::v1::GenerationState;
+        matches!(
+            GenerationState::try_from(self.state),
+            Ok(GenerationState::Pending | GenerationState::Running)
+        )
+    }
+}
+
+/// One change generation made to a memory, as stored.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RevisionRecord {
+    #[prost(string, tag = "1")]
+    pub memory_id: String,
+    /// An `adk.memory.v1.RevisionAction`.
+    #[prost(int32, tag = "2")]
+    pub action: i32,
+    #[prost(string, tag = "3")]
+    pub previous_fact: String,
+    #[prost(string, tag = "4")]
+    pub new_fact: String,
+    #[prost(string, repeated, tag = "5")]
+    pub source_event_ids: Vec<String>,
+    #[prost(int64, tag = "6")]
+    pub create_ms: i64,
+    #[prost(string, tag = "7")]
+    pub job_id: String,
+}
+
+/// What a write of a generated memory changes beside the entry, in the same transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// The generated memory written or deleted.
+    pub memory_id: String,
+    /// When it expires (ms since the epoch); `None`: it does not (any earlier expiry is
+    /// dropped). A deletion drops it too.
+    pub expire_ms: Option<i64>,
+    /// The revision to record, if any (an expiry records none).
+    pub revision: Option<RevisionRecord>,
+}
+
+/// A generated memory whose time has come, as the expiry sweep finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expired {
+    pub app_name: String,
+    pub user_id: String,
+    pub memory_id: String,
+}

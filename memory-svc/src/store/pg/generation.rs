@@ -1,0 +1,214 @@
+//! The generation job queue, revisions and expiries in PostgreSQL (see `store::generation`).
+//! A job is claimed with `FOR UPDATE SKIP LOCKED`: replicas polling together each take another
+//! job (or none), never the same one, and the lease written in the same transaction keeps it
+//! theirs until it runs out.
+
+use adk_proto::memory::v1::GenerationState;
+use deadpool_postgres::Transaction;
+use prost::Message;
+
+use super::{
+    super::{token, Change, Expired, JobRecord, Result, RevisionRecord, Scope, StoreError},
+    schema::db_int,
+    PgMemoryStore,
+};
+
+fn decode_job(bytes: &[u8]) -> Result<JobRecord> {
+    JobRecord::decode(bytes).map_err(|e| StoreError::corrupt(format!("job: {e}")))
+}
+
+/// Writes a generated memory's expiry and revision in `tx`.
+pub(super) async fn change(tx: &Transaction<'_>, scope: Scope<'_>, change: &Change) -> Result<()> {
+    let (app, user, id) = (&scope.app_name, &scope.user_id, &change.memory_id);
+    match change.expire_ms {
+        Some(at) => {
+            tx.execute(
+                "INSERT INTO memory_expiries (app_name, user_id, memory_id, expire_ms)
+                 VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (app_name, user_id, memory_id)
+                 DO UPDATE SET expire_ms = EXCLUDED.expire_ms",
+                &[app, user, id, &at],
+            )
+            .await?
+        }
+        None => {
+            tx.execute(
+                "DELETE FROM memory_expiries
+                 WHERE app_name = $1 AND user_id = $2 AND memory_id = $3",
+                &[app, user, id],
+            )
+            .await?
+        }
+    };
+    if let Some(revision) = &change.revision {
+        tx.execute(
+            "INSERT INTO memory_revisions (app_name, user_id, memory_id, record)
+             VALUES ($1, $2, $3, $4)",
+            &[app, user, id, &revision.encode_to_vec()],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+impl PgMemoryStore {
+    pub(super) async fn enqueue_now(&self, job: &JobRecord) -> Result<()> {
+        self.pool
+            .get()
+            .await?
+            .execute(
+                "INSERT INTO memory_jobs (id, app_name, user_id, open, due_ms, record)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[
+                    &job.id,
+                    &job.app_name,
+                    &job.user_id,
+                    &job.is_open(),
+                    &job.due_ms,
+                    &job.encode_to_vec(),
+                ],
+            )
+            .await?;
+        Ok(())
+    }
+
+    pub(super) async fn claim_now(
+        &self,
+        id: Option<&str>,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<JobRecord>> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        let row = tx
+            .query_opt(
+                "SELECT record FROM memory_jobs
+                 WHERE open AND due_ms <= $1 AND ($2::text IS NULL OR id = $2)
+                 ORDER BY due_ms LIMIT 1 FOR UPDATE SKIP LOCKED",
+                &[&now_ms, &id],
+            )
+            .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let mut job = decode_job(row.try_get(0)?)?;
+        job.attempts += 1;
+        job.state = GenerationState::Running as i32;
+        job.update_ms = now_ms;
+        job.due_ms = now_ms.saturating_add(lease_ms);
+        store_job(&tx, &job).await?;
+        tx.commit().await?;
+        Ok(Some(job))
+    }
+
+    pub(super) async fn finish_now(&self, job: &JobRecord) -> Result<bool> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        let row = tx
+            .query_opt(
+                "SELECT record FROM memory_jobs WHERE id = $1 FOR UPDATE",
+                &[&job.id],
+            )
+            .await?;
+        let Some(row) = row else {
+            return Ok(false);
+        };
+        let stored = decode_job(row.try_get(0)?)?;
+        if stored.attempts != job.attempts || !stored.is_open() {
+            return Ok(false);
+        }
+        store_job(&tx, job).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    pub(super) async fn job_now(&self, scope: Scope<'_>, id: &str) -> Result<Option<JobRecord>> {
+        let row = self
+            .pool
+            .get()
+            .await?
+            .query_opt(
+                "SELECT record FROM memory_jobs WHERE id = $1 AND app_name = $2 AND user_id = $3",
+                &[&id, &scope.app_name, &scope.user_id],
+            )
+            .await?;
+        row.map(|row| decode_job(row.try_get(0)?)).transpose()
+    }
+
+    pub(super) async fn revisions_now(
+        &self,
+        scope: Scope<'_>,
+        memory_id: Option<&str>,
+        page_size: usize,
+        page_token: &str,
+    ) -> Result<(Vec<RevisionRecord>, String)> {
+        let after = token::decode(scope, page_token)?.map_or(0, db_int);
+        let size = page_size.max(1);
+        let rows = self
+            .pool
+            .get()
+            .await?
+            .query(
+                "SELECT seq, record FROM memory_revisions
+                 WHERE app_name = $1 AND user_id = $2 AND seq > $3
+                   AND ($4::text IS NULL OR memory_id = $4)
+                 ORDER BY seq LIMIT $5",
+                &[
+                    &scope.app_name,
+                    &scope.user_id,
+                    &after,
+                    &memory_id,
+                    &db_int(size as u64 + 1),
+                ],
+            )
+            .await?;
+        let mut page = Vec::with_capacity(size);
+        let mut last = 0i64;
+        for row in rows.iter().take(size) {
+            last = row.try_get(0)?;
+            let record: &[u8] = row.try_get(1)?;
+            page.push(
+                RevisionRecord::decode(record)
+                    .map_err(|e| StoreError::corrupt(format!("revision: {e}")))?,
+            );
+        }
+        let next = if rows.len() > size {
+            token::encode(scope, u64::try_from(last).unwrap_or(0))
+        } else {
+            String::new()
+        };
+        Ok((page, next))
+    }
+
+    pub(super) async fn expired_now(&self, now_ms: i64, n: usize) -> Result<Vec<Expired>> {
+        let rows = self
+            .pool
+            .get()
+            .await?
+            .query(
+                "SELECT app_name, user_id, memory_id FROM memory_expiries
+                 WHERE expire_ms <= $1 ORDER BY expire_ms LIMIT $2",
+                &[&now_ms, &db_int(n as u64)],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(Expired {
+                    app_name: row.try_get(0)?,
+                    user_id: row.try_get(1)?,
+                    memory_id: row.try_get(2)?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Rewrites a job's record and the columns the queue reads.
+async fn store_job(tx: &Transaction<'_>, job: &JobRecord) -> Result<()> {
+    tx.execute(
+        "UPDATE memory_jobs SET open = $2, due_ms = $3, record = $4 WHERE id = $1",
+        &[&job.id, &job.is_open(), &job.due_ms, &job.encode_to_vec()],
+    )
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,216 @@
+//! The generation job queue, revisions and expiries in sled (see `store::generation`). Jobs
+//! are kept by id in `jobs`; the open ones are also keyed by due time in `job_queue`, so the
+//! job due first is the first key. A claim or a finish moves a job's queue key and rewrites its
+//! record in one transaction.
+
+use std::{convert::Infallible, ops::Bound};
+
+use adk_common::keys::{prefix_end, Key, KeyReader};
+use adk_proto::memory::v1::GenerationState;
+use prost::Message;
+use sled::{
+    transaction::{ConflictableTransactionError, TransactionError},
+    IVec, Transactional,
+};
+
+use super::{
+    super::{token, Expired, JobRecord, Result, RevisionRecord, Scope, StoreError},
+    records::{decode, key_seq, scope_key},
+    SledMemoryStore,
+};
+
+/// A job's key in `job_queue`.
+fn queue_key(job: &JobRecord) -> Key {
+    Key::new()
+        .u64(u64::try_from(job.due_ms).unwrap_or(0))
+        .str(&job.id)
+}
+
+impl SledMemoryStore {
+    /// Runs `work` as a write (see [`SledMemoryStore::write_changed`]) and waits until it is
+    /// durable.
+    pub(super) async fn durably<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Self) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.commit.check_writable()?;
+        let writing = self.gate.writing_owned().await;
+        let out = self
+            .blocking(move |store| {
+                let _writing = writing;
+                work(store)
+            })
+            .await;
+        self.commit.wait_durable().await?;
+        out
+    }
+
+    pub(super) fn enqueue_now(&self, job: &JobRecord) -> Result<()> {
+        let (jobs, queue) = (&self.jobs, &self.job_queue);
+        (jobs, queue)
+            .transaction(|(jobs, queue)| {
+                jobs.insert(job.id.as_bytes(), job.encode_to_vec())?;
+                queue.insert(queue_key(job).as_bytes(), IVec::default())?;
+                Ok(())
+            })
+            .map_err(storage)
+    }
+
+    pub(super) fn claim_now(
+        &self,
+        id: Option<&str>,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<JobRecord>> {
+        let id = match id {
+            Some(id) => id.to_owned(),
+            None => {
+                let Some(key) = self.job_queue.iter().keys().next() else {
+                    return Ok(None);
+                };
+                let key = key?;
+                let mut reader = KeyReader::new(&key);
+                match (reader.u64(), reader.str()) {
+                    (Some(due), Some(id)) if due <= u64::try_from(now_ms).unwrap_or(0) => id,
+                    (Some(_), Some(_)) => return Ok(None),
+                    _ => return Err(StoreError::corrupt("job queue key")),
+                }
+            }
+        };
+        let (jobs, queue) = (&self.jobs, &self.job_queue);
+        (jobs, queue)
+            .transaction(|(jobs, queue)| {
+                let Some(bytes) = jobs.get(id.as_bytes())? else {
+                    return Ok(None);
+                };
+                let mut job = JobRecord::decode(&*bytes).map_err(|e| {
+                    ConflictableTransactionError::Abort(StoreError::corrupt(format!("job: {e}")))
+                })?;
+                if !job.is_open() || job.due_ms > now_ms {
+                    return Ok(None);
+                }
+                queue.remove(queue_key(&job).as_bytes())?;
+                job.attempts += 1;
+                job.state = GenerationState::Running as i32;
+                job.update_ms = now_ms;
+                job.due_ms = now_ms.saturating_add(lease_ms);
+                queue.insert(queue_key(&job).as_bytes(), IVec::default())?;
+                jobs.insert(id.as_bytes(), job.encode_to_vec())?;
+                Ok(Some(job))
+            })
+            .map_err(aborted)
+    }
+
+    pub(super) fn finish_now(&self, job: &JobRecord) -> Result<bool> {
+        let (jobs, queue) = (&self.jobs, &self.job_queue);
+        (jobs, queue)
+            .transaction(|(jobs, queue)| {
+                let Some(bytes) = jobs.get(job.id.as_bytes())? else {
+                    return Ok(false);
+                };
+                let stored = JobRecord::decode(&*bytes).map_err(|e| {
+                    ConflictableTransactionError::Abort(StoreError::corrupt(format!("job: {e}")))
+                })?;
+                if stored.attempts != job.attempts || !stored.is_open() {
+                    return Ok(false);
+                }
+                queue.remove(queue_key(&stored).as_bytes())?;
+                if job.is_open() {
+                    queue.insert(queue_key(job).as_bytes(), IVec::default())?;
+                }
+                jobs.insert(job.id.as_bytes(), job.encode_to_vec())?;
+                Ok(true)
+            })
+            .map_err(aborted)
+    }
+
+    pub(super) fn job_now(
+        &self,
+        app_name: &str,
+        user_id: &str,
+        id: &str,
+    ) -> Result<Option<JobRecord>> {
+        let Some(bytes) = self.jobs.get(id.as_bytes())? else {
+            return Ok(None);
+        };
+        let job: JobRecord = decode(&bytes, "job")?;
+        Ok(Some(job).filter(|j| j.app_name == app_name && j.user_id == user_id))
+    }
+
+    pub(super) fn revisions_now(
+        &self,
+        scope: Scope<'_>,
+        memory_id: Option<&str>,
+        page_size: usize,
+        after: Option<u64>,
+    ) -> Result<(Vec<RevisionRecord>, String)> {
+        let prefix = scope_key(scope);
+        let start = match after {
+            Some(seq) => Bound::Excluded(prefix.clone().u64(seq).into_vec()),
+            None => Bound::Included(prefix.clone().into_vec()),
+        };
+        let end = Bound::Excluded(prefix_end(prefix.as_bytes()));
+        let mut page = Vec::new();
+        let mut last = None;
+        for kv in self.revisions.range::<Vec<u8>, _>((start, end)) {
+            let (key, value) = kv?;
+            let revision: RevisionRecord = decode(&value, "revision")?;
+            if memory_id.is_some_and(|id| id != revision.memory_id) {
+                continue;
+            }
+            if page.len() == page_size.max(1) {
+                // One more matches: there is a next page, from the last one returned.
+                return Ok((
+                    page,
+                    last.map_or_else(String::new, |seq| token::encode(scope, seq)),
+                ));
+            }
+            last = Some(key_seq(&key, prefix.as_bytes().len())?);
+            page.push(revision);
+        }
+        Ok((page, String::new()))
+    }
+
+    pub(super) fn expired_now(&self, now_ms: i64, n: usize) -> Result<Vec<Expired>> {
+        let mut out = Vec::new();
+        for kv in self.expiries.iter() {
+            let (key, value) = kv?;
+            let at: [u8; 8] = value
+                .as_ref()
+                .try_into()
+                .map_err(|_| StoreError::corrupt("expiry: not 8 bytes"))?;
+            if i64::from_be_bytes(at) > now_ms {
+                continue;
+            }
+            let mut reader = KeyReader::new(&key);
+            let (Some(app_name), Some(user_id), Some(memory_id)) =
+                (reader.str(), reader.str(), reader.str())
+            else {
+                return Err(StoreError::corrupt("expiry key"));
+            };
+            out.push(Expired {
+                app_name,
+                user_id,
+                memory_id,
+            });
+            if out.len() == n {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn storage(e: TransactionError<Infallible>) -> StoreError {
+    match e {
+        TransactionError::Abort(never) => match never {},
+        TransactionError::Storage(e) => e.into(),
+    }
+}
+
+fn aborted(e: TransactionError<StoreError>) -> StoreError {
+    match e {
+        TransactionError::Abort(e) => e,
+        TransactionError::Storage(e) => e.into(),
+    }
+}

@@ -1,0 +1,863 @@
+//! Memory generation (`--generator openai:BASE_URL`) through gRPC, against a local HTTP server
+//! that stands in for an OpenAI-compatible chat model and answers as each test scripts it. The
+//! servers run on sled, or on PostgreSQL when `ADK_TEST_POSTGRES` names a database.
+
+use std::{sync::Arc, time::Duration};
+
+use adk_proto::{
+    memory::v1::{
+        add_session_to_memory_request, delete_memory_request::Target, generate_memories_request,
+        memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest, DeleteMemoryRequest,
+        EventList, GenerateMemoriesRequest, GenerateOptions, GenerationJob, GenerationState,
+        GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest, MemoryEntry,
+        MemoryKind, MemoryRevision, RevisionAction, SearchMemoryRequest,
+    },
+    session::v1::{part::Data, Content, Event, Part, Session},
+};
+use adk_tests::{
+    chat_model::{decisions, facts, model, prompt, requests, script, Answer},
+    spawn_binary_with, MemoryServer,
+};
+use serde_json::{json, Value};
+use tonic::{transport::Channel, Code};
+
+const NO_SESSION_SVC: &str = "http://127.0.0.1:1";
+
+async fn server(base_url: &str) -> MemoryServer {
+    let url = base_url.to_owned();
+    MemoryServer::start_with(NO_SESSION_SVC, move |config| {
+        config.generator = format!("openai:{url}").parse().unwrap();
+        config.generator_model = Some("stand-in".into());
+    })
+    .await
+}
+
+fn event(id: &str, author: &str, text: &str) -> Event {
+    Event {
+        id: id.into(),
+        author: author.into(),
+        content: Some(Content {
+            role: Some(author.into()),
+            parts: vec![Part {
+                data: Some(Data::Text(text.into())),
+                ..Default::default()
+            }],
+        }),
+        ..Default::default()
+    }
+}
+
+fn generate(events: Vec<Event>, options: GenerateOptions) -> GenerateMemoriesRequest {
+    GenerateMemoriesRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        source: Some(generate_memories_request::Source::Events(EventList {
+            events,
+        })),
+        options: Some(options),
+    }
+}
+
+fn wait() -> GenerateOptions {
+    GenerateOptions {
+        wait: true,
+        ..Default::default()
+    }
+}
+
+async fn run(c: &mut MemoryServiceClient<Channel>, events: Vec<Event>) -> GenerationJob {
+    c.generate_memories(generate(events, wait()))
+        .await
+        .expect("generation succeeds")
+        .into_inner()
+        .job
+        .unwrap()
+}
+
+fn text(m: &MemoryEntry) -> String {
+    match &m.content.as_ref().unwrap().parts[0].data {
+        Some(Data::Text(t)) => t.clone(),
+        _ => String::new(),
+    }
+}
+
+async fn listed(c: &mut MemoryServiceClient<Channel>, kind: MemoryKind) -> Vec<MemoryEntry> {
+    c.list_memories(ListMemoriesRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        page_size: 100,
+        page_token: String::new(),
+        kind: kind as i32,
+    })
+    .await
+    .unwrap()
+    .into_inner()
+    .memories
+}
+
+/// The generated memories' texts, sorted.
+async fn generated(c: &mut MemoryServiceClient<Channel>) -> Vec<String> {
+    let mut texts: Vec<String> = listed(c, MemoryKind::Generated)
+        .await
+        .iter()
+        .map(text)
+        .collect();
+    texts.sort();
+    texts
+}
+
+async fn revisions(c: &mut MemoryServiceClient<Channel>, memory_id: &str) -> Vec<MemoryRevision> {
+    c.list_memory_revisions(ListMemoryRevisionsRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        memory_id: memory_id.into(),
+        page_size: 100,
+        page_token: String::new(),
+    })
+    .await
+    .unwrap()
+    .into_inner()
+    .revisions
+}
+
+async fn search(
+    c: &mut MemoryServiceClient<Channel>,
+    query: &str,
+    kind: MemoryKind,
+) -> Vec<String> {
+    c.search_memory(SearchMemoryRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        query: query.into(),
+        kind: kind as i32,
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+    .into_inner()
+    .memories
+    .iter()
+    .map(text)
+    .collect()
+}
+
+async fn job(c: &mut MemoryServiceClient<Channel>, id: &str) -> GenerationJob {
+    c.get_generation_job(GetGenerationJobRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        job_id: id.into(),
+    })
+    .await
+    .unwrap()
+    .into_inner()
+}
+
+/// Polls the job until it has left the queue (a background job has no other signal).
+async fn finished(c: &mut MemoryServiceClient<Channel>, id: &str) -> GenerationJob {
+    for _ in 0..600 {
+        let job = job(c, id).await;
+        if job.state == GenerationState::Succeeded as i32
+            || job.state == GenerationState::Failed as i32
+        {
+            return job;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("job {id} did not finish");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn facts_are_extracted_into_generated_memories() {
+    let (url, model) = model(vec![facts(&[
+        ("preferences", "The user prefers window seats.", &["e1"]),
+        (
+            "relationships",
+            "The user's daughter Mia starts school in September.",
+            &["e2", "e3"],
+        ),
+    ])])
+    .await;
+    let srv = server(&url).await;
+    let mut c = srv.client.clone();
+    let job = run(
+        &mut c,
+        vec![
+            event("e1", "user", "Book me a window seat, as always."),
+            event("e2", "user", "Mia starts school in September."),
+            event(
+                "e3",
+                "model",
+                "Noted: Mia, your daughter, starts in September.",
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(job.state, GenerationState::Succeeded as i32, "{job:?}");
+    assert_eq!(
+        (job.added, job.updated, job.deleted, job.kept, job.attempts),
+        (2, 0, 0, 0, 1)
+    );
+
+    // The model was asked once (no memory to consolidate with), for structured output, with
+    // the turns and the topics.
+    let sent = requests(&model);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["model"], "stand-in");
+    assert_eq!(sent[0]["response_format"]["type"], "json_schema");
+    let p = prompt(&sent[0]);
+    assert!(
+        p.contains("[e2] user: Mia starts school in September."),
+        "{p}"
+    );
+    assert!(
+        p.contains("- preferences:") && p.contains("- relationships:"),
+        "{p}"
+    );
+
+    // Ordinary memories, marked in their metadata; no raw entries were written.
+    let memories = listed(&mut c, MemoryKind::Generated).await;
+    assert_eq!(memories.len(), 2);
+    let mia = memories.iter().find(|m| text(m).contains("Mia")).unwrap();
+    let metadata: Value = serde_json::from_str(&mia.custom_metadata).unwrap();
+    assert_eq!(metadata["kind"], "generated");
+    assert_eq!(metadata["topic"], "relationships");
+    assert_eq!(metadata["source_event_ids"], json!(["e2", "e3"]));
+    assert_eq!(metadata["job_id"], job.id.as_str());
+    assert!(listed(&mut c, MemoryKind::Raw).await.is_empty());
+    assert_eq!(listed(&mut c, MemoryKind::All).await.len(), 2);
+    assert_eq!(
+        search(&mut c, "window seat", MemoryKind::Generated).await,
+        ["The user prefers window seats."]
+    );
+    assert!(search(&mut c, "window seat", MemoryKind::Raw)
+        .await
+        .is_empty());
+
+    // Each addition is a revision.
+    let added = revisions(&mut c, &mia.id).await;
+    assert_eq!(added.len(), 1);
+    assert_eq!(added[0].action, RevisionAction::Added as i32);
+    assert_eq!(added[0].previous_fact, "");
+    assert_eq!(added[0].new_fact, text(mia));
+    assert_eq!(added[0].source_event_ids, ["e2", "e3"]);
+    assert_eq!(added[0].job_id, job.id);
+    assert_eq!(revisions(&mut c, "").await.len(), 2);
+
+    // DeleteMemory works on them.
+    let deleted = c
+        .delete_memory(DeleteMemoryRequest {
+            app_name: "app".into(),
+            user_id: "u".into(),
+            target: Some(Target::MemoryId(mia.id.clone())),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .deleted;
+    assert_eq!(deleted, 1);
+    assert_eq!(generated(&mut c).await, ["The user prefers window seats."]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consolidation_adds_updates_deletes_and_keeps() {
+    let (url, model) = model(vec![facts(&[
+        (
+            "preferences",
+            "The user prefers window seats on flights.",
+            &["a1"],
+        ),
+        ("plans", "The user plans a trip to Lisbon in May.", &["a1"]),
+        ("personal_facts", "The user lives in Berlin.", &["a2"]),
+    ])])
+    .await;
+    let srv = server(&url).await;
+    let mut c = srv.client.clone();
+    run(
+        &mut c,
+        vec![
+            event(
+                "a1",
+                "user",
+                "Window seat for my Lisbon trip in May, please.",
+            ),
+            event("a2", "user", "I live in Berlin."),
+        ],
+    )
+    .await;
+    let ids: std::collections::HashMap<String, String> = listed(&mut c, MemoryKind::Generated)
+        .await
+        .iter()
+        .map(|m| (text(m), m.id.clone()))
+        .collect();
+    let (seats, trip, home) = (
+        &ids["The user prefers window seats on flights."],
+        &ids["The user plans a trip to Lisbon in May."],
+        &ids["The user lives in Berlin."],
+    );
+
+    // A later conversation: the seat preference changes, the trip is off, Berlin is still
+    // true, and there is something new.
+    script(
+        &model,
+        vec![
+            facts(&[
+                (
+                    "preferences",
+                    "The user now prefers aisle seats on flights.",
+                    &["b1"],
+                ),
+                (
+                    "plans",
+                    "The user cancelled the Lisbon trip in May.",
+                    &["b2"],
+                ),
+                ("personal_facts", "The user lives in Berlin.", &["b3"]),
+                (
+                    "relationships",
+                    "The user has a sister called Ana.",
+                    &["b3"],
+                ),
+            ]),
+            decisions(&[
+                (
+                    0,
+                    "update",
+                    seats,
+                    "The user prefers aisle seats on flights.",
+                ),
+                (1, "delete", trip, ""),
+                (2, "keep", home, ""),
+                (3, "add", "", "The user has a sister called Ana."),
+            ]),
+        ],
+    );
+    let job = run(
+        &mut c,
+        vec![
+            event(
+                "b1",
+                "user",
+                "Aisle seats from now on; window seats are too cramped.",
+            ),
+            event("b2", "user", "The Lisbon trip in May is off."),
+            event("b3", "user", "My sister Ana visits me in Berlin."),
+        ],
+    )
+    .await;
+    assert_eq!(
+        (job.added, job.updated, job.deleted, job.kept),
+        (1, 1, 1, 1),
+        "{job:?}"
+    );
+    assert_eq!(
+        generated(&mut c).await,
+        [
+            "The user has a sister called Ana.",
+            "The user lives in Berlin.",
+            "The user prefers aisle seats on flights.",
+        ]
+    );
+    // The update kept the memory's id.
+    assert!(listed(&mut c, MemoryKind::Generated)
+        .await
+        .iter()
+        .any(|m| &m.id == seats));
+
+    // Consolidation saw the new facts and only the memories the search found for them.
+    let sent = requests(&model);
+    assert_eq!(sent.len(), 3);
+    let p = prompt(&sent[2]);
+    for id in [seats, trip, home] {
+        assert!(p.contains(id.as_str()), "{id} missing from {p}");
+    }
+    assert!(p.contains("3: The user has a sister called Ana."), "{p}");
+    assert!(
+        !p.contains("Aisle seats from now on"),
+        "raw turns are not sent again: {p}"
+    );
+
+    let seat_history = revisions(&mut c, seats).await;
+    assert_eq!(seat_history.len(), 2);
+    assert_eq!(seat_history[1].action, RevisionAction::Updated as i32);
+    assert_eq!(
+        seat_history[1].previous_fact,
+        "The user prefers window seats on flights."
+    );
+    assert_eq!(
+        seat_history[1].new_fact,
+        "The user prefers aisle seats on flights."
+    );
+    assert_eq!(seat_history[1].source_event_ids, ["b1"]);
+    let trip_history = revisions(&mut c, trip).await;
+    assert_eq!(trip_history[1].action, RevisionAction::Deleted as i32);
+    assert_eq!(
+        trip_history[1].previous_fact,
+        "The user plans a trip to Lisbon in May."
+    );
+    assert_eq!(trip_history[1].new_fact, "");
+    assert_eq!(
+        revisions(&mut c, home).await.len(),
+        1,
+        "keep changes nothing"
+    );
+    // Paging through all of them.
+    let first = c
+        .list_memory_revisions(ListMemoryRevisionsRequest {
+            app_name: "app".into(),
+            user_id: "u".into(),
+            page_size: 4,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(first.revisions.len(), 4);
+    let rest = c
+        .list_memory_revisions(ListMemoryRevisionsRequest {
+            app_name: "app".into(),
+            user_id: "u".into(),
+            page_size: 4,
+            page_token: first.next_page_token,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(rest.revisions.len(), 2);
+    assert_eq!(rest.next_page_token, "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disabled_consolidation_adds_every_fact_in_one_call() {
+    let fact = ("preferences", "The user likes green tea.", &["t1"][..]);
+    let (url, model) = model(vec![facts(&[fact]), facts(&[fact])]).await;
+    let srv = server(&url).await;
+    let mut c = srv.client.clone();
+    run(&mut c, vec![event("t1", "user", "Green tea, please.")]).await;
+    let options = GenerateOptions {
+        wait: true,
+        disable_consolidation: true,
+        ..Default::default()
+    };
+    c.generate_memories(generate(
+        vec![event("t1", "user", "Green tea, please.")],
+        options,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(requests(&model).len(), 2, "no consolidation call");
+    assert_eq!(
+        generated(&mut c).await,
+        ["The user likes green tea.", "The user likes green tea."]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_answers_fail_the_job_and_write_nothing() {
+    let (url, model) = model(vec![facts(&[(
+        "preferences",
+        "The user prefers window seats.",
+        &["m0"],
+    )])])
+    .await;
+    let srv = server(&url).await;
+    let mut c = srv.client.clone();
+    run(&mut c, vec![event("m0", "user", "Window seat.")]).await;
+    let seats = listed(&mut c, MemoryKind::Generated).await[0].id.clone();
+    let good_fact = || facts(&[("preferences", "The user prefers aisle seats.", &["m1"])]);
+    let cases: Vec<(Vec<Answer>, &str)> = vec![
+        (
+            vec![Answer::Text("Sure! Here are the facts".into())],
+            "content is not JSON",
+        ),
+        (
+            vec![Answer::Content(json!({"memories": []}))],
+            "do not follow the schema",
+        ),
+        (
+            vec![facts(&[("hobbies", "The user knits.", &["m1"])])],
+            "facts[0].topic \"hobbies\" is not one of",
+        ),
+        (
+            vec![facts(&[("preferences", "The user knits.", &["nope"])])],
+            "names \"nope\", not an event",
+        ),
+        (
+            vec![facts(&[("preferences", "  ", &["m1"])])],
+            "facts[0].fact must have",
+        ),
+        (
+            vec![
+                good_fact(),
+                decisions(&[(0, "update", "no-such-memory", "x")]),
+            ],
+            "not an existing memory",
+        ),
+        (
+            vec![good_fact(), decisions(&[(0, "merge", &seats, "x")])],
+            "is not add, update",
+        ),
+        (vec![good_fact(), decisions(&[])], "fact 0 has no decision"),
+        (
+            vec![
+                good_fact(),
+                decisions(&[(0, "keep", "", ""), (0, "delete", &seats, "")]),
+            ],
+            "decided twice",
+        ),
+        (
+            vec![good_fact(), decisions(&[(0, "update", &seats, "")])],
+            "needs a text",
+        ),
+    ];
+    for (answers, expected) in cases {
+        script(&model, answers);
+        let err = c
+            .generate_memories(generate(
+                vec![event("m1", "user", "Aisle, please.")],
+                wait(),
+            ))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::Internal, "{expected}: {err:?}");
+        assert!(
+            err.message().contains("answered malformed output"),
+            "{err:?}"
+        );
+        assert!(err.message().contains(expected), "{expected}: {err:?}");
+        assert!(err.message().contains("(failed)"), "{err:?}");
+        // The job failed for good, saying why; nothing was written.
+        let id = err
+            .message()
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .trim_end_matches(':');
+        let failed = job(&mut c, id).await;
+        assert_eq!(failed.state, GenerationState::Failed as i32);
+        assert!(failed.error.contains(expected), "{failed:?}");
+        assert_eq!(generated(&mut c).await, ["The user prefers window seats."]);
+        assert_eq!(revisions(&mut c, "").await.len(), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_is_down_is_unavailable_by_name_and_the_job_is_retried() {
+    // Nothing listens on port 1.
+    let srv = server("http://127.0.0.1:1/v1").await;
+    let mut c = srv.client.clone();
+    let err = c
+        .generate_memories(generate(vec![event("d1", "user", "Hello")], wait()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+    assert!(
+        err.message()
+            .contains("the generation model at http://127.0.0.1:1/v1 is unavailable"),
+        "{err:?}"
+    );
+    assert!(err.message().contains("(queued for a retry)"), "{err:?}");
+    let id = err
+        .message()
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .trim_end_matches(':');
+    let queued = job(&mut c, id).await;
+    assert_eq!(queued.state, GenerationState::Pending as i32);
+    assert_eq!(queued.attempts, 1);
+    assert!(queued.error.contains("127.0.0.1:1"), "{queued:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_errors_are_retried_and_background_jobs_complete() {
+    let (url, model) = model(vec![
+        Answer::Status(503),
+        facts(&[("plans", "The user runs a marathon in October.", &["r1"])]),
+    ])
+    .await;
+    let srv = server(&url).await;
+    let mut c = srv.client.clone();
+    let queued = c
+        .generate_memories(generate(
+            vec![event("r1", "user", "Marathon in October!")],
+            GenerateOptions::default(),
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .job
+        .unwrap();
+    assert_eq!(queued.state, GenerationState::Pending as i32);
+    let done = finished(&mut c, &queued.id).await;
+    assert_eq!(done.state, GenerationState::Succeeded as i32, "{done:?}");
+    assert_eq!(done.added, 1);
+    assert_eq!(requests(&model).len(), 2);
+    assert_eq!(
+        generated(&mut c).await,
+        ["The user runs a marathon in October."]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_memories_are_not_returned_and_are_removed() {
+    let (url, _model) = model(vec![
+        facts(&[("plans", "The user is in Paris this week.", &["x1"])]),
+        facts(&[("plans", "The user collects stamps.", &["x2"])]),
+    ])
+    .await;
+    let srv = server(&url).await;
+    let mut c = srv.client.clone();
+    let short = GenerateOptions {
+        wait: true,
+        ttl: Some(prost_types::Duration {
+            seconds: 1,
+            nanos: 0,
+        }),
+        ..Default::default()
+    };
+    c.generate_memories(generate(
+        vec![event("x1", "user", "In Paris this week.")],
+        short,
+    ))
+    .await
+    .unwrap();
+    let forever = GenerateOptions {
+        wait: true,
+        disable_consolidation: true,
+        ..Default::default()
+    };
+    c.generate_memories(generate(
+        vec![event("x2", "user", "I collect stamps.")],
+        forever,
+    ))
+    .await
+    .unwrap();
+    let memories = listed(&mut c, MemoryKind::Generated).await;
+    let paris = memories
+        .iter()
+        .find(|m| text(m).contains("Paris"))
+        .unwrap()
+        .clone();
+    let metadata: Value = serde_json::from_str(&paris.custom_metadata).unwrap();
+    let expire: prost_types::Timestamp = metadata["expire_time"].as_str().unwrap().parse().unwrap();
+    let until_expired = expire.seconds - paris.timestamp.unwrap().seconds;
+    assert!((0..=2).contains(&until_expired), "{metadata}");
+
+    // Once expired, it is neither searched nor listed, and the sweep removes it: deleting it
+    // then finds nothing.
+    let mut removed = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if !generated(&mut c).await.iter().any(|t| t.contains("Paris")) {
+            assert!(search(&mut c, "Paris week", MemoryKind::All)
+                .await
+                .is_empty());
+            let deleted = c
+                .delete_memory(DeleteMemoryRequest {
+                    app_name: "app".into(),
+                    user_id: "u".into(),
+                    target: Some(Target::MemoryId(paris.id.clone())),
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .deleted;
+            if deleted == 0 {
+                removed = true;
+                break;
+            }
+        }
+    }
+    assert!(removed, "the expired memory was not removed");
+    assert_eq!(generated(&mut c).await, ["The user collects stamps."]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_session_to_memory_generates_too_and_requests_are_checked() {
+    let (url, _model) = model(vec![facts(&[(
+        "preferences",
+        "The user is vegetarian.",
+        &["s1"],
+    )])])
+    .await;
+    let srv = server(&url).await;
+    let mut c = srv.client.clone();
+    let session = Session {
+        id: "sess".into(),
+        app_name: "app".into(),
+        user_id: "u".into(),
+        events: vec![event("s1", "user", "I am vegetarian.")],
+        ..Default::default()
+    };
+    let response = c
+        .add_session_to_memory(AddSessionToMemoryRequest {
+            source: Some(add_session_to_memory_request::Source::Session(
+                session.clone(),
+            )),
+            generate: Some(wait()),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(response.entries, 1);
+    assert_eq!(response.generation.unwrap().added, 1);
+    assert_eq!(
+        search(&mut c, "vegetarian", MemoryKind::Raw).await,
+        ["I am vegetarian."]
+    );
+    assert_eq!(
+        search(&mut c, "vegetarian", MemoryKind::Generated).await,
+        ["The user is vegetarian."]
+    );
+    assert_eq!(search(&mut c, "vegetarian", MemoryKind::All).await.len(), 2);
+
+    let bad_topic = GenerateOptions {
+        allowed_topics: vec!["hobbies".into()],
+        ..Default::default()
+    };
+    let err = c
+        .generate_memories(generate(vec![event("s2", "user", "x")], bad_topic))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(
+        err.message().starts_with("options.allowed_topics[0]"),
+        "{err:?}"
+    );
+    let mut other = generate(vec![], wait());
+    other.source = Some(generate_memories_request::Source::Session(Session {
+        user_id: "someone-else".into(),
+        ..session
+    }));
+    let err = c.generate_memories(other).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().starts_with("session"), "{err:?}");
+    let err = c
+        .get_generation_job(GetGenerationJobRequest {
+            app_name: "app".into(),
+            user_id: "u".into(),
+            job_id: "missing".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound);
+
+    // Without --generator, generation is refused and nothing else changes.
+    let plain = MemoryServer::start(NO_SESSION_SVC).await;
+    let err = plain
+        .client
+        .clone()
+        .generate_memories(generate(vec![event("s3", "user", "x")], wait()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition);
+    assert!(err.message().contains("--generator"), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_survives_sigkill_and_completes_after_restart() {
+    let arrived = Arc::new(tokio::sync::Notify::new());
+    let (url, model) = model(vec![Answer::Hang(arrived.clone())]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let flags = [
+        "--generator",
+        &format!("openai:{url}"),
+        "--generator-model",
+        "stand-in",
+        "--generator-lease-seconds",
+        "1",
+    ];
+    let binary = env!("CARGO_BIN_EXE_memory-svc");
+    let (mut child, channel) = spawn_binary_with(binary, dir.path(), &flags).await;
+    let mut c = MemoryServiceClient::new(channel);
+    let queued = c
+        .generate_memories(generate(
+            vec![event("k1", "user", "My passport expires in June.")],
+            GenerateOptions::default(),
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .job
+        .unwrap();
+    // The job is running (the model has its request) when the process dies.
+    arrived.notified().await;
+    child.kill();
+
+    script(
+        &model,
+        vec![facts(&[(
+            "personal_facts",
+            "The user's passport expires in June.",
+            &["k1"],
+        )])],
+    );
+    let (_child, channel) = spawn_binary_with(binary, dir.path(), &flags).await;
+    let mut c = MemoryServiceClient::new(channel);
+    let done = finished(&mut c, &queued.id).await;
+    assert_eq!(done.state, GenerationState::Succeeded as i32, "{done:?}");
+    assert_eq!(done.attempts, 2, "the killed attempt counts");
+    assert_eq!(
+        generated(&mut c).await,
+        ["The user's passport expires in June."]
+    );
+    assert_eq!(requests(&model).len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_on_one_database_never_run_a_job_twice() {
+    let Some(url) = adk_tests::postgres_url() else {
+        return;
+    };
+    const JOBS: usize = 8;
+    let answers = (0..JOBS)
+        .map(|_| Answer::Content(json!({"facts": []})))
+        .collect();
+    let (base_url, model) = model(answers).await;
+    let store: adk_common::postgres::StoreLocation =
+        adk_tests::fresh_schema(&url).await.parse().unwrap();
+    let configure = |config: &mut memory_svc::config::Config| {
+        config.generator = format!("openai:{base_url}").parse().unwrap();
+        config.generator_model = Some("stand-in".into());
+        config.generator_workers = 3;
+    };
+    let a = MemoryServer::start_on_with(NO_SESSION_SVC, store.clone(), configure).await;
+    let b = MemoryServer::start_on_with(NO_SESSION_SVC, store, configure).await;
+    let mut ids = Vec::new();
+    for i in 0..JOBS {
+        let mut c = if i % 2 == 0 {
+            a.client.clone()
+        } else {
+            b.client.clone()
+        };
+        let queued = c
+            .generate_memories(generate(
+                vec![event(&format!("j{i}"), "user", "Hello")],
+                GenerateOptions::default(),
+            ))
+            .await
+            .unwrap()
+            .into_inner()
+            .job
+            .unwrap();
+        ids.push(queued.id);
+    }
+    for id in &ids {
+        let done = finished(&mut a.client.clone(), id).await;
+        assert_eq!(
+            (done.state, done.attempts),
+            (GenerationState::Succeeded as i32, 1),
+            "{done:?}"
+        );
+    }
+    // Six workers in two processes, and each job's events went to the model exactly once.
+    let mut asked: Vec<String> = requests(&model)
+        .iter()
+        .map(|r| prompt(r).lines().last().unwrap().to_owned())
+        .collect();
+    asked.sort();
+    let mut expected: Vec<String> = (0..JOBS).map(|i| format!("[j{i}] user: Hello")).collect();
+    expected.sort();
+    assert_eq!(asked, expected);
+}
