@@ -205,6 +205,7 @@ mod tests {
             kind: "single_hop".into(),
             question: "?".into(),
             answers: answers.iter().map(|s| s.to_string()).collect(),
+            source: None,
         }
     }
 
