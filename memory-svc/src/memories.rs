@@ -470,7 +470,7 @@ impl<S: MemoryStore> Memories<S> {
             now_ms: now_ms(),
         };
         let embedder = match (mode, &self.embedder) {
-            (SearchMode::Keyword, _) | (SearchMode::Auto, None) => {
+            (SearchMode::Keyword, _) | (SearchMode::Unspecified, None) => {
                 return Ok(self.store.search(scope, &query).await?)
             }
             (_, Some(embedder)) => embedder,
@@ -557,7 +557,7 @@ fn scope<'a>(
 /// The kind filter of a search or listing: `None` for both kinds, else whether generated.
 fn kind(field: &str, value: i32) -> Result<Option<bool>> {
     match MemoryKind::try_from(value) {
-        Ok(MemoryKind::All) => Ok(None),
+        Ok(MemoryKind::Unspecified) => Ok(None),
         Ok(MemoryKind::Raw) => Ok(Some(false)),
         Ok(MemoryKind::Generated) => Ok(Some(true)),
         Err(_) => Err(InvalidArgument::new(field, format!("unknown kind {value}")).into()),

@@ -224,7 +224,7 @@ async fn facts_are_extracted_into_generated_memories() {
     assert_eq!(metadata["source_event_ids"], json!(["e2", "e3"]));
     assert_eq!(metadata["job_id"], job.id.as_str());
     assert!(listed(&mut c, MemoryKind::Raw).await.is_empty());
-    assert_eq!(listed(&mut c, MemoryKind::All).await.len(), 2);
+    assert_eq!(listed(&mut c, MemoryKind::Unspecified).await.len(), 2);
     assert_eq!(
         search(&mut c, "window seat", MemoryKind::Generated).await,
         ["The user prefers window seats."]
@@ -650,7 +650,7 @@ async fn expired_memories_are_not_returned_and_are_removed() {
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(100)).await;
         if !generated(&mut c).await.iter().any(|t| t.contains("Paris")) {
-            assert!(search(&mut c, "Paris week", MemoryKind::All)
+            assert!(search(&mut c, "Paris week", MemoryKind::Unspecified)
                 .await
                 .is_empty());
             let deleted = c
@@ -710,7 +710,12 @@ async fn add_session_to_memory_generates_too_and_requests_are_checked() {
         search(&mut c, "vegetarian", MemoryKind::Generated).await,
         ["The user is vegetarian."]
     );
-    assert_eq!(search(&mut c, "vegetarian", MemoryKind::All).await.len(), 2);
+    assert_eq!(
+        search(&mut c, "vegetarian", MemoryKind::Unspecified)
+            .await
+            .len(),
+        2
+    );
 
     let bad_topic = GenerateOptions {
         allowed_topics: vec!["hobbies".into()],

@@ -245,7 +245,7 @@ async fn each_mode_ranks_as_documented_on_both_stores() {
         assert_eq!(ids(&hybrid[..2]), ["coffee", "espresso"]);
         let expected = 2.0 / 21.0;
         assert!((hybrid[0].1 - expected).abs() < 1e-9, "{hybrid:?}");
-        let auto = search(&mut client, request(query, SearchMode::Auto)).await;
+        let auto = search(&mut client, request(query, SearchMode::Unspecified)).await;
         assert_eq!(auto, hybrid);
 
         // A keyword match ranked first by both comes first.
@@ -271,7 +271,7 @@ async fn each_mode_ranks_as_documented_on_both_stores() {
         let err = client
             .search_memory(SearchMemoryRequest {
                 mode: 7,
-                ..request(query, SearchMode::Auto)
+                ..request(query, SearchMode::Unspecified)
             })
             .await
             .unwrap_err();
@@ -309,7 +309,7 @@ async fn without_a_model_auto_is_keyword_and_semantic_is_refused() {
         let server = boot(&store, None).await;
         let mut client = server.client.clone();
         add_all(&mut client).await;
-        let auto = search(&mut client, request("tokyo", SearchMode::Auto)).await;
+        let auto = search(&mut client, request("tokyo", SearchMode::Unspecified)).await;
         let keyword = search(&mut client, request("tokyo", SearchMode::Keyword)).await;
         assert_eq!(auto, keyword);
         assert_eq!(ids(&auto), ["flight"]);

@@ -226,7 +226,11 @@ async fn memory_svc_finds_a_paraphrase_with_the_model() {
         ..Default::default()
     };
     let question = "How does she like her morning drink?";
-    for mode in [SearchMode::Auto, SearchMode::Hybrid, SearchMode::Semantic] {
+    for mode in [
+        SearchMode::Unspecified,
+        SearchMode::Hybrid,
+        SearchMode::Semantic,
+    ] {
         let found = client
             .search_memory(search(question, mode))
             .await

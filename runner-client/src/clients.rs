@@ -567,7 +567,7 @@ impl MemoryClient {
     /// The best matches for `query` in the (app, user)'s memory, best first: the query's
     /// language detected by memory-svc, ranked in AUTO mode.
     pub async fn search(&self, app: &str, user: &str, query: &str) -> Result<Vec<MemoryEntry>> {
-        self.search_with(app, user, query, "", SearchMode::Auto)
+        self.search_with(app, user, query, "", SearchMode::Unspecified)
             .await
     }
 

@@ -58,7 +58,12 @@ pub struct Options {
 
 /// A mode as `--mode` names it.
 pub fn parse_mode(name: &str) -> Result<SearchMode> {
-    SearchMode::from_str_name(&format!("SEARCH_MODE_{}", name.to_uppercase())).ok_or_else(|| {
+    // Auto is the unspecified mode: the server picks.
+    let proto_name = match name.to_uppercase().as_str() {
+        "AUTO" => "UNSPECIFIED".to_owned(),
+        other => other.to_owned(),
+    };
+    SearchMode::from_str_name(&format!("SEARCH_MODE_{proto_name}")).ok_or_else(|| {
         format!("--mode {name:?}: expected auto, keyword, semantic or hybrid").into()
     })
 }
@@ -415,7 +420,7 @@ mod tests {
         let mut client = server.client.clone();
         let entries = ingest(&mut client, "smoke", &corpus).await.unwrap();
         assert_eq!(entries, corpus.turns());
-        let asked = ask_all(&mut client, "smoke", &corpus, SearchMode::Auto, 10)
+        let asked = ask_all(&mut client, "smoke", &corpus, SearchMode::Unspecified, 10)
             .await
             .unwrap();
         assert_eq!(asked.len(), corpus.questions.len());

@@ -214,7 +214,7 @@ enum Mode {
 impl From<Mode> for adk_proto::memory::v1::SearchMode {
     fn from(mode: Mode) -> Self {
         match mode {
-            Mode::Auto => Self::Auto,
+            Mode::Auto => Self::Unspecified,
             Mode::Keyword => Self::Keyword,
             Mode::Semantic => Self::Semantic,
             Mode::Hybrid => Self::Hybrid,

@@ -304,7 +304,7 @@ SearchMode = Literal["auto", "keyword", "semantic", "hybrid"]
 """How ``search_memory`` ranks (see ``SearchMode`` in memory.proto)."""
 
 _MODES: dict[str, mpb.SearchMode] = {
-    "auto": mpb.SEARCH_MODE_AUTO,
+    "auto": mpb.SEARCH_MODE_UNSPECIFIED,
     "keyword": mpb.SEARCH_MODE_KEYWORD,
     "semantic": mpb.SEARCH_MODE_SEMANTIC,
     "hybrid": mpb.SEARCH_MODE_HYBRID,
@@ -315,7 +315,7 @@ MemoryKind = Literal["all", "raw", "generated"]
 """Which memories ``search_memory`` searches (see ``MemoryKind`` in memory.proto)."""
 
 _KINDS: dict[str, mpb.MemoryKind] = {
-    "all": mpb.MEMORY_KIND_ALL,
+    "all": mpb.MEMORY_KIND_UNSPECIFIED,
     "raw": mpb.MEMORY_KIND_RAW,
     "generated": mpb.MEMORY_KIND_GENERATED,
 }

@@ -14,13 +14,13 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 class MemoryKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
-    MEMORY_KIND_ALL: _ClassVar[MemoryKind]
+    MEMORY_KIND_UNSPECIFIED: _ClassVar[MemoryKind]
     MEMORY_KIND_RAW: _ClassVar[MemoryKind]
     MEMORY_KIND_GENERATED: _ClassVar[MemoryKind]
 
 class SearchMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
-    SEARCH_MODE_AUTO: _ClassVar[SearchMode]
+    SEARCH_MODE_UNSPECIFIED: _ClassVar[SearchMode]
     SEARCH_MODE_KEYWORD: _ClassVar[SearchMode]
     SEARCH_MODE_SEMANTIC: _ClassVar[SearchMode]
     SEARCH_MODE_HYBRID: _ClassVar[SearchMode]
@@ -39,10 +39,10 @@ class RevisionAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     REVISION_ACTION_ADDED: _ClassVar[RevisionAction]
     REVISION_ACTION_UPDATED: _ClassVar[RevisionAction]
     REVISION_ACTION_DELETED: _ClassVar[RevisionAction]
-MEMORY_KIND_ALL: MemoryKind
+MEMORY_KIND_UNSPECIFIED: MemoryKind
 MEMORY_KIND_RAW: MemoryKind
 MEMORY_KIND_GENERATED: MemoryKind
-SEARCH_MODE_AUTO: SearchMode
+SEARCH_MODE_UNSPECIFIED: SearchMode
 SEARCH_MODE_KEYWORD: SearchMode
 SEARCH_MODE_SEMANTIC: SearchMode
 SEARCH_MODE_HYBRID: SearchMode
