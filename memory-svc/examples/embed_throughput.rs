@@ -1,6 +1,7 @@
 //! Embeddings per second of a local model on short conversation turns, in calls of 100 texts
-//! (as ingestion would make them). The turns are those of the recall corpus
-//! (`bench/recall/corpus.jsonl`). See BENCHMARKS.md, "Embedding model".
+//! (as ingestion would make them), then the latency of one-text calls (as a search embeds its
+//! query). The turns are those of the recall corpus (`bench/recall/corpus.jsonl`); the model
+//! runs with the threads memory-svc gives it. See BENCHMARKS.md, "Embedding model".
 //!
 //! ```text
 //! cargo run --release -p memory-svc --example embed_throughput -- MODEL_DIR [CALLS]
@@ -14,8 +15,15 @@ use serde_json::Value;
 const CORPUS: &str = include_str!("../../bench/recall/corpus.jsonl");
 const PER_CALL: usize = 100;
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// One-text calls measured for the latency.
+const QUERIES: usize = 100;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    memory_svc::embed::local::configure_threads();
+    tokio::runtime::Runtime::new()?.block_on(run())
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let dir = PathBuf::from(
         args.next()
@@ -68,6 +76,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{embedded} embeddings in {seconds:.2} s: {:.0} embeddings/s ({:.1} ms per call of {PER_CALL})",
         embedded as f64 / seconds,
         seconds * 1000.0 / calls as f64
+    );
+
+    let mut latencies = Vec::with_capacity(QUERIES);
+    for text in turns.iter().rev().take(QUERIES) {
+        let started = Instant::now();
+        embedder.embed(vec![text.clone()]).await?;
+        latencies.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    latencies.sort_by(f64::total_cmp);
+    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize];
+    println!(
+        "{} one-text calls: p50 {:.2} ms, p99 {:.2} ms",
+        latencies.len(),
+        at(0.5),
+        at(0.99)
     );
     Ok(())
 }

@@ -77,6 +77,13 @@ pub struct Config {
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub embedder_api_key_env: String,
 
+    /// Bytes of memory for the vectors of recently searched users (sled store, with an
+    /// embedder): a semantic search over a user's vectors held there does not read them from
+    /// the store. 4 bytes per dimension and 8 more per entry (1.5 KiB per entry at 384
+    /// dimensions); 0 turns it off.
+    #[arg(long, default_value_t = crate::store::vector_cache::DEFAULT_BYTES)]
+    pub vector_cache_bytes: usize,
+
     /// Memory generation model: `none` (off) or `openai:BASE_URL` (an OpenAI-compatible
     /// `/chat/completions` endpoint that supports JSON-schema structured output).
     #[arg(long, default_value = "none")]
@@ -126,13 +133,14 @@ impl std::fmt::Display for Config {
         write!(
             f,
             "listen {}, store {:?}, session-svc at {}, requests up to {}, default language {}, \
-             embedder {}, generator {}, {}",
+             embedder {} (vector cache {}), generator {}, {}",
             self.listen,
             self.store(),
             self.session_endpoint,
             adk_common::server::human_bytes(self.max_request_bytes),
             self.default_language.0.map_or("none", Language::code),
             self.embedder,
+            adk_common::server::human_bytes(self.vector_cache_bytes),
             self.generator,
             self.serve
         )
@@ -200,6 +208,7 @@ impl Config {
             embedder: EmbedderSpec::None,
             embedder_model: None,
             embedder_api_key_env: "OPENAI_API_KEY".into(),
+            vector_cache_bytes: crate::store::vector_cache::DEFAULT_BYTES,
             generator: GeneratorSpec::None,
             generator_model: None,
             generator_api_key_env: "OPENAI_API_KEY".into(),

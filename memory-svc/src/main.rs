@@ -10,8 +10,19 @@ use memory_svc::{config::Config, server};
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Before the runtime starts any thread: it sets an environment variable.
+    memory_svc::embed::local::configure_threads();
+    match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(e) => {
+            eprintln!("memory-svc: cannot start the async runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> ExitCode {
     let config = Config::from_env();
     if let Some(command) = config.admin {
         return command.run("memory-svc").await;

@@ -484,12 +484,17 @@ impl<S: MemoryStore> Memories<S> {
         if query.text.trim().is_empty() {
             return Ok(Vec::new());
         }
-        let vector = self.query_vector(embedder, &query.text).await?;
         if mode == SearchMode::Semantic {
+            let vector = self.query_vector(embedder, &query.text).await?;
             return Ok(self.store.nearest(scope, &vector, &query).await?);
         }
         query.limit = limit.max(fusion::DEPTH);
-        let keyword = self.store.search(scope, &query).await?;
+        // The keyword search needs no vector: it runs while the query is embedded.
+        let (vector, keyword) = tokio::join!(
+            self.query_vector(embedder, &query.text),
+            self.store.search(scope, &query)
+        );
+        let (vector, keyword) = (vector?, keyword?);
         let semantic = self.store.nearest(scope, &vector, &query).await?;
         Ok(fusion::fuse(keyword, semantic, limit))
     }

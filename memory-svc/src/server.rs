@@ -50,7 +50,8 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             };
             let db = cache.open(&dir).map_err(|e| cannot_open(&e))?;
             let store = SledMemoryStore::from_db(db, config.serve.sync, config.analyzer())
-                .map_err(|e| cannot_open(&e))?;
+                .map_err(|e| cannot_open(&e))?
+                .with_vector_cache(config.vector_cache_bytes);
             let hooks = StoreHooks::sled(store.clone(), cache, &dir);
             let memories = Memories::new(store, sessions)
                 .with_embedder(embedder)

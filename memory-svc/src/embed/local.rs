@@ -20,6 +20,22 @@ use super::{
     unit_length, EmbedError, Identity,
 };
 
+/// Keeps candle's element-wise operations (additions, GELU, softmax, ...) on the calling thread
+/// unless `CANDLE_NUM_THREADS` says otherwise; its matrix products still use every core. Call
+/// before any other thread starts (it sets that variable).
+///
+/// candle splits each element-wise operation between the calling thread and a pool of workers
+/// that spin while they wait for each other. A sentence model runs about 150 such operations
+/// per batch, each on little data, so the hand-offs cost more than they save, and on a machine
+/// whose cores are busy with other work a descheduled worker leaves the others spinning: a
+/// query took 19 ms on a quiet 2-core machine and 27-33 ms on a busy one (BENCHMARKS.md,
+/// "Vector search and the local model, profiled").
+pub fn configure_threads() {
+    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
+        std::env::set_var("CANDLE_NUM_THREADS", "1");
+    }
+}
+
 /// Texts run through the encoder together (sentence-transformers' default batch size).
 const BATCH: usize = 32;
 

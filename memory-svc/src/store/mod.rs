@@ -18,6 +18,7 @@ pub mod pg;
 mod plan;
 pub mod sled;
 mod token;
+pub mod vector_cache;
 pub mod vectors;
 
 use std::future::Future;

@@ -104,20 +104,50 @@ pub fn encode(vector: &[f32]) -> Vec<u8> {
 }
 
 /// The dot product of `query` and a stored vector; a vector of another dimension is corrupt
-/// (the model's dimension is checked at start, so none is ever stored).
+/// (the model's dimension is checked at start, so none is ever stored). Read in place: the
+/// stored bytes are decoded a lane at a time, never into a vector of their own.
 pub fn similarity(query: &[f32], stored: &[u8]) -> Result<f32> {
     if stored.len() != query.len() * 4 {
-        return Err(StoreError::corrupt(format!(
-            "stored vector of {} bytes, the model has {} dimensions",
-            stored.len(),
-            query.len()
-        )));
+        return Err(wrong_dimension(stored.len() / 4, query.len()));
     }
-    Ok(stored
+    let mut lanes = [0.0f32; LANES];
+    let (mut bytes, mut q) = (stored.chunks_exact(4 * LANES), query.chunks_exact(LANES));
+    for (b, q) in bytes.by_ref().zip(q.by_ref()) {
+        for (i, lane) in lanes.iter_mut().enumerate() {
+            let x = f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
+            *lane += x * q[i];
+        }
+    }
+    let tail = bytes
+        .remainder()
         .chunks_exact(4)
-        .zip(query)
-        .map(|(b, q)| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * q)
-        .sum())
+        .zip(q.remainder())
+        .map(|(b, q)| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * q);
+    Ok(lanes.iter().sum::<f32>() + tail.sum::<f32>())
+}
+
+/// The dot product of two vectors of one length, summed as [`similarity`] sums it (so a vector
+/// scores the same from the store and from [`Matrix`]).
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; LANES];
+    let (mut xs, mut ys) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    for (x, y) in xs.by_ref().zip(ys.by_ref()) {
+        for (i, lane) in lanes.iter_mut().enumerate() {
+            *lane += x[i] * y[i];
+        }
+    }
+    let tail = xs.remainder().iter().zip(ys.remainder()).map(|(x, y)| x * y);
+    lanes.iter().sum::<f32>() + tail.sum::<f32>()
+}
+
+/// Independent partial sums of a dot product: one chain of additions cannot be vectorised
+/// (floating-point addition is not associative), eight can.
+const LANES: usize = 8;
+
+fn wrong_dimension(stored: usize, model: usize) -> StoreError {
+    StoreError::corrupt(format!(
+        "stored vector of {stored} dimensions, the model has {model}"
+    ))
 }
 
 /// A scored vector.
@@ -127,22 +157,122 @@ pub struct Nearest {
     pub score: f32,
 }
 
-/// Scores every `(seq, stored vector)` against `query`; best first, equal scores in seq
-/// (ingestion) order. Exact: every vector is scored.
+/// Best first; equal scores in seq (ingestion) order.
+fn best_first(a: &Nearest, b: &Nearest) -> std::cmp::Ordering {
+    b.score.total_cmp(&a.score).then(a.seq.cmp(&b.seq))
+}
+
+/// Every vector of a scope scored, handed out best first. Sorted a slice at a time (the best
+/// [`FIRST_SORTED`], then twice as many each time more are asked for), since a search reads
+/// only its limit and what its filters turn away: at 100k vectors a full sort would cost more
+/// than the scoring. The order is the full sort's (score, then seq, is a total order).
+#[derive(Debug)]
+pub struct Ranking {
+    scored: Vec<Nearest>,
+    next: usize,
+    sorted: usize,
+}
+
+/// How many of a ranking are sorted first.
+const FIRST_SORTED: usize = 64;
+
+impl Ranking {
+    fn new(scored: Vec<Nearest>) -> Self {
+        Self {
+            scored,
+            next: 0,
+            sorted: 0,
+        }
+    }
+}
+
+impl Iterator for Ranking {
+    type Item = Nearest;
+
+    fn next(&mut self) -> Option<Nearest> {
+        if self.next == self.sorted {
+            let rest = self.scored.get_mut(self.sorted..).filter(|r| !r.is_empty())?;
+            let take = self.sorted.max(FIRST_SORTED).min(rest.len());
+            if take < rest.len() {
+                rest.select_nth_unstable_by(take - 1, best_first);
+            }
+            rest[..take].sort_unstable_by(best_first);
+            self.sorted += take;
+        }
+        let nearest = self.scored.get(self.next).copied();
+        self.next += 1;
+        nearest
+    }
+}
+
+/// Scores every `(seq, stored vector)` against `query` (exact: every vector is scored). With
+/// `keep` bytes to spare, also returns the vectors read as a [`Matrix`] for the next searches
+/// (none when they need more).
 pub fn rank(
     vectors: impl IntoIterator<Item = Result<(u64, impl AsRef<[u8]>)>>,
     query: &[f32],
-) -> Result<Vec<Nearest>> {
+    keep: usize,
+) -> Result<(Ranking, Option<Matrix>)> {
     let mut scored = Vec::new();
+    let mut matrix = Some(Matrix::default());
     for item in vectors {
         let (seq, bytes) = item?;
+        let bytes = bytes.as_ref();
         scored.push(Nearest {
             seq,
-            score: similarity(query, bytes.as_ref())?,
+            score: similarity(query, bytes)?,
         });
+        if let Some(m) = &mut matrix {
+            if m.bytes() + 8 + bytes.len() > keep {
+                matrix = None;
+            } else {
+                m.seqs.push(seq);
+                m.values.extend(
+                    bytes
+                        .chunks_exact(4)
+                        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                );
+            }
+        }
     }
-    scored.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.seq.cmp(&b.seq)));
-    Ok(scored)
+    if let Some(m) = &mut matrix {
+        m.seqs.shrink_to_fit();
+        m.values.shrink_to_fit();
+    }
+    Ok((Ranking::new(scored), matrix))
+}
+
+/// A scope's vectors decoded, one row per seq, for searches that do not read the store.
+#[derive(Debug, Default)]
+pub struct Matrix {
+    seqs: Vec<u64>,
+    values: Vec<f32>,
+}
+
+impl Matrix {
+    /// Memory it holds (once read: [`rank`] trims what it allocated ahead).
+    pub fn bytes(&self) -> usize {
+        self.seqs.len() * 8 + self.values.len() * 4
+    }
+
+    /// As [`rank`] ranks the vectors it was read from.
+    pub fn rank(&self, query: &[f32]) -> Result<Ranking> {
+        if self.values.len() != self.seqs.len() * query.len() {
+            let stored = self.values.len() / self.seqs.len().max(1);
+            return Err(wrong_dimension(stored, query.len()));
+        }
+        let rows = self.values.chunks_exact(query.len().max(1));
+        let scored = self
+            .seqs
+            .iter()
+            .zip(rows)
+            .map(|(&seq, row)| Nearest {
+                seq,
+                score: dot(query, row),
+            })
+            .collect();
+        Ok(Ranking::new(scored))
+    }
 }
 
 /// What a stored model identity says about the configured one.
@@ -276,11 +406,48 @@ mod tests {
             (1, encode(&[1.0, 0.0])),
             (2, encode(&[0.6, 0.8])),
         ];
-        let ranked = rank(stored.into_iter().map(Ok), &q).unwrap();
+        let (ranked, matrix) = rank(stored.clone().into_iter().map(Ok), &q, usize::MAX).unwrap();
+        let ranked: Vec<Nearest> = ranked.collect();
         let seqs: Vec<u64> = ranked.iter().map(|n| n.seq).collect();
         assert_eq!(seqs, [2, 3, 1]);
         assert!((ranked[0].score - 1.0).abs() < 1e-6);
-        assert!(rank([Ok((1, encode(&[1.0])))], &q).is_err());
+        let from_matrix: Vec<Nearest> = matrix.unwrap().rank(&q).unwrap().collect();
+        assert_eq!(from_matrix, ranked);
+        assert!(rank([Ok((1, encode(&[1.0])))], &q, usize::MAX).is_err());
+        // Not kept when it needs more than it may take.
+        let (_, none) = rank(stored.into_iter().map(Ok), &q, 30).unwrap();
+        assert!(none.is_none());
+    }
+
+    #[test]
+    fn rankings_sorted_in_slices_are_sorted_fully() {
+        let dimension = 20;
+        let mut state = 7u64;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            // A few distinct values, so that equal scores are common.
+            ((state >> 33) % 5) as f32 - 2.0
+        };
+        let stored: Vec<(u64, Vec<u8>)> = (0..1000u64)
+            .map(|seq| (seq, encode(&(0..dimension).map(|_| next()).collect::<Vec<_>>())))
+            .collect();
+        let query: Vec<f32> = (0..dimension).map(|_| next()).collect();
+        let (ranked, matrix) = rank(stored.iter().cloned().map(Ok), &query, usize::MAX).unwrap();
+        let ranked: Vec<Nearest> = ranked.collect();
+        let mut expected: Vec<Nearest> = stored
+            .iter()
+            .map(|(seq, bytes)| {
+                let plain: f32 = bytes
+                    .chunks_exact(4)
+                    .zip(&query)
+                    .map(|(b, q)| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * q)
+                    .sum();
+                Nearest { seq: *seq, score: plain }
+            })
+            .collect();
+        expected.sort_by(best_first);
+        assert_eq!(ranked, expected);
+        assert_eq!(matrix.unwrap().rank(&query).unwrap().collect::<Vec<_>>(), expected);
     }
 
     #[test]

@@ -174,16 +174,22 @@ impl MemoryStore for PgMemoryStore {
                 &[&scope.app_name, &scope.user_id],
             )
             .await?;
-        let ranked = rank(
+        // Read from the database each time: other replicas write the scope too.
+        let (mut ranked, _) = rank(
             rows.iter().map(|row| {
                 let seq: i64 = row.try_get(0)?;
                 let vector: &[u8] = row.try_get(1)?;
                 Ok((u64::try_from(seq).unwrap_or(0), vector))
             }),
             vector,
+            0,
         )?;
         let mut hits = Vec::new();
-        for chunk in ranked.chunks(FETCH) {
+        loop {
+            let chunk: Vec<_> = ranked.by_ref().take(FETCH).collect();
+            if chunk.is_empty() {
+                return Ok(hits);
+            }
             let seqs: Vec<i64> = chunk.iter().map(|n| db_int(n.seq)).collect();
             let mut fetched = search::entries(&client, scope, &seqs).await?;
             for n in chunk {
@@ -202,7 +208,6 @@ impl MemoryStore for PgMemoryStore {
                 }
             }
         }
-        Ok(hits)
     }
 
     async fn use_model(&self, model: &Identity) -> Result<()> {

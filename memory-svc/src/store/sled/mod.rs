@@ -65,7 +65,7 @@ mod tests;
 mod vectors;
 mod write;
 
-use std::{ops::Bound, path::Path};
+use std::{ops::Bound, path::Path, sync::Arc};
 
 use adk_common::{
     durability::{GroupCommit, SyncMode},
@@ -85,7 +85,9 @@ use super::{
     index,
     maxscore::{self, Ranked, TermList},
     plan::Write,
-    token, Change, Entry, Expired, Hit, JobRecord, MemoryStore, Result, RevisionRecord, Scope,
+    token,
+    vector_cache::{self, VectorCache},
+    Change, Entry, Expired, Hit, JobRecord, MemoryStore, Result, RevisionRecord, Scope,
     SearchQuery, Unembedded, Vectors,
 };
 use crate::analysis::Analyzer;
@@ -112,6 +114,8 @@ pub struct SledMemoryStore {
     commit: GroupCommit,
     gate: WriteGate,
     analyzer: Analyzer,
+    /// Searched scopes' vectors, decoded.
+    vector_cache: Arc<VectorCache>,
     /// Blocking work still running (each holds the database); shutdown waits for it.
     work: TaskTracker,
 }
@@ -152,11 +156,20 @@ impl SledMemoryStore {
             commit: GroupCommit::start(db.clone(), sync),
             gate: WriteGate::default(),
             analyzer,
+            vector_cache: Arc::new(VectorCache::new(vector_cache::DEFAULT_BYTES)),
             work: TaskTracker::new(),
             db,
         };
         migrate::reindex(&store)?;
         Ok(store)
+    }
+
+    /// The same, keeping up to `bytes` of searched scopes' vectors in memory (`--vector-cache-bytes`).
+    pub fn with_vector_cache(self, bytes: usize) -> Self {
+        Self {
+            vector_cache: Arc::new(VectorCache::new(bytes)),
+            ..self
+        }
     }
 
     /// Publishes the database's size on disk as a gauge (read at each metrics scrape).

@@ -49,14 +49,24 @@ impl SledMemoryStore {
         if query.limit == 0 {
             return Ok(Vec::new());
         }
-        let prefix_len = scope.as_bytes().len();
-        let ranked = vectors::rank(
-            self.vectors.scan_prefix(scope).map(|kv| {
-                let (key, value) = kv?;
-                Ok((key_seq(&key, prefix_len)?, value))
-            }),
-            vector,
-        )?;
+        let ranked = match self.vector_cache.get(scope.as_bytes()) {
+            Ok(matrix) => matrix.rank(vector)?,
+            Err(reading) => {
+                let prefix_len = scope.as_bytes().len();
+                let (ranked, matrix) = vectors::rank(
+                    self.vectors.scan_prefix(scope).map(|kv| {
+                        let (key, value) = kv?;
+                        Ok((key_seq(&key, prefix_len)?, value))
+                    }),
+                    vector,
+                    self.vector_cache.capacity(),
+                )?;
+                if let Some(matrix) = matrix {
+                    self.vector_cache.keep(scope.as_bytes(), reading, matrix);
+                }
+                ranked
+            }
+        };
         let mut hits = Vec::with_capacity(query.limit);
         for Nearest { seq, score } in ranked {
             // An entry removed since its vector was read is simply no longer there.
@@ -94,6 +104,7 @@ impl SledMemoryStore {
                 batch.remove(key?);
             }
             self.vectors.apply_batch(batch)?;
+            self.vector_cache.clear();
             self.vector_model
                 .insert(MODEL, encode_identity(model).into_bytes())?;
             self.db.flush()?;
@@ -160,7 +171,7 @@ impl SledMemoryStore {
                 (key.into_vec(), u.text.as_str(), vectors::encode(v))
             })
             .collect();
-        (&self.entries, &self.vectors)
+        let stored = (&self.entries, &self.vectors)
             .transaction(|(entries, stored)| {
                 let mut n = 0;
                 for (key, text, vector) in &encoded {
@@ -180,8 +191,13 @@ impl SledMemoryStore {
             })
             .map_err(|e: TransactionError<std::convert::Infallible>| match e {
                 TransactionError::Abort(never) => match never {},
-                TransactionError::Storage(e) => e.into(),
-            })
+                TransactionError::Storage(e) => StoreError::from(e),
+            })?;
+        for (u, _) in vectors {
+            let scope = Key::new().str(&u.app_name).str(&u.user_id);
+            self.vector_cache.written(scope.as_bytes());
+        }
+        Ok(stored)
     }
 }
 

@@ -60,6 +60,7 @@ impl SledMemoryStore {
             }
             match batches.commit(self, scope, base) {
                 Ok(true) => {
+                    self.vector_cache.written(scope.as_bytes());
                     if delta != 0 {
                         gauge!("store_memories").increment(delta as f64);
                     }

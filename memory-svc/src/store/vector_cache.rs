@@ -1,0 +1,183 @@
+//! The vectors of recently searched scopes, kept in memory as one [`Matrix`] per scope so that
+//! a semantic search scores them without reading the store (at 100k vectors, reading them is
+//! most of a search). Bounded by `--vector-cache-bytes`; the least recently searched scope goes
+//! first. Used by the sled store, whose process is the only writer of its scopes.
+//!
+//! A write to a scope drops its matrix once committed, and the next search reads the scope
+//! again. A search that read a scope while a write to it committed must not keep what it read
+//! (it may predate the write): each write counts itself in a stripe of counters chosen by its
+//! scope, and a matrix is kept only if its scope's stripe did not move while it was read.
+
+use std::{
+    hash::{BuildHasher, Hash, Hasher},
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+};
+
+use lru::LruCache;
+
+use super::vectors::Matrix;
+
+/// Default `--vector-cache-bytes`: the vectors of about 170k entries of a 384-dimension model.
+pub const DEFAULT_BYTES: usize = 256 << 20;
+
+/// Write counters (more stripes: fewer searches that cannot keep their reading because of a
+/// write to another scope).
+const STRIPES: usize = 64;
+
+/// Scopes' vectors, by scope key. Cheap to share (one per store).
+#[derive(Debug)]
+pub struct VectorCache {
+    capacity: usize,
+    state: Mutex<State>,
+    hasher: std::collections::hash_map::RandomState,
+}
+
+#[derive(Debug)]
+struct State {
+    matrices: LruCache<Vec<u8>, Arc<Matrix>>,
+    /// Bytes of `matrices`.
+    bytes: usize,
+    writes: [u64; STRIPES],
+}
+
+/// What a search that missed the cache saw before reading its scope.
+#[derive(Debug, Clone, Copy)]
+pub struct Reading {
+    stripe: usize,
+    writes: u64,
+}
+
+impl VectorCache {
+    /// A cache of at most `capacity` bytes (0: none is kept).
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            state: Mutex::new(State {
+                matrices: LruCache::unbounded(),
+                bytes: 0,
+                writes: [0; STRIPES],
+            }),
+            hasher: Default::default(),
+        }
+    }
+
+    /// The most one scope's matrix may take.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The scope's matrix, or what to hand [`VectorCache::keep`] after reading the scope.
+    pub fn get(&self, scope: &[u8]) -> Result<Arc<Matrix>, Reading> {
+        let stripe = self.stripe(scope);
+        let mut state = self.lock();
+        match state.matrices.get(scope) {
+            Some(matrix) => Ok(Arc::clone(matrix)),
+            None => Err(Reading {
+                stripe,
+                writes: state.writes[stripe],
+            }),
+        }
+    }
+
+    /// Keeps `matrix`, read from the store after `reading`, unless a write may have changed
+    /// the scope since; makes room by dropping the least recently searched scopes.
+    pub fn keep(&self, scope: &[u8], reading: Reading, matrix: Matrix) {
+        let size = matrix.bytes();
+        if size > self.capacity {
+            return;
+        }
+        let mut state = self.lock();
+        if state.writes[reading.stripe] != reading.writes {
+            return;
+        }
+        if let Some(old) = state.matrices.pop(scope) {
+            state.bytes -= old.bytes();
+        }
+        while state.bytes + size > self.capacity {
+            match state.matrices.pop_lru() {
+                Some((_, old)) => state.bytes -= old.bytes(),
+                None => break,
+            }
+        }
+        state.bytes += size;
+        state.matrices.put(scope.to_vec(), Arc::new(matrix));
+    }
+
+    /// After a write to the scope committed: its matrix is out of date.
+    pub fn written(&self, scope: &[u8]) {
+        let stripe = self.stripe(scope);
+        let mut state = self.lock();
+        state.writes[stripe] += 1;
+        if let Some(old) = state.matrices.pop(scope) {
+            state.bytes -= old.bytes();
+        }
+    }
+
+    /// After the vectors of every scope changed (another model).
+    pub fn clear(&self) {
+        let mut state = self.lock();
+        state.writes.iter_mut().for_each(|w| *w += 1);
+        state.matrices.clear();
+        state.bytes = 0;
+    }
+
+    fn stripe(&self, scope: &[u8]) -> usize {
+        let mut hasher = self.hasher.build_hasher();
+        scope.hash(&mut hasher);
+        (hasher.finish() % STRIPES as u64) as usize
+    }
+
+    /// The state stays whole under a panic elsewhere: every change above is a few statements
+    /// that cannot panic, so a poisoned lock is taken over.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::vectors::{encode, rank};
+
+    fn matrix(n: u64) -> Matrix {
+        let stored = (0..n).map(|seq| Ok((seq, encode(&[1.0, 0.0]))));
+        rank(stored, &[1.0, 0.0], usize::MAX).unwrap().1.unwrap()
+    }
+
+    #[test]
+    fn a_write_drops_the_scope_and_what_was_read_before_it() {
+        let cache = VectorCache::new(1 << 20);
+        let reading = cache.get(b"a").unwrap_err();
+        cache.keep(b"a", reading, matrix(3));
+        assert_eq!(cache.get(b"a").unwrap().bytes(), matrix(3).bytes());
+        cache.written(b"a");
+        let reading = cache.get(b"a").unwrap_err();
+        // A write commits while the scope is read: what was read is not kept.
+        cache.written(b"a");
+        cache.keep(b"a", reading, matrix(3));
+        assert!(cache.get(b"a").is_err());
+        let reading = cache.get(b"a").unwrap_err();
+        cache.keep(b"a", reading, matrix(3));
+        cache.clear();
+        assert!(cache.get(b"a").is_err());
+    }
+
+    #[test]
+    fn the_least_recently_searched_scope_makes_room() {
+        let one = matrix(10).bytes();
+        let cache = VectorCache::new(2 * one);
+        for scope in [&b"a"[..], b"b"] {
+            let reading = cache.get(scope).unwrap_err();
+            cache.keep(scope, reading, matrix(10));
+        }
+        assert!(cache.get(b"a").is_ok());
+        let reading = cache.get(b"c").unwrap_err();
+        cache.keep(b"c", reading, matrix(10));
+        assert!(cache.get(b"b").is_err(), "b was searched least recently");
+        assert!(cache.get(b"a").is_ok() && cache.get(b"c").is_ok());
+        // Larger than the whole cache: never kept.
+        let reading = cache.get(b"d").unwrap_err();
+        cache.keep(b"d", reading, matrix(30));
+        assert!(cache.get(b"d").is_err() && cache.get(b"a").is_ok());
+    }
+}
