@@ -229,7 +229,9 @@ async fn converts_a_schema_3_database() {
     let from = schema(&now_url);
     client
         .batch_execute(&format!(
-            "INSERT INTO memory_entries SELECT * FROM {from}.memory_entries;
+            "INSERT INTO memory_entries SELECT app_name, user_id, seq, session_id, id, author,
+                 ts_s, ts_n, custom_metadata, content, terms, len, context_before,
+                 context_after FROM {from}.memory_entries;
              INSERT INTO memory_scopes SELECT * FROM {from}.memory_scopes;
              INSERT INTO memory_tombstones SELECT * FROM {from}.memory_tombstones;
              INSERT INTO memory_index SELECT * FROM {from}.memory_index;
