@@ -928,3 +928,43 @@ async fn a_raw_memory_claiming_to_be_generated_stays_raw() {
     let metadata: Value = serde_json::from_str(&fact.custom_metadata).unwrap();
     assert_eq!(metadata["kind"], "generated", "{metadata}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finished_jobs_are_pruned_after_the_retention() {
+    let (url, _model) = model(vec![Answer::Content(json!({"facts": []}))]).await;
+    let poll = memory_svc::generate::JobRetry::default().poll;
+    let pruning = MemoryServer::start_with(NO_SESSION_SVC, move |config| {
+        config.generator = format!("openai:{url}").parse().unwrap();
+        config.generator_model = Some("stand-in".into());
+        config.generator_job_retention_seconds = 0;
+    })
+    .await;
+    let mut c = pruning.client.clone();
+    let done = run(&mut c, vec![event("r2", "user", "Hello")]).await;
+    assert_eq!(done.state, GenerationState::Succeeded as i32);
+    // Past its retention, the next poll of a worker deletes it.
+    let mut gone = None;
+    for _ in 0..100 {
+        let asked = c
+            .get_generation_job(GetGenerationJobRequest {
+                app_name: "app".into(),
+                user_id: "u".into(),
+                job_id: done.id.clone(),
+            })
+            .await;
+        if let Err(status) = asked {
+            gone = Some(status);
+            break;
+        }
+        tokio::time::sleep(poll / 10).await;
+    }
+    let status = gone.expect("the finished job was not pruned");
+    assert_eq!(status.code(), Code::NotFound, "{status:?}");
+    assert!(
+        status.message().contains(&done.id)
+            && status
+                .message()
+                .contains("--generator-job-retention-seconds"),
+        "{status:?}"
+    );
+}

@@ -955,3 +955,125 @@ pub async fn finished_jobs_are_pruned_after_the_retention<S: MemoryStore + Clone
     assert!(store.job(SCOPE, "open").await.unwrap().is_some());
     assert_eq!(store.prune_jobs(i64::MAX, 10).await.unwrap(), 0);
 }
+
+/// The entries a store kept before entries carried their kind, as [`assert_kinds_converted`]
+/// expects them converted: all written raw (the old layout had no kind), with the revisions
+/// the generator recorded. Returns the expiries the old layout kept beside them, by memory id,
+/// for the backend's test to store its old way. Two jobs are queued, one of them finished.
+pub(crate) async fn before_kinds(store: &impl MemoryStore) -> Vec<(&'static str, i64)> {
+    use super::{RevisionRecord, Write};
+    use adk_proto::memory::v1::{GenerationState, RevisionAction};
+    let marked = r#"{"kind":"generated","topic":"preferences"}"#;
+    let write = |id: &str, text: &str| {
+        Write::AddMemories(vec![Entry {
+            custom_metadata: marked.into(),
+            author: "memory".into(),
+            ..entry(id, text)
+        }])
+    };
+    let revision = |id: &str, action: RevisionAction, fact: &str| {
+        Some(RevisionRecord {
+            memory_id: id.into(),
+            action: action as i32,
+            new_fact: fact.into(),
+            ..Default::default()
+        })
+    };
+    let vectors = super::Vectors::default;
+    for (id, text, revisions) in [
+        // Generated, the first to expire.
+        (
+            "g1",
+            "likes tea",
+            vec![(RevisionAction::Added, "likes tea")],
+        ),
+        // Generated and updated, without expiry.
+        (
+            "g2",
+            "lives in Berlin",
+            vec![
+                (RevisionAction::Added, "lives in Paris"),
+                (RevisionAction::Updated, "lives in Berlin"),
+            ],
+        ),
+        // Raw, claiming to be generated (and to expire, in the old expiries).
+        ("forged", "likes coffee", vec![]),
+        // Generated, then overwritten by a direct write with another text.
+        (
+            "over",
+            "client text",
+            vec![(RevisionAction::Added, "a fact")],
+        ),
+        // Generated, deleted, and written again by a client.
+        (
+            "again",
+            "likes milk",
+            vec![
+                (RevisionAction::Added, "likes milk"),
+                (RevisionAction::Deleted, ""),
+            ],
+        ),
+    ] {
+        store
+            .write_embedded(SCOPE, write(id, text), vectors())
+            .await
+            .unwrap();
+        for (action, fact) in revisions {
+            store
+                .write_changed(SCOPE, Write::Reindex, vectors(), revision(id, action, fact))
+                .await
+                .unwrap();
+        }
+    }
+    // A generated memory in a session is none either.
+    let in_session = Entry {
+        session_id: "s".into(),
+        ..entry("g1", "likes tea")
+    };
+    store.add_memories(SCOPE, vec![in_session]).await.unwrap();
+    store.enqueue(&job("open", 10)).await.unwrap();
+    store.enqueue(&job("ended", 10)).await.unwrap();
+    let mut ended = store.claim(Some("ended"), 10, 100).await.unwrap().unwrap();
+    ended.state = GenerationState::Succeeded as i32;
+    ended.update_ms = 20;
+    assert!(store.finish(&ended).await.unwrap());
+    vec![("g1", 100), ("forged", 50), ("over", 60), ("gone", 70)]
+}
+
+/// Checks the store of [`before_kinds`] converted: only the entries the generator's revisions
+/// vouch for are generated, with the expiries it recorded; metadata stays as it was.
+pub(crate) async fn assert_kinds_converted(store: &impl MemoryStore) {
+    use super::Kind;
+    let (listed, _) = store.list(SCOPE, 100, "").await.unwrap();
+    let kinds: Vec<_> = listed
+        .iter()
+        .map(|e| (e.id.as_str(), e.session_id.as_str(), e.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("g1", "", Kind::generated(Some(100))),
+            ("g2", "", Kind::generated(None)),
+            ("forged", "", Kind::default()),
+            ("over", "", Kind::default()),
+            ("again", "", Kind::default()),
+            ("g1", "s", Kind::default()),
+        ]
+    );
+    assert!(listed[..5]
+        .iter()
+        .all(|e| e.custom_metadata.contains("generated")));
+    let expired = store.expired(i64::MAX, 10).await.unwrap();
+    assert_eq!(
+        expired
+            .iter()
+            .map(|e| e.memory_id.as_str())
+            .collect::<Vec<_>>(),
+        ["g1"]
+    );
+    // The job that had ended is pruned by the time it ended; the open one never.
+    assert_eq!(store.prune_jobs(20, 10).await.unwrap(), 0);
+    assert_eq!(store.prune_jobs(21, 10).await.unwrap(), 1);
+    assert_eq!(store.job(SCOPE, "ended").await.unwrap(), None);
+    assert!(store.job(SCOPE, "open").await.unwrap().is_some());
+}
