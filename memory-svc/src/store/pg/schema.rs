@@ -182,21 +182,22 @@ pub(super) fn convert<'t>(tx: &'t Transaction<'t>, from: u32) -> Conversion<'t, 
             return Ok(());
         }
         // Only an entry in no session with a revision can be generated: the others stay raw.
+        // Each is read with the last revision of its id (one pass over the revisions, not one
+        // probe per entry: they are not indexed by memory id).
         let rows = tx
             .query(
-                "SELECT e.app_name, e.user_id, e.seq, e.content,
-                     (SELECT r.record FROM memory_revisions r
-                      WHERE r.app_name = e.app_name AND r.user_id = e.user_id
-                        AND r.memory_id = e.id
-                      ORDER BY r.seq DESC LIMIT 1),
-                     (SELECT x.expire_ms FROM memory_expiries x
-                      WHERE x.app_name = e.app_name AND x.user_id = e.user_id
-                        AND x.memory_id = e.id)
+                "WITH last AS (
+                     SELECT DISTINCT ON (app_name, user_id, memory_id)
+                         app_name, user_id, memory_id, record
+                     FROM memory_revisions
+                     ORDER BY app_name, user_id, memory_id, seq DESC)
+                 SELECT e.app_name, e.user_id, e.seq, e.content, l.record, x.expire_ms
                  FROM memory_entries e
-                 WHERE e.session_id = '' AND EXISTS (
-                     SELECT 1 FROM memory_revisions r
-                     WHERE r.app_name = e.app_name AND r.user_id = e.user_id
-                       AND r.memory_id = e.id)",
+                 JOIN last l ON l.app_name = e.app_name AND l.user_id = e.user_id
+                     AND l.memory_id = e.id
+                 LEFT JOIN memory_expiries x ON x.app_name = e.app_name
+                     AND x.user_id = e.user_id AND x.memory_id = e.id
+                 WHERE e.session_id = ''",
                 &[],
             )
             .await?;
@@ -208,12 +209,10 @@ pub(super) fn convert<'t>(tx: &'t Transaction<'t>, from: u32) -> Conversion<'t, 
                     .map_err(|e| StoreError::corrupt(format!("memory content: {e}")))?,
                 ..Entry::default()
             };
-            let last: Option<&[u8]> = row.try_get(4)?;
-            let last = last
-                .map(RevisionRecord::decode)
-                .transpose()
+            let last: &[u8] = row.try_get(4)?;
+            let last = RevisionRecord::decode(last)
                 .map_err(|e| StoreError::corrupt(format!("revision: {e}")))?;
-            let kind = converted_kind(&entry, last.as_ref(), row.try_get(5)?);
+            let kind = converted_kind(&entry, Some(&last), row.try_get(5)?);
             if kind.generated {
                 apps.push(row.try_get::<_, String>(0)?);
                 users.push(row.try_get::<_, String>(1)?);
