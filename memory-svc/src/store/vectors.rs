@@ -136,7 +136,11 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
             *lane += x[i] * y[i];
         }
     }
-    let tail = xs.remainder().iter().zip(ys.remainder()).map(|(x, y)| x * y);
+    let tail = xs
+        .remainder()
+        .iter()
+        .zip(ys.remainder())
+        .map(|(x, y)| x * y);
     lanes.iter().sum::<f32>() + tail.sum::<f32>()
 }
 
@@ -191,7 +195,10 @@ impl Iterator for Ranking {
 
     fn next(&mut self) -> Option<Nearest> {
         if self.next == self.sorted {
-            let rest = self.scored.get_mut(self.sorted..).filter(|r| !r.is_empty())?;
+            let rest = self
+                .scored
+                .get_mut(self.sorted..)
+                .filter(|r| !r.is_empty())?;
             let take = self.sorted.max(FIRST_SORTED).min(rest.len());
             if take < rest.len() {
                 rest.select_nth_unstable_by(take - 1, best_first);
@@ -424,12 +431,19 @@ mod tests {
         let dimension = 20;
         let mut state = 7u64;
         let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             // A few distinct values, so that equal scores are common.
             ((state >> 33) % 5) as f32 - 2.0
         };
         let stored: Vec<(u64, Vec<u8>)> = (0..1000u64)
-            .map(|seq| (seq, encode(&(0..dimension).map(|_| next()).collect::<Vec<_>>())))
+            .map(|seq| {
+                (
+                    seq,
+                    encode(&(0..dimension).map(|_| next()).collect::<Vec<_>>()),
+                )
+            })
             .collect();
         let query: Vec<f32> = (0..dimension).map(|_| next()).collect();
         let (ranked, matrix) = rank(stored.iter().cloned().map(Ok), &query, usize::MAX).unwrap();
@@ -442,12 +456,18 @@ mod tests {
                     .zip(&query)
                     .map(|(b, q)| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * q)
                     .sum();
-                Nearest { seq: *seq, score: plain }
+                Nearest {
+                    seq: *seq,
+                    score: plain,
+                }
             })
             .collect();
         expected.sort_by(best_first);
         assert_eq!(ranked, expected);
-        assert_eq!(matrix.unwrap().rank(&query).unwrap().collect::<Vec<_>>(), expected);
+        assert_eq!(
+            matrix.unwrap().rank(&query).unwrap().collect::<Vec<_>>(),
+            expected
+        );
     }
 
     #[test]
