@@ -9,7 +9,7 @@
 //! scope, and a matrix is kept only if its scope's stripe did not move while it was read.
 
 use std::{
-    hash::{BuildHasher, Hash, Hasher},
+    hash::BuildHasher,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
 
@@ -122,9 +122,7 @@ impl VectorCache {
     }
 
     fn stripe(&self, scope: &[u8]) -> usize {
-        let mut hasher = self.hasher.build_hasher();
-        scope.hash(&mut hasher);
-        (hasher.finish() % STRIPES as u64) as usize
+        (self.hasher.hash_one(scope) % STRIPES as u64) as usize
     }
 
     /// The state stays whole under a panic elsewhere: every change above is a few statements
