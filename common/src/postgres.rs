@@ -12,11 +12,12 @@ use std::{
     fmt,
     future::Future,
     path::{Path, PathBuf},
+    pin::Pin,
     str::FromStr,
     time::Duration,
 };
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Transaction};
 use tokio::task::JoinHandle;
 use tokio_postgres::{error::SqlState, AsyncMessage};
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -248,9 +249,41 @@ pub fn record_pool(pool: &Pool, service: &'static str) {
 /// each step runs exactly once. A schema at a version newer than `steps` reach was written by a
 /// newer release: refused ([`versions::check`]), nothing is changed.
 pub async fn migrate(pool: &Pool, component: &str, steps: &[&str]) -> Result<(), PgError> {
+    migrate_converting(pool, component, steps, |_, _| Box::pin(async { Ok(()) })).await
+}
+
+/// A conversion of stored data that SQL alone cannot make (see [`migrate_converting`]).
+pub type Conversion<'t, E> = Pin<Box<dyn Future<Output = Result<(), E>> + Send + 't>>;
+
+/// [`migrate`], then `convert` in the same transaction, under the same lock, given the version
+/// the schema was at before: it runs exactly once for each step, like the steps, and a
+/// failure rolls back the steps too.
+pub async fn migrate_converting<E, C>(
+    pool: &Pool,
+    component: &str,
+    steps: &[&str],
+    convert: C,
+) -> Result<(), E>
+where
+    E: From<PgError>,
+    C: for<'t> FnOnce(&'t Transaction<'t>, u32) -> Conversion<'t, E>,
+{
     let supported = u32::try_from(steps.len()).unwrap_or(u32::MAX);
-    let mut client = pool.get().await?;
-    let tx = client.transaction().await?;
+    let mut client = pool.get().await.map_err(PgError::from)?;
+    let tx = client.transaction().await.map_err(PgError::from)?;
+    let current = migrate_in(&tx, component, steps, supported).await?;
+    convert(&tx, current).await?;
+    tx.commit().await.map_err(PgError::from)?;
+    Ok(())
+}
+
+/// The steps of [`migrate`] in `tx`; returns the version the schema was at before them.
+async fn migrate_in(
+    tx: &Transaction<'_>,
+    component: &str,
+    steps: &[&str],
+    supported: u32,
+) -> Result<u32, PgError> {
     tx.execute(
         "SELECT pg_advisory_xact_lock(hashtext('adk schema ' || coalesce(current_schema(), '')))",
         &[],
@@ -286,8 +319,7 @@ pub async fn migrate(pool: &Pool, component: &str, steps: &[&str]) -> Result<(),
         .await?;
         tracing::info!(component, version, "database schema migrated");
     }
-    tx.commit().await?;
-    Ok(())
+    Ok(current)
 }
 
 /// Runs `attempt` until it does not fail with a conflict (see [`PgError::is_conflict`]), at most

@@ -9,7 +9,7 @@ use clap::Parser;
 use crate::{
     analysis::{Analyzer, Language, UnknownLanguage},
     embed::{EmbedderOptions, EmbedderSpec},
-    generate::{GeneratorOptions, GeneratorSpec, JobRetry},
+    generate::{GeneratorOptions, GeneratorSpec, JobRetry, DEFAULT_JOB_RETENTION_SECONDS},
 };
 
 /// `--default-language`: a language, or none.
@@ -105,6 +105,11 @@ pub struct Config {
     #[arg(long, default_value_t = 300)]
     pub generator_lease_seconds: u64,
 
+    /// Seconds a finished (succeeded or failed) generation job stays readable through
+    /// GetGenerationJob; the background workers then delete it.
+    #[arg(long, default_value_t = DEFAULT_JOB_RETENTION_SECONDS)]
+    pub generator_job_retention_seconds: u64,
+
     /// The language of text whose language is not detected with confidence (short turns,
     /// most queries): an ISO 639-1 code (`en`, `de`, `fr`, `ru`, ...: see the README for the
     /// list), or `none` to keep such words as written. Changing it re-indexes the store at the
@@ -177,6 +182,7 @@ impl Config {
             workers: self.generator_workers,
             retry: JobRetry {
                 lease: std::time::Duration::from_secs(self.generator_lease_seconds),
+                retention: std::time::Duration::from_secs(self.generator_job_retention_seconds),
                 ..JobRetry::default()
             },
         }
@@ -206,6 +212,7 @@ impl Config {
             generator_topics: None,
             generator_workers: 2,
             generator_lease_seconds: 300,
+            generator_job_retention_seconds: DEFAULT_JOB_RETENTION_SECONDS,
             default_language: DefaultLanguage::default(),
             serve: ServeFlags::default(),
             admin: None,

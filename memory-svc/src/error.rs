@@ -43,7 +43,10 @@ pub enum MemoryError {
         source: Box<MemoryError>,
     },
 
-    #[error("job_id: generation job {job_id} not found")]
+    #[error(
+        "job_id: generation job {job_id} not found (finished jobs are deleted once \
+         --generator-job-retention-seconds has passed)"
+    )]
     JobNotFound { job_id: String },
 
     #[error("mode: {mode} search needs an embedding model (memory-svc --embedder)")]

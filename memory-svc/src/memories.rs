@@ -44,8 +44,8 @@ use crate::{
     },
     session_source::SessionSource,
     store::{
-        Change, DeleteTarget, Entry, Hit, JobRecord, MemoryStore, RevisionRecord, Scope,
-        SearchQuery, Vectors, Write,
+        DeleteTarget, Entry, Hit, JobRecord, Kind, MemoryStore, RevisionRecord, Scope, SearchQuery,
+        Vectors, Write,
     },
 };
 
@@ -120,12 +120,12 @@ impl<S: MemoryStore> Memories<S> {
         self.write_changed(scope, write, None).await
     }
 
-    /// [`Memories::write`] with a generated memory's expiry and revision.
+    /// [`Memories::write`] with the revision of a change generation made.
     pub(crate) async fn write_changed(
         &self,
         scope: Scope<'_>,
         write: Write,
-        change: Option<Change>,
+        revision: Option<RevisionRecord>,
     ) -> Result<u32> {
         let vectors = match (&self.embedder, &write) {
             (
@@ -142,7 +142,7 @@ impl<S: MemoryStore> Memories<S> {
         };
         Ok(self
             .store
-            .write_changed(scope, write, vectors, change)
+            .write_changed(scope, write, vectors, revision)
             .await?)
     }
 
@@ -433,6 +433,7 @@ impl<S: MemoryStore> Memories<S> {
                 timestamp: memory.timestamp,
                 custom_metadata,
                 content,
+                kind: Kind::default(),
             });
         }
         let ids = entries.iter().map(|e| e.id.clone()).collect();
@@ -612,6 +613,7 @@ fn entries_from_events(
             timestamp: event.timestamp,
             custom_metadata: custom_metadata.to_owned(),
             content,
+            kind: Kind::default(),
         });
     }
     Ok(entries)

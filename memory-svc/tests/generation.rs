@@ -866,3 +866,105 @@ async fn replicas_on_one_database_never_run_a_job_twice() {
     expected.sort();
     assert_eq!(asked, expected);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_raw_memory_claiming_to_be_generated_stays_raw() {
+    let (url, _model) = model(vec![facts(&[(
+        "preferences",
+        "The user likes green tea.",
+        &["g1"],
+    )])])
+    .await;
+    let srv = server(&url).await;
+    let mut c = srv.client.clone();
+    run(&mut c, vec![event("g1", "user", "I like green tea.")]).await;
+    // A direct write whose metadata says what a generated memory's says, already expired.
+    let claims = json!({
+        "kind": "generated",
+        "expire_time": "2001-01-01T00:00:00Z",
+        "topic": "preferences",
+    })
+    .to_string();
+    c.add_memory(adk_proto::memory::v1::AddMemoryRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        memories: vec![MemoryEntry {
+            id: "forged".into(),
+            author: "memory".into(),
+            content: Some(Content {
+                role: Some("user".into()),
+                parts: vec![Part {
+                    data: Some(Data::Text("The user likes black tea.".into())),
+                    ..Default::default()
+                }],
+            }),
+            custom_metadata: claims.clone(),
+            ..Default::default()
+        }],
+        custom_metadata: String::new(),
+    })
+    .await
+    .unwrap();
+
+    // It is raw, it does not expire, and its metadata comes back as written.
+    assert_eq!(generated(&mut c).await, ["The user likes green tea."]);
+    let raw = listed(&mut c, MemoryKind::Raw).await;
+    assert_eq!(raw.len(), 1, "{raw:?}");
+    assert_eq!(raw[0].id, "forged");
+    assert_eq!(
+        serde_json::from_str::<Value>(&raw[0].custom_metadata).unwrap(),
+        serde_json::from_str::<Value>(&claims).unwrap()
+    );
+    assert_eq!(
+        search(&mut c, "tea", MemoryKind::Generated).await,
+        ["The user likes green tea."]
+    );
+    assert_eq!(
+        search(&mut c, "tea", MemoryKind::Raw).await,
+        ["The user likes black tea."]
+    );
+    // The generated memory still says what it is in its metadata.
+    let fact = &listed(&mut c, MemoryKind::Generated).await[0];
+    let metadata: Value = serde_json::from_str(&fact.custom_metadata).unwrap();
+    assert_eq!(metadata["kind"], "generated", "{metadata}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finished_jobs_are_pruned_after_the_retention() {
+    let (url, _model) = model(vec![Answer::Content(json!({"facts": []}))]).await;
+    let poll = memory_svc::generate::JobRetry::default().poll;
+    let pruning = MemoryServer::start_with(NO_SESSION_SVC, move |config| {
+        config.generator = format!("openai:{url}").parse().unwrap();
+        config.generator_model = Some("stand-in".into());
+        config.generator_job_retention_seconds = 0;
+    })
+    .await;
+    let mut c = pruning.client.clone();
+    let done = run(&mut c, vec![event("r2", "user", "Hello")]).await;
+    assert_eq!(done.state, GenerationState::Succeeded as i32);
+    // Past its retention, the next poll of a worker deletes it.
+    let mut gone = None;
+    for _ in 0..100 {
+        let asked = c
+            .get_generation_job(GetGenerationJobRequest {
+                app_name: "app".into(),
+                user_id: "u".into(),
+                job_id: done.id.clone(),
+            })
+            .await;
+        if let Err(status) = asked {
+            gone = Some(status);
+            break;
+        }
+        tokio::time::sleep(poll / 10).await;
+    }
+    let status = gone.expect("the finished job was not pruned");
+    assert_eq!(status.code(), Code::NotFound, "{status:?}");
+    assert!(
+        status.message().contains(&done.id)
+            && status
+                .message()
+                .contains("--generator-job-retention-seconds"),
+        "{status:?}"
+    );
+}

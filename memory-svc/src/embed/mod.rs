@@ -10,13 +10,17 @@
 //! `--embedder` scheme), `embed` stays a plain `async fn` without boxing, and the caller sees
 //! every kind in one place.
 
+#[cfg(feature = "local-embedder")]
 mod folder;
+#[cfg(feature = "local-embedder")]
 pub mod local;
 pub mod openai;
 
 use std::{fmt, path::PathBuf, str::FromStr};
 
-use self::{local::LocalEmbedder, openai::OpenAiEmbedder};
+#[cfg(feature = "local-embedder")]
+use self::local::LocalEmbedder;
+use self::openai::OpenAiEmbedder;
 
 /// What `--embedder` names.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -98,6 +102,7 @@ impl fmt::Display for Identity {
 /// A configured embedding model. Cheap to clone (the model is shared).
 #[derive(Debug, Clone)]
 pub enum Embedder {
+    #[cfg(feature = "local-embedder")]
     Local(LocalEmbedder),
     OpenAi(OpenAiEmbedder),
 }
@@ -108,12 +113,20 @@ impl Embedder {
     pub async fn open(options: EmbedderOptions) -> Result<Option<Self>, EmbedError> {
         match options.spec {
             EmbedderSpec::None => Ok(None),
+            #[cfg(feature = "local-embedder")]
             EmbedderSpec::Local(dir) => {
                 let embedder = tokio::task::spawn_blocking(move || LocalEmbedder::load(&dir))
                     .await
                     .map_err(|e| EmbedError::Inference(e.to_string()))??;
                 Ok(Some(Self::Local(embedder)))
             }
+            #[cfg(not(feature = "local-embedder"))]
+            EmbedderSpec::Local(path) => Err(EmbedError::Load {
+                path,
+                reason: "this memory-svc was built without in-process models \
+                         (the cargo feature `local-embedder`)"
+                    .to_owned(),
+            }),
             EmbedderSpec::OpenAi(base_url) => {
                 let model = options.model.ok_or(EmbedError::ModelNameMissing)?;
                 let endpoint = openai::Endpoint {
@@ -133,6 +146,7 @@ impl Embedder {
             return Ok(Vec::new());
         }
         match self {
+            #[cfg(feature = "local-embedder")]
             Self::Local(e) => e.embed(texts).await,
             Self::OpenAi(e) => e.embed(texts).await,
         }
@@ -141,6 +155,7 @@ impl Embedder {
     /// The model's name or path, dimension and fingerprint.
     pub fn identity(&self) -> &Identity {
         match self {
+            #[cfg(feature = "local-embedder")]
             Self::Local(e) => e.identity(),
             Self::OpenAi(e) => e.identity(),
         }

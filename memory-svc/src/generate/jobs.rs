@@ -34,8 +34,7 @@ use crate::{
     error::MemoryError,
     memories::Memories,
     store::{
-        Change, DeleteTarget, Entry, JobRecord, MemoryStore, RevisionRecord, Scope, StoreError,
-        Write, EXPIRE_KEY, GENERATED, KIND_KEY,
+        DeleteTarget, Entry, JobRecord, Kind, MemoryStore, RevisionRecord, Scope, StoreError, Write,
     },
 };
 
@@ -43,7 +42,7 @@ use crate::{
 const CANDIDATES_PER_FACT: i32 = 3;
 const MAX_CANDIDATES: usize = 20;
 
-/// Expired memories removed per sweep.
+/// Expired memories removed per sweep, and finished jobs past the retention pruned per poll.
 const SWEEP: usize = 100;
 
 /// The author of generated memories.
@@ -218,7 +217,7 @@ async fn run<S: MemoryStore>(
                 create_ms: now,
                 job_id: job.id.clone(),
             };
-        let (memory_id, write, revision) = match decision {
+        let (write, revision) = match decision {
             Decision::Keep => {
                 counts.kept += 1;
                 continue;
@@ -228,7 +227,7 @@ async fn run<S: MemoryStore>(
                 let id = uuid::Uuid::new_v4().to_string();
                 let entry = entry(&id, &text, fact, job, now, expire_ms);
                 let revision = revision(&id, RevisionAction::Added, "", &text);
-                (id, Write::AddMemories(vec![entry]), revision)
+                (Write::AddMemories(vec![entry]), revision)
             }
             Decision::Update { memory_id, text } => {
                 counts.updated += 1;
@@ -238,7 +237,7 @@ async fn run<S: MemoryStore>(
                     .copied()
                     .unwrap_or_default();
                 let revision = revision(&memory_id, RevisionAction::Updated, before, &text);
-                (memory_id, Write::AddMemories(vec![entry]), revision)
+                (Write::AddMemories(vec![entry]), revision)
             }
             Decision::Delete { memory_id } => {
                 counts.deleted += 1;
@@ -247,19 +246,11 @@ async fn run<S: MemoryStore>(
                     .copied()
                     .unwrap_or_default();
                 let revision = revision(&memory_id, RevisionAction::Deleted, before, "");
-                let write = Write::Delete(DeleteTarget::MemoryId(memory_id.clone()));
-                (memory_id, write, revision)
+                let write = Write::Delete(DeleteTarget::MemoryId(memory_id));
+                (write, revision)
             }
         };
-        let change = Change {
-            expire_ms: match write {
-                Write::Delete(_) => None,
-                _ => expire_ms,
-            },
-            memory_id,
-            revision: Some(revision),
-        };
-        memories.write_changed(scope, write, Some(change)).await?;
+        memories.write_changed(scope, write, Some(revision)).await?;
     }
     Ok(counts)
 }
@@ -294,7 +285,9 @@ async fn candidates<S: MemoryStore>(
     Ok(found)
 }
 
-/// A generated memory as an ordinary entry: the fact as its text, what it is in its metadata.
+/// A generated memory as an ordinary entry: the fact as its text, its kind and expiry in the
+/// entry (where only the service sets them). Its metadata repeats them for clients to read
+/// (with the topic, source events and job), and means nothing to the service.
 fn entry(
     id: &str,
     text: &str,
@@ -304,13 +297,13 @@ fn entry(
     expire_ms: Option<i64>,
 ) -> Entry {
     let mut metadata = json!({
-        KIND_KEY: GENERATED,
+        "kind": "generated",
         "topic": fact.topic,
         "source_event_ids": fact.source_event_ids,
         "job_id": job.id,
     });
     if let (Some(at), Some(map)) = (expire_ms, metadata.as_object_mut()) {
-        map.insert(EXPIRE_KEY.into(), timestamp_of(at).to_string().into());
+        map.insert("expire_time".into(), timestamp_of(at).to_string().into());
     }
     Entry {
         id: id.to_owned(),
@@ -325,6 +318,7 @@ fn entry(
                 ..Default::default()
             }],
         },
+        kind: Kind::generated(expire_ms),
     }
 }
 
@@ -336,18 +330,23 @@ async fn sweep<S: MemoryStore>(memories: &Memories<S>) -> Result<usize, MemoryEr
             app_name: &e.app_name,
             user_id: &e.user_id,
         };
-        let change = Change {
-            memory_id: e.memory_id.clone(),
-            expire_ms: None,
-            revision: None,
-        };
         let write = Write::Delete(DeleteTarget::MemoryId(e.memory_id.clone()));
-        memories.write_changed(scope, write, Some(change)).await?;
+        memories.write_changed(scope, write, None).await?;
     }
     Ok(expired.len())
 }
 
-/// One background worker: sweeps expired memories, runs due jobs one at a time, and between
+/// Removes the finished jobs whose retention has run out; returns how many.
+async fn prune<S: MemoryStore>(
+    memories: &Memories<S>,
+    generator: &Generator,
+) -> Result<usize, MemoryError> {
+    let before = now_ms().saturating_sub(duration_ms(generator.retry.retention));
+    Ok(memories.store().prune_jobs(before, SWEEP).await?)
+}
+
+/// One background worker: sweeps expired memories and finished jobs past their retention,
+/// runs due jobs one at a time, and between
 /// them waits for a new job or the poll interval; returns when `stopping` fires. A job it
 /// is running then is handed back to the queue, due at once.
 pub async fn work<S: MemoryStore>(
@@ -361,6 +360,11 @@ pub async fn work<S: MemoryStore>(
             Ok(0) => {}
             Ok(n) => tracing::info!(removed = n, "expired generated memories removed"),
             Err(e) => tracing::warn!(error = %e, "cannot remove expired generated memories"),
+        }
+        match prune(memories, generator).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(pruned = n, "finished generation jobs pruned"),
+            Err(e) => tracing::warn!(error = %e, "cannot prune finished generation jobs"),
         }
         match memories.store().claim(None, now_ms(), lease).await {
             Ok(Some(job)) => {

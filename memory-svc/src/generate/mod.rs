@@ -70,6 +70,9 @@ pub struct GeneratorOptions {
     pub retry: JobRetry,
 }
 
+/// How long a finished job is kept by default: 7 days.
+pub const DEFAULT_JOB_RETENTION_SECONDS: u64 = 7 * 24 * 3600;
+
 /// How jobs and model calls are timed and retried.
 #[derive(Debug, Clone, Copy)]
 pub struct JobRetry {
@@ -83,6 +86,8 @@ pub struct JobRetry {
     pub lease: Duration,
     /// How often idle workers look for due jobs (other replicas' jobs, retries, expiries).
     pub poll: Duration,
+    /// How long a finished job stays readable after it ended, before it is pruned.
+    pub retention: Duration,
 }
 
 impl Default for JobRetry {
@@ -97,6 +102,7 @@ impl Default for JobRetry {
             first_backoff: Duration::from_secs(2),
             lease: Duration::from_secs(300),
             poll: Duration::from_secs(1),
+            retention: Duration::from_secs(DEFAULT_JOB_RETENTION_SECONDS),
         }
     }
 }

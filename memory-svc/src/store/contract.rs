@@ -36,6 +36,8 @@ macro_rules! memory_store_suite {
             pruned_search_equals_exhaustive_scoring,
             jobs_are_leased_and_a_stale_attempt_cannot_finish,
             changes_keep_revisions_and_expiries,
+            kinds_are_stored_not_read_from_metadata,
+            finished_jobs_are_pruned_after_the_retention,
         );
     };
     (@tests $open:expr; $($test:ident,)*) => {$(
@@ -775,34 +777,42 @@ pub async fn jobs_are_leased_and_a_stale_attempt_cannot_finish<S: MemoryStore + 
     assert_eq!(store.job(other, "first").await.unwrap(), None);
 }
 
+/// A generated memory named `id` with `fact` as its text, expiring at `expire_ms`.
+fn generated(id: &str, fact: &str, expire_ms: Option<i64>) -> Entry {
+    Entry {
+        author: "memory".into(),
+        kind: super::Kind::generated(expire_ms),
+        ..entry(id, fact)
+    }
+}
+
 pub async fn changes_keep_revisions_and_expiries<S: MemoryStore + Clone>(store: S) {
-    use super::{Change, Expired, RevisionRecord, Write};
-    let change = |id: &str, expire_ms: Option<i64>, fact: &str| Change {
-        memory_id: id.into(),
-        expire_ms,
-        revision: Some(RevisionRecord {
+    use super::{Expired, RevisionRecord, Write};
+    let revision = |id: &str, fact: &str| {
+        Some(RevisionRecord {
             memory_id: id.into(),
             new_fact: fact.into(),
             ..Default::default()
-        }),
+        })
     };
-    let add = |id: &str, fact: &str| Write::AddMemories(vec![entry(id, fact)]);
+    let add =
+        |id: &str, fact: &str, expire_ms| Write::AddMemories(vec![generated(id, fact, expire_ms)]);
     let vectors = super::Vectors::default;
     store
         .write_changed(
             SCOPE,
-            add("m1", "tea"),
+            add("m1", "tea", Some(100)),
             vectors(),
-            Some(change("m1", Some(100), "tea")),
+            revision("m1", "tea"),
         )
         .await
         .unwrap();
     store
         .write_changed(
             SCOPE,
-            add("m2", "coffee"),
+            add("m2", "coffee", Some(900)),
             vectors(),
-            Some(change("m2", Some(900), "coffee")),
+            revision("m2", "coffee"),
         )
         .await
         .unwrap();
@@ -810,9 +820,9 @@ pub async fn changes_keep_revisions_and_expiries<S: MemoryStore + Clone>(store: 
     store
         .write_changed(
             SCOPE,
-            add("m1", "tea"),
+            add("m1", "tea", None),
             vectors(),
-            Some(change("m1", None, "tea again")),
+            revision("m1", "tea again"),
         )
         .await
         .unwrap();
@@ -840,20 +850,230 @@ pub async fn changes_keep_revisions_and_expiries<S: MemoryStore + Clone>(store: 
         (facts(rest), last.as_str()),
         (vec!["tea again".to_owned()], "")
     );
-    // Deleting drops the expiry in the same transaction.
+    // Deleting the memory drops its expiry in the same transaction.
     let delete = Write::Delete(DeleteTarget::MemoryId("m2".into()));
-    let gone = Change {
-        memory_id: "m2".into(),
-        expire_ms: None,
-        revision: None,
-    };
     assert_eq!(
         store
-            .write_changed(SCOPE, delete, vectors(), Some(gone))
+            .write_changed(SCOPE, delete, vectors(), None)
             .await
             .unwrap(),
         1
     );
     assert!(store.expired(1000, 10).await.unwrap().is_empty());
     assert_eq!(listed(&store, SCOPE).await, ["m1"]);
+    // So does a raw write into its slot, and deleting the whole memory.
+    store
+        .write_changed(SCOPE, add("m3", "milk", Some(500)), vectors(), None)
+        .await
+        .unwrap();
+    store
+        .add_memories(SCOPE, entries(&[("m3", "milk")]))
+        .await
+        .unwrap();
+    assert!(store.expired(1000, 10).await.unwrap().is_empty());
+    store
+        .write_changed(SCOPE, add("m4", "sugar", Some(500)), vectors(), None)
+        .await
+        .unwrap();
+    store.delete(SCOPE, &DeleteTarget::All).await.unwrap();
+    assert!(store.expired(1000, 10).await.unwrap().is_empty());
+}
+
+/// An entry's kind and expiry are what the service wrote, whatever its metadata says; the
+/// metadata is kept as written.
+pub async fn kinds_are_stored_not_read_from_metadata<S: MemoryStore + Clone>(store: S) {
+    let claims = r#"{"expire_time":"2001-01-01T00:00:00Z","kind":"generated"}"#;
+    let forged = Entry {
+        custom_metadata: claims.into(),
+        ..entry("forged", "green tea")
+    };
+    let fact = generated("fact", "green tea", Some(2_000));
+    store.add_memories(SCOPE, vec![forged, fact]).await.unwrap();
+    let kind = |generated| SearchQuery {
+        generated,
+        now_ms: 1_000,
+        ..query("tea")
+    };
+    assert_eq!(found(&store, SCOPE, &kind(Some(true))).await, ["fact"]);
+    assert_eq!(found(&store, SCOPE, &kind(Some(false))).await, ["forged"]);
+    assert_eq!(found(&store, SCOPE, &kind(None)).await.len(), 2);
+    // Once the generated memory has expired, only it is left out.
+    let later = SearchQuery {
+        now_ms: 2_000,
+        ..kind(None)
+    };
+    assert_eq!(found(&store, SCOPE, &later).await, ["forged"]);
+    let (listed, _) = store.list(SCOPE, 10, "").await.unwrap();
+    let kinds: Vec<_> = listed
+        .iter()
+        .map(|e| (e.id.as_str(), e.custom_metadata.as_str(), e.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("forged", claims, super::Kind::default()),
+            ("fact", "", super::Kind::generated(Some(2_000))),
+        ]
+    );
+    let expired: Vec<_> = store.expired(5_000, 10).await.unwrap();
+    assert_eq!(
+        expired
+            .iter()
+            .map(|e| e.memory_id.as_str())
+            .collect::<Vec<_>>(),
+        ["fact"]
+    );
+}
+
+pub async fn finished_jobs_are_pruned_after_the_retention<S: MemoryStore + Clone>(store: S) {
+    use adk_proto::memory::v1::GenerationState;
+    for (id, due) in [("old", 10), ("new", 20), ("open", 30)] {
+        store.enqueue(&job(id, due)).await.unwrap();
+    }
+    let end = |mut job: super::JobRecord, state: GenerationState, at: i64| {
+        job.state = state as i32;
+        job.update_ms = at;
+        job
+    };
+    let old = store.claim(Some("old"), 100, 1000).await.unwrap().unwrap();
+    assert!(store
+        .finish(&end(old, GenerationState::Failed, 1_000))
+        .await
+        .unwrap());
+    let new = store.claim(Some("new"), 100, 1000).await.unwrap().unwrap();
+    assert!(store
+        .finish(&end(new, GenerationState::Succeeded, 2_000))
+        .await
+        .unwrap());
+    // A job is pruned once it ended before the cut-off, never while it is open.
+    assert_eq!(store.prune_jobs(1_000, 10).await.unwrap(), 0);
+    assert_eq!(store.prune_jobs(1_001, 10).await.unwrap(), 1);
+    assert_eq!(store.job(SCOPE, "old").await.unwrap(), None);
+    assert!(store.job(SCOPE, "new").await.unwrap().is_some());
+    assert_eq!(store.prune_jobs(i64::MAX, 10).await.unwrap(), 1);
+    assert_eq!(store.job(SCOPE, "new").await.unwrap(), None);
+    assert!(store.job(SCOPE, "open").await.unwrap().is_some());
+    assert_eq!(store.prune_jobs(i64::MAX, 10).await.unwrap(), 0);
+}
+
+/// The entries a store kept before entries carried their kind, as [`assert_kinds_converted`]
+/// expects them converted: all written raw (the old layout had no kind), with the revisions
+/// the generator recorded. Returns the expiries the old layout kept beside them, by memory id,
+/// for the backend's test to store its old way. Two jobs are queued, one of them finished.
+pub(crate) async fn before_kinds(store: &impl MemoryStore) -> Vec<(&'static str, i64)> {
+    use super::{RevisionRecord, Write};
+    use adk_proto::memory::v1::{GenerationState, RevisionAction};
+    let marked = r#"{"kind":"generated","topic":"preferences"}"#;
+    let write = |id: &str, text: &str| {
+        Write::AddMemories(vec![Entry {
+            custom_metadata: marked.into(),
+            author: "memory".into(),
+            ..entry(id, text)
+        }])
+    };
+    let revision = |id: &str, action: RevisionAction, fact: &str| {
+        Some(RevisionRecord {
+            memory_id: id.into(),
+            action: action as i32,
+            new_fact: fact.into(),
+            ..Default::default()
+        })
+    };
+    let vectors = super::Vectors::default;
+    for (id, text, revisions) in [
+        // Generated, the first to expire.
+        (
+            "g1",
+            "likes tea",
+            vec![(RevisionAction::Added, "likes tea")],
+        ),
+        // Generated and updated, without expiry.
+        (
+            "g2",
+            "lives in Berlin",
+            vec![
+                (RevisionAction::Added, "lives in Paris"),
+                (RevisionAction::Updated, "lives in Berlin"),
+            ],
+        ),
+        // Raw, claiming to be generated (and to expire, in the old expiries).
+        ("forged", "likes coffee", vec![]),
+        // Generated, then overwritten by a direct write with another text.
+        (
+            "over",
+            "client text",
+            vec![(RevisionAction::Added, "a fact")],
+        ),
+        // Generated, deleted, and written again by a client.
+        (
+            "again",
+            "likes milk",
+            vec![
+                (RevisionAction::Added, "likes milk"),
+                (RevisionAction::Deleted, ""),
+            ],
+        ),
+    ] {
+        store
+            .write_embedded(SCOPE, write(id, text), vectors())
+            .await
+            .unwrap();
+        for (action, fact) in revisions {
+            store
+                .write_changed(SCOPE, Write::Reindex, vectors(), revision(id, action, fact))
+                .await
+                .unwrap();
+        }
+    }
+    // A generated memory in a session is none either.
+    let in_session = Entry {
+        session_id: "s".into(),
+        ..entry("g1", "likes tea")
+    };
+    store.add_memories(SCOPE, vec![in_session]).await.unwrap();
+    store.enqueue(&job("open", 10)).await.unwrap();
+    store.enqueue(&job("ended", 10)).await.unwrap();
+    let mut ended = store.claim(Some("ended"), 10, 100).await.unwrap().unwrap();
+    ended.state = GenerationState::Succeeded as i32;
+    ended.update_ms = 20;
+    assert!(store.finish(&ended).await.unwrap());
+    vec![("g1", 100), ("forged", 50), ("over", 60), ("gone", 70)]
+}
+
+/// Checks the store of [`before_kinds`] converted: only the entries the generator's revisions
+/// vouch for are generated, with the expiries it recorded; metadata stays as it was.
+pub(crate) async fn assert_kinds_converted(store: &impl MemoryStore) {
+    use super::Kind;
+    let (listed, _) = store.list(SCOPE, 100, "").await.unwrap();
+    let kinds: Vec<_> = listed
+        .iter()
+        .map(|e| (e.id.as_str(), e.session_id.as_str(), e.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("g1", "", Kind::generated(Some(100))),
+            ("g2", "", Kind::generated(None)),
+            ("forged", "", Kind::default()),
+            ("over", "", Kind::default()),
+            ("again", "", Kind::default()),
+            ("g1", "s", Kind::default()),
+        ]
+    );
+    assert!(listed[..5]
+        .iter()
+        .all(|e| e.custom_metadata.contains("generated")));
+    let expired = store.expired(i64::MAX, 10).await.unwrap();
+    assert_eq!(
+        expired
+            .iter()
+            .map(|e| e.memory_id.as_str())
+            .collect::<Vec<_>>(),
+        ["g1"]
+    );
+    // The job that had ended is pruned by the time it ended; the open one never.
+    assert_eq!(store.prune_jobs(20, 10).await.unwrap(), 0);
+    assert_eq!(store.prune_jobs(21, 10).await.unwrap(), 1);
+    assert_eq!(store.job(SCOPE, "ended").await.unwrap(), None);
+    assert!(store.job(SCOPE, "open").await.unwrap().is_some());
 }

@@ -1,6 +1,7 @@
 //! What memory generation keeps in the store beside the entries, the same in both backends:
-//! the durable job queue ([`JobRecord`]), the revisions of generated memories
-//! ([`RevisionRecord`]) and their expiry times ([`Change`]).
+//! the durable job queue ([`JobRecord`]) and the revisions of generated memories
+//! ([`RevisionRecord`]). A generated memory's kind and expiry are fields of its entry
+//! ([`super::Kind`]); each backend also indexes the expiries, for the sweep ([`Expired`]).
 //!
 //! # The queue
 //! A job is due when its state is pending or running and its `due_ms` has come. Claiming a job
@@ -8,6 +9,8 @@
 //! (SIGKILL, a lost replica) leaves the job to be claimed again once the lease has run out,
 //! and no other worker claims it before. Finishing checks the attempt is still the stored one,
 //! so a worker whose lease was taken over cannot overwrite the newer attempt's result.
+//! A finished job is kept for the retention (`--generator-job-retention-secs`) after its last
+//! update, then pruned.
 
 use adk_proto::session::v1::Event;
 
@@ -91,22 +94,35 @@ pub struct RevisionRecord {
     pub job_id: String,
 }
 
-/// What a write of a generated memory changes beside the entry, in the same transaction.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Change {
-    /// The generated memory written or deleted.
-    pub memory_id: String,
-    /// When it expires (ms since the epoch); `None`: it does not (any earlier expiry is
-    /// dropped). A deletion drops it too.
-    pub expire_ms: Option<i64>,
-    /// The revision to record, if any (an expiry records none).
-    pub revision: Option<RevisionRecord>,
-}
-
 /// A generated memory whose time has come, as the expiry sweep finds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expired {
     pub app_name: String,
     pub user_id: String,
     pub memory_id: String,
+}
+
+/// The kind of an entry stored before entries carried one (sled format 3, PostgreSQL schema
+/// 5), decided from the service's own records only, never from the entry's metadata (which a
+/// client may have written): the entry is a generated memory when it is in no session and the
+/// last revision the generator recorded for its id (`last`) added or updated it to exactly its
+/// text. It then expires when the generator recorded it would (`expire_ms`).
+pub fn converted_kind(
+    entry: &super::Entry,
+    last: Option<&RevisionRecord>,
+    expire_ms: Option<i64>,
+) -> super::Kind {
+    use adk_proto::memory::v1::RevisionAction;
+    let generated = entry.session_id.is_empty()
+        && last.is_some_and(|r| {
+            matches!(
+                RevisionAction::try_from(r.action),
+                Ok(RevisionAction::Added | RevisionAction::Updated)
+            ) && r.new_fact == super::index::text_of(&entry.content)
+        });
+    if generated {
+        super::Kind::generated(expire_ms)
+    } else {
+        super::Kind::default()
+    }
 }

@@ -24,7 +24,7 @@ use std::future::Future;
 
 use adk_common::{page::PageTokenError, storage::StorageError};
 use adk_proto::session::v1::Content;
-pub use generation::{Change, Expired, JobRecord, RevisionRecord};
+pub use generation::{Expired, JobRecord, RevisionRecord};
 pub use plan::Write;
 pub use vectors::{Unembedded, Vectors};
 
@@ -47,46 +47,27 @@ pub struct Entry {
     pub session_id: String,
     pub author: String,
     pub timestamp: Option<Timestamp>,
-    /// JSON object text; empty for none.
+    /// JSON object text; empty for none. Stored and returned as written: nothing in it means
+    /// anything to the service.
     pub custom_metadata: String,
     pub content: Content,
+    /// Raw, or generated (and when it expires). Set by the service only: every entry a client
+    /// writes is raw.
+    pub kind: Kind,
 }
 
-/// The `custom_metadata` key marking a generated memory, and its value.
-pub const KIND_KEY: &str = "kind";
-pub const GENERATED: &str = "generated";
-/// The `custom_metadata` key of a generated memory's expiry (RFC 3339).
-pub const EXPIRE_KEY: &str = "expire_time";
-
-/// What an entry's metadata says of its kind.
+/// What an entry is: a raw memory (an event, a direct write) or one the generator wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Kind {
     pub generated: bool,
-    /// When it expires, ms since the epoch.
+    /// When a generated memory expires, ms since the epoch; `None`: it does not.
     pub expire_ms: Option<i64>,
 }
 
-impl Entry {
-    /// Whether the entry is a generated memory, and when it expires. Only metadata that
-    /// mentions the marker is parsed, so raw entries cost a substring check.
-    pub fn kind(&self) -> Kind {
-        if !self.custom_metadata.contains(GENERATED) {
-            return Kind::default();
-        }
-        let Ok(serde_json::Value::Object(map)) =
-            serde_json::from_str::<serde_json::Value>(&self.custom_metadata)
-        else {
-            return Kind::default();
-        };
-        if map.get(KIND_KEY).and_then(|v| v.as_str()) != Some(GENERATED) {
-            return Kind::default();
-        }
-        let expire_ms = map
-            .get(EXPIRE_KEY)
-            .and_then(|v| v.as_str())
-            .and_then(|t| t.parse::<Timestamp>().ok())
-            .map(|t| t.seconds.saturating_mul(1000) + i64::from(t.nanos / 1_000_000));
-        Kind {
+impl Kind {
+    /// A generated memory expiring at `expire_ms`, if ever.
+    pub fn generated(expire_ms: Option<i64>) -> Self {
+        Self {
             generated: true,
             expire_ms,
         }
@@ -122,13 +103,23 @@ pub struct SearchQuery {
 }
 
 impl SearchQuery {
+    /// Whether the query filters by author, time or kind: a search must then check each
+    /// candidate entry. (Expiry is not counted: few entries expire, so a search checks its
+    /// results for expired ones instead, and only if it finds one, every candidate.)
+    pub fn filters(&self) -> bool {
+        self.author.is_some()
+            || self.after.is_some()
+            || self.before.is_some()
+            || self.generated.is_some()
+    }
+
     /// Whether `entry` passes the author and time filters. An entry without a timestamp fails
     /// every time filter, since nothing is known about when it happened.
     /// Generated memories are filtered by kind and expiry here too.
     pub fn admits(&self, entry: &Entry) -> bool {
         let time = entry.timestamp.as_ref().map(|t| (t.seconds, t.nanos));
         let bound = |t: &Timestamp| (t.seconds, t.nanos);
-        let kind = entry.kind();
+        let kind = entry.kind;
         self.generated.is_none_or(|g| g == kind.generated)
             && (self.now_ms == 0 || kind.expire_ms.is_none_or(|at| at > self.now_ms))
             && self.author.as_ref().is_none_or(|a| *a == entry.author)
@@ -200,15 +191,14 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// ingestion order (the order of listings and of equal search scores).
 pub trait MemoryStore: Send + Sync + 'static {
     /// Applies a write call, atomically and durably (see [`plan`] for what each one changes),
-    /// with the vectors of its entries' texts (see [`vectors`]) and, for a generated memory,
-    /// its expiry and revision ([`Change`]) in the same transaction; returns the count the
-    /// call reports.
+    /// with the vectors of its entries' texts (see [`vectors`]) and, for a change generation
+    /// made, its revision in the same transaction; returns the count the call reports.
     fn write_changed(
         &self,
         scope: Scope<'_>,
         write: Write,
         vectors: Vectors,
-        change: Option<Change>,
+        revision: Option<RevisionRecord>,
     ) -> impl Future<Output = Result<u32>> + Send;
 
     /// [`MemoryStore::write_changed`] of raw entries.
@@ -257,6 +247,10 @@ pub trait MemoryStore: Send + Sync + 'static {
 
     /// Up to `n` generated memories whose expiry is at or before `now_ms`.
     fn expired(&self, now_ms: i64, n: usize) -> impl Future<Output = Result<Vec<Expired>>> + Send;
+
+    /// Removes up to `n` finished jobs (succeeded or failed) last updated before `before_ms`;
+    /// returns how many.
+    fn prune_jobs(&self, before_ms: i64, n: usize) -> impl Future<Output = Result<usize>> + Send;
 
     /// [`MemoryStore::write_embedded`] without vectors. The calls below are this with their
     /// [`Write`].

@@ -1,4 +1,5 @@
 //! The generation job queue, revisions and expiries in PostgreSQL (see `store::generation`).
+//! A finished job's end time (`done_ms`) is set with its outcome; pruning deletes by it.
 //! A job is claimed with `FOR UPDATE SKIP LOCKED`: replicas polling together each take another
 //! job (or none), never the same one, and the lease written in the same transaction keeps it
 //! theirs until it runs out.
@@ -8,7 +9,7 @@ use deadpool_postgres::Transaction;
 use prost::Message;
 
 use super::{
-    super::{token, Change, Expired, JobRecord, Result, RevisionRecord, Scope, StoreError},
+    super::{token, Expired, JobRecord, Result, RevisionRecord, Scope, StoreError},
     schema::db_int,
     PgMemoryStore,
 };
@@ -17,37 +18,23 @@ fn decode_job(bytes: &[u8]) -> Result<JobRecord> {
     JobRecord::decode(bytes).map_err(|e| StoreError::corrupt(format!("job: {e}")))
 }
 
-/// Writes a generated memory's expiry and revision in `tx`.
-pub(super) async fn change(tx: &Transaction<'_>, scope: Scope<'_>, change: &Change) -> Result<()> {
-    let (app, user, id) = (&scope.app_name, &scope.user_id, &change.memory_id);
-    match change.expire_ms {
-        Some(at) => {
-            tx.execute(
-                "INSERT INTO memory_expiries (app_name, user_id, memory_id, expire_ms)
-                 VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (app_name, user_id, memory_id)
-                 DO UPDATE SET expire_ms = EXCLUDED.expire_ms",
-                &[app, user, id, &at],
-            )
-            .await?
-        }
-        None => {
-            tx.execute(
-                "DELETE FROM memory_expiries
-                 WHERE app_name = $1 AND user_id = $2 AND memory_id = $3",
-                &[app, user, id],
-            )
-            .await?
-        }
-    };
-    if let Some(revision) = &change.revision {
-        tx.execute(
-            "INSERT INTO memory_revisions (app_name, user_id, memory_id, record)
-             VALUES ($1, $2, $3, $4)",
-            &[app, user, id, &revision.encode_to_vec()],
-        )
-        .await?;
-    }
+/// Records a revision in `tx`.
+pub(super) async fn revise(
+    tx: &Transaction<'_>,
+    scope: Scope<'_>,
+    revision: &RevisionRecord,
+) -> Result<()> {
+    tx.execute(
+        "INSERT INTO memory_revisions (app_name, user_id, memory_id, record)
+         VALUES ($1, $2, $3, $4)",
+        &[
+            &scope.app_name,
+            &scope.user_id,
+            &revision.memory_id,
+            &revision.encode_to_vec(),
+        ],
+    )
+    .await?;
     Ok(())
 }
 
@@ -180,13 +167,28 @@ impl PgMemoryStore {
         Ok((page, next))
     }
 
+    pub(super) async fn prune_jobs_now(&self, before_ms: i64, n: usize) -> Result<usize> {
+        let pruned = self
+            .pool
+            .get()
+            .await?
+            .execute(
+                "DELETE FROM memory_jobs WHERE id IN (
+                     SELECT id FROM memory_jobs WHERE NOT open AND done_ms < $1
+                     ORDER BY done_ms LIMIT $2)",
+                &[&before_ms, &db_int(n as u64)],
+            )
+            .await?;
+        Ok(usize::try_from(pruned).unwrap_or(usize::MAX))
+    }
+
     pub(super) async fn expired_now(&self, now_ms: i64, n: usize) -> Result<Vec<Expired>> {
         let rows = self
             .pool
             .get()
             .await?
             .query(
-                "SELECT app_name, user_id, memory_id FROM memory_expiries
+                "SELECT app_name, user_id, id FROM memory_entries
                  WHERE expire_ms <= $1 ORDER BY expire_ms LIMIT $2",
                 &[&now_ms, &db_int(n as u64)],
             )
@@ -203,11 +205,17 @@ impl PgMemoryStore {
     }
 }
 
-/// Rewrites a job's record and the columns the queue reads.
+/// Rewrites a job's record and the columns the queue and pruning read.
 async fn store_job(tx: &Transaction<'_>, job: &JobRecord) -> Result<()> {
     tx.execute(
-        "UPDATE memory_jobs SET open = $2, due_ms = $3, record = $4 WHERE id = $1",
-        &[&job.id, &job.is_open(), &job.due_ms, &job.encode_to_vec()],
+        "UPDATE memory_jobs SET open = $2, due_ms = $3, done_ms = $4, record = $5 WHERE id = $1",
+        &[
+            &job.id,
+            &job.is_open(),
+            &job.due_ms,
+            &(!job.is_open()).then_some(job.update_ms),
+            &job.encode_to_vec(),
+        ],
     )
     .await?;
     Ok(())

@@ -27,8 +27,8 @@ use super::{
     plan::Write,
     token,
     vectors::{check_model, rank, ModelCheck},
-    Change, Entry, Expired, Hit, JobRecord, MemoryStore, Result, RevisionRecord, Scope,
-    SearchQuery, StoreError, Unembedded, Vectors,
+    Entry, Expired, Hit, JobRecord, MemoryStore, Result, RevisionRecord, Scope, SearchQuery,
+    StoreError, Unembedded, Vectors,
 };
 use crate::{analysis::Analyzer, embed::Identity};
 
@@ -53,7 +53,7 @@ impl PgMemoryStore {
     /// if the index was built by another analysis than `analyzer`.
     pub async fn open(url: &str, max_connections: usize, analyzer: Analyzer) -> Result<Self> {
         let pool = postgres::pool(url, max_connections)?;
-        postgres::migrate(&pool, "memory-svc", MIGRATIONS).await?;
+        postgres::migrate_converting(&pool, "memory-svc", MIGRATIONS, schema::convert).await?;
         let store = Self { pool, analyzer };
         store.reindex().await?;
         Ok(store)
@@ -132,7 +132,7 @@ impl MemoryStore for PgMemoryStore {
         scope: Scope<'_>,
         op: Write,
         vectors: Vectors,
-        change: Option<Change>,
+        revision: Option<RevisionRecord>,
     ) -> Result<u32> {
         postgres::retry_conflicts(
             || async {
@@ -141,8 +141,8 @@ impl MemoryStore for PgMemoryStore {
                 // statement runs in a failed transaction.
                 let tx = client.transaction().await?;
                 let out = write::write(&tx, scope, &op, &vectors, &self.analyzer).await?;
-                if let Some(change) = &change {
-                    generation::change(&tx, scope, change).await?;
+                if let Some(revision) = &revision {
+                    generation::revise(&tx, scope, revision).await?;
                 }
                 tx.commit().await?;
                 Ok(out)
@@ -154,8 +154,16 @@ impl MemoryStore for PgMemoryStore {
         .await
     }
 
+    /// Unless the query filters by author, time or kind, postings alone are ranked and the
+    /// entries read for the results only; should one of them be a generated memory past its
+    /// expiry, the search is done again checking every candidate (as the sled store does).
     async fn search(&self, scope: Scope<'_>, query: &SearchQuery) -> Result<Vec<Hit>> {
-        self.ranked(scope, query).await
+        let filtered = query.filters();
+        let hits = self.ranked(scope, query, filtered).await?;
+        if !filtered && hits.iter().any(|h| !query.admits(&h.entry)) {
+            return self.ranked(scope, query, true).await;
+        }
+        Ok(hits)
     }
 
     async fn nearest(
@@ -353,6 +361,10 @@ impl MemoryStore for PgMemoryStore {
 
     async fn expired(&self, now_ms: i64, n: usize) -> Result<Vec<Expired>> {
         self.expired_now(now_ms, n).await
+    }
+
+    async fn prune_jobs(&self, before_ms: i64, n: usize) -> Result<usize> {
+        self.prune_jobs_now(before_ms, n).await
     }
 
     async fn list(

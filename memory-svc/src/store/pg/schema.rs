@@ -1,22 +1,22 @@
 //! The PostgreSQL memory schema, and how a stored entry is read back.
 //!
-//! Schema version 5, created by the service itself ([`MIGRATIONS`]):
+//! Schema version 6, created by the service itself ([`MIGRATIONS`], then [`convert`]):
 //!
 //! | table               | primary key             | holds                                        |
 //! |---------------------|-------------------------|----------------------------------------------|
 //! | `memory_scopes`     | app, user               | BM25 statistics, next ingestion `seq`        |
-//! | `memory_entries`    | app, user, seq          | the entry; unique per (session, id) slot     |
+//! | `memory_entries`    | app, user, seq          | the entry, its kind and expiry; unique per (session, id) slot |
 //! | `memory_blocks`     | app, user, term, span   | the term's postings in a span, their bounds  |
 //! | `memory_tombstones` | app, user, id           | deleted ids, not re-ingested                 |
 //! | `memory_index`      | (one row)               | the analysis the index was built with        |
 //! | `memory_vectors`    | app, user, seq          | the entry's embedding (little-endian `f32`s) |
 //! | `memory_vector_model` | (one row)             | the model that made the vectors              |
 //! | `memory_revisions`  | app, user, seq          | changes generation made (`RevisionRecord`)   |
-//! | `memory_expiries`   | app, user, memory id    | when a generated memory expires (ms)         |
-//! | `memory_jobs`       | id                      | generation jobs (`JobRecord`), due time      |
+//! | `memory_jobs`       | id                      | generation jobs (`JobRecord`), due and end times |
 //!
 //! `memory_entries` is also indexed by (app, user, session, seq), which finds a session's last
-//! entry (its tail, for the context of appended events) in one index probe.
+//! entry (its tail, for the context of appended events) in one index probe, and by expiry
+//! (the generated memories that expire), for the sweep.
 //!
 //! Version 2 added each entry's context (`context_before`, `context_after`) and `memory_index`;
 //! a store of version 1 is re-indexed when opened (see `PgMemoryStore::open`). Version 3 added
@@ -30,19 +30,26 @@
 //! A block is rewritten by every write that appends to it, so `memory_blocks` keeps blocks of
 //! up to 8 KB inline and uncompressed (`toast_tuple_target`): PostgreSQL would otherwise
 //! compress a block of a common term (past 2 KB) again at each append, and decompress it at
-//! each read. Version 5 added memory generation (see `super::generation`).
+//! each read. Version 5 added memory generation (see `super::generation`). Version 6 made an
+//! entry's kind and expiry columns of `memory_entries` (`generated`, `expire_ms`) instead of
+//! something read from its metadata, and gave finished jobs their end time (`done_ms`), by
+//! which they are pruned; [`convert`] fills them from what schema 5 stored and drops
+//! `memory_expiries`.
 //!
 //! Every key starts with (app, user): no statement reads or writes outside one user's memory,
 //! and a distributed engine can shard by it.
 
+use adk_common::postgres::Conversion;
 use adk_proto::session::v1::Content;
+use deadpool_postgres::Transaction;
 use prost::Message;
 use prost_types::Timestamp;
 use tokio_postgres::Row;
 
 use super::super::{
+    generation::converted_kind,
     plan::{Context, Stored},
-    Entry, Result, StoreError,
+    Entry, JobRecord, Kind, Result, RevisionRecord, StoreError,
 };
 
 pub(super) const MIGRATIONS: &[&str] = &[
@@ -155,11 +162,100 @@ CREATE TABLE memory_jobs (
 );
 CREATE INDEX memory_jobs_due ON memory_jobs (due_ms) WHERE open;
 "#,
+    r#"
+ALTER TABLE memory_entries
+    ADD COLUMN generated boolean NOT NULL DEFAULT false,
+    ADD COLUMN expire_ms bigint;
+CREATE INDEX memory_expiring ON memory_entries (expire_ms) WHERE expire_ms IS NOT NULL;
+ALTER TABLE memory_jobs ADD COLUMN done_ms bigint;
+CREATE INDEX memory_jobs_done ON memory_jobs (done_ms) WHERE NOT open;
+"#,
 ];
+
+/// Fills what version 6 added from what an older schema stored, when [`MIGRATIONS`] took it
+/// past version 5 (`from`: the version it was at), in their transaction. An entry's kind and
+/// expiry are decided by [`converted_kind`] from the revisions and the `memory_expiries` the
+/// generator wrote, never from metadata; a finished job's end time is its record's last update.
+pub(super) fn convert<'t>(tx: &'t Transaction<'t>, from: u32) -> Conversion<'t, StoreError> {
+    Box::pin(async move {
+        if from >= 6 {
+            return Ok(());
+        }
+        // Only an entry in no session with a revision can be generated: the others stay raw.
+        // Each is read with the last revision of its id (one pass over the revisions, not one
+        // probe per entry: they are not indexed by memory id).
+        let rows = tx
+            .query(
+                "WITH last AS (
+                     SELECT DISTINCT ON (app_name, user_id, memory_id)
+                         app_name, user_id, memory_id, record
+                     FROM memory_revisions
+                     ORDER BY app_name, user_id, memory_id, seq DESC)
+                 SELECT e.app_name, e.user_id, e.seq, e.content, l.record, x.expire_ms
+                 FROM memory_entries e
+                 JOIN last l ON l.app_name = e.app_name AND l.user_id = e.user_id
+                     AND l.memory_id = e.id
+                 LEFT JOIN memory_expiries x ON x.app_name = e.app_name
+                     AND x.user_id = e.user_id AND x.memory_id = e.id
+                 WHERE e.session_id = ''",
+                &[],
+            )
+            .await?;
+        let (mut apps, mut users, mut seqs, mut expiries) = (vec![], vec![], vec![], vec![]);
+        for row in &rows {
+            let content: &[u8] = row.try_get(3)?;
+            let entry = Entry {
+                content: Content::decode(content)
+                    .map_err(|e| StoreError::corrupt(format!("memory content: {e}")))?,
+                ..Entry::default()
+            };
+            let last: &[u8] = row.try_get(4)?;
+            let last = RevisionRecord::decode(last)
+                .map_err(|e| StoreError::corrupt(format!("revision: {e}")))?;
+            let kind = converted_kind(&entry, Some(&last), row.try_get(5)?);
+            if kind.generated {
+                apps.push(row.try_get::<_, String>(0)?);
+                users.push(row.try_get::<_, String>(1)?);
+                seqs.push(row.try_get::<_, i64>(2)?);
+                expiries.push(kind.expire_ms);
+            }
+        }
+        tx.execute(
+            "UPDATE memory_entries e SET generated = true, expire_ms = d.expire_ms
+             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+                 AS d(app_name, user_id, seq, expire_ms)
+             WHERE e.app_name = d.app_name AND e.user_id = d.user_id AND e.seq = d.seq",
+            &[&apps, &users, &seqs, &expiries],
+        )
+        .await?;
+        if !seqs.is_empty() {
+            tracing::info!(generated = seqs.len(), "marked the generated memories");
+        }
+        let (mut ids, mut ends) = (vec![], vec![]);
+        for row in tx
+            .query("SELECT id, record FROM memory_jobs WHERE NOT open", &[])
+            .await?
+        {
+            let record: &[u8] = row.try_get(1)?;
+            let job =
+                JobRecord::decode(record).map_err(|e| StoreError::corrupt(format!("job: {e}")))?;
+            ids.push(job.id);
+            ends.push(job.update_ms);
+        }
+        tx.execute(
+            "UPDATE memory_jobs j SET done_ms = d.done_ms
+             FROM unnest($1::text[], $2::bigint[]) AS d(id, done_ms) WHERE j.id = d.id",
+            &[&ids, &ends],
+        )
+        .await?;
+        tx.batch_execute("DROP TABLE memory_expiries").await?;
+        Ok(())
+    })
+}
 
 /// The `memory_entries` columns [`stored`] reads, in order.
 pub(super) const ENTRY: &str = "seq, session_id, id, author, ts_s, ts_n, custom_metadata, \
-     content, terms, len, context_before, context_after";
+     content, terms, len, context_before, context_after, generated, expire_ms";
 
 /// Reads the [`ENTRY`] columns of a row.
 pub(super) fn stored(row: &Row) -> Result<Stored> {
@@ -186,6 +282,10 @@ pub(super) fn stored(row: &Row) -> Result<Stored> {
             }),
             custom_metadata: row.try_get(6)?,
             content,
+            kind: Kind {
+                generated: row.try_get(12)?,
+                expire_ms: row.try_get(13)?,
+            },
         },
         terms: row.try_get(8)?,
         len: u32::try_from(len).unwrap_or(0),

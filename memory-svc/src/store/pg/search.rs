@@ -80,8 +80,14 @@ impl Cursor for Loaded<'_> {
 }
 
 impl PgMemoryStore {
-    /// [`super::super::MemoryStore::search`].
-    pub(super) async fn ranked(&self, scope: Scope<'_>, query: &SearchQuery) -> Result<Vec<Hit>> {
+    /// [`super::super::MemoryStore::search`], checking every candidate entry against the
+    /// query's filters when `filtered`, else only ranking postings.
+    pub(super) async fn ranked(
+        &self,
+        scope: Scope<'_>,
+        query: &SearchQuery,
+        filtered: bool,
+    ) -> Result<Vec<Hit>> {
         let terms = self.analyzer.query_terms(&query.text, query.language);
         if terms.is_empty() || query.limit == 0 {
             return Ok(Vec::new());
@@ -176,7 +182,6 @@ impl PgMemoryStore {
         // Bounds bound only when no idf is negative (see `maxscore`).
         let prune = lists.iter().all(|(_, idf)| *idf >= 0.0);
 
-        let filtered = query.author.is_some() || query.after.is_some() || query.before.is_some();
         // Filtered searches: the entries read so far, `None` for those the filters refuse.
         let mut checked = HashMap::<u64, Option<Entry>>::new();
         // The best entries of the spans read so far. Spans hold disjoint seqs and an entry's

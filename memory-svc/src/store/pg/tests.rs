@@ -10,8 +10,8 @@ use super::{blocks, schema::MIGRATIONS, PgMemoryStore};
 use crate::analysis::Analyzer;
 use crate::store::{
     contract::{
-        add, assert_searches_exact, delete, entries, entry, generated_corpus, listed, memorize,
-        memory_id, memory_store_suite, SCOPE,
+        self, add, assert_searches_exact, delete, entries, entry, generated_corpus, listed,
+        memorize, memory_id, memory_store_suite, SCOPE,
     },
     Entry, MemoryStore, SearchQuery,
 };
@@ -222,14 +222,12 @@ async fn converts_a_schema_3_database() {
 
     let (client, connection) = tokio_postgres::connect(&old_url, NoTls).await.unwrap();
     tokio::spawn(connection);
-    let schema = |url: &str| {
-        let name = url.rsplit("search_path%3D").next().unwrap_or_default();
-        name.split('&').next().unwrap_or_default().to_owned()
-    };
-    let from = schema(&now_url);
+    let from = schema_of(&now_url);
     client
         .batch_execute(&format!(
-            "INSERT INTO memory_entries SELECT * FROM {from}.memory_entries;
+            "INSERT INTO memory_entries SELECT app_name, user_id, seq, session_id, id, author,
+                 ts_s, ts_n, custom_metadata, content, terms, len, context_before,
+                 context_after FROM {from}.memory_entries;
              INSERT INTO memory_scopes SELECT * FROM {from}.memory_scopes;
              INSERT INTO memory_tombstones SELECT * FROM {from}.memory_tombstones;
              INSERT INTO memory_index SELECT * FROM {from}.memory_index;
@@ -314,4 +312,69 @@ async fn converts_a_schema_3_database() {
         0
     );
     assert!(assert_searches_exact(&converted).await > 400);
+}
+
+/// A database of schema 5, whose entries' kinds were read from their metadata, is converted
+/// when opened: kinds decided by the generator's revisions, expiries taken from
+/// `memory_expiries` (then dropped), finished jobs given their end time (see
+/// `contract::before_kinds`). It is made as the schema-3 one is: rows of a store of today's
+/// schema copied into a schema created by the first five steps.
+#[tokio::test]
+async fn converts_the_kinds_of_a_schema_5_database() {
+    let (Some(now_url), Some(old_url)) = (fresh_url().await, fresh_url().await) else {
+        return;
+    };
+    let now = PgMemoryStore::open(&now_url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    let expiries = contract::before_kinds(&now).await;
+    let old = adk_common::postgres::pool(&old_url, 1).unwrap();
+    adk_common::postgres::migrate(&old, "memory-svc", &MIGRATIONS[..5])
+        .await
+        .unwrap();
+    let (client, connection) = tokio_postgres::connect(&old_url, NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let from = schema_of(&now_url);
+    client
+        .batch_execute(&format!(
+            "INSERT INTO memory_entries SELECT app_name, user_id, seq, session_id, id, author,
+                 ts_s, ts_n, custom_metadata, content, terms, len, context_before,
+                 context_after FROM {from}.memory_entries;
+             INSERT INTO memory_scopes SELECT * FROM {from}.memory_scopes;
+             INSERT INTO memory_blocks SELECT * FROM {from}.memory_blocks;
+             INSERT INTO memory_index SELECT * FROM {from}.memory_index;
+             INSERT INTO memory_revisions OVERRIDING SYSTEM VALUE
+                 SELECT * FROM {from}.memory_revisions;
+             INSERT INTO memory_jobs SELECT id, app_name, user_id, open, due_ms, record
+                 FROM {from}.memory_jobs;"
+        ))
+        .await
+        .unwrap();
+    for (id, at) in expiries {
+        client
+            .execute(
+                "INSERT INTO memory_expiries (app_name, user_id, memory_id, expire_ms)
+                 VALUES ($1, $2, $3, $4)",
+                &[&SCOPE.app_name, &SCOPE.user_id, &id, &at],
+            )
+            .await
+            .unwrap();
+    }
+
+    let converted = PgMemoryStore::open(&old_url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    contract::assert_kinds_converted(&converted).await;
+    let expiries: Option<String> = client
+        .query_one("SELECT to_regclass('memory_expiries')::text", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(expiries, None);
+}
+
+/// The schema a fresh schema's connection string names.
+fn schema_of(url: &str) -> String {
+    let name = url.rsplit("search_path%3D").next().unwrap_or_default();
+    name.split('&').next().unwrap_or_default().to_owned()
 }

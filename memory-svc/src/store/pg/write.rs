@@ -459,7 +459,7 @@ async fn insert_entries(
     let (mut sessions, mut ids, mut authors, mut metadata) = (vec![], vec![], vec![], vec![]);
     let (mut ts_s, mut ts_n, mut contents, mut terms, mut lens) =
         (vec![], vec![], vec![], vec![], vec![]);
-    let (mut befores, mut afters) = (vec![], vec![]);
+    let (mut befores, mut afters, mut generated, mut expiries) = (vec![], vec![], vec![], vec![]);
     for item in inserted {
         let e = &item.entry;
         let len = i32::try_from(item.terms.len).unwrap_or(i32::MAX);
@@ -473,6 +473,8 @@ async fn insert_entries(
         contents.push(e.content.encode_to_vec());
         befores.push(item.context.before.as_str());
         afters.push(item.context.after.as_str());
+        generated.push(e.kind.generated);
+        expiries.push(e.kind.expire_ms);
         // Arrays of arrays must be rectangular in PostgreSQL, so each entry's terms travel as
         // one tab-joined string (terms are words: they never contain a tab).
         let names: Vec<&str> = item.terms.counts.iter().map(|(t, _)| t.as_str()).collect();
@@ -481,16 +483,17 @@ async fn insert_entries(
     }
     tx.execute(
         "INSERT INTO memory_entries (app_name, user_id, seq, session_id, id, author, ts_s, ts_n,
-             custom_metadata, content, terms, len, context_before, context_after)
+             custom_metadata, content, terms, len, context_before, context_after, generated,
+             expire_ms)
          SELECT $1, $2, d.seq, d.session_id, d.id, d.author, d.ts_s, d.ts_n, d.metadata,
              d.content, CASE WHEN d.terms = '' THEN '{}'::text[]
                              ELSE string_to_array(d.terms, E'\\t') END, d.len,
-             d.before, d.after
+             d.before, d.after, d.generated, d.expire_ms
          FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[],
              $8::integer[], $9::text[], $10::bytea[], $11::text[], $12::integer[],
-             $13::text[], $14::text[])
+             $13::text[], $14::text[], $15::boolean[], $16::bigint[])
              AS d(seq, session_id, id, author, ts_s, ts_n, metadata, content, terms, len,
-                  before, after)",
+                  before, after, generated, expire_ms)",
         &[
             &scope.app_name,
             &scope.user_id,
@@ -506,6 +509,8 @@ async fn insert_entries(
             &lens,
             &befores,
             &afters,
+            &generated,
+            &expiries,
         ],
     )
     .await?;

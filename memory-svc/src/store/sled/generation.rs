@@ -1,7 +1,8 @@
 //! The generation job queue, revisions and expiries in sled (see `store::generation`). Jobs
 //! are kept by id in `jobs`; the open ones are also keyed by due time in `job_queue`, so the
 //! job due first is the first key. A claim or a finish moves a job's queue key and rewrites its
-//! record in one transaction.
+//! record in one transaction; a finish that ends the job keys it in `jobs_done` by the time it
+//! ended, where pruning finds the jobs past the retention, oldest first.
 
 use std::{convert::Infallible, ops::Bound};
 
@@ -23,6 +24,13 @@ use super::{
 fn queue_key(job: &JobRecord) -> Key {
     Key::new()
         .u64(u64::try_from(job.due_ms).unwrap_or(0))
+        .str(&job.id)
+}
+
+/// A finished job's key in `jobs_done`.
+pub(super) fn done_key(job: &JobRecord) -> Key {
+    Key::new()
+        .u64(u64::try_from(job.update_ms).unwrap_or(0))
         .str(&job.id)
 }
 
@@ -102,9 +110,9 @@ impl SledMemoryStore {
     }
 
     pub(super) fn finish_now(&self, job: &JobRecord) -> Result<bool> {
-        let (jobs, queue) = (&self.jobs, &self.job_queue);
-        (jobs, queue)
-            .transaction(|(jobs, queue)| {
+        let (jobs, queue, done) = (&self.jobs, &self.job_queue, &self.jobs_done);
+        (jobs, queue, done)
+            .transaction(|(jobs, queue, done)| {
                 let Some(bytes) = jobs.get(job.id.as_bytes())? else {
                     return Ok(false);
                 };
@@ -117,6 +125,8 @@ impl SledMemoryStore {
                 queue.remove(queue_key(&stored).as_bytes())?;
                 if job.is_open() {
                     queue.insert(queue_key(job).as_bytes(), IVec::default())?;
+                } else {
+                    done.insert(done_key(job).as_bytes(), IVec::default())?;
                 }
                 jobs.insert(job.id.as_bytes(), job.encode_to_vec())?;
                 Ok(true)
@@ -169,6 +179,30 @@ impl SledMemoryStore {
             page.push(revision);
         }
         Ok((page, String::new()))
+    }
+
+    pub(super) fn prune_jobs_now(&self, before_ms: i64, n: usize) -> Result<usize> {
+        let mut pruned = 0;
+        for key in self.jobs_done.iter().keys().take(n) {
+            let key = key?;
+            let mut reader = KeyReader::new(&key);
+            let (Some(ended), Some(id)) = (reader.u64(), reader.str()) else {
+                return Err(StoreError::corrupt("finished job key"));
+            };
+            if ended >= u64::try_from(before_ms).unwrap_or(0) {
+                break;
+            }
+            let (jobs, done) = (&self.jobs, &self.jobs_done);
+            (jobs, done)
+                .transaction(|(jobs, done)| {
+                    jobs.remove(id.as_bytes())?;
+                    done.remove(&key)?;
+                    Ok(())
+                })
+                .map_err(storage)?;
+            pruned += 1;
+        }
+        Ok(pruned)
     }
 
     pub(super) fn expired_now(&self, now_ms: i64, n: usize) -> Result<Vec<Expired>> {

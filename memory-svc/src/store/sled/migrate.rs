@@ -1,15 +1,22 @@
 //! Converting a sled database written by an older version, when it is opened: the postings
-//! layout ([`migrate`]) and the index's analysis ([`reindex`]). (And first, refusing one of a
-//! newer format: [`FORMAT`].)
+//! layout ([`migrate`]), the entries' kinds ([`convert_kinds`]) and the index's analysis
+//! ([`reindex`]). (And first, refusing one of a newer format: [`FORMAT`].)
+
+use std::collections::{HashMap, HashSet};
 
 use adk_common::keys::{Key, KeyReader};
 use metrics::counter;
+use prost::Message;
 use sled::{Batch, IVec, Tree};
 
 use super::{
-    super::{plan::Write, Result, Scope, StoreError, Vectors},
+    super::{
+        generation::converted_kind, plan::Write, JobRecord, Result, RevisionRecord, Scope,
+        StoreError, Vectors,
+    },
+    generation::done_key,
     postings::{self, Posting},
-    records::{scope_key, u64_value},
+    records::{decode, scope_key, u64_value, EntryRecord},
     SledMemoryStore,
 };
 
@@ -18,6 +25,9 @@ const INDEX: &str = "index";
 const ANALYSIS: &[u8] = b"analysis";
 /// The key in [`INDEX`] saying that the `turns` tree holds every entry of a session.
 const TURNS: &[u8] = b"turns";
+/// The key in [`INDEX`] saying that entries carry their kind and finished jobs are in
+/// `jobs_done` (format 4).
+const KINDS: &[u8] = b"kinds";
 
 /// Builds the `turns` tree from the `buckets` tree in a store written before it was kept.
 /// The tree is only trusted once [`TURNS`] is stored, after it is on disk: a build cut short
@@ -49,6 +59,88 @@ pub(super) fn build_turns(db: &sled::Db, buckets: &Tree, turns: &Tree) -> Result
     db.flush()?;
     index.insert(TURNS, IVec::default())?;
     db.flush()?;
+    Ok(())
+}
+
+/// Gives the entries of a store of format 3 their kind and expiry (see [`converted_kind`]:
+/// from the `revisions` and `expiries` the generator wrote, never from metadata), keeps only
+/// the expiries of generated entries (the sweep deletes what they name), and keys the finished jobs in `jobs_done`.
+/// Done once: [`KINDS`] is stored after the rest is on disk. A conversion cut short starts over
+/// at the next open and decides the same: it reads nothing it changes but the expiries it
+/// drops, which no generated entry reads.
+pub(super) fn convert_kinds(store: &SledMemoryStore) -> Result<()> {
+    let index = store.db.open_tree(INDEX)?;
+    if index.contains_key(KINDS)? {
+        return Ok(());
+    }
+    // The last revision of each (app, user, memory id): revisions are keyed in the order they
+    // were recorded.
+    let mut last = HashMap::new();
+    for kv in store.revisions.iter() {
+        let (key, value) = kv?;
+        let mut reader = KeyReader::new(&key);
+        let (Some(app_name), Some(user_id)) = (reader.str(), reader.str()) else {
+            return Err(StoreError::corrupt("revision key"));
+        };
+        let revision: RevisionRecord = decode(&value, "revision")?;
+        let id = Key::new()
+            .str(&app_name)
+            .str(&user_id)
+            .str(&revision.memory_id);
+        last.insert(id.into_vec(), revision);
+    }
+    let mut entries = Batch::default();
+    // The expiries of generated entries: every other one goes (a raw entry's, or one whose
+    // entry is gone).
+    let mut kept = HashSet::new();
+    let mut generated = 0u64;
+    for kv in store.entries.iter() {
+        let (key, value) = kv?;
+        let mut reader = KeyReader::new(&key);
+        let (Some(app_name), Some(user_id)) = (reader.str(), reader.str()) else {
+            return Err(StoreError::corrupt("memory entry key"));
+        };
+        let mut record: EntryRecord = decode(&value, "entry")?;
+        let id = Key::new().str(&app_name).str(&user_id).str(&record.id);
+        let expire_ms = store
+            .expiries
+            .get(&id)?
+            .map(|at| u64_value(&at, "expiry").map(|at| at as i64))
+            .transpose()?;
+        let entry = record.clone().into_entry();
+        let kind = converted_kind(&entry, last.get(id.as_bytes()), expire_ms);
+        if kind.generated {
+            generated += 1;
+            (record.generated, record.expire_ms) = (true, kind.expire_ms);
+            entries.insert(key, record.encode_to_vec());
+            if kind.expire_ms.is_some() {
+                kept.insert(id.into_vec());
+            }
+        }
+    }
+    let mut expiries = Batch::default();
+    for key in store.expiries.iter().keys() {
+        let key = key?;
+        if !kept.contains(key.as_ref()) {
+            expiries.remove(key);
+        }
+    }
+    let mut done = Batch::default();
+    for value in store.jobs.iter().values() {
+        let job: JobRecord = decode(&value?, "job")?;
+        if !job.is_open() {
+            done.insert(done_key(&job).into_vec(), IVec::default());
+        }
+    }
+    store.entries.apply_batch(entries)?;
+    store.expiries.apply_batch(expiries)?;
+    store.jobs_done.apply_batch(done)?;
+    store.db.flush()?;
+    index.insert(KINDS, IVec::default())?;
+    store.db.flush()?;
+    if generated > 0 {
+        tracing::info!(generated, "marked the generated memories");
+    }
     Ok(())
 }
 
@@ -106,7 +198,9 @@ pub(super) const OLD_POSTINGS: &[u8] = b"postings";
 /// version would misread (see [`adk_common::versions`]). 2: entries have contexts and the
 /// index is of stems (an older binary would search it by whole words). 3: a term's df value
 /// may carry its count of appended blocks (an older binary would take it for corrupt).
-const FORMAT: u32 = 3;
+/// 4: an entry's kind and expiry are in its record (an older binary would take them from its
+/// metadata, and keep neither when it rewrites the entry).
+const FORMAT: u32 = 4;
 
 /// Refuses a database of a newer format than [`FORMAT`] (recording [`FORMAT`] in an older one).
 ///

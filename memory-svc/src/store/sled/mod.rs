@@ -20,6 +20,7 @@
 //! | `expiries`   | app, user, memory id      | its expiry, ms (i64 big-endian)         |
 //! | `jobs`       | job id                    | `JobRecord` (protobuf)                  |
 //! | `job_queue`  | due ms, job id            | (empty): the open jobs, due first       |
+//! | `jobs_done`  | end ms, job id            | (empty): the finished jobs, oldest first|
 //!
 //! The `postings` module describes the blocks. A term's document frequency is kept
 //! beside its postings, in the same transactions, so a search knows every term's idf before
@@ -43,7 +44,11 @@
 //! no stored document frequency. [`SledMemoryStore::open`] converts such a database (see
 //! [`migrate`]) before serving it. The `index` tree holds the identity of the analysis the index
 //! was built with (`analysis`); when it is not the store's, every scope is re-indexed at open
-//! (see [`migrate::reindex`]).
+//! (see [`migrate::reindex`]). Before format 4, an entry's kind and expiry were read from its
+//! metadata: [`migrate::convert_kinds`] stores them in the records of a format-3 database.
+//!
+//! An entry's record holds its kind and expiry; the `expiries` tree indexes the expiries for
+//! the sweep, and every write keeps it in step with the entries it removes and inserts.
 //!
 //! # Writes
 //! The shared planner decides what a write changes; [`write`] loads what it reads and commits
@@ -85,8 +90,8 @@ use super::{
     index,
     maxscore::{self, Ranked, TermList},
     plan::Write,
-    token, Change, Entry, Expired, Hit, JobRecord, MemoryStore, Result, RevisionRecord, Scope,
-    SearchQuery, Unembedded, Vectors,
+    token, Entry, Expired, Hit, JobRecord, MemoryStore, Result, RevisionRecord, Scope, SearchQuery,
+    Unembedded, Vectors,
 };
 use crate::analysis::Analyzer;
 use crate::embed::Identity;
@@ -109,6 +114,7 @@ pub struct SledMemoryStore {
     expiries: Tree,
     jobs: Tree,
     job_queue: Tree,
+    jobs_done: Tree,
     commit: GroupCommit,
     gate: WriteGate,
     analyzer: Analyzer,
@@ -149,12 +155,14 @@ impl SledMemoryStore {
             expiries: db.open_tree("expiries")?,
             jobs: db.open_tree("jobs")?,
             job_queue: db.open_tree("job_queue")?,
+            jobs_done: db.open_tree("jobs_done")?,
             commit: GroupCommit::start(db.clone(), sync),
             gate: WriteGate::default(),
             analyzer,
             work: TaskTracker::new(),
             db,
         };
+        migrate::convert_kinds(&store)?;
         migrate::reindex(&store)?;
         Ok(store)
     }
@@ -247,18 +255,14 @@ impl SledMemoryStore {
 
     /// [`MemoryStore::search`] in the scope whose keys start with `scope`.
     fn search_now(&self, scope: &Key, query: &SearchQuery) -> Result<Vec<Hit>> {
-        let filtered = query.author.is_some()
-            || query.after.is_some()
-            || query.before.is_some()
-            || query.generated.is_some();
-        if !filtered {
+        if !query.filters() {
             // Without filters every entry is admitted, so records are read for the results
             // only. Searches do not lock out writers, though: if one of them was removed since
             // its postings were read, the search is done again the way filters are applied.
             let ranked = self.rank(scope, query, |_| Ok(Some(())))?;
             let mut hits = Vec::with_capacity(ranked.len());
-            // Nor are generated memories filtered (kind, expiry) before: one that does not pass
-            // also sends the search the filtering way.
+            // Nor are expired generated memories left out before: one among the results also
+            // sends the search the filtering way.
             for r in &ranked {
                 let Some(record) = self.record(scope, r.seq)? else {
                     break;
@@ -335,7 +339,7 @@ impl MemoryStore for SledMemoryStore {
         scope: Scope<'_>,
         write: Write,
         vectors: Vectors,
-        change: Option<Change>,
+        revision: Option<RevisionRecord>,
     ) -> Result<u32> {
         self.commit.check_writable()?;
         let writing = self.gate.writing_owned().await;
@@ -343,7 +347,7 @@ impl MemoryStore for SledMemoryStore {
         let count = self
             .blocking(move |store| {
                 let _writing = writing;
-                store.write_now(&key, &write, &vectors, change.as_ref())
+                store.write_now(&key, &write, &vectors, revision.as_ref())
             })
             .await;
         // Also when nothing changed: the answer may rest on a concurrent write not yet flushed.
@@ -458,6 +462,22 @@ impl MemoryStore for SledMemoryStore {
     async fn expired(&self, now_ms: i64, n: usize) -> Result<Vec<Expired>> {
         self.blocking(move |store| store.expired_now(now_ms, n))
             .await
+    }
+
+    async fn prune_jobs(&self, before_ms: i64, n: usize) -> Result<usize> {
+        self.commit.check_writable()?;
+        let writing = self.gate.writing_owned().await;
+        let pruned = self
+            .blocking(move |store| {
+                let _writing = writing;
+                store.prune_jobs_now(before_ms, n)
+            })
+            .await?;
+        // Workers prune at every poll: one that pruned nothing wrote nothing to wait for.
+        if pruned > 0 {
+            self.commit.wait_durable().await?;
+        }
+        Ok(pruned)
     }
 
     async fn list(

@@ -8,7 +8,7 @@ use prost_types::Timestamp;
 use super::super::{
     index::Terms,
     plan::{self, Context, Stored},
-    Entry, Result, Scope, StoreError,
+    Entry, Kind, Result, Scope, StoreError,
 };
 
 /// What the `entries` tree holds per entry.
@@ -39,6 +39,12 @@ pub(super) struct EntryRecord {
     /// ... and the turn after it.
     #[prost(string, tag = "10")]
     pub context_after: String,
+    /// Whether the generator wrote the entry (see `Kind`).
+    #[prost(bool, tag = "11")]
+    pub generated: bool,
+    /// When a generated memory expires, ms since the epoch.
+    #[prost(int64, optional, tag = "12")]
+    pub expire_ms: Option<i64>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -94,6 +100,8 @@ impl EntryRecord {
             len: terms.len,
             context_before: context.before,
             context_after: context.after,
+            generated: entry.kind.generated,
+            expire_ms: entry.kind.expire_ms,
         }
     }
 
@@ -105,6 +113,10 @@ impl EntryRecord {
             timestamp: self.timestamp,
             custom_metadata: self.custom_metadata,
             content: self.content.unwrap_or_default(),
+            kind: Kind {
+                generated: self.generated,
+                expire_ms: self.expire_ms,
+            },
         }
     }
 

@@ -332,3 +332,32 @@ async fn builds_the_turns_of_an_older_store() {
     // The new turn follows "r", the session's last: r now has its text as context.
     assert_eq!(search(&store, "offered").await, ["t", "r"]);
 }
+
+/// A store of format 3, whose entries' kinds were read from their metadata, gets them stored
+/// when opened, decided by the generator's revisions (see `contract::before_kinds`); its
+/// finished jobs become prunable.
+#[tokio::test]
+async fn converts_the_kinds_of_a_format_3_store() {
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let store =
+        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+    let expiries = contract::before_kinds(&store).await;
+    // As format 3 left it: expiries in their tree only, no finished jobs keyed, nothing
+    // saying the kinds were converted.
+    for (id, at) in expiries {
+        let key = scope_key(SCOPE).str(id);
+        store.expiries.insert(key, &at.to_be_bytes()[..]).unwrap();
+    }
+    store.jobs_done.clear().unwrap();
+    db.open_tree("index").unwrap().remove("kinds").unwrap();
+    drop(store);
+
+    let store =
+        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+    contract::assert_kinds_converted(&store).await;
+    // Converted once: opening again changes nothing.
+    drop(store);
+    let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
+    let (listed, _) = store.list(SCOPE, 100, "").await.unwrap();
+    assert_eq!(listed.iter().filter(|e| e.kind.generated).count(), 2);
+}

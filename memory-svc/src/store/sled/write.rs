@@ -20,7 +20,7 @@ use super::{
     super::{
         plan::{self, Edit, Loaded, Plan, Stored, Write},
         vectors::{self, Vectors},
-        Change, Result, StoreError,
+        Result, RevisionRecord, StoreError,
     },
     postings::{Posting, TermEdit},
     records::{decode, key_seq, u64_value, EntryRecord, Stats},
@@ -36,10 +36,10 @@ impl SledMemoryStore {
         scope: &Key,
         write: &Write,
         vectors: &Vectors,
-        change: Option<&Change>,
+        revision: Option<&RevisionRecord>,
     ) -> Result<u32> {
         // Revisions are numbered once, so a write planned again keeps its number.
-        let revision_seq = match change.and_then(|c| c.revision.as_ref()) {
+        let revision_seq = match revision {
             Some(_) => Some(self.db.generate_id()?),
             None => None,
         };
@@ -47,16 +47,18 @@ impl SledMemoryStore {
             let (base, stats) = self.stats(scope)?;
             let loaded = self.load(scope, write, &stats, base.is_some())?;
             let plan = plan::plan(write, loaded, &self.analyzer);
-            // A plan that changes nothing commits nothing (but a change's revision).
-            if plan.edits.is_empty() && change.is_none() {
+            // A plan that changes nothing commits nothing (but a revision).
+            if plan.edits.is_empty() && revision.is_none() {
                 return Ok(plan.count);
             }
             let (count, delta) = (plan.count, plan.entry_delta());
             let vector_edits = vectors::edits(&plan.edits, vectors);
             let mut batches = Batches::of(self, scope, plan, stats)?;
             batches.vectors = self.vector_batch(scope, vector_edits)?;
-            if let Some(change) = change {
-                batches.change(scope, change, revision_seq);
+            if let (Some(revision), Some(seq)) = (revision, revision_seq) {
+                batches
+                    .revisions
+                    .insert(scope.clone().u64(seq), revision.encode_to_vec());
             }
             match batches.commit(self, scope, base) {
                 Ok(true) => {
@@ -208,6 +210,9 @@ impl Batches {
         };
         // Seqs from this one on are new entries: their postings are appends.
         let first_new_seq = stats.next_seq;
+        // The expiries of generated memories, keyed by id (such a memory has no session, so
+        // one id has one at most): those of removed entries go, then those inserted are set.
+        let mut expiries = BTreeMap::new();
         for edit in plan.edits {
             match edit {
                 Edit::Remove(old) => {
@@ -220,6 +225,9 @@ impl Batches {
                             .remove(scope.clone().str(&entry.session_id).u64(seq));
                     }
                     b.ids.remove(scope.clone().str(&entry.id).u64(seq));
+                    if entry.kind.expire_ms.is_some() {
+                        expiries.entry(entry.id.clone()).or_insert(None);
+                    }
                     for term in &old.terms {
                         terms.edit(term)?.remove(&store.blocks, seq)?;
                     }
@@ -254,6 +262,9 @@ impl Batches {
                     }
                     b.ids
                         .insert(scope.clone().str(&record.id).u64(seq), IVec::default());
+                    if let Some(at) = record.expire_ms {
+                        expiries.insert(record.id.clone(), Some(at));
+                    }
                     b.entries
                         .insert(scope.clone().u64(seq), record.encode_to_vec());
                 }
@@ -267,26 +278,21 @@ impl Batches {
                     remove_all(&store.blocks, scope, &mut b.blocks)?;
                     remove_all(&store.df, scope, &mut b.df)?;
                     remove_all(&store.tombstones, scope, &mut b.tombstones)?;
+                    remove_all(&store.expiries, scope, &mut b.expiries)?;
                 }
             }
         }
         for edit in terms.edits.values_mut() {
             edit.finish(&store.blocks, &mut b.blocks, &mut b.df)?;
         }
+        for (id, at) in expiries {
+            let key = scope.clone().str(&id);
+            match at {
+                Some(at) => b.expiries.insert(key, &at.to_be_bytes()[..]),
+                None => b.expiries.remove(key),
+            }
+        }
         Ok(b)
-    }
-
-    /// Adds a generated memory's expiry and revision (numbered `revision_seq`).
-    fn change(&mut self, scope: &Key, change: &Change, revision_seq: Option<u64>) {
-        let expiry = scope.clone().str(&change.memory_id);
-        match change.expire_ms {
-            Some(at) => self.expiries.insert(expiry, &at.to_be_bytes()[..]),
-            None => self.expiries.remove(expiry),
-        }
-        if let (Some(revision), Some(seq)) = (&change.revision, revision_seq) {
-            self.revisions
-                .insert(scope.clone().u64(seq), revision.encode_to_vec());
-        }
     }
 
     /// Commits the batches unless another write to the scope committed since its stats record
