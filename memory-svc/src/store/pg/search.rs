@@ -10,10 +10,11 @@
 //!    of its blocks' bounds: the score of the block's highest frequency at its lowest length
 //!    (a BM25 contribution grows with the frequency and shrinks with the length).
 //! 2. Blocks are read span by span, highest bound first, one statement per round: a first
-//!    round of about [`FIRST_ROUND`] postings, each next one [`GROWTH`] times larger. After
-//!    each round the spans read so far are ranked by [`maxscore::top_k`], exactly as the sled
-//!    store ranks its lists; once `limit` entries are held, a span whose bound cannot beat the
-//!    `limit`-th score holds no result and is never read. With filters, the entries that would
+//!    round of about [`FIRST_ROUND`] postings, each next one [`GROWTH`] times larger. Each
+//!    round's spans are ranked by [`maxscore::top_k`], exactly as the sled store ranks its
+//!    lists, and merged with the best entries of the rounds before (spans hold disjoint seqs,
+//!    so no posting is ranked twice); once `limit` entries are held, a span whose bound cannot
+//!    beat the `limit`-th score holds no result and is never read. With filters, the entries that would
 //!    enter the results are read (one round trip per ranking that met new ones) and checked
 //!    before they count.
 //! 3. The results' entries are read.
@@ -55,13 +56,13 @@ struct Span {
     terms: Vec<usize>,
 }
 
-/// A term's postings as read so far, in seq order, for [`maxscore::top_k`].
-struct Loaded {
-    postings: Vec<Posting>,
+/// A term's postings read in one round, in seq order, for [`maxscore::top_k`].
+struct Loaded<'a> {
+    postings: &'a [Posting],
     pos: usize,
 }
 
-impl Cursor for Loaded {
+impl Cursor for Loaded<'_> {
     fn current(&self) -> Option<Posting> {
         self.postings.get(self.pos).copied()
     }
@@ -183,18 +184,59 @@ impl PgMemoryStore {
 
         // Filtered searches: the entries read so far, `None` for those the filters refuse.
         let mut checked = HashMap::<u64, Option<Entry>>::new();
-        let mut loaded: Vec<BTreeMap<i64, Vec<Posting>>> = vec![BTreeMap::new(); lists.len()];
+        // The best entries of the spans read so far. Spans hold disjoint seqs and an entry's
+        // score depends only on its own postings, so the best of all spans read is the best of
+        // this list and of each new round's spans: a round ranks only the postings it read.
+        let mut best = Vec::<Ranked<()>>::new();
         let (mut next, mut round) = (0, FIRST_ROUND);
-        let ranked = loop {
+        loop {
+            let theta = match best.last() {
+                Some(worst) if best.len() == query.limit => worst.score,
+                _ => f64::NEG_INFINITY,
+            };
+            let (mut pick_terms, mut pick_spans) = (Vec::new(), Vec::new());
+            let mut postings = 0;
+            while let Some(s) = order.get(next).filter(|_| postings < round) {
+                if prune && cannot_beat(s.bound, theta) {
+                    next = order.len();
+                    break;
+                }
+                for &i in &s.terms {
+                    pick_terms.push(lists[i].0);
+                    pick_spans.push(s.span);
+                }
+                postings += s.postings;
+                next += 1;
+            }
+            if pick_spans.is_empty() {
+                break;
+            }
+            round = round.saturating_mul(GROWTH);
+            let mut fresh: Vec<BTreeMap<i64, Vec<Posting>>> = vec![BTreeMap::new(); lists.len()];
+            for row in tx
+                .query(&blocks_of, &[app, user, &pick_terms, &pick_spans])
+                .await?
+            {
+                let (term, span, block): (&str, i64, &[u8]) =
+                    (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+                if let Some(&i) = position.get(term) {
+                    let postings = fresh[i].entry(span).or_default();
+                    blocks::decode(span, block, postings)?;
+                }
+            }
+            let fresh: Vec<Vec<Posting>> = fresh
+                .into_iter()
+                .map(|blocks| blocks.into_values().flatten().collect())
+                .collect();
             let ranked = loop {
                 let mut unknown = Vec::new();
                 let cursors = lists
                     .iter()
-                    .zip(&loaded)
-                    .map(|(&(_, idf), blocks)| TermList {
+                    .zip(&fresh)
+                    .map(|(&(_, idf), postings)| TermList {
                         idf,
                         cursor: Loaded {
-                            postings: blocks.values().flatten().copied().collect(),
+                            postings: postings.as_slice(),
                             pos: 0,
                         },
                     })
@@ -222,40 +264,11 @@ impl PgMemoryStore {
                     checked.insert(seq as u64, entry);
                 }
             };
-            let theta = match ranked.last() {
-                Some(worst) if ranked.len() == query.limit => worst.score,
-                _ => f64::NEG_INFINITY,
-            };
-            let (mut pick_terms, mut pick_spans) = (Vec::new(), Vec::new());
-            let mut postings = 0;
-            while let Some(s) = order.get(next).filter(|_| postings < round) {
-                if prune && cannot_beat(s.bound, theta) {
-                    next = order.len();
-                    break;
-                }
-                for &i in &s.terms {
-                    pick_terms.push(lists[i].0);
-                    pick_spans.push(s.span);
-                }
-                postings += s.postings;
-                next += 1;
-            }
-            if pick_spans.is_empty() {
-                break ranked;
-            }
-            round = round.saturating_mul(GROWTH);
-            for row in tx
-                .query(&blocks_of, &[app, user, &pick_terms, &pick_spans])
-                .await?
-            {
-                let (term, span, block): (&str, i64, &[u8]) =
-                    (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-                if let Some(&i) = position.get(term) {
-                    let postings = loaded[i].entry(span).or_default();
-                    blocks::decode(span, block, postings)?;
-                }
-            }
-        };
+            best.extend(ranked);
+            best.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.seq.cmp(&b.seq)));
+            best.truncate(query.limit);
+        }
+        let ranked = best;
         let mut found = if filtered {
             HashMap::new()
         } else {
