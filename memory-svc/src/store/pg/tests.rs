@@ -378,3 +378,60 @@ fn schema_of(url: &str) -> String {
     let name = url.rsplit("search_path%3D").next().unwrap_or_default();
     name.split('&').next().unwrap_or_default().to_owned()
 }
+
+/// A lookup of entries by seq probes the primary key even when the statistics say the user has
+/// a handful of entries (analysed while small, then grown; a prepared statement's generic plan
+/// knows no more). With secondary indexes led by (app, user), the planner took one of them with
+/// `seq` as a filter and walked the user's whole index per probe.
+#[tokio::test]
+async fn lookups_by_seq_use_the_primary_key_whatever_the_statistics() {
+    let Some(url) = fresh_url().await else {
+        return;
+    };
+    let store = PgMemoryStore::open(&url, 2, Analyzer::default())
+        .await
+        .unwrap();
+    add(
+        &store,
+        "s0",
+        entries(&[("a", "a small memory"), ("b", "still small")]),
+    )
+    .await;
+    let client = store.pool.get().await.unwrap();
+    client
+        .batch_execute("ANALYZE memory_entries")
+        .await
+        .unwrap();
+    for session in 1..=20 {
+        let batch = (0..50)
+            .map(|i| entry(&format!("e{session}-{i}"), &text(session << 8 | i)))
+            .collect();
+        add(&store, &format!("s{session}"), batch).await;
+    }
+    let plan = client
+        .simple_query(&format!(
+            "SET plan_cache_mode = force_generic_plan;
+             PREPARE by_seq(text, text, bigint[]) AS
+                 SELECT e.* FROM unnest($3) AS q(seq)
+                 CROSS JOIN LATERAL (
+                     SELECT seq FROM memory_entries
+                     WHERE app_name = $1 AND user_id = $2 AND seq = q.seq
+                     OFFSET 0
+                 ) AS e;
+             EXPLAIN EXECUTE by_seq('{}', '{}', '{{1, 500, 900}}')",
+            SCOPE.app_name, SCOPE.user_id
+        ))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        plan.contains("memory_entries_pkey") && !plan.contains("Filter"),
+        "{plan}"
+    );
+}
