@@ -443,3 +443,38 @@ async fn another_model_embeds_everything_again_and_another_dimension_is_refused(
         second.dimension.store(4, Ordering::SeqCst);
     }
 }
+
+/// Searching keeps a user's vectors in memory (sled); every later write must show in the next
+/// search: a memory added after a search is found, one deleted after it is not.
+#[tokio::test]
+async fn searches_see_the_writes_made_after_earlier_searches() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _model) = endpoint().await;
+    for store in stores(dir.path()).await {
+        let server = boot(&store, Some(&url)).await;
+        let mut client = server.client.clone();
+        add_all(&mut client).await;
+        let before = search(&mut client, request("travel", SearchMode::Semantic)).await;
+        assert_eq!(ids(&before[..1]), ["flight"], "{store:?}");
+
+        add(
+            &mut client,
+            vec![memory("trip", "user", "A trip to Tokyo by train")],
+        )
+        .await;
+        let after = search(&mut client, request("travel", SearchMode::Semantic)).await;
+        assert_eq!(ids(&after[..2]), ["flight", "trip"], "{store:?}");
+
+        client
+            .delete_memory(DeleteMemoryRequest {
+                app_name: "app".into(),
+                user_id: "u".into(),
+                target: Some(Target::MemoryId("flight".into())),
+            })
+            .await
+            .unwrap();
+        let last = search(&mut client, request("travel", SearchMode::Semantic)).await;
+        assert_eq!(ids(&last[..1]), ["trip"], "{store:?}");
+        assert!(!ids(&last).contains(&"flight"), "{store:?}");
+    }
+}
