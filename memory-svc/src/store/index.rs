@@ -12,7 +12,7 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    rc::Rc,
+    sync::Arc,
 };
 
 use adk_proto::session::v1::{part, Content};
@@ -90,11 +90,17 @@ impl Terms {
 /// Text analysis for one write, remembering each text's language and terms: a turn of a
 /// conversation is indexed as itself and as the context of both its neighbours, and an author
 /// recurs on every turn, so each is analysed once per write rather than once per use.
+///
+/// A store analyses what a write brings before it takes the scope's lock ([`Analysis::prepare`],
+/// see `plan::prepared`), so that the lock is held for the planning and the storage, not for
+/// the text analysis: writes of one scope then analyse side by side instead of one after the
+/// other. A clone shares what was analysed.
+#[derive(Clone)]
 pub struct Analysis<'a> {
     analyzer: &'a Analyzer,
     languages: HashMap<String, Option<Language>>,
     /// Keyed by text first so that a lookup borrows the text instead of copying it.
-    terms: HashMap<String, HashMap<Option<Language>, Rc<[String]>>>,
+    terms: HashMap<String, HashMap<Option<Language>, Arc<[String]>>>,
 }
 
 impl<'a> Analysis<'a> {
@@ -103,6 +109,21 @@ impl<'a> Analysis<'a> {
             analyzer,
             languages: HashMap::new(),
             terms: HashMap::new(),
+        }
+    }
+
+    /// Analyses the fields of `entry` and the turns of its `context` as [`Terms::analysed`]
+    /// will, so that it then only reads what is kept.
+    pub fn prepare(&mut self, entry: &Entry, context: &[&str]) {
+        let text = text_of(&entry.content);
+        let language = self.language_of(&text);
+        self.terms(&text, language);
+        self.terms(&entry.author, language);
+        for value in metadata_strings(&entry.custom_metadata) {
+            self.terms(&value, language);
+        }
+        for turn in context {
+            self.terms(turn, language);
         }
     }
 
@@ -118,17 +139,17 @@ impl<'a> Analysis<'a> {
 
     /// The terms of `text` written in `language`, one per occurrence, in order (see
     /// [`Analyzer::terms`]).
-    fn terms(&mut self, text: &str, language: Option<Language>) -> Rc<[String]> {
+    fn terms(&mut self, text: &str, language: Option<Language>) -> Arc<[String]> {
         if let Some(terms) = self.terms.get(text).and_then(|by| by.get(&language)) {
-            return Rc::clone(terms);
+            return Arc::clone(terms);
         }
         let mut terms = Vec::new();
         self.analyzer.terms(text, language, |t| terms.push(t));
-        let terms: Rc<[String]> = terms.into();
+        let terms: Arc<[String]> = terms.into();
         self.terms
             .entry(text.to_owned())
             .or_default()
-            .insert(language, Rc::clone(&terms));
+            .insert(language, Arc::clone(&terms));
         terms
     }
 }

@@ -268,10 +268,36 @@ impl Plan {
     }
 }
 
-/// Decides what `write` changes in a scope whose state `loaded` holds, indexing text as
-/// `analyzer` does.
-pub fn plan(write: &Write, loaded: Loaded, analyzer: &Analyzer) -> Plan {
-    let mut p = Planner::new(loaded, analyzer);
+/// The analysis of the texts `write` brings, made before anything is loaded: each entry's
+/// fields, and for the turns of a session the texts of the turns beside it in the call, which
+/// are their context unless the stored state changes which turns are neighbours (then [`plan`]
+/// analyses what is missing).
+pub fn prepared<'a>(write: &Write, analyzer: &'a Analyzer) -> Analysis<'a> {
+    let mut analysis = Analysis::new(analyzer);
+    match write {
+        Write::Replace { entries, .. } | Write::AddEvents { entries, .. } => {
+            let texts: Vec<String> = entries.iter().map(|e| text_of(&e.content)).collect();
+            for (i, entry) in entries.iter().enumerate() {
+                let before = i.checked_sub(1).map(|j| texts[j].as_str());
+                let after = texts.get(i + 1).map(String::as_str);
+                let context: Vec<&str> = before.into_iter().chain(after).collect();
+                analysis.prepare(entry, &context);
+            }
+        }
+        Write::AddMemories(entries) => {
+            for entry in entries {
+                analysis.prepare(entry, &[]);
+            }
+        }
+        Write::Delete(_) | Write::Reindex => {}
+    }
+    analysis
+}
+
+/// Decides what `write` changes in a scope whose state `loaded` holds, indexing text through
+/// `analysis` (see [`prepared`]).
+pub fn plan(write: &Write, loaded: Loaded, analysis: Analysis<'_>) -> Plan {
+    let mut p = Planner::new(loaded, analysis);
     let count = match write {
         Write::Replace {
             session_id,
@@ -447,7 +473,7 @@ struct Planner<'a> {
 }
 
 impl<'a> Planner<'a> {
-    fn new(loaded: Loaded, analyzer: &'a Analyzer) -> Self {
+    fn new(loaded: Loaded, analysis: Analysis<'a>) -> Self {
         let slots = loaded
             .entries
             .into_iter()
@@ -455,7 +481,7 @@ impl<'a> Planner<'a> {
             .map(|s| ((s.entry.session_id.clone(), s.entry.id.clone()), s))
             .collect();
         Self {
-            analysis: Analysis::new(analyzer),
+            analysis,
             tail: loaded.tail,
             stats: loaded.stats,
             written: loaded.written,
@@ -620,6 +646,11 @@ mod tests {
             },
             ..Default::default()
         }
+    }
+
+    /// Plans as the stores do: with the texts the write brings analysed beforehand.
+    fn plan(write: &Write, loaded: Loaded, analyzer: &Analyzer) -> Plan {
+        super::plan(write, loaded, prepared(write, analyzer))
     }
 
     fn stored(seq: u64, session_id: &str, id: &str, text: &str) -> Stored {
@@ -906,6 +937,43 @@ mod tests {
             ]
         );
         assert_eq!(plan.count, 2);
+    }
+
+    /// The analysis a store prepares before it locks the scope changes no term: a write plans
+    /// exactly as with an analysis started afresh, for turns in several languages (a turn is
+    /// analysed in its neighbour's language as context), a skipped turn (the neighbours the
+    /// call does not foresee) and a session's stored last turn.
+    #[test]
+    fn a_prepared_analysis_plans_what_a_fresh_one_plans() {
+        let analyzer = Analyzer::default();
+        let german = "Der Hund meines Nachbarn hat gestern den ganzen Nachmittag gebellt.";
+        let english = "My neighbour's dogs were barking all afternoon yesterday.";
+        let mut loaded = scope(
+            vec![stored(1, "s", "q", "Gestern war es laut bei uns")],
+            &["skip"],
+        );
+        loaded.tail = loaded.entries.pop();
+        let mut metadata = entry("", "m", english);
+        metadata.custom_metadata = r#"{"topic": "Nachbarn"}"#.into();
+        metadata.author = "Aisha".into();
+        let write = Write::AddEvents {
+            session_id: "s".into(),
+            entries: vec![
+                entry("", "r", german),
+                entry("", "skip", "ignored turn"),
+                metadata,
+                entry("", "t", german),
+            ],
+        };
+        let fresh = super::plan(&write, loaded, Analysis::new(&analyzer));
+        let mut loaded = scope(
+            vec![stored(1, "s", "q", "Gestern war es laut bei uns")],
+            &["skip"],
+        );
+        loaded.tail = loaded.entries.pop();
+        let prepared = super::plan(&write, loaded, prepared(&write, &analyzer));
+        assert_eq!(prepared, fresh);
+        assert_eq!(prepared.count, 3);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use deadpool_postgres::Pool;
 use self::schema::{db_int, stored, ENTRY, MIGRATIONS};
 use super::{
     index,
-    plan::Write,
+    plan::{self, Write},
     token,
     vectors::{check_model, rank, ModelCheck},
     Entry, Expired, Hit, JobRecord, MemoryStore, Result, RevisionRecord, Scope, SearchQuery,
@@ -134,13 +134,15 @@ impl MemoryStore for PgMemoryStore {
         vectors: Vectors,
         revision: Option<RevisionRecord>,
     ) -> Result<u32> {
+        // The texts are analysed before the scope is locked, once for every attempt.
+        let analysis = plan::prepared(&op, &self.analyzer);
         postgres::retry_conflicts(
             || async {
                 let mut client = self.pool.get().await?;
                 // Dropped without a commit on any error, the transaction is rolled back: no
                 // statement runs in a failed transaction.
                 let tx = client.transaction().await?;
-                let out = write::write(&tx, scope, &op, &vectors, &self.analyzer).await?;
+                let out = write::write(&tx, scope, &op, &vectors, analysis.clone()).await?;
                 if let Some(revision) = &revision {
                     generation::revise(&tx, scope, revision).await?;
                 }

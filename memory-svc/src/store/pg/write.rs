@@ -19,7 +19,7 @@ use prost::Message;
 
 use super::{
     super::{
-        index::Terms,
+        index::{Analysis, Terms},
         maxscore::Posting,
         plan::{self, Context, Edit, Loaded, Stats, Stored, Write},
         vectors::{self, Vectors},
@@ -28,7 +28,6 @@ use super::{
     blocks::{self, span_of, Encoded},
     schema::{db_int, stored, ENTRY},
 };
-use crate::analysis::Analyzer;
 
 /// Runs `write` in `tx` and returns the call's count; the caller commits.
 pub(super) async fn write(
@@ -36,14 +35,14 @@ pub(super) async fn write(
     scope: Scope<'_>,
     write: &Write,
     vectors: &Vectors,
-    analyzer: &Analyzer,
+    analysis: Analysis<'_>,
 ) -> Result<u32> {
     let stats = lock(tx, scope).await?;
     let loaded = load(tx, scope, write, stats).await?;
-    let plan = plan::plan(write, loaded, analyzer);
+    let plan = plan::plan(write, loaded, analysis);
     if !plan.edits.is_empty() {
         let vector_edits = vectors::edits(&plan.edits, vectors);
-        apply(tx, scope, plan.edits, plan.stats).await?;
+        apply(tx, scope, plan.edits, stats.next_seq, plan.stats).await?;
         super::vectors::apply(tx, scope, vector_edits).await?;
     }
     Ok(plan.count)
@@ -215,11 +214,13 @@ struct Indexed {
 }
 
 /// Applies planned edits in bulk: a clear first, then removals (an entry rewritten in place is
-/// removed, then inserted at the same seq), insertions, tombstones and the statistics.
+/// removed, then inserted at the same seq), insertions, tombstones and the statistics. Every
+/// seq stored before is below `stored_below`.
 async fn apply(
     tx: &Transaction<'_>,
     scope: Scope<'_>,
     edits: Vec<Edit>,
+    stored_below: u64,
     stats: Stats,
 ) -> Result<()> {
     let (app, user) = (&scope.app_name, &scope.user_id);
@@ -265,8 +266,13 @@ async fn apply(
         remove_postings(tx, scope, &removed).await?;
     }
     if !inserted.is_empty() {
-        insert_entries(tx, scope, &inserted).await?;
-        add_postings(tx, scope, &mut inserted).await?;
+        // Pipelined: the entries' statement is sent first, and the database inserts them
+        // while the blocks are encoded.
+        inserted.sort_by_key(|item| item.seq);
+        tokio::try_join!(
+            insert_entries(tx, scope, &inserted),
+            add_postings(tx, scope, &inserted, stored_below),
+        )?;
     }
     if !lifted.is_empty() {
         tx.execute(
@@ -383,14 +389,20 @@ async fn remove_postings(tx: &Transaction<'_>, scope: Scope<'_>, removed: &[Stor
     Ok(())
 }
 
-/// Appends the postings of `inserted` entries to their blocks (creating blocks as needed), in
-/// one statement, without reading the blocks: see [`blocks`].
+/// Appends the postings of `inserted` entries (in seq order) to their blocks (creating blocks as needed),
+/// without reading the blocks (see [`blocks`]). Every stored posting has a seq below the
+/// scope's `next_seq` as the write found it (`stored_below`), so a span past the one holding
+/// `stored_below - 1` holds no block yet: its blocks are inserted as they are, and only the
+/// blocks of the spans before (the span the last write ended in, and entries rewritten in
+/// place) are upserted. An insert skips the conflict check's index probe and the arbiter's
+/// bookkeeping, which cost about as much as the insert itself; an ingestion of new entries
+/// writes most of its blocks into new spans.
 async fn add_postings(
     tx: &Transaction<'_>,
     scope: Scope<'_>,
-    inserted: &mut [Indexed],
+    inserted: &[Indexed],
+    stored_below: u64,
 ) -> Result<()> {
-    inserted.sort_by_key(|item| item.seq);
     let mut grouped = BTreeMap::<(&str, i64), (i32, Encoded)>::new();
     for item in inserted.iter() {
         for (term, tf) in &item.terms.counts {
@@ -405,48 +417,67 @@ async fn add_postings(
             });
         }
     }
-    if grouped.is_empty() {
-        return Ok(());
-    }
-    let (mut terms, mut spans, mut counts, mut tfs, mut lens, mut bytes) =
-        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let last_stored_span = span_of(stored_below.saturating_sub(1));
+    let (mut fresh, mut extended) = (BlockRows::default(), BlockRows::default());
     for ((term, span), (n, block)) in grouped {
-        terms.push(term);
-        spans.push(span);
-        counts.push(n);
-        tfs.push(i64::from(block.max_tf));
-        lens.push(i64::from(block.min_len));
-        bytes.push(block.bytes);
+        let rows = if span > last_stored_span {
+            &mut fresh
+        } else {
+            &mut extended
+        };
+        rows.terms.push(term);
+        rows.spans.push(span);
+        rows.counts.push(n);
+        rows.tfs.push(i64::from(block.max_tf));
+        rows.lens.push(i64::from(block.min_len));
+        rows.bytes.push(block.bytes);
     }
-    let append = tx
-        .prepare_cached(
-            "INSERT INTO memory_blocks (app_name, user_id, term, span, postings, max_tf, min_len,
-                 block)
-             SELECT $1, $2, d.term, d.span, d.postings, d.max_tf, d.min_len, d.block
-             FROM unnest($3::text[], $4::bigint[], $5::integer[], $6::bigint[], $7::bigint[],
-                 $8::bytea[]) AS d(term, span, postings, max_tf, min_len, block)
-             ON CONFLICT (app_name, user_id, term, span) DO UPDATE SET
-                 postings = memory_blocks.postings + EXCLUDED.postings,
-                 max_tf = greatest(memory_blocks.max_tf, EXCLUDED.max_tf),
-                 min_len = least(memory_blocks.min_len, EXCLUDED.min_len),
-                 block = memory_blocks.block || EXCLUDED.block",
+    const COLUMNS: &str = "INSERT INTO memory_blocks (app_name, user_id, term, span, postings,
+             max_tf, min_len, block)
+         SELECT $1, $2, d.term, d.span, d.postings, d.max_tf, d.min_len, d.block
+         FROM unnest($3::text[], $4::bigint[], $5::integer[], $6::bigint[], $7::bigint[],
+             $8::bytea[]) AS d(term, span, postings, max_tf, min_len, block)";
+    let upsert = format!(
+        "{COLUMNS}
+         ON CONFLICT (app_name, user_id, term, span) DO UPDATE SET
+             postings = memory_blocks.postings + EXCLUDED.postings,
+             max_tf = greatest(memory_blocks.max_tf, EXCLUDED.max_tf),
+             min_len = least(memory_blocks.min_len, EXCLUDED.min_len),
+             block = memory_blocks.block || EXCLUDED.block"
+    );
+    let (insert, append) =
+        tokio::try_join!(tx.prepare_cached(COLUMNS), tx.prepare_cached(&upsert))?;
+    for (statement, rows) in [(&insert, &fresh), (&append, &extended)] {
+        if rows.terms.is_empty() {
+            continue;
+        }
+        tx.execute(
+            statement,
+            &[
+                &scope.app_name,
+                &scope.user_id,
+                &rows.terms,
+                &rows.spans,
+                &rows.counts,
+                &rows.tfs,
+                &rows.lens,
+                &rows.bytes,
+            ],
         )
         .await?;
-    tx.execute(
-        &append,
-        &[
-            &scope.app_name,
-            &scope.user_id,
-            &terms,
-            &spans,
-            &counts,
-            &tfs,
-            &lens,
-            &bytes,
-        ],
-    )
-    .await?;
+    }
     Ok(())
+}
+
+/// `memory_blocks` rows to write, as the columns of one statement.
+#[derive(Default)]
+struct BlockRows<'a> {
+    terms: Vec<&'a str>,
+    spans: Vec<i64>,
+    counts: Vec<i32>,
+    tfs: Vec<i64>,
+    lens: Vec<i64>,
+    bytes: Vec<Vec<u8>>,
 }
 
 /// Inserts new entries, in one statement.
@@ -481,8 +512,9 @@ async fn insert_entries(
         terms.push(names.join("\t"));
         lens.push(len);
     }
-    tx.execute(
-        "INSERT INTO memory_entries (app_name, user_id, seq, session_id, id, author, ts_s, ts_n,
+    let statement = tx
+        .prepare_cached(
+            "INSERT INTO memory_entries (app_name, user_id, seq, session_id, id, author, ts_s, ts_n,
              custom_metadata, content, terms, len, context_before, context_after, generated,
              expire_ms)
          SELECT $1, $2, d.seq, d.session_id, d.id, d.author, d.ts_s, d.ts_n, d.metadata,
@@ -494,6 +526,10 @@ async fn insert_entries(
              $13::text[], $14::text[], $15::boolean[], $16::bigint[])
              AS d(seq, session_id, id, author, ts_s, ts_n, metadata, content, terms, len,
                   before, after, generated, expire_ms)",
+        )
+        .await?;
+    tx.execute(
+        &statement,
         &[
             &scope.app_name,
             &scope.user_id,
