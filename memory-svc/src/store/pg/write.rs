@@ -3,6 +3,11 @@
 //! sled store serialises them in one process); it loads what the shared planner reads in a few
 //! set-based queries, and applies the planned edits in bulk.
 //!
+//! What a write holds the lock for is what limits one user's ingestion, so the texts of the
+//! call are analysed before it is taken (`plan::prepared`, about half of a batch's time in the
+//! service), the entries and the blocks are written by pipelined statements, and the blocks of
+//! spans no write reached yet are inserted without a conflict check (see [`add_postings`]).
+//!
 //! Each transaction takes one row lock of `memory_scopes` first and then touches rows of that
 //! scope only, so two writes cannot wait for each other's rows in opposite orders (deadlock).
 //!
