@@ -35,8 +35,8 @@ use super::{
 /// "Vector search and the local model, profiled").
 ///
 /// Without `RAYON_NUM_THREADS`, candle counts the machine's cores anew for every matrix product
-/// by reading `/proc/cpuinfo`: about 36 reads per forward pass, a third of a short query's
-/// embedding time (BENCHMARKS.md, "The local model on both cores").
+/// by reading `/proc/cpuinfo`: about 36 reads per forward pass, a quarter to a third of a short
+/// query's embedding time (BENCHMARKS.md, "The local model on both cores").
 pub fn configure_threads() {
     if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
         std::env::set_var("CANDLE_NUM_THREADS", "1");
