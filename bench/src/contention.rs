@@ -41,7 +41,10 @@ pub async fn search_under_ingest(
     let srv = Server::spawn_in(ctx, "memory-svc", &[], dir.path()).await?;
     let mut loader = memory_clients(&srv, 1).remove(0);
     for first in (0..entries).step_by(1000) {
-        let events = memory_events(&corpus, first..(first + 1000).min(entries));
+        let events = memory_events(
+            |i| corpus.memory_text(i),
+            first..(first + 1000).min(entries),
+        );
         loader
             .add_events_to_memory(AddEventsToMemoryRequest {
                 app_name: APP.into(),
@@ -69,7 +72,7 @@ pub async fn search_under_ingest(
         tasks.push(tokio::spawn(async move {
             let mut next = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                let events = memory_events(&corpus, next..next + batch as u64);
+                let events = memory_events(|i| corpus.memory_text(i), next..next + batch as u64);
                 client
                     .add_events_to_memory(AddEventsToMemoryRequest {
                         app_name: APP.into(),

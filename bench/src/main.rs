@@ -127,6 +127,25 @@ enum Scenario {
         #[arg(long, default_value_t = 1)]
         concurrency: usize,
     },
+    /// AddEventsToMemory of short conversation turns (the recall corpus's, cycled) into one
+    /// user, in batches from concurrent clients: the ingestion rate of real chat turns, with the
+    /// embedding model if `--embedder` is given.
+    Ingest {
+        /// Directory holding `corpus.jsonl`.
+        #[arg(long, default_value = "bench/recall")]
+        corpus: PathBuf,
+        #[arg(long, default_value_t = 5000)]
+        entries: u64,
+        /// Events per AddEventsToMemory call.
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
+        /// Concurrent AddEventsToMemory calls.
+        #[arg(long, default_value_t = 2)]
+        load_concurrency: usize,
+        /// Start memory-svc with this `--embedder` (`local:DIR`, `openai:BASE_URL`).
+        #[arg(long)]
+        embedder: Option<String>,
+    },
     /// AddEventsToMemory ingestion, then SearchMemory over one user's memory as it grows
     /// through these sizes (entries).
     Search {
@@ -399,6 +418,25 @@ async fn run(cli: Cli) -> Result<()> {
                 load_concurrency,
                 &load_sync,
                 concurrency,
+                embedder.as_deref(),
+            )
+            .await?
+        }
+        Scenario::Ingest {
+            corpus,
+            entries,
+            batch,
+            load_concurrency,
+            embedder,
+        } => {
+            let turns = recall::turns(&corpus)?;
+            ingest(
+                &ctx,
+                &mut report,
+                turns,
+                if q { entries.min(500) } else { entries },
+                batch,
+                load_concurrency,
                 embedder.as_deref(),
             )
             .await?
@@ -1030,8 +1068,11 @@ async fn list(ctx: &Ctx, report: &mut Report, counts: &[u64], c: usize) -> Resul
     Ok(())
 }
 
-/// Events `m{i}` for each `i` of `range`, with the corpus's memory text, to ingest.
-fn memory_events(corpus: &Corpus, range: std::ops::Range<u64>) -> Vec<Event> {
+/// The text of memory entry `i` while loading.
+type Texts = Arc<dyn Fn(u64) -> String + Send + Sync>;
+
+/// Events `m{i}` for each `i` of `range`, with the texts `text(i)`, to ingest.
+fn memory_events(text: impl Fn(u64) -> String, range: std::ops::Range<u64>) -> Vec<Event> {
     let ts = now_ts();
     range
         .map(|i| Event {
@@ -1044,7 +1085,7 @@ fn memory_events(corpus: &Corpus, range: std::ops::Range<u64>) -> Vec<Event> {
             content: Some(Content {
                 role: Some("user".into()),
                 parts: vec![Part {
-                    data: Some(part::Data::Text(corpus.memory_text(i))),
+                    data: Some(part::Data::Text(text(i))),
                     ..Default::default()
                 }],
             }),
@@ -1052,6 +1093,92 @@ fn memory_events(corpus: &Corpus, range: std::ops::Range<u64>) -> Vec<Event> {
             ..Default::default()
         })
         .collect()
+}
+
+/// Loads entries `range` into `user`'s memory: AddEventsToMemory calls of `batch` events (one
+/// session per call) from `concurrency` clients. Returns the calls' latencies.
+async fn load_memory(
+    srv: &Server,
+    texts: &Texts,
+    user: &'static str,
+    range: std::ops::Range<u64>,
+    batch: usize,
+    concurrency: usize,
+) -> Result<hdrhistogram::Histogram<u64>> {
+    let clients = Arc::new(memory_clients(srv, concurrency));
+    let next = Arc::new(AtomicU64::new(range.start));
+    let mut tasks = Vec::new();
+    let load_lat = Arc::new(std::sync::Mutex::new(load::new_hist()));
+    for w in 0..concurrency {
+        let mut client = clients[w % clients.len()].clone();
+        let (next, texts, load_lat) = (next.clone(), texts.clone(), load_lat.clone());
+        let end = range.end;
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let first = next.fetch_add(batch as u64, Ordering::Relaxed);
+                if first >= end {
+                    return Ok::<_, BoxError>(());
+                }
+                let last = (first + batch as u64).min(end);
+                let events = memory_events(texts.as_ref(), first..last);
+                let t0 = Instant::now();
+                let resp = client
+                    .add_events_to_memory(AddEventsToMemoryRequest {
+                        app_name: APP.into(),
+                        user_id: user.into(),
+                        session_id: format!("conv{}", first / batch as u64),
+                        events,
+                        custom_metadata: String::new(),
+                    })
+                    .await?
+                    .into_inner();
+                load::record(&mut load_lat.lock().unwrap(), t0.elapsed());
+                if resp.entries as u64 != last - first {
+                    return Err(format!("ingested {} of {}", resp.entries, last - first).into());
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let hist = load_lat.lock().unwrap().clone();
+    Ok(hist)
+}
+
+/// The `ingest` scenario: `entries` of `turns` (cycled) into one user of a fresh memory-svc.
+async fn ingest(
+    ctx: &Ctx,
+    report: &mut Report,
+    turns: Vec<String>,
+    entries: u64,
+    batch: usize,
+    concurrency: usize,
+    embedder: Option<&str>,
+) -> Result<()> {
+    if turns.is_empty() {
+        return Err("the corpus has no turns".into());
+    }
+    let model_args: Vec<&str> = embedder.map_or(Vec::new(), |e| vec!["--embedder", e]);
+    let dir = tempfile::Builder::new()
+        .prefix("adk-bench-ingest")
+        .tempdir()?;
+    let srv = Server::spawn_in(ctx, "memory-svc", &model_args, dir.path()).await?;
+    let texts: Texts = Arc::new(move |i| turns[i as usize % turns.len()].clone());
+    let t = Instant::now();
+    let hist = load_memory(&srv, &texts, "ingester", 0..entries, batch, concurrency).await?;
+    let mut row = Row::from_hist(
+        &format!("AddEventsToMemory of conversation turns (batch {batch}, c={concurrency})"),
+        entries,
+        t.elapsed().as_secs_f64(),
+        &hist,
+        &srv,
+    );
+    row.unit = "entries";
+    row.print();
+    report.push(row);
+    srv.stop().await;
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1066,6 +1193,10 @@ async fn search(
     embedder: Option<&str>,
 ) -> Result<()> {
     let corpus = Arc::new(Corpus::new());
+    let texts: Texts = {
+        let corpus = corpus.clone();
+        Arc::new(move |i| corpus.memory_text(i))
+    };
     let model_args: Vec<&str> = embedder.map_or(Vec::new(), |e| vec!["--embedder", e]);
     let dir = tempfile::Builder::new()
         .prefix("adk-bench-memory")
@@ -1084,50 +1215,12 @@ async fn search(
             }
             None => Server::spawn_in(ctx, "memory-svc", &load_args, dir.path()).await?,
         };
-        let clients = Arc::new(memory_clients(&srv, load_concurrency));
         let t = Instant::now();
         let start_at = loaded;
-        let next = Arc::new(AtomicU64::new(loaded));
-        let mut tasks = Vec::new();
-        let load_lat = Arc::new(std::sync::Mutex::new(load::new_hist()));
-        for w in 0..load_concurrency {
-            let mut client = clients[w % clients.len()].clone();
-            let next = next.clone();
-            let corpus = corpus.clone();
-            let load_lat = load_lat.clone();
-            tasks.push(tokio::spawn(async move {
-                loop {
-                    let first = next.fetch_add(batch as u64, Ordering::Relaxed);
-                    if first >= target {
-                        return Ok::<_, BoxError>(());
-                    }
-                    let last = (first + batch as u64).min(target);
-                    let events = memory_events(&corpus, first..last);
-                    let t0 = Instant::now();
-                    let resp = client
-                        .add_events_to_memory(AddEventsToMemoryRequest {
-                            app_name: APP.into(),
-                            user_id: user.into(),
-                            session_id: format!("conv{}", first / batch as u64),
-                            events,
-                            custom_metadata: String::new(),
-                        })
-                        .await?
-                        .into_inner();
-                    load::record(&mut load_lat.lock().unwrap(), t0.elapsed());
-                    if resp.entries as u64 != last - first {
-                        return Err(format!("ingested {} of {}", resp.entries, last - first).into());
-                    }
-                }
-            }));
-        }
-        for t in tasks {
-            t.await??;
-        }
+        let hist = load_memory(&srv, &texts, user, loaded..target, batch, load_concurrency).await?;
         let secs = t.elapsed().as_secs_f64();
         let added = target.saturating_sub(start_at);
         loaded = loaded.max(target);
-        let hist = load_lat.lock().unwrap().clone();
         let mut row = Row::from_hist(
             &format!("AddEventsToMemory ingest {start_at}->{target} (batch {batch}, c={load_concurrency}, --sync {load_sync})"),
             added,

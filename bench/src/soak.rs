@@ -246,7 +246,7 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
                 app_name: APP.into(),
                 user_id: "searcher".into(),
                 session_id: format!("seed{first}"),
-                events: memory_events(&corpus, first..first + 500),
+                events: memory_events(|i| corpus.memory_text(i), first..first + 500),
                 custom_metadata: String::new(),
             })
             .await?;
@@ -369,7 +369,7 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
                         app_name: APP.into(),
                         user_id: user_of(next),
                         session_id: format!("conv{next}"),
-                        events: memory_events(&corpus, next..next + batch),
+                        events: memory_events(|i| corpus.memory_text(i), next..next + batch),
                         custom_metadata: String::new(),
                     })
                     .await

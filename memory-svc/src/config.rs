@@ -77,9 +77,9 @@ pub struct Config {
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub embedder_api_key_env: String,
 
-    /// Bytes of memory for the vectors of recently searched users (sled store, with an
-    /// embedder): a semantic search over a user's vectors held there does not read them from
-    /// the store. 4 bytes per dimension and 8 more per entry (1.5 KiB per entry at 384
+    /// Bytes of memory for the vectors of recently searched users (with an embedder): a
+    /// semantic search over a user's vectors held there does not read them from the store (on
+    /// PostgreSQL, it checks that no replica wrote the user since they were read). 4 bytes per dimension and 8 more per entry (1.5 KiB per entry at 384
     /// dimensions); 0 turns it off.
     #[arg(long, default_value_t = crate::store::vector_cache::DEFAULT_BYTES)]
     pub vector_cache_bytes: usize,

@@ -11,7 +11,8 @@ use memory_svc::{config::Config, server};
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
-    // Before the runtime starts any thread: it sets an environment variable.
+    // Before the runtime starts any thread: it sets environment variables.
+    #[cfg(feature = "local-embedder")]
     memory_svc::embed::local::configure_threads();
     match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime.block_on(run()),

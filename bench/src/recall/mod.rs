@@ -12,7 +12,7 @@ pub mod corpus;
 pub mod metrics;
 
 use std::{
-    path::PathBuf,
+    path::{Path, PathBuf},
     time::{Duration, Instant, SystemTime},
 };
 
@@ -147,6 +147,20 @@ pub async fn run(ctx: &Ctx, opts: &Options) -> Result<()> {
         server.stop().await;
     }
     Ok(())
+}
+
+/// The texts of every turn and memory entry of the corpus in `dir`, in corpus order.
+pub fn turns(dir: &Path) -> Result<Vec<String>> {
+    let corpus = Corpus::load(dir)?;
+    Ok(corpus
+        .records
+        .into_iter()
+        .flat_map(|record| match record {
+            Record::Session { events, .. } => events,
+            Record::Memories { memories, .. } => memories,
+        })
+        .map(|turn| turn.text)
+        .collect())
 }
 
 fn users(corpus: &Corpus) -> usize {

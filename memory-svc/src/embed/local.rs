@@ -2,16 +2,19 @@
 //! e5-small, gte-small, multilingual MiniLM, …) loaded from a sentence-transformers folder and
 //! run in-process on the CPU with candle.
 //!
-//! Inference is CPU-bound, so it runs on tokio's blocking threads, one call at a time (candle's
-//! matrix products already use every core): a semaphore with one permit bounds it, and the
-//! async runtime never runs it. The texts of one call are embedded in batches, sorted by length
-//! so that little padding is computed; the attention mask keeps padding out of every vector.
+//! Inference is CPU-bound, so it runs on tokio's blocking threads, one call at a time: a
+//! semaphore with one permit bounds it, and the async runtime never runs it. The texts of one
+//! call are embedded in batches, sorted by length so that little padding is computed (the
+//! attention mask keeps padding out of every vector); the batches run side by side on rayon's
+//! pool, one per core, and a lone batch (a search's query) splits its matrix products between
+//! the cores instead.
 
 use std::{path::Path, sync::Arc};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use rayon::prelude::*;
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 use tokio::sync::Semaphore;
 
@@ -20,9 +23,9 @@ use super::{
     unit_length, EmbedError, Identity,
 };
 
-/// Keeps candle's element-wise operations (additions, GELU, softmax, ...) on the calling thread
-/// unless `CANDLE_NUM_THREADS` says otherwise; its matrix products still use every core. Call
-/// before any other thread starts (it sets that variable).
+/// Sets candle's thread counts, unless the environment sets them: element-wise operations on
+/// the calling thread (`CANDLE_NUM_THREADS=1`), matrix products and batches on one rayon thread
+/// per core (`RAYON_NUM_THREADS`). Call before any other thread starts (it sets those variables).
 ///
 /// candle splits each element-wise operation between the calling thread and a pool of workers
 /// that spin while they wait for each other. A sentence model runs about 150 such operations
@@ -30,20 +33,31 @@ use super::{
 /// whose cores are busy with other work a descheduled worker leaves the others spinning: a
 /// query took 19 ms on a quiet 2-core machine and 27-33 ms on a busy one (BENCHMARKS.md,
 /// "Vector search and the local model, profiled").
+///
+/// Without `RAYON_NUM_THREADS`, candle counts the machine's cores anew for every matrix product
+/// by reading `/proc/cpuinfo`: about 36 reads per forward pass, a quarter to a third of a short
+/// query's embedding time (BENCHMARKS.md, "The local model on both cores").
 pub fn configure_threads() {
     if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
         std::env::set_var("CANDLE_NUM_THREADS", "1");
     }
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        std::env::set_var("RAYON_NUM_THREADS", cores.to_string());
+    }
 }
 
-/// Texts run through the encoder together (sentence-transformers' default batch size).
-const BATCH: usize = 32;
+/// Texts run through the encoder together. Small, so that a call's batches spread evenly over
+/// the cores (they are sorted by length, the longest last) and pad little: on short turns in
+/// calls of 100, batches of 8 gave 308-335 embeddings/s on 2 cores, batches of 32 288-308
+/// (BENCHMARKS.md, "The local model on both cores").
+const BATCH: usize = 8;
 
 /// The in-process model. Cheap to clone.
 #[derive(Clone)]
 pub struct LocalEmbedder {
     model: Arc<Model>,
-    /// One inference at a time: each one uses every core already.
+    /// One inference at a time: each one uses every core already (see the module docs).
     running: Arc<Semaphore>,
     identity: Identity,
 }
@@ -168,12 +182,19 @@ impl Model {
             .map_err(|e| EmbedError::Inference(format!("tokenizer: {e}")))?;
         let mut order: Vec<usize> = (0..encodings.len()).collect();
         order.sort_by_key(|&i| encodings[i].len());
+        let chunks: Vec<&[usize]> = order.chunks(BATCH).collect();
+        // Each batch on its own rayon thread; a batch's matrix products run on the same pool,
+        // so the cores are never asked for more threads than they have.
+        let pooled = chunks
+            .par_iter()
+            .map(|chunk| {
+                let batch: Vec<&Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
+                self.forward(&batch)
+            })
+            .collect::<candle_core::Result<Vec<_>>>()
+            .map_err(|e| EmbedError::Inference(e.to_string()))?;
         let mut vectors = vec![Vec::new(); encodings.len()];
-        for chunk in order.chunks(BATCH) {
-            let batch: Vec<&Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
-            let pooled = self
-                .forward(&batch)
-                .map_err(|e| EmbedError::Inference(e.to_string()))?;
+        for (chunk, pooled) in chunks.into_iter().zip(pooled) {
             for (&i, vector) in chunk.iter().zip(pooled) {
                 vectors[i] = unit_length(vector).ok_or_else(|| {
                     EmbedError::Inference("the model produced a zero vector".into())

@@ -141,15 +141,26 @@ impl Embedder {
     }
 
     /// One unit-length vector per text, in input order. An empty input costs nothing.
+    ///
+    /// Each call that embeds is measured: `memory_embedding_duration_seconds{embedder}` (the
+    /// call, waiting for the model included) and `memory_embedded_texts_total{embedder}`, with
+    /// `embedder` `local` or `openai`.
     pub async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        match self {
+        let (count, started) = (texts.len() as u64, std::time::Instant::now());
+        let (kind, vectors) = match self {
             #[cfg(feature = "local-embedder")]
-            Self::Local(e) => e.embed(texts).await,
-            Self::OpenAi(e) => e.embed(texts).await,
+            Self::Local(e) => ("local", e.embed(texts).await),
+            Self::OpenAi(e) => ("openai", e.embed(texts).await),
+        };
+        metrics::histogram!("memory_embedding_duration_seconds", "embedder" => kind)
+            .record(started.elapsed().as_secs_f64());
+        if vectors.is_ok() {
+            metrics::counter!("memory_embedded_texts_total", "embedder" => kind).increment(count);
         }
+        vectors
     }
 
     /// The model's name or path, dimension and fingerprint.

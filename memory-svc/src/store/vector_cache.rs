@@ -1,13 +1,18 @@
 //! The vectors of recently searched scopes, kept in memory as one [`Matrix`] per scope so that
 //! a semantic search scores them without reading the store (at 100k vectors, reading them is
 //! most of a search). Bounded by `--vector-cache-bytes`; the least recently searched scope goes
-//! first. Used by the sled store, whose process is the only writer of its scopes.
+//! first. Each store keeps its copy current its own way:
 //!
-//! A write to a scope drops its matrix once committed, and the next search reads the scope
-//! again. A search that read a scope while a write to it committed must not keep what it read
-//! (it may predate the write): each write counts itself in a stripe of counters chosen by its
-//! scope, and a matrix is kept only if its scope's stripe did not move while it was read.
-
+//! - The sled store's process is the only writer of its scopes. A write to a scope drops its
+//!   matrix once committed ([`VectorCache::written`]), and the next search reads the scope again.
+//!   A search that read a scope while a write to it committed must not keep what it read (it
+//!   may predate the write): each write counts itself in a stripe of counters chosen by its
+//!   scope, and a matrix is kept only if its scope's stripe did not move while it was read.
+//! - Other replicas write the PostgreSQL store's scopes too. Every search reads the scope's
+//!   version first (what every write to the scope changes, see `pg::vectors::version`); a matrix
+//!   is served only to a search that read the version it was kept under. A matrix read after
+//!   the version may hold later writes than its version says: it is then kept under a version
+//!   no later search reads, and read again (never served stale).
 use std::{
     hash::BuildHasher,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
@@ -34,7 +39,8 @@ pub struct VectorCache {
 
 #[derive(Debug)]
 struct State {
-    matrices: LruCache<Vec<u8>, Arc<Matrix>>,
+    /// Each scope's matrix and the version it was kept under.
+    matrices: LruCache<Vec<u8>, (u64, Arc<Matrix>)>,
     /// Bytes of `matrices`.
     bytes: usize,
     writes: [u64; STRIPES],
@@ -66,22 +72,25 @@ impl VectorCache {
         self.capacity
     }
 
-    /// The scope's matrix, or what to hand [`VectorCache::keep`] after reading the scope.
-    pub fn get(&self, scope: &[u8]) -> Result<Arc<Matrix>, Reading> {
+    /// The scope's matrix at `version` (the store's version of the scope's vectors; 0 where
+    /// writes call [`VectorCache::written`] instead), or what to hand [`VectorCache::keep`]
+    /// after reading the scope.
+    pub fn get(&self, scope: &[u8], version: u64) -> Result<Arc<Matrix>, Reading> {
         let stripe = self.stripe(scope);
         let mut state = self.lock();
         match state.matrices.get(scope) {
-            Some(matrix) => Ok(Arc::clone(matrix)),
-            None => Err(Reading {
+            Some((kept, matrix)) if *kept == version => Ok(Arc::clone(matrix)),
+            _ => Err(Reading {
                 stripe,
                 writes: state.writes[stripe],
             }),
         }
     }
 
-    /// Keeps `matrix`, read from the store after `reading`, unless a write may have changed
-    /// the scope since; makes room by dropping the least recently searched scopes.
-    pub fn keep(&self, scope: &[u8], reading: Reading, matrix: Matrix) {
+    /// Keeps `matrix`, read from the store after `reading` and the scope's `version`, unless a
+    /// write may have changed the scope since; makes room by dropping the least recently
+    /// searched scopes.
+    pub fn keep(&self, scope: &[u8], reading: Reading, version: u64, matrix: Matrix) {
         let size = matrix.bytes();
         if size > self.capacity {
             return;
@@ -90,17 +99,19 @@ impl VectorCache {
         if state.writes[reading.stripe] != reading.writes {
             return;
         }
-        if let Some(old) = state.matrices.pop(scope) {
+        if let Some((_, old)) = state.matrices.pop(scope) {
             state.bytes -= old.bytes();
         }
         while state.bytes + size > self.capacity {
             match state.matrices.pop_lru() {
-                Some((_, old)) => state.bytes -= old.bytes(),
+                Some((_, (_, old))) => state.bytes -= old.bytes(),
                 None => break,
             }
         }
         state.bytes += size;
-        state.matrices.put(scope.to_vec(), Arc::new(matrix));
+        state
+            .matrices
+            .put(scope.to_vec(), (version, Arc::new(matrix)));
     }
 
     /// After a write to the scope committed: its matrix is out of date.
@@ -108,7 +119,7 @@ impl VectorCache {
         let stripe = self.stripe(scope);
         let mut state = self.lock();
         state.writes[stripe] += 1;
-        if let Some(old) = state.matrices.pop(scope) {
+        if let Some((_, old)) = state.matrices.pop(scope) {
             state.bytes -= old.bytes();
         }
     }
@@ -145,19 +156,33 @@ mod tests {
     #[test]
     fn a_write_drops_the_scope_and_what_was_read_before_it() {
         let cache = VectorCache::new(1 << 20);
-        let reading = cache.get(b"a").unwrap_err();
-        cache.keep(b"a", reading, matrix(3));
-        assert_eq!(cache.get(b"a").unwrap().bytes(), matrix(3).bytes());
+        let reading = cache.get(b"a", 0).unwrap_err();
+        cache.keep(b"a", reading, 0, matrix(3));
+        assert_eq!(cache.get(b"a", 0).unwrap().bytes(), matrix(3).bytes());
         cache.written(b"a");
-        let reading = cache.get(b"a").unwrap_err();
+        let reading = cache.get(b"a", 0).unwrap_err();
         // A write commits while the scope is read: what was read is not kept.
         cache.written(b"a");
-        cache.keep(b"a", reading, matrix(3));
-        assert!(cache.get(b"a").is_err());
-        let reading = cache.get(b"a").unwrap_err();
-        cache.keep(b"a", reading, matrix(3));
+        cache.keep(b"a", reading, 0, matrix(3));
+        assert!(cache.get(b"a", 0).is_err());
+        let reading = cache.get(b"a", 0).unwrap_err();
+        cache.keep(b"a", reading, 0, matrix(3));
         cache.clear();
-        assert!(cache.get(b"a").is_err());
+        assert!(cache.get(b"a", 0).is_err());
+    }
+
+    #[test]
+    fn a_matrix_is_served_only_at_the_version_it_was_kept_under() {
+        let cache = VectorCache::new(1 << 20);
+        let reading = cache.get(b"a", 7).unwrap_err();
+        cache.keep(b"a", reading, 7, matrix(3));
+        assert!(cache.get(b"a", 7).is_ok());
+        // Another replica wrote: the scope's version moved on.
+        let reading = cache.get(b"a", 8).unwrap_err();
+        assert!(cache.get(b"a", 7).is_ok(), "a miss drops nothing");
+        cache.keep(b"a", reading, 8, matrix(4));
+        assert!(cache.get(b"a", 7).is_err());
+        assert_eq!(cache.get(b"a", 8).unwrap().bytes(), matrix(4).bytes());
     }
 
     #[test]
@@ -165,17 +190,17 @@ mod tests {
         let one = matrix(10).bytes();
         let cache = VectorCache::new(2 * one);
         for scope in [&b"a"[..], b"b"] {
-            let reading = cache.get(scope).unwrap_err();
-            cache.keep(scope, reading, matrix(10));
+            let reading = cache.get(scope, 0).unwrap_err();
+            cache.keep(scope, reading, 0, matrix(10));
         }
-        assert!(cache.get(b"a").is_ok());
-        let reading = cache.get(b"c").unwrap_err();
-        cache.keep(b"c", reading, matrix(10));
-        assert!(cache.get(b"b").is_err(), "b was searched least recently");
-        assert!(cache.get(b"a").is_ok() && cache.get(b"c").is_ok());
+        assert!(cache.get(b"a", 0).is_ok());
+        let reading = cache.get(b"c", 0).unwrap_err();
+        cache.keep(b"c", reading, 0, matrix(10));
+        assert!(cache.get(b"b", 0).is_err(), "b was searched least recently");
+        assert!(cache.get(b"a", 0).is_ok() && cache.get(b"c", 0).is_ok());
         // Larger than the whole cache: never kept.
-        let reading = cache.get(b"d").unwrap_err();
-        cache.keep(b"d", reading, matrix(30));
-        assert!(cache.get(b"d").is_err() && cache.get(b"a").is_ok());
+        let reading = cache.get(b"d", 0).unwrap_err();
+        cache.keep(b"d", reading, 0, matrix(30));
+        assert!(cache.get(b"d", 0).is_err() && cache.get(b"a", 0).is_ok());
     }
 }

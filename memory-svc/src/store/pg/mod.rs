@@ -7,7 +7,9 @@
 //! Postings are kept in blocks with score bounds ([`blocks`]); [`search`] reads only the
 //! blocks that can hold results, and ranks them with the same MaxScore code and the same
 //! formula, summed in the same order, as the sled store ([`super::maxscore`],
-//! [`super::index`]), so both rank alike to the last bit.
+//! [`super::index`]), so both rank alike to the last bit. A semantic search scores the scope's
+//! vectors from memory while the scope's version says no replica has written it since they
+//! were read ([`VectorCache`], [`vectors::version`]).
 
 mod blocks;
 mod generation;
@@ -18,6 +20,8 @@ mod tests;
 mod vectors;
 mod write;
 
+use std::sync::Arc;
+
 use adk_common::{postgres, storage::StorageErrorKind};
 use deadpool_postgres::Pool;
 
@@ -26,6 +30,7 @@ use super::{
     index,
     plan::{self, Write},
     token,
+    vector_cache::{self, VectorCache},
     vectors::{check_model, rank, ModelCheck},
     Entry, Expired, Hit, JobRecord, MemoryStore, Result, RevisionRecord, Scope, SearchQuery,
     StoreError, Unembedded, Vectors,
@@ -40,6 +45,8 @@ const FETCH: usize = 64;
 pub struct PgMemoryStore {
     pool: Pool,
     analyzer: Analyzer,
+    /// Searched scopes' vectors, decoded, each under the version it was read at.
+    vector_cache: Arc<VectorCache>,
 }
 
 impl std::fmt::Debug for PgMemoryStore {
@@ -54,9 +61,22 @@ impl PgMemoryStore {
     pub async fn open(url: &str, max_connections: usize, analyzer: Analyzer) -> Result<Self> {
         let pool = postgres::pool(url, max_connections)?;
         postgres::migrate_converting(&pool, "memory-svc", MIGRATIONS, schema::convert).await?;
-        let store = Self { pool, analyzer };
+        let store = Self {
+            pool,
+            analyzer,
+            vector_cache: Arc::new(VectorCache::new(vector_cache::DEFAULT_BYTES)),
+        };
         store.reindex().await?;
         Ok(store)
+    }
+
+    /// The same, keeping up to `bytes` of searched scopes' vectors in memory
+    /// (`--vector-cache-bytes`; see [`VectorCache`] for how they stay current).
+    pub fn with_vector_cache(self, bytes: usize) -> Self {
+        Self {
+            vector_cache: Arc::new(VectorCache::new(bytes)),
+            ..self
+        }
     }
 
     /// Indexes every scope again when the index was built by another analysis (as the sled
@@ -178,22 +198,36 @@ impl MemoryStore for PgMemoryStore {
             return Ok(Vec::new());
         }
         let client = self.pool.get().await?;
-        let rows = client
-            .query(
-                "SELECT seq, vector FROM memory_vectors WHERE app_name = $1 AND user_id = $2",
-                &[&scope.app_name, &scope.user_id],
-            )
-            .await?;
-        // Read from the database each time: other replicas write the scope too.
-        let (mut ranked, _) = rank(
-            rows.iter().map(|row| {
-                let seq: i64 = row.try_get(0)?;
-                let vector: &[u8] = row.try_get(1)?;
-                Ok((u64::try_from(seq).unwrap_or(0), vector))
-            }),
-            vector,
-            0,
-        )?;
+        // A scope never written has no vectors.
+        let Some(version) = vectors::version(&client, scope).await? else {
+            return Ok(Vec::new());
+        };
+        let key = vectors::cache_key(scope);
+        let mut ranked = match self.vector_cache.get(&key, version) {
+            Ok(matrix) => matrix.rank(vector)?,
+            Err(reading) => {
+                let rows = client
+                    .query(
+                        "SELECT seq, vector FROM memory_vectors
+                         WHERE app_name = $1 AND user_id = $2",
+                        &[&scope.app_name, &scope.user_id],
+                    )
+                    .await?;
+                let (ranked, matrix) = rank(
+                    rows.iter().map(|row| {
+                        let seq: i64 = row.try_get(0)?;
+                        let vector: &[u8] = row.try_get(1)?;
+                        Ok((u64::try_from(seq).unwrap_or(0), vector))
+                    }),
+                    vector,
+                    self.vector_cache.capacity(),
+                )?;
+                if let Some(matrix) = matrix {
+                    self.vector_cache.keep(&key, reading, version, matrix);
+                }
+                ranked
+            }
+        };
         let mut hits = Vec::new();
         loop {
             let chunk: Vec<_> = ranked.by_ref().take(FETCH).collect();
@@ -251,6 +285,7 @@ impl MemoryStore for PgMemoryStore {
         )
         .map_err(StoreError::Model)?;
         if check == ModelCheck::Changed {
+            self.vector_cache.clear();
             tx.execute("DELETE FROM memory_vectors", &[]).await?;
             tx.execute(
                 "INSERT INTO memory_vector_model (model, dimension, fingerprint)

@@ -435,3 +435,58 @@ async fn lookups_by_seq_use_the_primary_key_whatever_the_statistics() {
         "{plan}"
     );
 }
+
+/// A replica keeps the vectors it searched, and never serves them once another replica has
+/// changed them: added an entry, rewritten one with another text, deleted one.
+#[tokio::test]
+async fn a_search_sees_the_vectors_another_replica_wrote_since() {
+    use crate::store::{plan::Write, DeleteTarget, Vectors};
+
+    let Some(url) = fresh_url().await else {
+        return;
+    };
+    let a = PgMemoryStore::open(&url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    let b = PgMemoryStore::open(&url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    let with_vectors = |pairs: &[(&str, &str, [f32; 2])]| {
+        let texts = pairs.iter().map(|(_, t, _)| (*t).to_owned()).collect();
+        let vectors = pairs.iter().map(|(_, _, v)| v.to_vec()).collect();
+        let write = Write::AddMemories(pairs.iter().map(|(id, text, _)| entry(id, text)).collect());
+        (write, Vectors::new(texts, vectors))
+    };
+    let query = SearchQuery {
+        limit: 10,
+        ..SearchQuery::default()
+    };
+    let nearest = |store: &PgMemoryStore| {
+        let store = store.clone();
+        let query = query.clone();
+        async move {
+            let hits = store.nearest(SCOPE, &[1.0, 0.0], &query).await.unwrap();
+            hits.into_iter().map(|h| h.entry.id).collect::<Vec<_>>()
+        }
+    };
+
+    let (write, vectors) = with_vectors(&[("far", "far away", [0.0, 1.0])]);
+    a.write_embedded(SCOPE, write, vectors).await.unwrap();
+    assert_eq!(nearest(&a).await, ["far"]);
+    assert_eq!(nearest(&a).await, ["far"], "served from the cache");
+
+    let (write, vectors) = with_vectors(&[("near", "close by", [1.0, 0.0])]);
+    b.write_embedded(SCOPE, write, vectors).await.unwrap();
+    assert_eq!(nearest(&a).await, ["near", "far"]);
+
+    let (write, vectors) = with_vectors(&[("far", "right here", [1.0, 0.0])]);
+    b.write_embedded(SCOPE, write, vectors).await.unwrap();
+    let (write, vectors) = with_vectors(&[("near", "close by", [1.0, 0.0])]);
+    assert_eq!(b.write_embedded(SCOPE, write, vectors).await.unwrap(), 0);
+    b.delete(SCOPE, &DeleteTarget::MemoryId("near".into()))
+        .await
+        .unwrap();
+    assert_eq!(nearest(&a).await, ["far"]);
+    let hits = a.nearest(SCOPE, &[1.0, 0.0], &query).await.unwrap();
+    assert!(hits[0].score > 0.99, "far's new vector: {}", hits[0].score);
+}

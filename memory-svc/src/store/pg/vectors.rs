@@ -1,8 +1,13 @@
 //! Entry vectors in PostgreSQL: `memory_vectors` and `memory_vector_model` (see [`super::schema`]).
 //! A write applies its vector edits in its own transaction ([`apply`]); the background embedding
-//! of older entries stores its vectors under the scope's lock, as writes do ([`put`]).
+//! of older entries stores its vectors under the scope's lock, as writes do ([`put`]). So every
+//! transaction that changes a scope's vectors rewrites its `memory_scopes` row, which is what
+//! its cached copy is checked against ([`version`]).
 
-use deadpool_postgres::Transaction;
+use std::hash::{Hash, Hasher};
+
+use adk_common::keys::Key;
+use deadpool_postgres::{GenericClient, Transaction};
 use prost::Message;
 
 use super::{
@@ -13,6 +18,42 @@ use super::{
     },
     schema::db_int,
 };
+
+/// The version of the scope's vectors, `None` for a scope never written (it has none).
+///
+/// Every transaction that may change them holds the scope's lock, taken by updating its
+/// `memory_scopes` row ([`super::write::lock`]), and a change of model rewrites the
+/// `memory_vector_model` row: each gives the row a new version, whose `xmin` (the id of the
+/// transaction that wrote it) is read here, with the scope's `next_seq` in case transaction ids
+/// wrapped around. A rolled-back transaction leaves the committed version as it was.
+pub(super) async fn version(client: &impl GenericClient, scope: Scope<'_>) -> Result<Option<u64>> {
+    let statement = client
+        .prepare_cached(
+            "SELECT s.xmin::text, s.next_seq, (SELECT m.xmin::text FROM memory_vector_model m)
+             FROM memory_scopes s WHERE s.app_name = $1 AND s.user_id = $2",
+        )
+        .await?;
+    let Some(row) = client
+        .query_opt(&statement, &[&scope.app_name, &scope.user_id])
+        .await?
+    else {
+        return Ok(None);
+    };
+    let parts: (String, i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+    // A fixed-key hash: versions are compared within this process only.
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    parts.hash(&mut hasher);
+    Ok(Some(hasher.finish()))
+}
+
+/// The scope's key in the vector cache.
+pub(super) fn cache_key(scope: Scope<'_>) -> Vec<u8> {
+    Key::new()
+        .str(scope.app_name)
+        .str(scope.user_id)
+        .as_bytes()
+        .to_vec()
+}
 
 /// Applies a write's vector edits in its transaction, after its entry edits.
 pub(super) async fn apply(

@@ -49,7 +49,8 @@ impl SledMemoryStore {
         if query.limit == 0 {
             return Ok(Vec::new());
         }
-        let ranked = match self.vector_cache.get(scope.as_bytes()) {
+        // Versions stay 0: this process's writes drop the scope instead (see `vector_cache`).
+        let ranked = match self.vector_cache.get(scope.as_bytes(), 0) {
             Ok(matrix) => matrix.rank(vector)?,
             Err(reading) => {
                 let prefix_len = scope.as_bytes().len();
@@ -62,7 +63,7 @@ impl SledMemoryStore {
                     self.vector_cache.capacity(),
                 )?;
                 if let Some(matrix) = matrix {
-                    self.vector_cache.keep(scope.as_bytes(), reading, matrix);
+                    self.vector_cache.keep(scope.as_bytes(), reading, 0, matrix);
                 }
                 ranked
             }
