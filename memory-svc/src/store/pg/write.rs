@@ -394,11 +394,11 @@ async fn remove_postings(tx: &Transaction<'_>, scope: Scope<'_>, removed: &[Stor
     Ok(())
 }
 
-/// Appends the postings of `inserted` entries (in seq order) to their blocks (creating blocks as needed),
-/// without reading the blocks (see [`blocks`]). Every stored posting has a seq below the
-/// scope's `next_seq` as the write found it (`stored_below`), so a span past the one holding
-/// `stored_below - 1` holds no block yet: its blocks are inserted as they are, and only the
-/// blocks of the spans before (the span the last write ended in, and entries rewritten in
+/// Appends the postings of `inserted` entries (in seq order) to their blocks (creating blocks
+/// as needed), without reading the blocks (see [`blocks`]). Every stored posting has a seq
+/// below the scope's `next_seq` as the write found it (`stored_below`), so a span past the one
+/// holding `stored_below - 1` holds no block yet: its blocks are inserted as they are, and only
+/// the blocks of the spans before (the span the last write ended in, and entries rewritten in
 /// place) are upserted. An insert skips the conflict check's index probe and the arbiter's
 /// bookkeeping, which cost about as much as the insert itself; an ingestion of new entries
 /// writes most of its blocks into new spans.
