@@ -249,10 +249,11 @@ mod tests {
         }
         let late = gc.wait_durable().await.unwrap_err();
         assert!(late.to_string().contains("stopped"), "{late}");
-        // The flusher's database handle is gone already: once the handles here are dropped,
-        // the database opens again in this process at once (no task left to run first).
+        // The flusher's database handle is gone already: once the handles here are dropped
+        // (and sled's I/O threads have let go of the lock), the database opens again.
         drop(gc);
         drop(db);
+        crate::hooks::released(dir.path().join("db")).await.unwrap();
         let reopened = sled::open(dir.path()).unwrap();
         assert_eq!(reopened.len(), 16);
     }

@@ -116,7 +116,7 @@ const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
 /// their own references right after waking the flush that waited for them. So this waits for
 /// the lock itself (a blocking lock taken and given back at once) rather than guessing when
 /// they are done.
-pub(crate) async fn released(lock_file: PathBuf) -> Result<(), BoxError> {
+pub async fn released(lock_file: PathBuf) -> Result<(), BoxError> {
     let shown = lock_file.display().to_string();
     let waiting = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
         use fs2::FileExt;

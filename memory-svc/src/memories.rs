@@ -32,6 +32,7 @@ use std::{
 
 use lru::LruCache;
 use tokio::sync::Notify;
+use unicode_segmentation::UnicodeSegmentation;
 
 use crate::{
     analysis::Language,
@@ -44,8 +45,8 @@ use crate::{
     },
     session_source::SessionSource,
     store::{
-        DeleteTarget, Entry, Hit, JobRecord, Kind, MemoryStore, RevisionRecord, Scope, SearchQuery,
-        Vectors, Write,
+        index, DeleteTarget, Entry, Hit, JobRecord, Kind, MemoryStore, RevisionRecord, Scope,
+        SearchQuery, Vectors, Write,
     },
 };
 
@@ -146,8 +147,57 @@ impl<S: MemoryStore> Memories<S> {
             .await?)
     }
 
-    /// The embedding of a query, from the cache when it was asked recently.
-    async fn query_vector(&self, embedder: &Embedder, text: &str) -> Result<Arc<[f32]>> {
+    /// The query's text as the model reads it: without the words that name the author of an
+    /// entry of the user's memory ("Why was Daniel recovering at home?" → "Why was recovering
+    /// at home?"). A turn says "I", not its speaker's name, so a name in a question only pulls
+    /// the query's vector towards the few entries that happen to mention that name; the keyword
+    /// ranking matches names, through the author field. Only words written as names
+    /// (capitalised) count, so that "Who is my coach?" keeps its word when an agent is called
+    /// "coach"; a query of nothing but names is read whole.
+    async fn semantic_text(&self, scope: Scope<'_>, query: &SearchQuery) -> Result<String> {
+        let text = &query.text;
+        let words = self
+            .store
+            .analyzer()
+            .capitalised_words(text, query.language);
+        if words.is_empty() {
+            return Ok(text.clone());
+        }
+        let names: Vec<String> = words.iter().map(|(_, t)| index::name_term(t)).collect();
+        let named = self.store.indexed(scope, &names).await?;
+        let mut rest = String::with_capacity(text.len());
+        let mut from = 0;
+        for ((range, _), _) in words.iter().zip(named).filter(|(_, named)| *named) {
+            rest.push_str(&text[from..range.start]);
+            // The name and the spaces after it, when it starts the text or follows a space.
+            let after = &text[range.end..];
+            from = if rest.is_empty() || rest.ends_with(char::is_whitespace) {
+                text.len() - after.trim_start().len()
+            } else {
+                range.end
+            };
+        }
+        rest.push_str(&text[from..]);
+        Ok(if rest.unicode_words().next().is_some() {
+            rest
+        } else {
+            text.clone()
+        })
+    }
+
+    /// The embedding of a query's [`Memories::semantic_text`].
+    async fn query_vector(
+        &self,
+        embedder: &Embedder,
+        scope: Scope<'_>,
+        query: &SearchQuery,
+    ) -> Result<Arc<[f32]>> {
+        let text = self.semantic_text(scope, query).await?;
+        self.embedding(embedder, &text).await
+    }
+
+    /// The embedding of a query text, from the cache when it was asked recently.
+    async fn embedding(&self, embedder: &Embedder, text: &str) -> Result<Arc<[f32]>> {
         let cached = self
             .queries
             .lock()
@@ -486,13 +536,13 @@ impl<S: MemoryStore> Memories<S> {
             return Ok(Vec::new());
         }
         if mode == SearchMode::Semantic {
-            let vector = self.query_vector(embedder, &query.text).await?;
+            let vector = self.query_vector(embedder, scope, &query).await?;
             return Ok(self.store.nearest(scope, &vector, &query).await?);
         }
         query.limit = limit.max(fusion::DEPTH);
         // The keyword search needs no vector: it runs while the query is embedded.
         let (vector, keyword) = tokio::join!(
-            self.query_vector(embedder, &query.text),
+            self.query_vector(embedder, scope, &query),
             self.store.search(scope, &query)
         );
         let (vector, keyword) = (vector?, keyword?);

@@ -193,6 +193,17 @@ async fn search(
         .collect()
 }
 
+async fn delete(client: &mut MemoryServiceClient<Channel>, id: &str) {
+    client
+        .delete_memory(DeleteMemoryRequest {
+            app_name: "app".into(),
+            user_id: "u".into(),
+            target: Some(Target::MemoryId(id.into())),
+        })
+        .await
+        .unwrap();
+}
+
 fn ids(hits: &[(String, f64)]) -> Vec<&str> {
     hits.iter().map(|(id, _)| id.as_str()).collect()
 }
@@ -288,14 +299,7 @@ async fn each_mode_ranks_as_documented_on_both_stores() {
         assert_eq!(semantic[0].0, "espresso");
         let music = search(&mut client, request("an instrument", SearchMode::Semantic)).await;
         assert_eq!(ids(&music[..2]), ["coffee", "piano"]);
-        client
-            .delete_memory(DeleteMemoryRequest {
-                app_name: "app".into(),
-                user_id: "u".into(),
-                target: Some(Target::MemoryId("piano".into())),
-            })
-            .await
-            .unwrap();
+        delete(&mut client, "piano").await;
         let music = search(&mut client, request("an instrument", SearchMode::Semantic)).await;
         assert!(!ids(&music).contains(&"piano"), "{music:?}");
         server.shutdown().await;
@@ -465,17 +469,68 @@ async fn searches_see_the_writes_made_after_earlier_searches() {
         let after = search(&mut client, request("travel", SearchMode::Semantic)).await;
         assert_eq!(ids(&after[..2]), ["flight", "trip"], "{store:?}");
 
-        client
-            .delete_memory(DeleteMemoryRequest {
-                app_name: "app".into(),
-                user_id: "u".into(),
-                target: Some(Target::MemoryId("flight".into())),
-            })
-            .await
-            .unwrap();
+        delete(&mut client, "flight").await;
         let last = search(&mut client, request("travel", SearchMode::Semantic)).await;
         assert_eq!(ids(&last[..1]), ["trip"], "{store:?}");
         assert!(!ids(&last).contains(&"flight"), "{store:?}");
+        server.shutdown().await;
+    }
+}
+
+/// The model reads a query without the words that name the author of an entry (a turn says
+/// "I", not its speaker's name): written as names, and only while such an entry is stored.
+#[tokio::test]
+async fn the_model_reads_queries_without_the_names_of_authors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, model) = endpoint().await;
+    for store in stores(dir.path()).await {
+        let server = boot(&store, Some(&url)).await;
+        let mut client = server.client.clone();
+        add(
+            &mut client,
+            vec![
+                memory("black", "Daniel", "I take my coffee black"),
+                memory("lessons", "Priya Shah", "Piano lessons are on Tuesdays"),
+                memory("sister", "", "Daniel's sister plays the piano"),
+            ],
+        )
+        .await;
+        // The text the model was last asked to embed.
+        let read = |query: &str, mode: SearchMode| {
+            let (mut client, model) = (client.clone(), model.clone());
+            let query = query.to_owned();
+            async move {
+                search(&mut client, request(&query, mode)).await;
+                model.texts.lock().unwrap().last().cloned().unwrap()
+            }
+        };
+        for (query, expected) in [
+            (
+                "How does Daniel take his coffee?",
+                "How does take his coffee?",
+            ),
+            ("What does Daniel’s sister play?", "What does sister play?"),
+            ("When does Priya Shah play piano?", "When does play piano?"),
+            ("Daniel, Priya: coffee?", ", : coffee?"),
+            // Not written as a name, not an author's, or nothing but names: read whole.
+            ("what does daniel drink", "what does daniel drink"),
+            ("Is Paris nice for coffee?", "Is Paris nice for coffee?"),
+            ("Daniel", "Daniel"),
+        ] {
+            assert_eq!(
+                read(query, SearchMode::Semantic).await,
+                expected,
+                "{store:?}"
+            );
+        }
+        let text = read("Does Daniel like espresso?", SearchMode::Hybrid).await;
+        assert_eq!(text, "Does like espresso?", "{store:?}");
+
+        // Daniel's only turn gone, "Daniel" names no author: it is read again.
+        delete(&mut server.client.clone(), "black").await;
+        let text = read("How does Daniel take it?", SearchMode::Semantic).await;
+        assert_eq!(text, "How does Daniel take it?", "{store:?}");
+        server.shutdown().await;
     }
 }
 

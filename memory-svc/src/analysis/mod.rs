@@ -18,12 +18,16 @@
 mod language;
 mod segment;
 
+use std::ops::Range;
+
 pub use language::{Language, UnknownLanguage};
 use segment::Piece;
+use unicode_segmentation::UnicodeSegmentation;
 
-/// Bumped whenever analysis changes what a text is indexed under; a store indexed by another
-/// analysis is re-indexed when it is opened (see [`Analyzer::identity`]).
-const VERSION: u32 = 2;
+/// Bumped whenever analysis changes what a text is indexed under (or what an entry is: 3 added
+/// the name terms of `store::index`); a store indexed by another analysis is re-indexed when
+/// it is opened (see [`Analyzer::identity`]).
+const VERSION: u32 = 3;
 
 /// How a memory service analyses text: the fixed rules above, and the language that text of
 /// no confidently detected language is taken to be in.
@@ -94,6 +98,34 @@ impl Analyzer {
             .into_iter()
             .filter(|(_, stop)| !meaningful || !stop)
             .map(|(term, _)| term)
+            .collect()
+    }
+
+    /// The words of `text` written with a capital first letter (those that may be names),
+    /// each with its byte range in `text` and its term in `language` (without one, the text's
+    /// own, as for [`Analyzer::query_terms`]). Scripts without capitals have none.
+    pub fn capitalised_words(
+        &self,
+        text: &str,
+        language: Option<Language>,
+    ) -> Vec<(Range<usize>, String)> {
+        let language = language.or_else(|| self.language_of(text));
+        text.unicode_word_indices()
+            .filter(|(_, word)| word.chars().next().is_some_and(char::is_uppercase))
+            .filter_map(|(start, word)| {
+                // The word's term as a document holding it is indexed under.
+                let mut terms = Vec::new();
+                segment::segment(word, |piece| {
+                    terms.push(match piece {
+                        Piece::Word(word) => Some(term(word, language)),
+                        Piece::Run(_) => None,
+                    })
+                });
+                match terms.as_mut_slice() {
+                    [Some(term)] => Some((start..start + word.len(), std::mem::take(term))),
+                    _ => None,
+                }
+            })
             .collect()
     }
 }
@@ -201,6 +233,36 @@ mod tests {
     }
 
     #[test]
+    fn capitalised_words_are_found_where_they_are_written() {
+        let analyzer = Analyzer::default();
+        let text = "Why was Daniel’s knee hurt, and what did María say to Jonas?";
+        let words = analyzer.capitalised_words(text, None);
+        let found: Vec<(&str, &str)> = words
+            .iter()
+            .map(|(range, term)| (&text[range.clone()], term.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("Why", "whi"),
+                ("Daniel’s", "daniel"),
+                ("María", "maría"),
+                ("Jonas", "jona")
+            ]
+        );
+        // Each term is the one a document holding the word is indexed under.
+        for (range, term) in &words {
+            let mut indexed = Vec::new();
+            analyzer.terms(&text[range.clone()], EN, |t| indexed.push(t));
+            assert_eq!(indexed, std::slice::from_ref(term));
+        }
+        assert!(analyzer.capitalised_words("no names here", None).is_empty());
+        assert!(analyzer
+            .capitalised_words("山田さんはどこ", None)
+            .is_empty());
+    }
+
+    #[test]
     fn without_a_language_words_are_kept_as_written() {
         let analyzer = Analyzer::new(None);
         assert_eq!(
@@ -217,6 +279,13 @@ mod tests {
         assert_eq!(terms("Καλημέρα ΚΌΣΜΕ"), ["καλημερ", "κοσμ"]);
         assert!(finds("Καλημέρα ΚΌΣΜΕ", "κόσμε"));
         assert!(finds("Der Bär läuft", "BÄR"));
+    }
+
+    #[test]
+    fn typographic_apostrophes_are_apostrophes() {
+        assert_eq!(terms("Priya’s new job"), terms("Priya's new job"));
+        assert!(finds("Priya’s new job", "priya"));
+        assert!(finds("Priya started a new job", "What is Priya’s job?"));
     }
 
     #[test]

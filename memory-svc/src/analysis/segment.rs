@@ -1,7 +1,9 @@
 //! Segmentation: cuts text into the words and unspaced runs that analysis turns into terms.
 //!
 //! Documents and queries go through the same segmentation:
-//! - text is lowercased and NFC-normalised, so case and Unicode composition never matter;
+//! - text is lowercased and NFC-normalised, so case and Unicode composition never matter, and
+//!   typographic apostrophes are written `'`, so "Priya’s" (as phones type it) is "Priya's"
+//!   (whose stem is "priya");
 //! - words are UAX#29 words and match whole: `thon` does not find `Python`;
 //! - Han, Hiragana, Katakana and Hangul are written without spaces between words (Korean puts
 //!   particles right after a word), so a run of them is indexed as its characters and their
@@ -38,7 +40,7 @@ pub(super) enum Piece<'a> {
 /// Feeds the pieces of `text`, in order, to `f`.
 pub(super) fn segment(text: &str, mut f: impl FnMut(Piece<'_>)) {
     // Lowercasing first, then composing, gives NFD and NFC input the same result.
-    let text: String = text.to_lowercase().nfc().collect();
+    let text: String = text.to_lowercase().nfc().map(apostrophe).collect();
     let mut run = Vec::new();
     let mut rest = text.as_str();
     while let Some(start) = rest.find(is_unspaced) {
@@ -60,6 +62,15 @@ fn words(text: &str, f: &mut impl FnMut(Piece<'_>)) {
             .nth(MAX_WORD_CHARS)
             .map_or(word.len(), |(i, _)| i);
         f(Piece::Word(&word[..end]));
+    }
+}
+
+/// `'` for the characters that join words as an apostrophe does (UAX #29 `MidNumLet`
+/// quotes): the stemmers know only `'`.
+fn apostrophe(c: char) -> char {
+    match c {
+        '\u{2018}' | '\u{2019}' | '\u{FF07}' => '\'',
+        c => c,
     }
 }
 

@@ -9,6 +9,10 @@
 //! turns, and "Yes, last Saturday!" is found by the question it answers, at a lower weight than
 //! an entry that says it itself. Frequencies and lengths are kept in integer [`UNIT`]s so that
 //! every store sums them exactly alike.
+//!
+//! An entry is also indexed under the [`name_term`]s of its author ("@daniel"), which score
+//! nothing: no query term is one, and they add nothing to the entry's length. They tell a search
+//! which words of a query name someone whose words the memory holds (see `Memories::search`).
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -80,11 +84,21 @@ impl Terms {
         for turn in context {
             add(turn, CONTEXT);
         }
+        for term in analysis.terms(&entry.author, language).iter() {
+            *counts.entry(name_term(term)).or_default() += AUTHOR;
+        }
         Self {
             counts: counts.into_iter().collect(),
             len,
         }
     }
+}
+
+/// The term an entry is indexed under for each term of its author's name: `term` behind an
+/// `@`, which no analysed word holds (UAX #29 words never contain one), so that a name term
+/// never meets a word's.
+pub fn name_term(term: &str) -> String {
+    format!("@{term}")
 }
 
 /// Text analysis for one write, remembering each text's language and terms: a turn of a
@@ -241,9 +255,11 @@ mod tests {
         let terms = Terms::of(&analyzer, &e, &context);
         assert_eq!(count(&terms, "spider"), TEXT + METADATA + CONTEXT);
         assert_eq!(count(&terms, "aisha"), AUTHOR + CONTEXT);
+        assert_eq!(count(&terms, "@aisha"), AUTHOR);
+        assert_eq!(count(&terms, "@spider"), 0);
         assert_eq!(count(&terms, "fear"), METADATA);
         assert_eq!(count(&terms, "scare"), TEXT + CONTEXT);
-        // 3 words of text, 1 of author, 2 of metadata, 6 of context.
+        // 3 words of text, 1 of author, 2 of metadata, 6 of context; the name term adds none.
         assert_eq!(terms.len, 3 * TEXT + AUTHOR + 2 * METADATA + 6 * CONTEXT);
     }
 

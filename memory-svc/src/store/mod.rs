@@ -29,7 +29,10 @@ pub use generation::{Expired, JobRecord, RevisionRecord};
 pub use plan::Write;
 pub use vectors::{Unembedded, Vectors};
 
-use crate::{analysis::Language, embed::Identity};
+use crate::{
+    analysis::{Analyzer, Language},
+    embed::Identity,
+};
 use prost_types::Timestamp;
 
 /// Whose memory a call is about. Fields are validated before they reach the store.
@@ -315,6 +318,16 @@ pub trait MemoryStore: Send + Sync + 'static {
         scope: Scope<'_>,
         query: &SearchQuery,
     ) -> impl Future<Output = Result<Vec<Hit>>> + Send;
+
+    /// The analysis this store indexes text with.
+    fn analyzer(&self) -> &Analyzer;
+
+    /// For each of `terms`, whether some entry of the scope is indexed under it.
+    fn indexed(
+        &self,
+        scope: Scope<'_>,
+        terms: &[String],
+    ) -> impl Future<Output = Result<Vec<bool>>> + Send;
 
     /// The entries whose vectors are nearest to `vector` (a unit vector of the configured
     /// model), most similar first (score: the cosine similarity), equal scores in ingestion

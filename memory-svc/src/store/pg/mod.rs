@@ -188,6 +188,28 @@ impl MemoryStore for PgMemoryStore {
         Ok(hits)
     }
 
+    fn analyzer(&self) -> &Analyzer {
+        &self.analyzer
+    }
+
+    async fn indexed(&self, scope: Scope<'_>, terms: &[String]) -> Result<Vec<bool>> {
+        let client = self.pool.get().await?;
+        // A term in some entry has a block with postings (one probe of the primary key each).
+        let statement = client
+            .prepare_cached(
+                "SELECT EXISTS (
+                     SELECT 1 FROM memory_blocks
+                     WHERE app_name = $1 AND user_id = $2 AND term = q.term AND postings > 0
+                 )
+                 FROM unnest($3::text[]) WITH ORDINALITY AS q(term, n) ORDER BY q.n",
+            )
+            .await?;
+        let rows = client
+            .query(&statement, &[&scope.app_name, &scope.user_id, &terms])
+            .await?;
+        rows.iter().map(|row| Ok(row.try_get(0)?)).collect()
+    }
+
     async fn nearest(
         &self,
         scope: Scope<'_>,

@@ -374,6 +374,22 @@ impl MemoryStore for SledMemoryStore {
             .await
     }
 
+    fn analyzer(&self) -> &Analyzer {
+        &self.analyzer
+    }
+
+    async fn indexed(&self, scope: Scope<'_>, terms: &[String]) -> Result<Vec<bool>> {
+        let (key, terms) = (scope_key(scope), terms.to_vec());
+        self.blocking(move |store| {
+            // A term in some entry has a document frequency.
+            terms
+                .iter()
+                .map(|term| Ok(store.df.contains_key(key.clone().str(term))?))
+                .collect()
+        })
+        .await
+    }
+
     async fn nearest(
         &self,
         scope: Scope<'_>,

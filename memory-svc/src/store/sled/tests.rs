@@ -111,7 +111,11 @@ async fn survives_reopening() {
         delete(&store, memory_id("gone")).await;
         store.flush().await.unwrap();
     }
-    // The flush at shutdown ended the flusher, which let go of the database: it opens at once.
+    // The flush at shutdown ended the flusher, which let go of the database; sled's own I/O
+    // threads let go of its lock moments after the last handle is dropped.
+    adk_common::hooks::released(dir.path().join("db"))
+        .await
+        .unwrap();
     let store = SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
     assert_eq!(search(&store, "persisted").await, ["a"]);
     assert_eq!(add(&store, "s", entries(&[("gone", "x")])).await, 0);
