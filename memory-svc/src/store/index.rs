@@ -55,12 +55,12 @@ impl Terms {
     /// The terms of `entry`, whose neighbouring turns in its conversation say `context`. All
     /// fields are analysed in the language of the entry's text.
     pub fn of(analyzer: &Analyzer, entry: &Entry, context: &[String]) -> Self {
-        Self::analysed(&mut Analysis::new(analyzer), entry, context)
+        Self::analysed(&mut Analysis::new(*analyzer), entry, context)
     }
 
     /// [`Terms::of`], analysing through `analysis`, which keeps what it analysed for the other
     /// entries of the same write.
-    pub fn analysed(analysis: &mut Analysis<'_>, entry: &Entry, context: &[String]) -> Self {
+    pub fn analysed(analysis: &mut Analysis, entry: &Entry, context: &[String]) -> Self {
         let text = text_of(&entry.content);
         let language = analysis.language_of(&text);
         let mut counts = BTreeMap::<String, u32>::new();
@@ -108,17 +108,16 @@ pub fn name_term(term: &str) -> String {
 /// A store analyses what a write brings before it takes the scope's lock ([`Analysis::prepare`],
 /// see `plan::prepared`), so that the lock is held for the planning and the storage, not for
 /// the text analysis: writes of one scope then analyse side by side instead of one after the
-/// other. A clone shares what was analysed.
-#[derive(Clone)]
-pub struct Analysis<'a> {
-    analyzer: &'a Analyzer,
+/// other. A write planned again (after a concurrent write) reuses it.
+pub struct Analysis {
+    analyzer: Analyzer,
     languages: HashMap<String, Option<Language>>,
     /// Keyed by text first so that a lookup borrows the text instead of copying it.
     terms: HashMap<String, HashMap<Option<Language>, Arc<[String]>>>,
 }
 
-impl<'a> Analysis<'a> {
-    pub fn new(analyzer: &'a Analyzer) -> Self {
+impl Analysis {
+    pub fn new(analyzer: Analyzer) -> Self {
         Self {
             analyzer,
             languages: HashMap::new(),
@@ -268,7 +267,7 @@ mod tests {
         let analyzer = Analyzer::default();
         let german = "Der Hund meines Nachbarn hat gestern den ganzen Nachmittag gebellt.";
         let english = "My neighbour's dogs were barking all afternoon yesterday.";
-        let mut analysis = Analysis::new(&analyzer);
+        let mut analysis = Analysis::new(analyzer);
         // The German turn is first analysed in German, as itself; as the context of the
         // English turn it is analysed in English ("hund", "nachbarn" stay whole).
         let turns = [entry("", german, ""), entry("", english, "")];

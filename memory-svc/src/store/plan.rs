@@ -272,7 +272,7 @@ impl Plan {
 /// fields, and for the turns of a session the texts of the turns beside it in the call, which
 /// are their context unless the stored state changes which turns are neighbours (then [`plan`]
 /// analyses what is missing).
-pub fn prepared<'a>(write: &Write, analyzer: &'a Analyzer) -> Analysis<'a> {
+pub fn prepared(write: &Write, analyzer: Analyzer) -> Analysis {
     let mut analysis = Analysis::new(analyzer);
     match write {
         Write::Replace { entries, .. } | Write::AddEvents { entries, .. } => {
@@ -295,8 +295,8 @@ pub fn prepared<'a>(write: &Write, analyzer: &'a Analyzer) -> Analysis<'a> {
 }
 
 /// Decides what `write` changes in a scope whose state `loaded` holds, indexing text through
-/// `analysis` (see [`prepared`]).
-pub fn plan(write: &Write, loaded: Loaded, analysis: Analysis<'_>) -> Plan {
+/// `analysis` (see [`prepared`]), which keeps what it analyses.
+pub fn plan(write: &Write, loaded: Loaded, analysis: &mut Analysis) -> Plan {
     let mut p = Planner::new(loaded, analysis);
     let count = match write {
         Write::Replace {
@@ -460,7 +460,7 @@ fn derived_contexts(entries: &[Stored]) -> Vec<Context> {
 
 /// The state a plan is decided against, updated as it goes.
 struct Planner<'a> {
-    analysis: Analysis<'a>,
+    analysis: &'a mut Analysis,
     stats: Stats,
     written: bool,
     count: u64,
@@ -473,7 +473,7 @@ struct Planner<'a> {
 }
 
 impl<'a> Planner<'a> {
-    fn new(loaded: Loaded, analysis: Analysis<'a>) -> Self {
+    fn new(loaded: Loaded, analysis: &'a mut Analysis) -> Self {
         let slots = loaded
             .entries
             .into_iter()
@@ -524,7 +524,7 @@ impl<'a> Planner<'a> {
     /// Writes `entry` into its (session, id) slot: in place when the slot is taken, so it keeps
     /// its place in ingestion order, else as the newest entry.
     fn put(&mut self, entry: Entry, context: Context) {
-        let terms = Terms::analysed(&mut self.analysis, &entry, &context.turns());
+        let terms = Terms::analysed(self.analysis, &entry, &context.turns());
         let slot = (entry.session_id.clone(), entry.id.clone());
         let seq = match self.slots.get(&slot) {
             Some(old)
@@ -578,7 +578,7 @@ impl<'a> Planner<'a> {
     /// Indexes a stored entry again, in place, whatever it was indexed under.
     fn reindex(&mut self, old: Stored, context: Context) {
         let (seq, entry) = (old.seq, old.entry.clone());
-        let terms = Terms::analysed(&mut self.analysis, &entry, &context.turns());
+        let terms = Terms::analysed(self.analysis, &entry, &context.turns());
         self.remove(old);
         self.insert(seq, entry, context, terms);
     }
@@ -650,7 +650,7 @@ mod tests {
 
     /// Plans as the stores do: with the texts the write brings analysed beforehand.
     fn plan(write: &Write, loaded: Loaded, analyzer: &Analyzer) -> Plan {
-        super::plan(write, loaded, prepared(write, analyzer))
+        super::plan(write, loaded, &mut prepared(write, *analyzer))
     }
 
     fn stored(seq: u64, session_id: &str, id: &str, text: &str) -> Stored {
@@ -965,13 +965,13 @@ mod tests {
                 entry("", "t", german),
             ],
         };
-        let fresh = super::plan(&write, loaded, Analysis::new(&analyzer));
+        let fresh = super::plan(&write, loaded, &mut Analysis::new(analyzer));
         let mut loaded = scope(
             vec![stored(1, "s", "q", "Gestern war es laut bei uns")],
             &["skip"],
         );
         loaded.tail = loaded.entries.pop();
-        let prepared = super::plan(&write, loaded, prepared(&write, &analyzer));
+        let prepared = super::plan(&write, loaded, &mut prepared(&write, analyzer));
         assert_eq!(prepared, fresh);
         assert_eq!(prepared.count, 3);
     }

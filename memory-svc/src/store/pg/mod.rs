@@ -22,7 +22,10 @@ mod write;
 
 use std::sync::Arc;
 
-use adk_common::{postgres, storage::StorageErrorKind};
+use adk_common::{
+    postgres,
+    storage::{StorageError, StorageErrorKind},
+};
 use deadpool_postgres::Pool;
 
 use self::schema::{db_int, stored, ENTRY, MIGRATIONS};
@@ -154,15 +157,25 @@ impl MemoryStore for PgMemoryStore {
         vectors: Vectors,
         revision: Option<RevisionRecord>,
     ) -> Result<u32> {
-        // The texts are analysed before the scope is locked, once for every attempt.
-        let analysis = plan::prepared(&op, &self.analyzer);
+        // The texts are analysed before the scope is locked, once for every attempt, on the
+        // blocking pool (a batch of a thousand turns is ~100 ms of CPU).
+        let analyzer = self.analyzer;
+        let (op, analysis) = tokio::task::spawn_blocking(move || {
+            let analysis = plan::prepared(&op, analyzer);
+            (op, analysis)
+        })
+        .await
+        .map_err(|e| StorageError::new(StorageErrorKind::Internal, format!("analysis: {e}")))?;
+        // Attempts run one after another: each has it to itself.
+        let analysis = tokio::sync::Mutex::new(analysis);
         postgres::retry_conflicts(
             || async {
                 let mut client = self.pool.get().await?;
                 // Dropped without a commit on any error, the transaction is rolled back: no
                 // statement runs in a failed transaction.
                 let tx = client.transaction().await?;
-                let out = write::write(&tx, scope, &op, &vectors, analysis.clone()).await?;
+                let mut analysis = analysis.lock().await;
+                let out = write::write(&tx, scope, &op, &vectors, &mut analysis).await?;
                 if let Some(revision) = &revision {
                     generation::revise(&tx, scope, revision).await?;
                 }

@@ -40,7 +40,7 @@ pub(super) async fn write(
     scope: Scope<'_>,
     write: &Write,
     vectors: &Vectors,
-    analysis: Analysis<'_>,
+    analysis: &mut Analysis,
 ) -> Result<u32> {
     let stats = lock(tx, scope).await?;
     let loaded = load(tx, scope, write, stats).await?;

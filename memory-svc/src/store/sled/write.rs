@@ -43,11 +43,11 @@ impl SledMemoryStore {
             Some(_) => Some(self.db.generate_id()?),
             None => None,
         };
-        let analysis = plan::prepared(write, &self.analyzer);
+        let mut analysis = plan::prepared(write, self.analyzer);
         loop {
             let (base, stats) = self.stats(scope)?;
             let loaded = self.load(scope, write, &stats, base.is_some())?;
-            let plan = plan::plan(write, loaded, analysis.clone());
+            let plan = plan::plan(write, loaded, &mut analysis);
             // A plan that changes nothing commits nothing (but a revision).
             if plan.edits.is_empty() && revision.is_none() {
                 return Ok(plan.count);
