@@ -25,7 +25,7 @@ use adk_proto::{
     },
     session::v1::{part, Content, Part},
 };
-use adk_tests::{fresh_schema, postgres_url, sample, scrape, MemoryServer};
+use adk_tests::{fresh_schema, postgres_url, MemoryServer};
 use axum::{extract::State, http::StatusCode, routing::post, Json, Router};
 use serde_json::{json, Value};
 use tonic::{transport::Channel, Code};
@@ -532,29 +532,4 @@ async fn the_model_reads_queries_without_the_names_of_authors() {
         assert_eq!(text, "How does Daniel take it?", "{store:?}");
         server.shutdown().await;
     }
-}
-
-/// Every call to the model is measured on `/metrics`: its duration and the texts it embedded.
-#[tokio::test]
-async fn embedding_calls_are_measured() {
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _) = endpoint().await;
-    let server = MemoryServer::start_with("http://127.0.0.1:1", move |config| {
-        config.store = Some(StoreLocation::Sled(dir.path().join("sled")));
-        config.embedder = format!("openai:{url}").parse().unwrap();
-        config.embedder_model = Some("concepts".into());
-        config.serve.metrics_listen = Some(([127, 0, 0, 1], 0).into());
-    })
-    .await;
-    let mut client = server.client.clone();
-    add_all(&mut client).await;
-    search(&mut client, request("a drink", SearchMode::Semantic)).await;
-    let body = scrape(server.metrics_addr().expect("metrics are served")).await;
-    let openai = ["embedder=\"openai\""];
-    // At least this server's: the recorder is the process's, shared with the other tests.
-    let texts = sample(&body, "memory_embedded_texts_total", &openai).unwrap_or(0.0);
-    assert!(texts >= 2.0, "{body}");
-    let calls = sample(&body, "memory_embedding_duration_seconds_count", &openai).unwrap_or(0.0);
-    assert!(calls >= 2.0, "the writes and the query: {body}");
-    server.shutdown().await;
 }
