@@ -189,58 +189,95 @@ async fn memory_svc_finds_a_paraphrase_with_the_model() {
     })
     .await;
     let mut client = server.client.clone();
-    let memories = [
-        ("coffee", "I take my coffee black"),
-        ("train", "The train to Berlin leaves at nine"),
-        ("dog", "We adopted a beagle called Biscuit"),
-        ("job", "She starts as a nurse at the city hospital in May"),
-    ]
-    .into_iter()
-    .map(|(id, text)| MemoryEntry {
-        id: id.into(),
-        content: Some(Content {
-            role: Some("user".into()),
-            parts: vec![Part {
-                data: Some(part::Data::Text(text.into())),
+    // Two users: one with anonymous memories, one whose turn is Daniel's (a turn says "I",
+    // not its speaker's name) beside notes that name him.
+    let users: [(&str, &[(&str, &str, &str)]); 2] = [
+        (
+            "u",
+            &[
+                ("coffee", "", "I take my coffee black"),
+                ("train", "", "The train to Berlin leaves at nine"),
+                ("dog", "", "We adopted a beagle called Biscuit"),
+                (
+                    "job",
+                    "",
+                    "She starts as a nurse at the city hospital in May",
+                ),
+            ],
+        ),
+        (
+            "d",
+            &[
+                (
+                    "rooibos",
+                    "Daniel",
+                    "Before bed I always have a cup of rooibos, it's my little ritual.",
+                ),
+                ("alcohol", "", "Daniel does not drink alcohol."),
+                ("flat", "", "Daniel is saving for a deposit on a flat."),
+            ],
+        ),
+    ];
+    for (user, memories) in users {
+        let memories = memories
+            .iter()
+            .map(|(id, author, text)| MemoryEntry {
+                id: (*id).into(),
+                author: (*author).into(),
+                content: Some(Content {
+                    role: Some("user".into()),
+                    parts: vec![Part {
+                        data: Some(part::Data::Text((*text).into())),
+                        ..Default::default()
+                    }],
+                }),
                 ..Default::default()
-            }],
-        }),
-        ..Default::default()
-    })
-    .collect();
-    client
-        .add_memory(AddMemoryRequest {
-            app_name: "app".into(),
-            user_id: "u".into(),
-            memories,
-            ..Default::default()
-        })
-        .await
-        .expect("adds");
-    let search = |query: &str, mode: SearchMode| SearchMemoryRequest {
+            })
+            .collect();
+        client
+            .add_memory(AddMemoryRequest {
+                app_name: "app".into(),
+                user_id: user.into(),
+                memories,
+                ..Default::default()
+            })
+            .await
+            .expect("adds");
+    }
+    let search = |user: &str, query: &str, mode: SearchMode| SearchMemoryRequest {
         app_name: "app".into(),
-        user_id: "u".into(),
+        user_id: user.into(),
         query: query.into(),
         mode: mode.into(),
         limit: 3,
         ..Default::default()
     };
     let question = "How does she like her morning drink?";
-    for mode in [
-        SearchMode::Unspecified,
-        SearchMode::Hybrid,
-        SearchMode::Semantic,
+    for (user, question, answer) in [
+        ("u", question, "coffee"),
+        // Read without "Daniel", the author of a turn: the name pulled it to the notes.
+        (
+            "d",
+            "Which hot beverage helps Daniel fall asleep?",
+            "rooibos",
+        ),
     ] {
-        let found = client
-            .search_memory(search(question, mode))
-            .await
-            .expect("searches")
-            .into_inner()
-            .memories;
-        assert_eq!(found[0].id, "coffee", "{mode:?}: {found:?}");
+        for mode in [
+            SearchMode::Unspecified,
+            SearchMode::Hybrid,
+            SearchMode::Semantic,
+        ] {
+            let found = client
+                .search_memory(search(user, question, mode))
+                .await
+                .expect("searches")
+                .into_inner()
+                .memories;
+            assert_eq!(found[0].id, answer, "{question} {mode:?}: {found:?}");
+        }
     }
     let keyword = client
-        .search_memory(search(question, SearchMode::Keyword))
+        .search_memory(search("u", question, SearchMode::Keyword))
         .await
         .expect("searches")
         .into_inner()
