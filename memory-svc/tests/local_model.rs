@@ -190,35 +190,27 @@ async fn memory_svc_finds_a_paraphrase_with_the_model() {
     .await;
     let mut client = server.client.clone();
     // Two users: one with anonymous memories, one whose turn is Daniel's (a turn says "I",
-    // not its speaker's name) beside notes that name him.
-    let users: [(&str, &[(&str, &str, &str)]); 2] = [
+    // not its speaker's name) beside notes that name him. (id, author, text) each.
+    const ANONYMOUS: &[(&str, &str, &str)] = &[
+        ("coffee", "", "I take my coffee black"),
+        ("train", "", "The train to Berlin leaves at nine"),
+        ("dog", "", "We adopted a beagle called Biscuit"),
         (
-            "u",
-            &[
-                ("coffee", "", "I take my coffee black"),
-                ("train", "", "The train to Berlin leaves at nine"),
-                ("dog", "", "We adopted a beagle called Biscuit"),
-                (
-                    "job",
-                    "",
-                    "She starts as a nurse at the city hospital in May",
-                ),
-            ],
-        ),
-        (
-            "d",
-            &[
-                (
-                    "rooibos",
-                    "Daniel",
-                    "Before bed I always have a cup of rooibos, it's my little ritual.",
-                ),
-                ("alcohol", "", "Daniel does not drink alcohol."),
-                ("flat", "", "Daniel is saving for a deposit on a flat."),
-            ],
+            "job",
+            "",
+            "She starts as a nurse at the city hospital in May",
         ),
     ];
-    for (user, memories) in users {
+    const DANIEL: &[(&str, &str, &str)] = &[
+        (
+            "rooibos",
+            "Daniel",
+            "Before bed I always have a cup of rooibos, it's my little ritual.",
+        ),
+        ("alcohol", "", "Daniel does not drink alcohol."),
+        ("flat", "", "Daniel is saving for a deposit on a flat."),
+    ];
+    for (user, memories) in [("u", ANONYMOUS), ("d", DANIEL)] {
         let memories = memories
             .iter()
             .map(|(id, author, text)| MemoryEntry {
