@@ -6,10 +6,12 @@
 //!
 //! 1. One round trip (two statements pipelined) reads the scope's statistics and the bounds
 //!    and sizes of the query terms' blocks (a term's document frequency is the sum of its
-//!    blocks' sizes). A span's bound is the sum
+//!    blocks' sizes), and the blocks themselves of the terms of at most [`PRELOADED`]
+//!    postings: a rare term's spans are the best, read in any case, so a search of rare
+//!    words needs no other round trip before its entries. A span's bound is the sum
 //!    of its blocks' bounds: the score of the block's highest frequency at its lowest length
 //!    (a BM25 contribution grows with the frequency and shrinks with the length).
-//! 2. Blocks are read span by span, highest bound first, one statement per round: a first
+//! 2. The other blocks are read span by span, highest bound first, one statement per round: a first
 //!    round of about [`FIRST_ROUND`] postings, each next one [`GROWTH`] times larger. Each
 //!    round's spans are ranked by [`maxscore::top_k`], exactly as the sled store ranks its
 //!    lists, and merged with the best entries of the rounds before (spans hold disjoint seqs,
@@ -45,6 +47,12 @@ use super::{
 const FIRST_ROUND: u64 = 2048;
 /// How much larger each further round is than the one before.
 const GROWTH: u64 = 4;
+/// A term with at most this many postings has its blocks read with its bounds.
+#[cfg(not(test))]
+const PRELOADED: i64 = 1024;
+/// Few under test, so that the test corpora's searches read blocks both ways.
+#[cfg(test)]
+const PRELOADED: i64 = 8;
 
 /// A span of seqs holding postings of the query's terms.
 struct Span {
@@ -109,10 +117,14 @@ impl PgMemoryStore {
             // planner from flattening a probe into a join). Planned on the stale
             // statistics of a freshly loaded table ("2 rows per user"), `term = ANY($3)` read
             // every block of the user.
+            // A term of few postings comes with its blocks: a search reads them anyway (a
+            // rare term's spans are the best), and they are in the rows read for the bounds.
             tx.prepare_cached(
                 "SELECT b.* FROM unnest($3::text[]) AS q(term)
                  CROSS JOIN LATERAL (
-                     SELECT term, span, postings, max_tf, min_len FROM memory_blocks
+                     SELECT term, span, postings, max_tf, min_len,
+                            CASE WHEN sum(postings) OVER () <= $4 THEN block END
+                     FROM memory_blocks
                      WHERE app_name = $1 AND user_id = $2 AND term = q.term
                      OFFSET 0
                  ) AS b"
@@ -127,7 +139,7 @@ impl PgMemoryStore {
             ),
         )?;
         let (scope_params, term_params): (&[&(dyn ToSql + Sync)], &[&(dyn ToSql + Sync)]) =
-            (&[app, user], &[app, user, &terms]);
+            (&[app, user], &[app, user, &terms, &PRELOADED]);
         let (stats, bounds) = tokio::try_join!(
             tx.query_opt(&stats, scope_params),
             tx.query(&bounds, term_params),
@@ -160,11 +172,16 @@ impl PgMemoryStore {
             .map(|(i, (t, _))| (*t, i))
             .collect();
         let mut spans = HashMap::<i64, Span>::new();
+        // The blocks that came with their bounds, by query term and span.
+        let mut preloaded: Vec<HashMap<i64, Vec<Posting>>> = vec![HashMap::new(); lists.len()];
         for row in &bounds {
             let Some(&i) = position.get(row.try_get::<_, &str>(0)?) else {
                 continue;
             };
             let span: i64 = row.try_get(1)?;
+            if let Some(block) = row.try_get::<_, Option<&[u8]>>(5)? {
+                blocks::decode(span, block, preloaded[i].entry(span).or_default())?;
+            }
             let (postings, max_tf, min_len): (i32, i64, i64) =
                 (row.try_get(2)?, row.try_get(3)?, row.try_get(4)?);
             let s = spans.entry(span).or_insert(Span {
@@ -194,34 +211,45 @@ impl PgMemoryStore {
                 Some(worst) if best.len() == query.limit => worst.score,
                 _ => f64::NEG_INFINITY,
             };
+            // This round's blocks: those that came with the bounds, and the others to read.
+            let mut fresh: Vec<BTreeMap<i64, Vec<Posting>>> = vec![BTreeMap::new(); lists.len()];
             let (mut pick_terms, mut pick_spans) = (Vec::new(), Vec::new());
-            let mut postings = 0;
+            let (mut picked, mut postings) = (false, 0);
             while let Some(s) = order.get(next).filter(|_| postings < round) {
                 if prune && cannot_beat(s.bound, theta) {
                     next = order.len();
                     break;
                 }
                 for &i in &s.terms {
-                    pick_terms.push(lists[i].0);
-                    pick_spans.push(s.span);
+                    match preloaded[i].remove(&s.span) {
+                        Some(block) => {
+                            fresh[i].insert(s.span, block);
+                        }
+                        None => {
+                            pick_terms.push(lists[i].0);
+                            pick_spans.push(s.span);
+                        }
+                    }
                 }
+                picked = true;
                 postings += s.postings;
                 next += 1;
             }
-            if pick_spans.is_empty() {
+            if !picked {
                 break;
             }
             round = round.saturating_mul(GROWTH);
-            let mut fresh: Vec<BTreeMap<i64, Vec<Posting>>> = vec![BTreeMap::new(); lists.len()];
-            for row in tx
-                .query(&blocks_of, &[app, user, &pick_terms, &pick_spans])
-                .await?
-            {
-                let (term, span, block): (&str, i64, &[u8]) =
-                    (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-                if let Some(&i) = position.get(term) {
-                    let postings = fresh[i].entry(span).or_default();
-                    blocks::decode(span, block, postings)?;
+            if !pick_spans.is_empty() {
+                for row in tx
+                    .query(&blocks_of, &[app, user, &pick_terms, &pick_spans])
+                    .await?
+                {
+                    let (term, span, block): (&str, i64, &[u8]) =
+                        (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+                    if let Some(&i) = position.get(term) {
+                        let postings = fresh[i].entry(span).or_default();
+                        blocks::decode(span, block, postings)?;
+                    }
                 }
             }
             let fresh: Vec<Vec<Posting>> = fresh
