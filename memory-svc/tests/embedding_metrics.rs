@@ -6,11 +6,8 @@
 //! unit vector).
 
 use adk_common::postgres::StoreLocation;
-use adk_proto::{
-    memory::v1::{AddMemoryRequest, MemoryEntry, SearchMemoryRequest, SearchMode},
-    session::v1::{part, Content, Part},
-};
-use adk_tests::{sample, scrape, MemoryServer};
+use adk_proto::memory::v1::{AddMemoryRequest, SearchMemoryRequest, SearchMode};
+use adk_tests::{sample, scrape, text_memory, MemoryServer};
 use axum::{routing::post, Json, Router};
 use serde_json::{json, Value};
 
@@ -20,19 +17,6 @@ async fn embeddings(Json(body): Json<Value>) -> Json<Value> {
         .map(|index| json!({"index": index, "embedding": [1.0, 0.0, 0.0]}))
         .collect();
     Json(json!({"data": data}))
-}
-
-fn memory(text: &str) -> MemoryEntry {
-    MemoryEntry {
-        content: Some(Content {
-            role: Some("user".into()),
-            parts: vec![Part {
-                data: Some(part::Data::Text(text.into())),
-                ..Default::default()
-            }],
-        }),
-        ..Default::default()
-    }
 }
 
 #[tokio::test]
@@ -54,7 +38,9 @@ async fn each_call_to_the_model_is_counted_with_its_texts() {
         .add_memory(AddMemoryRequest {
             app_name: "app".into(),
             user_id: "u".into(),
-            memories: ["one", "two", "three"].map(memory).to_vec(),
+            memories: ["one", "two", "three"]
+                .map(|text| text_memory("", "", text))
+                .to_vec(),
             ..Default::default()
         })
         .await

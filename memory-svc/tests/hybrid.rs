@@ -17,15 +17,11 @@ use std::{
 };
 
 use adk_common::postgres::StoreLocation;
-use adk_proto::{
-    memory::v1::{
-        delete_memory_request::Target, memory_service_client::MemoryServiceClient,
-        AddMemoryRequest, DeleteMemoryRequest, ListMemoriesRequest, MemoryEntry,
-        SearchMemoryRequest, SearchMode,
-    },
-    session::v1::{part, Content, Part},
+use adk_proto::memory::v1::{
+    delete_memory_request::Target, memory_service_client::MemoryServiceClient, AddMemoryRequest,
+    DeleteMemoryRequest, ListMemoriesRequest, MemoryEntry, SearchMemoryRequest, SearchMode,
 };
-use adk_tests::{fresh_schema, postgres_url, MemoryServer};
+use adk_tests::{fresh_schema, postgres_url, text_memory, MemoryServer};
 use axum::{extract::State, http::StatusCode, routing::post, Json, Router};
 use serde_json::{json, Value};
 use tonic::{transport::Channel, Code};
@@ -126,21 +122,6 @@ async fn boot(store: &StoreLocation, url: Option<&str>) -> MemoryServer {
     .await
 }
 
-fn memory(id: &str, author: &str, text: &str) -> MemoryEntry {
-    MemoryEntry {
-        id: id.into(),
-        author: author.into(),
-        content: Some(Content {
-            role: Some("user".into()),
-            parts: vec![Part {
-                data: Some(part::Data::Text(text.into())),
-                ..Default::default()
-            }],
-        }),
-        ..Default::default()
-    }
-}
-
 async fn add(client: &mut MemoryServiceClient<Channel>, memories: Vec<MemoryEntry>) {
     client
         .add_memory(AddMemoryRequest {
@@ -163,7 +144,7 @@ const MEMORIES: &[(&str, &str, &str)] = &[
 async fn add_all(client: &mut MemoryServiceClient<Channel>) {
     let memories = MEMORIES
         .iter()
-        .map(|(id, author, text)| memory(id, author, text))
+        .map(|(id, author, text)| text_memory(id, author, text))
         .collect();
     add(client, memories).await;
 }
@@ -292,7 +273,7 @@ async fn each_mode_ranks_as_documented_on_both_stores() {
         // A rewrite moves the entry to its new meaning; a delete removes it.
         add(
             &mut client,
-            vec![memory("coffee", "user", "Violin music on Sundays")],
+            vec![text_memory("coffee", "user", "Violin music on Sundays")],
         )
         .await;
         let semantic = search(&mut client, request(query, SearchMode::Semantic)).await;
@@ -341,7 +322,7 @@ async fn a_model_that_is_down_fails_the_write_and_stores_nothing() {
             .add_memory(AddMemoryRequest {
                 app_name: "app".into(),
                 user_id: "u".into(),
-                memories: vec![memory("coffee", "user", "I take my coffee black")],
+                memories: vec![text_memory("coffee", "user", "I take my coffee black")],
                 ..Default::default()
             })
             .await
@@ -463,7 +444,7 @@ async fn searches_see_the_writes_made_after_earlier_searches() {
 
         add(
             &mut client,
-            vec![memory("trip", "user", "A trip to Tokyo by train")],
+            vec![text_memory("trip", "user", "A trip to Tokyo by train")],
         )
         .await;
         let after = search(&mut client, request("travel", SearchMode::Semantic)).await;
@@ -489,9 +470,9 @@ async fn the_model_reads_queries_without_the_names_of_authors() {
         add(
             &mut client,
             vec![
-                memory("black", "Daniel", "I take my coffee black"),
-                memory("lessons", "Priya Shah", "Piano lessons are on Tuesdays"),
-                memory("sister", "", "Daniel's sister plays the piano"),
+                text_memory("black", "Daniel", "I take my coffee black"),
+                text_memory("lessons", "Priya Shah", "Piano lessons are on Tuesdays"),
+                text_memory("sister", "", "Daniel's sister plays the piano"),
             ],
         )
         .await;

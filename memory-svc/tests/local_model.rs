@@ -178,10 +178,7 @@ async fn memory_svc_starts_with_the_model_and_refuses_a_broken_folder() {
 
 #[tokio::test]
 async fn memory_svc_finds_a_paraphrase_with_the_model() {
-    use adk_proto::{
-        memory::v1::{AddMemoryRequest, MemoryEntry, SearchMemoryRequest, SearchMode},
-        session::v1::{part, Content, Part},
-    };
+    use adk_proto::memory::v1::{AddMemoryRequest, SearchMemoryRequest, SearchMode};
 
     let Some(dir) = model_dir() else { return };
     let server = adk_tests::MemoryServer::start_with("http://127.0.0.1:1", move |config| {
@@ -213,18 +210,7 @@ async fn memory_svc_finds_a_paraphrase_with_the_model() {
     for (user, memories) in [("u", ANONYMOUS), ("d", DANIEL)] {
         let memories = memories
             .iter()
-            .map(|(id, author, text)| MemoryEntry {
-                id: (*id).into(),
-                author: (*author).into(),
-                content: Some(Content {
-                    role: Some("user".into()),
-                    parts: vec![Part {
-                        data: Some(part::Data::Text((*text).into())),
-                        ..Default::default()
-                    }],
-                }),
-                ..Default::default()
-            })
+            .map(|(id, author, text)| adk_tests::text_memory(id, author, text))
             .collect();
         client
             .add_memory(AddMemoryRequest {

@@ -12,7 +12,9 @@ pub mod pg_cluster;
 
 use std::path::{Path, PathBuf};
 
-use adk_proto::memory::v1::{memory_service_client::MemoryServiceClient, SearchMemoryRequest};
+use adk_proto::memory::v1::{
+    memory_service_client::MemoryServiceClient, MemoryEntry, SearchMemoryRequest,
+};
 use adk_proto::session::v1::{
     part::Data, session_service_client::SessionServiceClient, AppendEventRequest,
     AppendEventResponse, Content, CreateSessionRequest, Event, EventActions, GetSessionRequest,
@@ -566,6 +568,22 @@ pub fn text_event(author: &str, text: &str) -> Event {
         invocation_id: "e-test".into(),
         content: Some(Content {
             role: Some(if author == "user" { "user" } else { "model" }.into()),
+            parts: vec![Part {
+                data: Some(Data::Text(text.into())),
+                ..Default::default()
+            }],
+        }),
+        ..Default::default()
+    }
+}
+
+/// A memory entry `id` by `author` holding `text` (an empty id: the server makes one).
+pub fn text_memory(id: &str, author: &str, text: &str) -> MemoryEntry {
+    MemoryEntry {
+        id: id.into(),
+        author: author.into(),
+        content: Some(Content {
+            role: Some("user".into()),
             parts: vec![Part {
                 data: Some(Data::Text(text.into())),
                 ..Default::default()

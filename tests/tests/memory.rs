@@ -10,7 +10,7 @@ use adk_proto::{
     },
     session::v1::{part::Data, Content, Event, Part, Session},
 };
-use adk_tests::{search_request, text_event, ts, MemoryServer, SessionServer};
+use adk_tests::{search_request, text_event, text_memory, ts, MemoryServer, SessionServer};
 use serde_json::json;
 use tonic::{transport::Channel, Code};
 
@@ -437,17 +437,8 @@ async fn add_memory_assigns_ids_and_merges_metadata() {
     let srv = MemoryServer::start(NO_SESSION_SVC).await;
     let mut c = srv.client.clone();
     let fact = |id: &str, text: &str, metadata: &str| MemoryEntry {
-        id: id.into(),
-        content: Some(Content {
-            role: Some("user".into()),
-            parts: vec![Part {
-                data: Some(Data::Text(text.into())),
-                ..Default::default()
-            }],
-        }),
-        author: "user".into(),
         custom_metadata: metadata.into(),
-        ..Default::default()
+        ..text_memory(id, "user", text)
     };
     let ids = c
         .add_memory(AddMemoryRequest {

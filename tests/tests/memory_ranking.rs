@@ -10,9 +10,9 @@ use adk_proto::{
         AddEventsToMemoryRequest, AddMemoryRequest, AddSessionToMemoryRequest, MemoryEntry,
         SearchMemoryRequest,
     },
-    session::v1::{part::Data, Content, Part, Session},
+    session::v1::{part::Data, Session},
 };
-use adk_tests::{text_event, ts, MemoryServer};
+use adk_tests::{text_event, text_memory, ts, MemoryServer};
 use tonic::{transport::Channel, Code};
 
 /// An endpoint where nothing listens: these tests never resolve session references.
@@ -178,17 +178,8 @@ async fn custom_metadata_string_values_are_searchable() {
     let srv = MemoryServer::start(NO_SESSION_SVC).await;
     let mut c = srv.client.clone();
     let fact = |id: &str, text: &str, metadata: &str| MemoryEntry {
-        id: id.into(),
-        content: Some(Content {
-            role: Some("user".into()),
-            parts: vec![Part {
-                data: Some(Data::Text(text.into())),
-                ..Default::default()
-            }],
-        }),
-        author: "user".into(),
         custom_metadata: metadata.into(),
-        ..Default::default()
+        ..text_memory(id, "user", text)
     };
     c.add_memory(AddMemoryRequest {
         app_name: "app".into(),

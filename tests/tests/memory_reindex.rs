@@ -7,8 +7,9 @@
 
 use adk_common::postgres::StoreLocation;
 use adk_proto::memory::v1::{AddMemoryRequest, MemoryEntry};
-use adk_proto::session::v1::{part::Data, Content, Part};
-use adk_tests::{fresh_schema, postgres_url, sample, scrape, search_request, MemoryServer};
+use adk_tests::{
+    fresh_schema, postgres_url, sample, scrape, search_request, text_memory, MemoryServer,
+};
 use memory_svc::config::DefaultLanguage;
 use tempfile::TempDir;
 
@@ -48,18 +49,7 @@ async fn houses(srv: &MemoryServer) -> Vec<String> {
 }
 
 fn memory(id: &str, text: &str) -> MemoryEntry {
-    MemoryEntry {
-        id: id.into(),
-        author: "Lena".into(),
-        content: Some(Content {
-            role: Some("user".into()),
-            parts: vec![Part {
-                data: Some(Data::Text(text.into())),
-                ..Part::default()
-            }],
-        }),
-        ..MemoryEntry::default()
-    }
+    text_memory(id, "Lena", text)
 }
 
 #[tokio::test]

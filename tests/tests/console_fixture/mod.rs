@@ -10,7 +10,9 @@ use adk_proto::{
         FunctionCall, FunctionResponse, Part,
     },
 };
-use adk_tests::{append_request, create_request, text_event, MemoryServer, SessionServer};
+use adk_tests::{
+    append_request, create_request, text_event, text_memory, MemoryServer, SessionServer,
+};
 use tonic::{
     metadata::{Ascii, MetadataValue},
     service::{interceptor::InterceptedService, Interceptor},
@@ -195,17 +197,8 @@ impl Fixture {
             .await;
 
         let memory = |id: &str, text: &str, session: &str| MemoryEntry {
-            id: id.into(),
-            author: "user".into(),
             session_id: session.into(),
-            content: Some(Content {
-                role: Some("user".into()),
-                parts: vec![Part {
-                    data: Some(Data::Text(text.into())),
-                    ..Default::default()
-                }],
-            }),
-            ..Default::default()
+            ..text_memory(id, "user", text)
         };
         self.memories
             .clone()
