@@ -662,7 +662,10 @@ async fn concurrent_writers_and_readers() {
                     .into_inner()
                     .memories
                     .len();
-                assert!(n >= last, "results never shrink while writers only add");
+                assert!(
+                    n >= last,
+                    "results never shrink while writers only add: {last} then {n}"
+                );
                 last = n;
             }
         })

@@ -70,7 +70,12 @@ mod tests;
 mod vectors;
 mod write;
 
-use std::{ops::Bound, path::Path, sync::Arc};
+use std::{
+    hash::{Hash, Hasher},
+    ops::Bound,
+    path::Path,
+    sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard},
+};
 
 use adk_common::{
     durability::{GroupCommit, SyncMode},
@@ -124,6 +129,48 @@ pub struct SledMemoryStore {
     vector_cache: Arc<VectorCache>,
     /// Blocking work still running (each holds the database); shutdown waits for it.
     work: TaskTracker,
+    /// Keeps a search's reads of a scope from interleaving with a commit to it.
+    scans: Arc<ScanLocks>,
+}
+
+/// Stripes of locks by scope: searches of a scope hold its stripe shared while they read, a
+/// write holds it exclusively while it commits.
+///
+/// sled makes each read and each transaction atomic, but a scan reads key after key, and a
+/// transaction may commit between two of its steps. A write that merges a term's appended
+/// blocks rewrites the first and removes the others: a search reading the first block before
+/// that commit and going on after it would miss the postings of the removed ones, and rank
+/// with part of the list.
+#[derive(Debug)]
+struct ScanLocks([RwLock<()>; 64]);
+
+impl Default for ScanLocks {
+    fn default() -> Self {
+        Self(std::array::from_fn(|_| RwLock::new(())))
+    }
+}
+
+impl ScanLocks {
+    fn of(&self, scope: &Key) -> &RwLock<()> {
+        let mut hasher = std::hash::DefaultHasher::new();
+        scope.as_bytes().hash(&mut hasher);
+        &self.0[(hasher.finish() % self.0.len() as u64) as usize]
+    }
+
+    /// Held while searching `scope`. The locks guard no data, so one a panic poisoned is
+    /// as good as any.
+    fn reading(&self, scope: &Key) -> RwLockReadGuard<'_, ()> {
+        self.of(scope)
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Held while committing to `scope`.
+    fn writing(&self, scope: &Key) -> RwLockWriteGuard<'_, ()> {
+        self.of(scope)
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl SledMemoryStore {
@@ -165,6 +212,7 @@ impl SledMemoryStore {
             analyzer,
             vector_cache: Arc::new(VectorCache::new(vector_cache::DEFAULT_BYTES)),
             work: TaskTracker::new(),
+            scans: Arc::default(),
             db,
         };
         migrate::convert_kinds(&store)?;
@@ -268,6 +316,7 @@ impl SledMemoryStore {
 
     /// [`MemoryStore::search`] in the scope whose keys start with `scope`.
     fn search_now(&self, scope: &Key, query: &SearchQuery) -> Result<Vec<Hit>> {
+        let _reading = self.scans.reading(scope);
         if !query.filters() {
             // Without filters every entry is admitted, so records are read for the results
             // only. Searches do not lock out writers, though: if one of them was removed since

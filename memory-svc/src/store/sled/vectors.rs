@@ -49,6 +49,7 @@ impl SledMemoryStore {
         if query.limit == 0 {
             return Ok(Vec::new());
         }
+        let _reading = self.scans.reading(scope);
         // Versions stay 0: this process's writes drop the scope instead (see `vector_cache`).
         let ranked = match self.vector_cache.get(scope.as_bytes(), 0) {
             Ok(matrix) => matrix.rank(vector)?,

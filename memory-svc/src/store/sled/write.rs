@@ -318,6 +318,7 @@ impl Batches {
             &store.revisions,
             &store.expiries,
         );
+        let _writing = store.scans.writing(scope);
         trees
             .transaction(
                 |(
