@@ -118,12 +118,19 @@ impl PgMemoryStore {
             // statistics of a freshly loaded table ("2 rows per user"), `term = ANY($3)` read
             // every block of the user.
             // A term of few postings comes with its blocks: a search reads them anyway (a
-            // rare term's spans are the best), and they are in the rows read for the bounds.
+            // rare term's spans are the best). Its size is summed first, so that a common
+            // term's blocks are not carried through the statement only to be dropped (a
+            // window over the blocks' rows did that: +1.3 ms for three common terms at 100k).
             tx.prepare_cached(
                 "SELECT b.* FROM unnest($3::text[]) AS q(term)
                  CROSS JOIN LATERAL (
+                     SELECT sum(postings) AS df FROM memory_blocks
+                     WHERE app_name = $1 AND user_id = $2 AND term = q.term
+                     OFFSET 0
+                 ) AS d
+                 CROSS JOIN LATERAL (
                      SELECT term, span, postings, max_tf, min_len,
-                            CASE WHEN sum(postings) OVER () <= $4 THEN block END
+                            CASE WHEN d.df <= $4 THEN block END
                      FROM memory_blocks
                      WHERE app_name = $1 AND user_id = $2 AND term = q.term
                      OFFSET 0
