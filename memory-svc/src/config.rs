@@ -84,6 +84,13 @@ pub struct Config {
     #[arg(long, default_value_t = crate::store::vector_cache::DEFAULT_BYTES)]
     pub vector_cache_bytes: usize,
 
+    /// Bytes of memory for the posting blocks of recently searched words (PostgreSQL stores;
+    /// sled has its own page cache): a keyword search of words held there does not read them
+    /// from the database while no replica wrote the user since they were read. 16 bytes per
+    /// posting; 0 turns it off.
+    #[arg(long, default_value_t = crate::store::pg::DEFAULT_POSTING_CACHE_BYTES)]
+    pub posting_cache_bytes: usize,
+
     /// Memory generation model: `none` (off) or `openai:BASE_URL` (an OpenAI-compatible
     /// `/chat/completions` endpoint that supports JSON-schema structured output).
     #[arg(long, default_value = "none")]
@@ -137,10 +144,16 @@ impl std::fmt::Display for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "listen {}, store {:?}, session-svc at {}, requests up to {}, default language {}, \
+            "listen {}, store {}, session-svc at {}, requests up to {}, default language {}, \
              embedder {} (vector cache {}), generator {}, {}",
             self.listen,
-            self.store(),
+            match self.store() {
+                store @ StoreLocation::Postgres(_) => format!(
+                    "{store:?} (posting cache {})",
+                    adk_common::server::human_bytes(self.posting_cache_bytes)
+                ),
+                store => format!("{store:?}"),
+            },
             self.session_endpoint,
             adk_common::server::human_bytes(self.max_request_bytes),
             self.default_language.0.map_or("none", Language::code),
@@ -215,6 +228,7 @@ impl Config {
             embedder_model: None,
             embedder_api_key_env: "OPENAI_API_KEY".into(),
             vector_cache_bytes: crate::store::vector_cache::DEFAULT_BYTES,
+            posting_cache_bytes: crate::store::pg::DEFAULT_POSTING_CACHE_BYTES,
             generator: GeneratorSpec::None,
             generator_model: None,
             generator_api_key_env: "OPENAI_API_KEY".into(),

@@ -63,7 +63,8 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
                 PgMemoryStore::open(&url, config.serve.pg_max_connections, config.analyzer())
                     .await
                     .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?
-                    .with_vector_cache(config.vector_cache_bytes);
+                    .with_vector_cache(config.vector_cache_bytes)
+                    .with_posting_cache(config.posting_cache_bytes);
             let pool = store.clone();
             let hooks = StoreHooks::postgres(move || pool.record_pool(), store.health());
             let memories = Memories::new(store, sessions)

@@ -7,11 +7,14 @@
 //! Postings are kept in blocks with score bounds ([`blocks`]); [`search`] reads only the
 //! blocks that can hold results, and ranks them with the same MaxScore code and the same
 //! formula, summed in the same order, as the sled store ([`super::maxscore`],
-//! [`super::index`]), so both rank alike to the last bit. A semantic search scores the scope's
+//! [`super::index`]), so both rank alike to the last bit. The blocks of recently searched
+//! terms are kept in memory while the scope's version says no replica has written it since
+//! they were read ([`BlockCache`]). A semantic search scores the scope's
 //! vectors from memory while the scope's version says no replica has written it since they
 //! were read ([`VectorCache`], [`vectors::version`]).
 
 mod blocks;
+mod cache;
 mod generation;
 mod schema;
 mod search;
@@ -28,7 +31,10 @@ use adk_common::{
 };
 use deadpool_postgres::Pool;
 
-use self::schema::{db_int, stored, ENTRY, MIGRATIONS};
+use self::{
+    cache::BlockCache,
+    schema::{db_int, stored, ENTRY, MIGRATIONS},
+};
 use super::{
     index,
     plan::{self, Write},
@@ -40,6 +46,22 @@ use super::{
 };
 use crate::{analysis::Analyzer, embed::Identity};
 
+pub use self::cache::DEFAULT_BYTES as DEFAULT_POSTING_CACHE_BYTES;
+
+/// A scope's version, from its `memory_scopes` row: the id of the transaction that last wrote
+/// the row (`xmin`, read as text), and its next seq in case transaction ids wrapped around.
+/// Every transaction that changes a scope's entries, blocks or vectors holds the scope's lock,
+/// taken by rewriting that row ([`write::lock`]), so a version names one state of the scope;
+/// a rolled-back transaction leaves the committed version as it was. `also` is hashed in (what
+/// else a cached copy depends on).
+fn scope_version(xmin: &str, next_seq: i64, also: impl std::hash::Hash) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // A fixed-key hash: versions are compared within this process only.
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (xmin, next_seq, also).hash(&mut hasher);
+    hasher.finish()
+}
+
 /// Candidates fetched at a time while filtering nearest-vector results.
 const FETCH: usize = 64;
 
@@ -50,6 +72,8 @@ pub struct PgMemoryStore {
     analyzer: Analyzer,
     /// Searched scopes' vectors, decoded, each under the version it was read at.
     vector_cache: Arc<VectorCache>,
+    /// Searched terms' posting blocks, decoded, each under the version it was read at.
+    block_cache: Arc<BlockCache>,
 }
 
 impl std::fmt::Debug for PgMemoryStore {
@@ -68,6 +92,7 @@ impl PgMemoryStore {
             pool,
             analyzer,
             vector_cache: Arc::new(VectorCache::new(vector_cache::DEFAULT_BYTES)),
+            block_cache: Arc::new(BlockCache::new(cache::DEFAULT_BYTES)),
         };
         store.reindex().await?;
         Ok(store)
@@ -78,6 +103,15 @@ impl PgMemoryStore {
     pub fn with_vector_cache(self, bytes: usize) -> Self {
         Self {
             vector_cache: Arc::new(VectorCache::new(bytes)),
+            ..self
+        }
+    }
+
+    /// The same, keeping up to `bytes` of searched terms' posting blocks in memory
+    /// (`--posting-cache-bytes`; see [`BlockCache`] for how they stay current).
+    pub fn with_posting_cache(self, bytes: usize) -> Self {
+        Self {
+            block_cache: Arc::new(BlockCache::new(bytes)),
             ..self
         }
     }

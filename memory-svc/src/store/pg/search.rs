@@ -4,22 +4,24 @@
 //! frequencies, block bounds, postings and entries it reads are of one snapshot: a bound read
 //! is the bound of the postings read (writers keep them so, see [`super::write`]).
 //!
-//! 1. One round trip (two statements pipelined) reads the scope's statistics and the bounds
-//!    and sizes of the query terms' blocks (a term's document frequency is the sum of its
-//!    blocks' sizes), and the blocks themselves of the terms of at most [`PRELOADED`]
+//! 1. One round trip (two statements pipelined) reads the scope's statistics and version and
+//!    the bounds and sizes of the query terms' blocks (a term's document frequency is the sum
+//!    of its blocks' sizes), and the blocks themselves of the terms of at most [`PRELOADED`]
 //!    postings: a rare term's spans are the best, read in any case, so a search of rare
-//!    words needs no other round trip before its entries. A span's bound is the sum
-//!    of its blocks' bounds: the score of the block's highest frequency at its lowest length
-//!    (a BM25 contribution grows with the frequency and shrinks with the length).
-//! 2. The other blocks are read span by span, highest bound first, one statement per round: a first
-//!    round of about [`FIRST_ROUND`] postings, each next one [`GROWTH`] times larger. Each
-//!    round's spans are ranked by [`maxscore::top_k`], exactly as the sled store ranks its
-//!    lists, and merged with the best entries of the rounds before (spans hold disjoint seqs,
-//!    so no posting is ranked twice); once `limit` entries are held, a span whose bound cannot
-//!    beat the `limit`-th score holds no result and is never read. With filters, the entries that would
-//!    enter the results are read (one round trip per ranking that met new ones) and checked
-//!    before they count.
-//! 3. The results' entries are read.
+//!    words needs no other round trip before its entries. The terms kept in memory at the
+//!    search's version ([`super::cache`]) are not read; those kept at another version are
+//!    read in a second round trip. A span's bound is the sum of its blocks' bounds: the score
+//!    of the block's highest frequency at its lowest length (a BM25 contribution grows with
+//!    the frequency and shrinks with the length).
+//! 2. The other blocks, less those kept, are read span by span, highest bound first, one
+//!    statement per round: a first round of about [`FIRST_ROUND`] postings, each next one
+//!    [`GROWTH`] times larger. Each round's spans are ranked by [`maxscore::top_k`], exactly as
+//!    the sled store ranks its lists, and merged with the best entries of the rounds before
+//!    (spans hold disjoint seqs, so no posting is ranked twice); once `limit` entries are
+//!    held, a span whose bound cannot beat the `limit`-th score holds no result and is never
+//!    read. With filters, the entries that would enter the results are read (one round trip
+//!    per ranking that met new ones) and checked before they count.
+//! 3. The results' entries are read, and the terms' bounds and the blocks read are kept.
 //!
 //! Exactness: every entry of a span read is scored from all its query terms' postings (all
 //! blocks of a span are read together), summed in query-term order as on sled; a span left
@@ -27,7 +29,10 @@
 //! rounding margin as MaxScore's), so neither its entries nor their order could change the
 //! results.
 
-use std::collections::{BTreeMap, HashMap};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
 
 use tokio_postgres::{types::ToSql, IsolationLevel};
 
@@ -38,6 +43,7 @@ use super::{
         Entry, Hit, Result, Scope, SearchQuery,
     },
     blocks,
+    cache::{Bound, Term},
     schema::{db_int, stored, ENTRY},
     PgMemoryStore,
 };
@@ -64,26 +70,85 @@ struct Span {
     terms: Vec<usize>,
 }
 
-/// A term's postings read in one round, in seq order, for [`maxscore::top_k`].
+/// A term's blocks of one round, in span (so seq) order, for [`maxscore::top_k`]: a cursor
+/// over the blocks as kept, without copying them into one list.
 struct Loaded<'a> {
-    postings: &'a [Posting],
+    /// The blocks after the one the cursor is in.
+    rest: &'a [Arc<[Posting]>],
+    /// The block the cursor is in (empty past the last), and its place in it.
+    block: &'a [Posting],
     pos: usize,
+}
+
+impl<'a> Loaded<'a> {
+    fn new(blocks: &'a [Arc<[Posting]>]) -> Self {
+        let mut cursor = Self {
+            rest: blocks,
+            block: &[],
+            pos: 0,
+        };
+        cursor.settle();
+        cursor
+    }
+
+    /// Moves past the ends of blocks, so that the cursor is at a posting or past the last.
+    fn settle(&mut self) {
+        while self.pos >= self.block.len() {
+            let Some((next, rest)) = self.rest.split_first() else {
+                return;
+            };
+            (self.block, self.rest, self.pos) = (next, rest, 0);
+        }
+    }
 }
 
 impl Cursor for Loaded<'_> {
     fn current(&self) -> Option<Posting> {
-        self.postings.get(self.pos).copied()
+        self.block.get(self.pos).copied()
     }
 
     fn advance(&mut self) -> Result<()> {
         self.pos += 1;
+        self.settle();
         Ok(())
     }
 
     fn seek(&mut self, seq: u64) -> Result<Option<Posting>> {
-        let rest = self.postings.get(self.pos..).unwrap_or_default();
-        self.pos += rest.partition_point(|p| p.seq < seq);
+        // MaxScore seeks a little ahead, mostly within the block the cursor is in: blocks are
+        // walked one by one, and the posting found by galloping from the cursor's place.
+        while self.block.last().is_some_and(|p| p.seq < seq) {
+            self.pos = self.block.len();
+            self.settle();
+            if self.pos >= self.block.len() {
+                return Ok(None);
+            }
+        }
+        let from = self.block.get(self.pos..).unwrap_or_default();
+        let (mut below, mut step) = (0, 1);
+        while from.get(below + step).is_some_and(|p| p.seq < seq) {
+            below += step;
+            step *= 2;
+        }
+        let until = (below + step).min(from.len());
+        let within = from.get(below..until).unwrap_or_default();
+        self.pos += below + within.partition_point(|p| p.seq < seq);
         Ok(self.current().filter(|p| p.seq == seq))
+    }
+}
+
+/// A query term's blocks: the bounds of all, and the blocks kept or read so far.
+struct TermBlocks {
+    /// As kept in memory at the search's version, or as just read (with no blocks).
+    kept: Arc<Term>,
+    /// Blocks this search read (or that came with the bounds), by span.
+    read: HashMap<i64, Arc<[Posting]>>,
+    /// Whether the search knows more of the term than the cache: it read the bounds or blocks.
+    new: bool,
+}
+
+impl TermBlocks {
+    fn block(&self, span: i64) -> Option<&Arc<[Posting]>> {
+        self.read.get(&span).or_else(|| self.kept.blocks.get(&span))
     }
 }
 
@@ -109,8 +174,11 @@ impl PgMemoryStore {
             .start()
             .await?;
         let (stats, bounds, blocks_of) = tokio::try_join!(
+            // The scope's version (see `super::scope_version`) is read in the search's
+            // snapshot, with the statistics.
             tx.prepare_cached(
-                "SELECT docs, total_len FROM memory_scopes WHERE app_name = $1 AND user_id = $2"
+                "SELECT docs, total_len, xmin::text, next_seq FROM memory_scopes
+                 WHERE app_name = $1 AND user_id = $2"
             ),
             // Both read by lateral probes of the primary key, one per term or (term, span):
             // a plan that does not depend on the table's statistics (`OFFSET 0` keeps the
@@ -145,12 +213,26 @@ impl PgMemoryStore {
                  ) AS b"
             ),
         )?;
-        let (scope_params, term_params): (&[&(dyn ToSql + Sync)], &[&(dyn ToSql + Sync)]) =
-            (&[app, user], &[app, user, &terms, &PRELOADED]);
-        let (stats, bounds) = tokio::try_join!(
-            tx.query_opt(&stats, scope_params),
-            tx.query(&bounds, term_params),
-        )?;
+        // The terms kept in memory, at the version they were read at. The others' bounds are
+        // read with the statistics; these are read only if the scope changed since.
+        let kept: Vec<Option<(u64, Arc<Term>)>> = terms
+            .iter()
+            .map(|t| self.block_cache.get(scope, t))
+            .collect();
+        let unkept: Vec<&str> = (terms.iter().zip(&kept))
+            .filter(|(_, k)| k.is_none())
+            .map(|(t, _)| t.as_str())
+            .collect();
+        let (scope_params, unkept_params): (&[&(dyn ToSql + Sync)], &[&(dyn ToSql + Sync)]) =
+            (&[app, user], &[app, user, &unkept, &PRELOADED]);
+        let (stats, mut rows) = if unkept.is_empty() {
+            (tx.query_opt(&stats, scope_params).await?, Vec::new())
+        } else {
+            tokio::try_join!(
+                tx.query_opt(&stats, scope_params),
+                tx.query(&bounds, unkept_params),
+            )?
+        };
         let Some(stats) = stats else {
             return Ok(Vec::new());
         };
@@ -158,48 +240,77 @@ impl PgMemoryStore {
         if docs <= 0 {
             return Ok(Vec::new());
         }
-        let n = docs as f64;
-        let avg_len = total_len as f64 / n;
-        let mut df = HashMap::<&str, i64>::with_capacity(terms.len());
-        for row in &bounds {
-            let postings: i32 = row.try_get(2)?;
-            *df.entry(row.try_get(0)?).or_default() += i64::from(postings);
+        let version = super::scope_version(stats.try_get(2)?, stats.try_get(3)?, ());
+        let stale: Vec<&str> = (terms.iter().zip(&kept))
+            .filter(|(_, k)| k.as_ref().is_some_and(|(v, _)| *v != version))
+            .map(|(t, _)| t.as_str())
+            .collect();
+        if !stale.is_empty() {
+            rows.extend(tx.query(&bounds, &[app, user, &stale, &PRELOADED]).await?);
         }
-        // The terms in entries, in query order (the order scores are summed in), with idfs.
-        let lists: Vec<(&str, f64)> = terms
-            .iter()
-            .filter_map(|t| {
-                let df = *df.get(t.as_str()).filter(|df| **df > 0)?;
-                Some((t.as_str(), index::idf(n, df as f64)))
+        // Every query term's blocks, in query order.
+        let mut read = HashMap::<&str, (Vec<Bound>, HashMap<i64, Arc<[Posting]>>)>::new();
+        for row in &rows {
+            let (term, span): (&str, i64) = (row.try_get(0)?, row.try_get(1)?);
+            let (bounds, blocks) = read.entry(term).or_default();
+            bounds.push(Bound {
+                span,
+                postings: row.try_get(2)?,
+                max_tf: row.try_get(3)?,
+                min_len: row.try_get(4)?,
+            });
+            if let Some(block) = row.try_get::<_, Option<&[u8]>>(5)? {
+                let mut postings = Vec::new();
+                blocks::decode(span, block, &mut postings)?;
+                blocks.insert(span, postings.into());
+            }
+        }
+        let mut known: Vec<TermBlocks> = (terms.iter().zip(kept))
+            .map(|(term, kept)| match kept {
+                Some((v, kept)) if v == version => TermBlocks {
+                    kept,
+                    read: HashMap::new(),
+                    new: false,
+                },
+                _ => {
+                    let (bounds, read) = read.remove(term.as_str()).unwrap_or_default();
+                    TermBlocks {
+                        kept: Arc::new(Term {
+                            bounds,
+                            blocks: HashMap::new(),
+                        }),
+                        read,
+                        new: true,
+                    }
+                }
             })
             .collect();
-        let position: HashMap<&str, usize> = lists
+
+        let n = docs as f64;
+        let avg_len = total_len as f64 / n;
+        // The terms in entries, in query order (the order scores are summed in), with their
+        // place among the query's terms and their idfs.
+        let lists: Vec<(usize, f64)> = known
             .iter()
             .enumerate()
-            .map(|(i, (t, _))| (*t, i))
+            .filter_map(|(q, term)| {
+                let df: i64 = term.kept.bounds.iter().map(|b| i64::from(b.postings)).sum();
+                (df > 0).then(|| (q, index::idf(n, df as f64)))
+            })
             .collect();
         let mut spans = HashMap::<i64, Span>::new();
-        // The blocks that came with their bounds, by query term and span.
-        let mut preloaded: Vec<HashMap<i64, Vec<Posting>>> = vec![HashMap::new(); lists.len()];
-        for row in &bounds {
-            let Some(&i) = position.get(row.try_get::<_, &str>(0)?) else {
-                continue;
-            };
-            let span: i64 = row.try_get(1)?;
-            if let Some(block) = row.try_get::<_, Option<&[u8]>>(5)? {
-                blocks::decode(span, block, preloaded[i].entry(span).or_default())?;
+        for (i, &(q, idf)) in lists.iter().enumerate() {
+            for b in &known[q].kept.bounds {
+                let s = spans.entry(b.span).or_insert(Span {
+                    span: b.span,
+                    bound: 0.0,
+                    postings: 0,
+                    terms: Vec::new(),
+                });
+                s.bound += index::score(idf, b.max_tf as f64, b.min_len as f64, avg_len);
+                s.postings += u64::try_from(b.postings).unwrap_or(0);
+                s.terms.push(i);
             }
-            let (postings, max_tf, min_len): (i32, i64, i64) =
-                (row.try_get(2)?, row.try_get(3)?, row.try_get(4)?);
-            let s = spans.entry(span).or_insert(Span {
-                span,
-                bound: 0.0,
-                postings: 0,
-                terms: Vec::new(),
-            });
-            s.bound += index::score(lists[i].1, max_tf as f64, min_len as f64, avg_len);
-            s.postings += u64::try_from(postings).unwrap_or(0);
-            s.terms.push(i);
         }
         let mut order: Vec<Span> = spans.into_values().collect();
         order.sort_by(|a, b| b.bound.total_cmp(&a.bound).then(a.span.cmp(&b.span)));
@@ -218,8 +329,8 @@ impl PgMemoryStore {
                 Some(worst) if best.len() == query.limit => worst.score,
                 _ => f64::NEG_INFINITY,
             };
-            // This round's blocks: those that came with the bounds, and the others to read.
-            let mut fresh: Vec<BTreeMap<i64, Vec<Posting>>> = vec![BTreeMap::new(); lists.len()];
+            // This round's blocks: those known already, and the others to read.
+            let mut fresh: Vec<BTreeMap<i64, Arc<[Posting]>>> = vec![BTreeMap::new(); lists.len()];
             let (mut pick_terms, mut pick_spans) = (Vec::new(), Vec::new());
             let (mut picked, mut postings) = (false, 0);
             while let Some(s) = order.get(next).filter(|_| postings < round) {
@@ -228,12 +339,13 @@ impl PgMemoryStore {
                     break;
                 }
                 for &i in &s.terms {
-                    match preloaded[i].remove(&s.span) {
+                    let q = lists[i].0;
+                    match known[q].block(s.span) {
                         Some(block) => {
-                            fresh[i].insert(s.span, block);
+                            fresh[i].insert(s.span, Arc::clone(block));
                         }
                         None => {
-                            pick_terms.push(lists[i].0);
+                            pick_terms.push(terms[q].as_str());
                             pick_spans.push(s.span);
                         }
                     }
@@ -253,27 +365,30 @@ impl PgMemoryStore {
                 {
                     let (term, span, block): (&str, i64, &[u8]) =
                         (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-                    if let Some(&i) = position.get(term) {
-                        let postings = fresh[i].entry(span).or_default();
-                        blocks::decode(span, block, postings)?;
-                    }
+                    let Some(i) = lists.iter().position(|&(q, _)| terms[q] == term) else {
+                        continue;
+                    };
+                    let mut postings = Vec::new();
+                    blocks::decode(span, block, &mut postings)?;
+                    let postings: Arc<[Posting]> = postings.into();
+                    let known = &mut known[lists[i].0];
+                    known.read.insert(span, Arc::clone(&postings));
+                    known.new = true;
+                    fresh[i].insert(span, postings);
                 }
             }
-            let fresh: Vec<Vec<Posting>> = fresh
+            let fresh: Vec<Vec<Arc<[Posting]>>> = fresh
                 .into_iter()
-                .map(|blocks| blocks.into_values().flatten().collect())
+                .map(|blocks| blocks.into_values().filter(|b| !b.is_empty()).collect())
                 .collect();
             let ranked = loop {
                 let mut unknown = Vec::new();
                 let cursors = lists
                     .iter()
                     .zip(&fresh)
-                    .map(|(&(_, idf), postings)| TermList {
+                    .map(|(&(_, idf), blocks)| TermList {
                         idf,
-                        cursor: Loaded {
-                            postings: postings.as_slice(),
-                            pos: 0,
-                        },
+                        cursor: Loaded::new(blocks),
                     })
                     .collect();
                 // An entry not read yet counts as admitted for this ranking, which is then done
@@ -302,6 +417,15 @@ impl PgMemoryStore {
             best.extend(ranked);
             best.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.seq.cmp(&b.seq)));
             best.truncate(query.limit);
+        }
+        for (term, known) in terms.iter().zip(known) {
+            if known.new {
+                let kept = Term {
+                    bounds: known.kept.bounds.clone(),
+                    blocks: known.read,
+                };
+                self.block_cache.keep(scope, term, version, kept);
+            }
         }
         let ranked = best;
         let mut found = if filtered {
@@ -348,4 +472,42 @@ pub(super) async fn entries(
         by_seq.insert(db_int(s.seq), s.entry);
     }
     Ok(by_seq)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks(seqs: &[&[u64]]) -> Vec<Arc<[Posting]>> {
+        seqs.iter()
+            .map(|block| {
+                block
+                    .iter()
+                    .map(|&seq| Posting { seq, tf: 1, len: 1 })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_cursor_reads_and_seeks_across_blocks() {
+        let blocks = blocks(&[&[1, 3], &[17, 20, 31], &[40]]);
+        let mut cursor = Loaded::new(&blocks);
+        let mut read = Vec::new();
+        while let Some(p) = cursor.current() {
+            read.push(p.seq);
+            cursor.advance().unwrap();
+        }
+        assert_eq!(read, [1, 3, 17, 20, 31, 40]);
+
+        let mut cursor = Loaded::new(&blocks);
+        assert_eq!(cursor.seek(3).unwrap().map(|p| p.seq), Some(3));
+        assert_eq!(cursor.seek(18).unwrap(), None);
+        assert_eq!(cursor.current().map(|p| p.seq), Some(20));
+        assert_eq!(cursor.seek(31).unwrap().map(|p| p.seq), Some(31));
+        assert_eq!(cursor.seek(40).unwrap().map(|p| p.seq), Some(40));
+        assert_eq!(cursor.seek(41).unwrap(), None);
+        assert_eq!(cursor.current(), None);
+        assert!(Loaded::new(&[]).current().is_none());
+    }
 }

@@ -152,10 +152,12 @@ async fn replicas_writing_at_once_keep_block_bounds_upper() {
                     .await
                     .unwrap();
             }
+            store
         }));
     }
+    let mut replicas = Vec::new();
     for writer in writers {
-        writer.await.unwrap();
+        replicas.push(writer.await.unwrap());
     }
 
     let (client, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
@@ -198,6 +200,11 @@ async fn replicas_writing_at_once_keep_block_bounds_upper() {
         .await
         .unwrap();
     assert!(assert_searches_exact(&store).await > 400);
+    // The writers kept blocks of their searches, read at versions the other one's writes
+    // made stale: they rank as a replica that kept nothing does.
+    for replica in &replicas {
+        assert!(assert_searches_exact(replica).await > 400);
+    }
 }
 
 /// A database of schema 3 (one row per posting) is converted when opened: the same entries,
@@ -489,4 +496,66 @@ async fn a_search_sees_the_vectors_another_replica_wrote_since() {
     assert_eq!(nearest(&a).await, ["far"]);
     let hits = a.nearest(SCOPE, &[1.0, 0.0], &query).await.unwrap();
     assert!(hits[0].score > 0.99, "far's new vector: {}", hits[0].score);
+}
+
+/// A replica keeps the blocks of the terms it searched, and reads them again once another
+/// replica wrote the scope: an entry added, one rewritten with another text, one deleted.
+#[tokio::test]
+async fn a_search_sees_the_postings_another_replica_wrote_since() {
+    let Some(url) = fresh_url().await else {
+        return;
+    };
+    let a = PgMemoryStore::open(&url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    let b = PgMemoryStore::open(&url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    let found = |store: &PgMemoryStore| {
+        let store = store.clone();
+        async move {
+            let query = SearchQuery {
+                text: "green tea".into(),
+                limit: 10,
+                ..SearchQuery::default()
+            };
+            let hits = store.search(SCOPE, &query).await.unwrap();
+            hits.into_iter().map(|h| h.entry.id).collect::<Vec<_>>()
+        }
+    };
+    memorize(
+        &a,
+        entries(&[("x", "green tea in the morning"), ("y", "black coffee")]),
+    )
+    .await;
+    assert_eq!(found(&a).await, ["x"]);
+
+    // The blocks are gone from the database, but the scope's version did not move: the
+    // search is served from what the replica kept, and a replica that kept nothing finds none.
+    let (client, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(
+            "CREATE TABLE saved AS SELECT * FROM memory_blocks;
+             DELETE FROM memory_blocks;",
+        )
+        .await
+        .unwrap();
+    assert_eq!(found(&a).await, ["x"], "served from the cache");
+    let kept_nothing = PgMemoryStore::open(&url, 4, Analyzer::default())
+        .await
+        .unwrap()
+        .with_posting_cache(0);
+    assert!(found(&kept_nothing).await.is_empty());
+    client
+        .batch_execute("INSERT INTO memory_blocks SELECT * FROM saved")
+        .await
+        .unwrap();
+
+    memorize(&b, entries(&[("z", "green tea, green tea leaves")])).await;
+    assert_eq!(found(&a).await, ["z", "x"]);
+    memorize(&b, entries(&[("x", "matcha in the morning")])).await;
+    assert_eq!(found(&a).await, ["z"]);
+    delete(&b, memory_id("z")).await;
+    assert!(found(&a).await.is_empty());
 }

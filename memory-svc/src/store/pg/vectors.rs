@@ -4,8 +4,6 @@
 //! transaction that changes a scope's vectors rewrites its `memory_scopes` row, which is what
 //! its cached copy is checked against ([`version`]).
 
-use std::hash::{Hash, Hasher};
-
 use adk_common::keys::Key;
 use deadpool_postgres::{GenericClient, Transaction};
 use prost::Message;
@@ -19,13 +17,9 @@ use super::{
     schema::db_int,
 };
 
-/// The version of the scope's vectors, `None` for a scope never written (it has none).
-///
-/// Every transaction that may change them holds the scope's lock, taken by updating its
-/// `memory_scopes` row ([`super::write::lock`]), and a change of model rewrites the
-/// `memory_vector_model` row: each gives the row a new version, whose `xmin` (the id of the
-/// transaction that wrote it) is read here, with the scope's `next_seq` in case transaction ids
-/// wrapped around. A rolled-back transaction leaves the committed version as it was.
+/// The version of the scope's vectors, `None` for a scope never written (it has none): the
+/// scope's version ([`super::scope_version`]) and that of the `memory_vector_model` row, which a
+/// change of model rewrites.
 pub(super) async fn version(client: &impl GenericClient, scope: Scope<'_>) -> Result<Option<u64>> {
     let statement = client
         .prepare_cached(
@@ -39,11 +33,12 @@ pub(super) async fn version(client: &impl GenericClient, scope: Scope<'_>) -> Re
     else {
         return Ok(None);
     };
-    let parts: (String, i64, Option<String>) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-    // A fixed-key hash: versions are compared within this process only.
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    parts.hash(&mut hasher);
-    Ok(Some(hasher.finish()))
+    let model: Option<&str> = row.try_get(2)?;
+    Ok(Some(super::scope_version(
+        row.try_get(0)?,
+        row.try_get(1)?,
+        model,
+    )))
 }
 
 /// The scope's key in the vector cache.
