@@ -12,7 +12,9 @@
 //! version was read in a snapshot of that version.
 //!
 //! A term is kept with all its blocks' bounds (a search reads them all) and the blocks searches
-//! read so far (a pruned search reads only the best spans). Bounded by `--posting-cache-bytes`;
+//! read so far (a pruned search reads only the best spans). When the scope's version moved on,
+//! a search reads the term's bounds again, each with the id of the transaction that wrote its
+//! row (`xmin`), and keeps using every kept block whose row that write did not touch. Bounded by `--posting-cache-bytes`;
 //! the least recently searched term goes first.
 
 use std::{
@@ -36,13 +38,16 @@ const OVERHEAD: usize = 256;
 /// Bytes counted per kept block beyond its postings.
 const BLOCK_OVERHEAD: usize = 48;
 
-/// A block's bounds and size, as `memory_blocks` stores them.
+/// A block's bounds and size, as `memory_blocks` stores them, and which row version they are.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Bound {
     pub span: i64,
     pub postings: i32,
     pub max_tf: i64,
     pub min_len: i64,
+    /// The id of the transaction that wrote the row (`xmin`): every write of a block gives its
+    /// row a new one, so a block kept with the same bound (this included) is the stored block.
+    pub written: i64,
 }
 
 /// One term of a scope, at one version.
@@ -55,6 +60,17 @@ pub(super) struct Term {
 }
 
 impl Term {
+    /// The kept blocks whose rows are as `bounds` (read since, at another version) say: those
+    /// no write touched since they were read.
+    pub fn unwritten(&self, bounds: &[Bound]) -> Vec<(i64, Arc<[Posting]>)> {
+        let kept: HashMap<i64, &Bound> = self.bounds.iter().map(|b| (b.span, b)).collect();
+        bounds
+            .iter()
+            .filter(|b| kept.get(&b.span).is_some_and(|k| *k == *b))
+            .filter_map(|b| Some((b.span, Arc::clone(self.blocks.get(&b.span)?))))
+            .collect()
+    }
+
     fn bytes(&self, key: &[u8]) -> usize {
         let postings: usize = self.blocks.values().map(|b| b.len()).sum();
         OVERHEAD
@@ -175,6 +191,7 @@ mod tests {
                     postings: postings as i32,
                     max_tf: 1,
                     min_len: 1,
+                    written: 1,
                 })
                 .collect(),
             blocks: spans.iter().map(|&s| (s, Arc::clone(&block))).collect(),
@@ -215,6 +232,26 @@ mod tests {
         later.blocks.retain(|span, _| *span == 0);
         cache.keep(SCOPE, "tea", 2, later);
         assert_eq!(at(&cache, SCOPE, "tea", 2).unwrap().blocks.len(), 1);
+    }
+
+    #[test]
+    fn blocks_whose_rows_were_not_written_since_are_still_the_blocks() {
+        let kept = term(&[0, 1, 2, 3], 4);
+        let mut now = kept.bounds.clone();
+        // A write appended to span 2's block, rewrote span 1's with the same bounds, removed
+        // span 3's and started span 4's.
+        now[2].postings += 1;
+        now[2].written = 9;
+        now[1].written = 9;
+        now.truncate(3);
+        now.push(Bound { span: 4, ..now[0] });
+        let mut spans: Vec<i64> = kept.unwritten(&now).into_iter().map(|(s, _)| s).collect();
+        spans.sort_unstable();
+        assert_eq!(spans, [0]);
+        // A block never read is not made up.
+        let mut unread = kept.clone();
+        unread.blocks.remove(&0);
+        assert!(unread.unwritten(&kept.bounds).iter().all(|(s, _)| *s != 0));
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //!    postings: a rare term's spans are the best, read in any case, so a search of rare
 //!    words needs no other round trip before its entries. The terms kept in memory at the
 //!    search's version ([`super::cache`]) are not read; those kept at another version are
-//!    read in a second round trip. A span's bound is the sum of its blocks' bounds: the score
+//!    read in a second round trip, and their kept blocks that no write touched since are
+//!    used. A span's bound is the sum of its blocks' bounds: the score
 //!    of the block's highest frequency at its lowest length (a BM25 contribution grows with
 //!    the frequency and shrinks with the length).
 //! 2. The other blocks, less those kept, are read span by span, highest bound first, one
@@ -198,7 +199,7 @@ impl PgMemoryStore {
                  ) AS d
                  CROSS JOIN LATERAL (
                      SELECT term, span, postings, max_tf, min_len,
-                            CASE WHEN d.df <= $4 THEN block END
+                            CASE WHEN d.df <= $4 THEN block END, xmin::text::bigint
                      FROM memory_blocks
                      WHERE app_name = $1 AND user_id = $2 AND term = q.term
                      OFFSET 0
@@ -258,6 +259,7 @@ impl PgMemoryStore {
                 postings: row.try_get(2)?,
                 max_tf: row.try_get(3)?,
                 min_len: row.try_get(4)?,
+                written: row.try_get(6)?,
             });
             if let Some(block) = row.try_get::<_, Option<&[u8]>>(5)? {
                 let mut postings = Vec::new();
@@ -272,8 +274,13 @@ impl PgMemoryStore {
                     read: HashMap::new(),
                     new: false,
                 },
-                _ => {
-                    let (bounds, read) = read.remove(term.as_str()).unwrap_or_default();
+                stale => {
+                    let (bounds, mut read) = read.remove(term.as_str()).unwrap_or_default();
+                    if let Some((_, stale)) = stale {
+                        for (span, block) in stale.unwritten(&bounds) {
+                            read.entry(span).or_insert(block);
+                        }
+                    }
                     TermBlocks {
                         kept: Arc::new(Term {
                             bounds,
