@@ -27,7 +27,8 @@ use std::{
 
 use adk_proto::{
     memory::v1::{
-        memory_service_client::MemoryServiceClient, AddEventsToMemoryRequest, SearchMemoryRequest,
+        memory_service_client::MemoryServiceClient, AddEventsToMemoryRequest, AddMemoryRequest,
+        MemoryEntry, SearchMemoryRequest,
     },
     session::v1::{
         part, session_service_client::SessionServiceClient, AppendEventRequest, Content,
@@ -1264,6 +1265,57 @@ async fn search(
             .await?;
             report.push(row);
         }
+        // A question right after a write to the user's memory (one entry rewritten in place
+        // with another text each time): what a store that keeps read blocks between searches
+        // (PostgreSQL) can still use of them.
+        let written = {
+            let clients = clients.clone();
+            let corpus = corpus.clone();
+            let counter = Arc::new(AtomicU64::new(0));
+            let class = text::QueryClass::Common;
+            let label = format!(
+                "AddMemory (1 entry rewritten) then SearchMemory {} among {target} entries",
+                class.label()
+            );
+            drive(ctx, &label, c, &srv, move |w| {
+                let mut client = clients[w % clients.len()].clone();
+                let i = counter.fetch_add(1, Ordering::Relaxed);
+                let (query, text) = (corpus.query(class, i), corpus.memory_text(i));
+                async move {
+                    client
+                        .add_memory(AddMemoryRequest {
+                            app_name: APP.into(),
+                            user_id: user.into(),
+                            memories: vec![MemoryEntry {
+                                id: "rewritten".into(),
+                                author: "user".into(),
+                                content: Some(Content {
+                                    role: Some("user".into()),
+                                    parts: vec![Part {
+                                        data: Some(part::Data::Text(text)),
+                                        ..Default::default()
+                                    }],
+                                }),
+                                ..Default::default()
+                            }],
+                            custom_metadata: String::new(),
+                        })
+                        .await?;
+                    client
+                        .search_memory(SearchMemoryRequest {
+                            app_name: APP.into(),
+                            user_id: user.into(),
+                            query,
+                            limit: 10,
+                            ..Default::default()
+                        })
+                        .await?;
+                    Ok(())
+                }
+            })
+            .await?
+        };
+        report.push(written);
         server = Some(srv);
     }
     if let Some(s) = server {
