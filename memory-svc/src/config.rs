@@ -86,8 +86,8 @@ pub struct Config {
 
     /// Bytes of memory for the posting blocks of recently searched words (PostgreSQL stores;
     /// sled has its own page cache): a keyword search of words held there does not read them
-    /// from the database while no replica wrote the user since they were read. About 5 bytes
-    /// per posting; 0 turns it off.
+    /// from the database while no replica wrote the user since they were read. 16 bytes per
+    /// posting; 0 turns it off.
     #[arg(long, default_value_t = crate::store::pg::DEFAULT_POSTING_CACHE_BYTES)]
     pub posting_cache_bytes: usize,
 

@@ -133,10 +133,15 @@ pub fn cannot_beat(bound: f64, theta: f64) -> bool {
 /// The `k` best entries holding any term of `lists` (given in query order), best first: highest
 /// score, then lowest seq. An entry counts only if `admit` returns `Some` for it (the filters);
 /// it is asked only about entries that would enter the best `k` at that point.
+///
+/// `floor` is a score the caller already holds `k` entries at or above (`NEG_INFINITY`: none):
+/// entries that cannot reach it are pruned as if it were the `k`-th score from the start, so
+/// the result may miss entries below it (which the caller's own best `k` outrank).
 pub fn top_k<C: Cursor, T>(
     mut lists: Vec<TermList<C>>,
     avg_len: f64,
     k: usize,
+    floor: f64,
     mut admit: impl FnMut(u64) -> Result<Option<T>>,
 ) -> Result<Vec<Ranked<T>>> {
     let n = lists.len();
@@ -149,9 +154,14 @@ pub fn top_k<C: Cursor, T>(
     for j in 0..n {
         below[j + 1] = below[j] + bound[order[j]];
     }
-    // order[..lazy] are the lazy terms.
+    // order[..lazy] are the lazy terms. `theta` is the k-th score held here; pruning compares
+    // with `bar`, the higher of it and the floor.
     let mut lazy = 0;
     let mut theta = f64::NEG_INFINITY;
+    let mut bar = floor;
+    while prune && lazy < n && cannot_beat(below[lazy + 1], bar) {
+        lazy += 1;
+    }
     let mut heap = BinaryHeap::<Worst<T>>::with_capacity(k + 1);
     let mut parts = vec![None::<f64>; n];
     let mut scorers: Vec<Scorer> = lists.iter().map(|l| Scorer::new(l.idf, avg_len)).collect();
@@ -174,7 +184,7 @@ pub fn top_k<C: Cursor, T>(
             }
         }
         for j in (0..lazy).rev() {
-            if cannot_beat(partial + below[j + 1], theta) {
+            if cannot_beat(partial + below[j + 1], bar) {
                 continue 'candidates;
             }
             let i = order[j];
@@ -196,8 +206,9 @@ pub fn top_k<C: Cursor, T>(
         if heap.len() == k {
             if let Some(worst) = heap.peek() {
                 theta = worst.0.score;
+                bar = theta.max(floor);
             }
-            while prune && lazy < n && cannot_beat(below[lazy + 1], theta) {
+            while prune && lazy < n && cannot_beat(below[lazy + 1], bar) {
                 lazy += 1;
             }
         }

@@ -9,7 +9,6 @@
 //! Everything lives in one (app, user) [`Scope`]: no call reads or changes another user's
 //! memory. Every method that writes is atomic, and durable when it returns.
 
-mod columns;
 #[cfg(test)]
 mod contract;
 pub mod generation;

@@ -26,15 +26,17 @@ use std::{
 use adk_common::keys::Key;
 use lru::LruCache;
 
-use super::super::{columns::Block, Scope};
+use super::super::{maxscore::Posting, Scope};
 
-/// Default `--posting-cache-bytes`: about 13M postings in columns (see `columns`), e.g. every
-/// block of the 20 most common words of a user with 500k entries; small enough for the
-/// PostgreSQL overlay's 256 MiB pods.
+/// Default `--posting-cache-bytes`: the blocks of about 4M postings, e.g. every block of the 20
+/// most common words of a user with 200k entries; small enough for the PostgreSQL overlay's
+/// 256 MiB pods.
 pub const DEFAULT_BYTES: usize = 64 << 20;
 
-/// Bytes counted for a kept term beyond its bounds and blocks (key, maps, allocations).
+/// Bytes counted for a kept term beyond its bounds and postings (key, maps, allocations).
 const OVERHEAD: usize = 256;
+/// Bytes counted per kept block beyond its postings.
+const BLOCK_OVERHEAD: usize = 48;
 
 /// A block's bounds and size, as `memory_blocks` stores them, and which row version they are.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,14 +55,14 @@ pub(super) struct Bound {
 pub(super) struct Term {
     /// Every block's bounds.
     pub bounds: Vec<Bound>,
-    /// The blocks read so far, in columns (see `columns`), by span.
-    pub blocks: HashMap<i64, Arc<Block>>,
+    /// The blocks read so far, decoded, by span.
+    pub blocks: HashMap<i64, Arc<[Posting]>>,
 }
 
 impl Term {
     /// The kept blocks whose rows are as `bounds` (read since, at another version) say: those
     /// no write touched since they were read.
-    pub fn unwritten(&self, bounds: &[Bound]) -> Vec<(i64, Arc<Block>)> {
+    pub fn unwritten(&self, bounds: &[Bound]) -> Vec<(i64, Arc<[Posting]>)> {
         let kept: HashMap<i64, &Bound> = self.bounds.iter().map(|b| (b.span, b)).collect();
         bounds
             .iter()
@@ -70,8 +72,12 @@ impl Term {
     }
 
     fn bytes(&self, key: &[u8]) -> usize {
-        let blocks: usize = self.blocks.values().map(|b| b.bytes()).sum();
-        OVERHEAD + key.len() + self.bounds.len() * size_of::<Bound>() + blocks
+        let postings: usize = self.blocks.values().map(|b| b.len()).sum();
+        OVERHEAD
+            + key.len()
+            + self.bounds.len() * size_of::<Bound>()
+            + self.blocks.len() * BLOCK_OVERHEAD
+            + postings * size_of::<Posting>()
     }
 }
 
@@ -160,7 +166,6 @@ fn key(scope: Scope<'_>, term: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{columns, maxscore::Posting};
 
     const SCOPE: Scope<'static> = Scope {
         app_name: "app",
@@ -174,17 +179,16 @@ mod tests {
             .and_then(|(kept, term)| (kept == version).then_some(term))
     }
 
-    fn term(spans: &[i64], size: usize) -> Term {
-        let postings: Vec<Posting> = (0..size as u64)
+    fn term(spans: &[i64], postings: usize) -> Term {
+        let block: Arc<[Posting]> = (0..postings as u64)
             .map(|seq| Posting { seq, tf: 1, len: 1 })
             .collect();
-        let block = Arc::new(Block::new(0, &columns::encode(0, &postings)).unwrap());
         Term {
             bounds: spans
                 .iter()
                 .map(|&span| Bound {
                     span,
-                    postings: size as i32,
+                    postings: postings as i32,
                     max_tf: 1,
                     min_len: 1,
                     written: 1,

@@ -72,7 +72,7 @@ pub struct PgMemoryStore {
     analyzer: Analyzer,
     /// Searched scopes' vectors, decoded, each under the version it was read at.
     vector_cache: Arc<VectorCache>,
-    /// Searched terms' posting blocks, in columns, each under the version it was read at.
+    /// Searched terms' posting blocks, decoded, each under the version it was read at.
     block_cache: Arc<BlockCache>,
 }
 

@@ -39,7 +39,6 @@ use tokio_postgres::{types::ToSql, IsolationLevel};
 
 use super::{
     super::{
-        columns::{self, Block},
         index,
         maxscore::{self, cannot_beat, Cursor, Posting, Ranked, TermList},
         Entry, Hit, Result, Scope, SearchQuery,
@@ -73,78 +72,68 @@ struct Span {
 }
 
 /// A term's blocks of one round, in span (so seq) order, for [`maxscore::top_k`]: a cursor
-/// over the blocks as kept, read in place.
+/// over the blocks as kept, without copying them into one list.
 struct Loaded<'a> {
     /// The blocks after the one the cursor is in.
-    rest: &'a [Arc<Block>],
-    /// The block the cursor is in (never empty), `None` past the last.
-    block: Option<&'a Block>,
+    rest: &'a [Arc<[Posting]>],
+    /// The block the cursor is in (empty past the last), and its place in it.
+    block: &'a [Posting],
     pos: usize,
-    /// The posting at `pos`, read once.
-    current: Option<Posting>,
 }
 
 impl<'a> Loaded<'a> {
-    fn new(blocks: &'a [Arc<Block>]) -> Self {
+    fn new(blocks: &'a [Arc<[Posting]>]) -> Self {
         let mut cursor = Self {
             rest: blocks,
-            block: None,
+            block: &[],
             pos: 0,
-            current: None,
         };
-        cursor.next_block();
+        cursor.settle();
         cursor
     }
 
-    /// Makes the next non-empty block current, or ends the cursor.
-    fn next_block(&mut self) {
-        (self.block, self.pos) = (None, 0);
-        while let Some((next, rest)) = self.rest.split_first() {
-            self.rest = rest;
-            if !next.is_empty() {
-                self.block = Some(next);
-                break;
-            }
-        }
-        self.settle();
-    }
-
+    /// Moves past the ends of blocks, so that the cursor is at a posting or past the last.
     fn settle(&mut self) {
-        self.current = (self.block)
-            .filter(|b| self.pos < b.len())
-            .map(|b| b.posting(self.pos));
+        while self.pos >= self.block.len() {
+            let Some((next, rest)) = self.rest.split_first() else {
+                return;
+            };
+            (self.block, self.rest, self.pos) = (next, rest, 0);
+        }
     }
 }
 
 impl Cursor for Loaded<'_> {
     fn current(&self) -> Option<Posting> {
-        self.current
+        self.block.get(self.pos).copied()
     }
 
     fn advance(&mut self) -> Result<()> {
         self.pos += 1;
-        match self.block {
-            Some(b) if self.pos < b.len() => self.settle(),
-            _ => self.next_block(),
-        }
+        self.settle();
         Ok(())
     }
 
     fn seek(&mut self, seq: u64) -> Result<Option<Posting>> {
-        // Blocks that end before `seq` are passed over; in the block that holds it, MaxScore
-        // seeks a little ahead, which `find` tries before it bisects.
-        while let Some(b) = self.block {
-            if b.len()
-                .checked_sub(1)
-                .is_some_and(|last| b.seq(last) >= seq)
-            {
-                self.pos = b.find(self.pos, seq);
-                self.settle();
-                break;
+        // MaxScore seeks a little ahead, mostly within the block the cursor is in: blocks are
+        // walked one by one, and the posting found by galloping from the cursor's place.
+        while self.block.last().is_some_and(|p| p.seq < seq) {
+            self.pos = self.block.len();
+            self.settle();
+            if self.pos >= self.block.len() {
+                return Ok(None);
             }
-            self.next_block();
         }
-        Ok(self.current.filter(|p| p.seq == seq))
+        let from = self.block.get(self.pos..).unwrap_or_default();
+        let (mut below, mut step) = (0, 1);
+        while from.get(below + step).is_some_and(|p| p.seq < seq) {
+            below += step;
+            step *= 2;
+        }
+        let until = (below + step).min(from.len());
+        let within = from.get(below..until).unwrap_or_default();
+        self.pos += below + within.partition_point(|p| p.seq < seq);
+        Ok(self.current().filter(|p| p.seq == seq))
     }
 }
 
@@ -153,13 +142,13 @@ struct TermBlocks {
     /// As kept in memory at the search's version, or as just read (with no blocks).
     kept: Arc<Term>,
     /// Blocks this search read (or that came with the bounds), by span.
-    read: HashMap<i64, Arc<Block>>,
+    read: HashMap<i64, Arc<[Posting]>>,
     /// Whether the search knows more of the term than the cache: it read the bounds or blocks.
     new: bool,
 }
 
 impl TermBlocks {
-    fn block(&self, span: i64) -> Option<&Arc<Block>> {
+    fn block(&self, span: i64) -> Option<&Arc<[Posting]>> {
         self.read.get(&span).or_else(|| self.kept.blocks.get(&span))
     }
 }
@@ -261,7 +250,7 @@ impl PgMemoryStore {
             rows.extend(tx.query(&bounds, &[app, user, &stale, &PRELOADED]).await?);
         }
         // Every query term's blocks, in query order.
-        let mut read = HashMap::<&str, (Vec<Bound>, HashMap<i64, Arc<Block>>)>::new();
+        let mut read = HashMap::<&str, (Vec<Bound>, HashMap<i64, Arc<[Posting]>>)>::new();
         for row in &rows {
             let (term, span): (&str, i64) = (row.try_get(0)?, row.try_get(1)?);
             let (bounds, blocks) = read.entry(term).or_default();
@@ -273,7 +262,9 @@ impl PgMemoryStore {
                 written: row.try_get(6)?,
             });
             if let Some(block) = row.try_get::<_, Option<&[u8]>>(5)? {
-                blocks.insert(span, kept_block(span, block)?);
+                let mut postings = Vec::new();
+                blocks::decode(span, block, &mut postings)?;
+                blocks.insert(span, postings.into());
             }
         }
         let mut known: Vec<TermBlocks> = (terms.iter().zip(kept))
@@ -346,7 +337,7 @@ impl PgMemoryStore {
                 _ => f64::NEG_INFINITY,
             };
             // This round's blocks: those known already, and the others to read.
-            let mut fresh: Vec<BTreeMap<i64, Arc<Block>>> = vec![BTreeMap::new(); lists.len()];
+            let mut fresh: Vec<BTreeMap<i64, Arc<[Posting]>>> = vec![BTreeMap::new(); lists.len()];
             let (mut pick_terms, mut pick_spans) = (Vec::new(), Vec::new());
             let (mut picked, mut postings) = (false, 0);
             while let Some(s) = order.get(next).filter(|_| postings < round) {
@@ -384,14 +375,16 @@ impl PgMemoryStore {
                     let Some(i) = lists.iter().position(|&(q, _)| terms[q] == term) else {
                         continue;
                     };
-                    let block = kept_block(span, block)?;
+                    let mut postings = Vec::new();
+                    blocks::decode(span, block, &mut postings)?;
+                    let postings: Arc<[Posting]> = postings.into();
                     let known = &mut known[lists[i].0];
-                    known.read.insert(span, Arc::clone(&block));
+                    known.read.insert(span, Arc::clone(&postings));
                     known.new = true;
-                    fresh[i].insert(span, block);
+                    fresh[i].insert(span, postings);
                 }
             }
-            let fresh: Vec<Vec<Arc<Block>>> = fresh
+            let fresh: Vec<Vec<Arc<[Posting]>>> = fresh
                 .into_iter()
                 .map(|blocks| blocks.into_values().filter(|b| !b.is_empty()).collect())
                 .collect();
@@ -407,7 +400,9 @@ impl PgMemoryStore {
                     .collect();
                 // An entry not read yet counts as admitted for this ranking, which is then done
                 // again once it is read.
-                let ranked = maxscore::top_k(cursors, avg_len, query.limit, |seq| {
+                // The rounds before hold `limit` entries at `theta` or above: an entry of this
+                // round that cannot reach it is pruned from the start.
+                let ranked = maxscore::top_k(cursors, avg_len, query.limit, theta, |seq| {
                     if !filtered {
                         return Ok(Some(()));
                     }
@@ -461,17 +456,6 @@ impl PgMemoryStore {
     }
 }
 
-/// The block of `span` as stored (varints), in columns as searches read and the cache keeps it.
-fn kept_block(span: i64, stored: &[u8]) -> Result<Arc<Block>> {
-    let mut postings = Vec::new();
-    blocks::decode(span, stored, &mut postings)?;
-    let first = postings.first().map_or(0, |p| p.seq);
-    Ok(Arc::new(Block::new(
-        first,
-        &columns::encode(first, &postings),
-    )?))
-}
-
 /// The entries stored at these seqs.
 pub(super) async fn entries(
     tx: &impl deadpool_postgres::GenericClient,
@@ -503,15 +487,13 @@ pub(super) async fn entries(
 mod tests {
     use super::*;
 
-    fn blocks(seqs: &[&[u64]]) -> Vec<Arc<Block>> {
+    fn blocks(seqs: &[&[u64]]) -> Vec<Arc<[Posting]>> {
         seqs.iter()
             .map(|block| {
-                let postings: Vec<Posting> = block
+                block
                     .iter()
                     .map(|&seq| Posting { seq, tf: 1, len: 1 })
-                    .collect();
-                let first = block.first().copied().unwrap_or(0);
-                Arc::new(Block::new(first, &columns::encode(first, &postings)).unwrap())
+                    .collect()
             })
             .collect()
     }

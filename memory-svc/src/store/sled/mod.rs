@@ -311,7 +311,7 @@ impl SledMemoryStore {
                 cursor: Cursor::new(&self.blocks, &prefix)?,
             });
         }
-        maxscore::top_k(lists, avg_len, query.limit, admit)
+        maxscore::top_k(lists, avg_len, query.limit, f64::NEG_INFINITY, admit)
     }
 
     /// [`MemoryStore::search`] in the scope whose keys start with `scope`.
