@@ -1096,6 +1096,17 @@ fn memory_events(text: impl Fn(u64) -> String, range: std::ops::Range<u64>) -> V
         .collect()
 }
 
+/// The search the `search` scenario times: the 10 best of `user`'s memories for `query`.
+fn search_request(user: &str, query: String) -> SearchMemoryRequest {
+    SearchMemoryRequest {
+        app_name: APP.into(),
+        user_id: user.into(),
+        query,
+        limit: 10,
+        ..Default::default()
+    }
+}
+
 /// Loads entries `range` into `user`'s memory: AddEventsToMemory calls of `batch` events (one
 /// session per call) from `concurrency` clients. Returns the calls' latencies.
 async fn load_memory(
@@ -1250,15 +1261,7 @@ async fn search(
                 let i = counter.fetch_add(1, Ordering::Relaxed);
                 let query = corpus.query(class, i);
                 async move {
-                    client
-                        .search_memory(SearchMemoryRequest {
-                            app_name: APP.into(),
-                            user_id: user.into(),
-                            query,
-                            limit: 10,
-                            ..Default::default()
-                        })
-                        .await?;
+                    client.search_memory(search_request(user, query)).await?;
                     Ok(())
                 }
             })
@@ -1301,15 +1304,7 @@ async fn search(
                             custom_metadata: String::new(),
                         })
                         .await?;
-                    client
-                        .search_memory(SearchMemoryRequest {
-                            app_name: APP.into(),
-                            user_id: user.into(),
-                            query,
-                            limit: 10,
-                            ..Default::default()
-                        })
-                        .await?;
+                    client.search_memory(search_request(user, query)).await?;
                     Ok(())
                 }
             })

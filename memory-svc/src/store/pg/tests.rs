@@ -386,15 +386,11 @@ fn schema_of(url: &str) -> String {
     name.split('&').next().unwrap_or_default().to_owned()
 }
 
-/// A lookup of entries by seq probes the primary key even when the statistics say the user has
-/// a handful of entries (analysed while small, then grown; a prepared statement's generic plan
-/// knows no more). With secondary indexes led by (app, user), the planner took one of them with
-/// `seq` as a filter and walked the user's whole index per probe.
-#[tokio::test]
-async fn lookups_by_seq_use_the_primary_key_whatever_the_statistics() {
-    let Some(url) = fresh_url().await else {
-        return;
-    };
+/// A store in a fresh schema whose `table` was analysed while the user had two entries, then
+/// grown to 1,002 (`None` without a test database): the statistics say the user is small, and
+/// a prepared statement's generic plan knows no more.
+async fn analysed_small_then_grown(table: &str) -> Option<PgMemoryStore> {
+    let url = fresh_url().await?;
     let store = PgMemoryStore::open(&url, 2, Analyzer::default())
         .await
         .unwrap();
@@ -406,7 +402,7 @@ async fn lookups_by_seq_use_the_primary_key_whatever_the_statistics() {
     .await;
     let client = store.pool.get().await.unwrap();
     client
-        .batch_execute("ANALYZE memory_entries")
+        .batch_execute(&format!("ANALYZE {table}"))
         .await
         .unwrap();
     for session in 1..=20 {
@@ -415,6 +411,19 @@ async fn lookups_by_seq_use_the_primary_key_whatever_the_statistics() {
             .collect();
         add(&store, &format!("s{session}"), batch).await;
     }
+    Some(store)
+}
+
+/// A lookup of entries by seq probes the primary key even when the statistics say the user has
+/// a handful of entries (analysed while small, then grown; a prepared statement's generic plan
+/// knows no more). With secondary indexes led by (app, user), the planner took one of them with
+/// `seq` as a filter and walked the user's whole index per probe.
+#[tokio::test]
+async fn lookups_by_seq_use_the_primary_key_whatever_the_statistics() {
+    let Some(store) = analysed_small_then_grown("memory_entries").await else {
+        return;
+    };
+    let client = store.pool.get().await.unwrap();
     let plan = generic_plan(
         &client,
         "by_seq",
@@ -589,26 +598,10 @@ async fn generic_plan(
 async fn block_rewrites_probe_their_rows_whatever_the_statistics() {
     use super::write::{DELETE_BLOCKS, REWRITE_BLOCKS};
 
-    let Some(url) = fresh_url().await else {
+    let Some(store) = analysed_small_then_grown("memory_blocks").await else {
         return;
     };
-    let store = PgMemoryStore::open(&url, 2, Analyzer::default())
-        .await
-        .unwrap();
-    add(
-        &store,
-        "s0",
-        entries(&[("a", "a small memory"), ("b", "still small")]),
-    )
-    .await;
     let client = store.pool.get().await.unwrap();
-    client.batch_execute("ANALYZE memory_blocks").await.unwrap();
-    for session in 1..=20 {
-        let batch = (0..50)
-            .map(|i| entry(&format!("e{session}-{i}"), &text(session << 8 | i)))
-            .collect();
-        add(&store, &format!("s{session}"), batch).await;
-    }
     let (app, user) = (SCOPE.app_name, SCOPE.user_id);
     let rewrite = generic_plan(
         &client,
