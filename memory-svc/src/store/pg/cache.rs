@@ -3,13 +3,13 @@
 //! reads hundreds of blocks (several hundred kilobytes at 100k entries), which is most of its
 //! time, and the same common words recur in every user's questions.
 //!
-//! Each term of a scope is kept with the scope's version it was read at:
-//! every write to a scope rewrites its `memory_scopes` row under the scope's lock (see
-//! `super::write::lock`), so a version names one state of all the scope's blocks. A search
-//! reads the version (`super::scope_version`) in its own snapshot, with the statistics, and uses a kept term only when
-//! the versions agree; it reads the others (bounds and blocks) and keeps them under its version.
-//! Nothing is ever served that the search's snapshot would not have read: what is kept under a
-//! version was read in a snapshot of that version.
+//! Each term of a scope is kept with the scope's version it was read at: every write to a scope
+//! rewrites its `memory_scopes` row under the scope's lock (see `super::write::lock`), so a
+//! version names one state of all the scope's blocks. A search reads the version
+//! (`super::scope_version`) in its own snapshot, with the statistics, and uses a kept term only
+//! when the versions agree; it reads the others (bounds and blocks) and keeps them under its
+//! version. Nothing is ever served that the search's snapshot would not have read: what is kept
+//! under a version was read in a snapshot of that version.
 //!
 //! A term is kept with all its blocks' bounds (a search reads them all) and the blocks searches
 //! read so far (a pruned search reads only the best spans). When the scope's version moved on,

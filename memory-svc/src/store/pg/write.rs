@@ -10,6 +10,9 @@
 //!
 //! Each transaction takes one row lock of `memory_scopes` first and then touches rows of that
 //! scope only, so two writes cannot wait for each other's rows in opposite orders (deadlock).
+//! Taking it rewrites the row, which gives the scope a new version (`super::scope_version`):
+//! what every replica's caches of the scope's blocks and vectors are checked against, so no
+//! write may change a scope's rows without it.
 //!
 //! The same lock is what keeps block bounds honest with several replicas writing: a block's
 //! postings and its bounds change in one statement of a transaction that holds the scope, so
