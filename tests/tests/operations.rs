@@ -670,10 +670,25 @@ async fn metrics_are_exposed_for_prometheus() {
         })
         .await
         .unwrap();
+    memory
+        .client
+        .clone()
+        .search_memory(adk_proto::memory::v1::SearchMemoryRequest {
+            app_name: "metrics-app".into(),
+            user_id: "u".into(),
+            query: "counted".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     let body = scrape(srv.metrics_addr().unwrap()).await;
-    // The memory count is the sled store's gauge (PostgreSQL has its own counts).
+    // The memory count is the sled store's gauge (PostgreSQL has its own counts); the
+    // PostgreSQL store keeps the blocks the search read.
     if adk_tests::postgres_url().is_none() {
         assert!(sample(&body, "store_memories", &[]).unwrap() >= 1.0);
+    } else {
+        let kept = sample(&body, "memory_block_cache_bytes", &[]);
+        assert!(kept.unwrap() > 0.0, "{body}");
     }
     let watch = "method=\"adk.session.v1.SessionService/WatchSession\"";
     assert!(

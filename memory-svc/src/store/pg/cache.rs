@@ -140,17 +140,16 @@ impl BlockCache {
             }
         }
         let size = term.bytes(&key);
-        if size > self.capacity / ADMIT_SHARE {
-            return;
-        }
-        while state.bytes + size > self.capacity {
-            match state.terms.pop_lru() {
-                Some((_, (_, _, bytes))) => state.bytes -= bytes,
-                None => break,
+        if size <= self.capacity / ADMIT_SHARE {
+            while state.bytes + size > self.capacity {
+                match state.terms.pop_lru() {
+                    Some((_, (_, _, bytes))) => state.bytes -= bytes,
+                    None => break,
+                }
             }
+            state.bytes += size;
+            state.terms.put(key, (version, Arc::new(term), size));
         }
-        state.bytes += size;
-        state.terms.put(key, (version, Arc::new(term), size));
         metrics::gauge!("memory_block_cache_bytes").set(state.bytes as f64);
     }
 
