@@ -280,6 +280,61 @@ impl Matrix {
             .collect();
         Ok(Ranking::new(scored))
     }
+
+    /// Takes a write's vector changes (`ops` of its [`VectorEdits`]), so that it holds what
+    /// reading the scope again would give: rows stay in seq order, with the same values.
+    /// `false` for a vector of another dimension than its rows (the matrix must be dropped).
+    ///
+    /// Room for new rows is added exactly, with a little to spare (1/64 of the rows), and
+    /// removals give theirs back: a doubling `Vec` would hold up to twice the bytes the cache
+    /// counts.
+    pub fn apply(&mut self, ops: &BTreeMap<u64, VectorOp>) -> bool {
+        let added = ops
+            .iter()
+            .filter(|(seq, op)| {
+                matches!(op, VectorOp::Put(_)) && self.seqs.binary_search(seq).is_err()
+            })
+            .count();
+        let first_put = ops.values().find_map(|op| match op {
+            VectorOp::Put(v) => Some(v.len()),
+            VectorOp::Delete => None,
+        });
+        let Some(dimension) = self.values.len().checked_div(self.seqs.len()).or(first_put) else {
+            // Empty, and nothing to add.
+            return true;
+        };
+        let spare = self.seqs.capacity() - self.seqs.len();
+        if added > spare {
+            let rows = added.max(self.seqs.len() / 64);
+            self.seqs.reserve_exact(rows);
+            self.values.reserve_exact(rows * dimension);
+        }
+        for (&seq, op) in ops {
+            let at = self.seqs.partition_point(|&s| s < seq);
+            let present = self.seqs.get(at) == Some(&seq);
+            let row = at * dimension..(at + 1) * dimension;
+            match op {
+                VectorOp::Put(v) if v.len() != dimension => return false,
+                VectorOp::Put(v) if present => self.values[row].copy_from_slice(v),
+                VectorOp::Put(v) => {
+                    self.seqs.insert(at, seq);
+                    self.values.splice(row.start..row.start, v.iter().copied());
+                }
+                VectorOp::Delete if present => {
+                    self.seqs.remove(at);
+                    self.values.drain(row);
+                }
+                VectorOp::Delete => {}
+            }
+        }
+        // Removals give back what room they leave beyond that spare.
+        let rows = self.seqs.len();
+        if self.seqs.capacity() > rows + rows / 32 + 1 {
+            self.seqs.shrink_to(rows + rows / 64);
+            self.values.shrink_to((rows + rows / 64) * dimension);
+        }
+        true
+    }
 }
 
 /// What a stored model identity says about the configured one.
@@ -488,5 +543,52 @@ mod tests {
         );
         let err = check_model(Some(("m", 768, "sha256:ab")), &identity).unwrap_err();
         assert!(err.contains("768") && err.contains("384"), "{err}");
+    }
+
+    /// A matrix read from `(seq, vector)` rows, as a search keeps it.
+    fn read(rows: &BTreeMap<u64, Vec<f32>>) -> Matrix {
+        let stored = rows.iter().map(|(&seq, v)| Ok((seq, encode(v))));
+        rank(stored, &[1.0, 0.0], usize::MAX).unwrap().1.unwrap()
+    }
+
+    #[test]
+    fn a_kept_matrix_takes_a_write_as_reading_the_scope_again_would_give() {
+        let v = |x: f32| Arc::<[f32]>::from(vec![x, 1.0 - x]);
+        let mut rows: BTreeMap<u64, Vec<f32>> = (0..200)
+            .map(|seq| (seq * 2, v(seq as f32 / 200.0).to_vec()))
+            .collect();
+        let mut matrix = read(&rows);
+        let writes: Vec<Vec<(u64, VectorOp)>> = vec![
+            // Appended entries (the common write).
+            vec![(400, VectorOp::Put(v(0.9))), (401, VectorOp::Put(v(0.8)))],
+            // A rewrite in place, an insertion between rows, a removal, and the removal of an
+            // entry that had no vector.
+            vec![
+                (10, VectorOp::Put(v(0.05))),
+                (11, VectorOp::Put(v(0.06))),
+                (0, VectorOp::Delete),
+                (399, VectorOp::Delete),
+            ],
+            // Everything removed, then rows from nothing.
+            (0..402).map(|seq| (seq, VectorOp::Delete)).collect(),
+            vec![(500, VectorOp::Put(v(0.5)))],
+        ];
+        for ops in writes {
+            let ops: BTreeMap<u64, VectorOp> = ops.into_iter().collect();
+            for (seq, op) in &ops {
+                match op {
+                    VectorOp::Put(x) => rows.insert(*seq, x.to_vec()),
+                    VectorOp::Delete => rows.remove(seq),
+                };
+            }
+            assert!(matrix.apply(&ops));
+            let again = read(&rows);
+            assert_eq!((&matrix.seqs, &matrix.values), (&again.seqs, &again.values));
+            // Room is added and given back exactly: the cache counts what the matrix holds.
+            assert!(matrix.seqs.capacity() <= rows.len() + rows.len() / 32 + 1);
+            assert!(matrix.values.capacity() <= 2 * (rows.len() + rows.len() / 32 + 1));
+        }
+        let other_dimension = BTreeMap::from([(600, VectorOp::Put(Arc::from(vec![1.0])))]);
+        assert!(!matrix.apply(&other_dimension));
     }
 }

@@ -22,17 +22,17 @@ const MODEL: &[u8] = b"model";
 
 impl SledMemoryStore {
     /// `edits` as a batch of the `vectors` tree, for the write's transaction.
-    pub(super) fn vector_batch(&self, scope: &Key, edits: VectorEdits) -> Result<Batch> {
+    pub(super) fn vector_batch(&self, scope: &Key, edits: &VectorEdits) -> Result<Batch> {
         let mut batch = Batch::default();
         if edits.clear {
             for key in self.vectors.scan_prefix(scope).keys() {
                 batch.remove(key?);
             }
         }
-        for (seq, op) in edits.ops {
+        for (&seq, op) in &edits.ops {
             let key = scope.clone().u64(seq);
             match op {
-                VectorOp::Put(v) => batch.insert(key.as_bytes(), vectors::encode(&v)),
+                VectorOp::Put(v) => batch.insert(key.as_bytes(), vectors::encode(v)),
                 VectorOp::Delete => batch.remove(key.as_bytes()),
             }
         }

@@ -19,7 +19,7 @@ use sled::{transaction::TransactionError, Batch, IVec, Transactional, Tree};
 use super::{
     super::{
         plan::{self, Edit, Loaded, Plan, Stored, Write},
-        vectors::{self, Vectors},
+        vectors::{self, VectorEdits, Vectors},
         Result, RevisionRecord, StoreError,
     },
     postings::{Posting, TermEdit},
@@ -55,7 +55,8 @@ impl SledMemoryStore {
             let (count, delta) = (plan.count, plan.entry_delta());
             let vector_edits = vectors::edits(&plan.edits, vectors);
             let mut batches = Batches::of(self, scope, plan, stats)?;
-            batches.vectors = self.vector_batch(scope, vector_edits)?;
+            batches.vectors = self.vector_batch(scope, &vector_edits)?;
+            batches.vector_edits = vector_edits;
             if let (Some(revision), Some(seq)) = (revision, revision_seq) {
                 batches
                     .revisions
@@ -63,7 +64,6 @@ impl SledMemoryStore {
             }
             match batches.commit(self, scope, base) {
                 Ok(true) => {
-                    self.vector_cache.written(scope.as_bytes());
                     if delta != 0 {
                         gauge!("store_memories").increment(delta as f64);
                     }
@@ -179,6 +179,8 @@ struct Batches {
     tombstones: Batch,
     /// See [`SledMemoryStore::vector_batch`].
     vectors: Batch,
+    /// What `vectors` does, for the vector cache once committed.
+    vector_edits: VectorEdits,
     revisions: Batch,
     expiries: Batch,
 }
@@ -201,6 +203,7 @@ impl Batches {
             df: Batch::default(),
             tombstones: Batch::default(),
             vectors: Batch::default(),
+            vector_edits: VectorEdits::default(),
             revisions: Batch::default(),
             expiries: Batch::default(),
         };
@@ -319,7 +322,7 @@ impl Batches {
             &store.expiries,
         );
         let _writing = store.scans.writing(scope);
-        trees
+        let committed = trees
             .transaction(
                 |(
                     entries,
@@ -354,7 +357,14 @@ impl Batches {
             .map_err(|e: TransactionError<Infallible>| match e {
                 TransactionError::Abort(never) => match never {},
                 TransactionError::Storage(e) => e,
-            })
+            })?;
+        if committed {
+            // Still holding the scan lock: see `VectorCache::apply`.
+            store
+                .vector_cache
+                .apply(scope.as_bytes(), &self.vector_edits);
+        }
+        Ok(committed)
     }
 }
 
