@@ -51,6 +51,22 @@ struct State {
     writes: [u64; STRIPES],
 }
 
+impl State {
+    /// Keeps `scope`'s `matrix` (which fits in `capacity`), making room by dropping the least
+    /// recently searched scopes.
+    fn put(&mut self, capacity: usize, scope: &[u8], version: u64, matrix: Arc<Matrix>) {
+        let size = matrix.bytes();
+        while self.bytes + size > capacity {
+            match self.matrices.pop_lru() {
+                Some((_, (_, old))) => self.bytes -= old.bytes(),
+                None => break,
+            }
+        }
+        self.bytes += size;
+        self.matrices.put(scope.to_vec(), (version, matrix));
+    }
+}
+
 /// What a search that missed the cache saw before reading its scope.
 #[derive(Debug, Clone, Copy)]
 pub struct Reading {
@@ -107,16 +123,7 @@ impl VectorCache {
         if let Some((_, old)) = state.matrices.pop(scope) {
             state.bytes -= old.bytes();
         }
-        while state.bytes + size > self.capacity {
-            match state.matrices.pop_lru() {
-                Some((_, (_, old))) => state.bytes -= old.bytes(),
-                None => break,
-            }
-        }
-        state.bytes += size;
-        state
-            .matrices
-            .put(scope.to_vec(), (version, Arc::new(matrix)));
+        state.put(self.capacity, scope, version, Arc::new(matrix));
     }
 
     /// After a write to the scope committed, with `edits` its vector changes: the scope's
@@ -125,30 +132,24 @@ impl VectorCache {
     /// takes each write once, in the order they committed.
     pub fn apply(&self, scope: &[u8], edits: &VectorEdits) {
         let stripe = self.stripe(scope);
-        let mut state = self.lock();
-        state.writes[stripe] += 1;
-        let (before, taken, after) = {
-            let Some((_, matrix)) = state.matrices.peek_mut(scope) else {
+        let (version, mut matrix) = {
+            let mut state = self.lock();
+            state.writes[stripe] += 1;
+            let Some((version, matrix)) = state.matrices.pop(scope) else {
                 return;
             };
-            let before = matrix.bytes();
-            // No search holds the matrix while the caller excludes them; were one to, the
-            // matrix is dropped rather than copied.
-            let taken = !edits.clear && Arc::get_mut(matrix).is_some_and(|m| m.apply(&edits.ops));
-            (before, taken, matrix.bytes())
+            state.bytes -= matrix.bytes();
+            (version, matrix)
         };
-        state.bytes -= before;
-        if !taken || after > self.capacity {
-            state.matrices.pop(scope);
+        // Changed outside the lock (a removal, or room for more rows, moves the whole matrix)
+        // and put back: the caller keeps this scope's searches out meanwhile. No search holds
+        // the matrix then; were one to, it is dropped rather than copied.
+        let taken = !edits.clear && Arc::get_mut(&mut matrix).is_some_and(|m| m.apply(&edits.ops));
+        let size = matrix.bytes();
+        if !taken || size > self.capacity {
             return;
         }
-        state.bytes += after;
-        while state.bytes > self.capacity {
-            match state.matrices.pop_lru() {
-                Some((_, (_, old))) => state.bytes -= old.bytes(),
-                None => break,
-            }
-        }
+        self.lock().put(self.capacity, scope, version, matrix);
     }
 
     /// After a write to the scope committed whose vector changes are not at hand: its matrix
