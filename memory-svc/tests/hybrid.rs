@@ -458,6 +458,75 @@ async fn searches_see_the_writes_made_after_earlier_searches() {
     }
 }
 
+/// Writes and searches of one user at once, with the user's vectors kept between searches:
+/// afterwards, every search ranks exactly as a server that reads the vectors afresh.
+#[tokio::test]
+async fn kept_vectors_end_as_a_fresh_read_of_them_after_writes_and_searches_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _model) = endpoint().await;
+    let texts = [
+        "Black coffee, no sugar",
+        "A trip to Tokyo by train",
+        "Piano and music on Sundays",
+        "Coffee before the flight",
+        "Nothing to say",
+    ];
+    let queries = ["a drink", "travel", "an instrument", "coffee on a trip"];
+    for store in stores(dir.path()).await {
+        let server = boot(&store, Some(&url)).await;
+        add_all(&mut server.client.clone()).await;
+        let writers = (0..2).map(|writer| {
+            let mut client = server.client.clone();
+            tokio::spawn(async move {
+                for i in 0..40 {
+                    // Ids recur, so entries are rewritten in place with other texts.
+                    let id = format!("w{writer}-{}", i % 7);
+                    if i % 9 == 8 {
+                        delete(&mut client, &id).await;
+                    } else {
+                        let text = texts[(i * 3 + writer) % texts.len()];
+                        add(&mut client, vec![text_memory(&id, "user", text)]).await;
+                    }
+                }
+            })
+        });
+        let writers: Vec<_> = writers.collect();
+        let searcher = {
+            let mut client = server.client.clone();
+            tokio::spawn(async move {
+                for i in 0..60 {
+                    let query = queries[i % queries.len()];
+                    search(&mut client, request(query, SearchMode::Semantic)).await;
+                }
+            })
+        };
+        for task in writers {
+            task.await.unwrap();
+        }
+        searcher.await.unwrap();
+        let mut kept = Vec::new();
+        for query in queries {
+            let request = SearchMemoryRequest {
+                limit: 100,
+                ..request(query, SearchMode::Semantic)
+            };
+            kept.push(search(&mut server.client.clone(), request).await);
+        }
+        server.shutdown().await;
+
+        let fresh = boot(&store, Some(&url)).await;
+        for (query, kept) in queries.iter().zip(&kept) {
+            let request = SearchMemoryRequest {
+                limit: 100,
+                ..request(query, SearchMode::Semantic)
+            };
+            let read = search(&mut fresh.client.clone(), request).await;
+            assert_eq!(kept, &read, "{query:?} on {store:?}");
+        }
+        fresh.shutdown().await;
+    }
+}
+
 /// The model reads a query without the words that name the author of an entry (a turn says
 /// "I", not its speaker's name): written as names, and only while such an entry is stored.
 #[tokio::test]
