@@ -12,7 +12,8 @@
 //!   ([`VectorCache::written`]), and the next search reads the scope again. A search that read
 //!   a scope while such a write committed must not keep what it read (it may predate the
 //!   write): each write counts itself in a stripe of counters chosen by its scope, and a matrix
-//!   is kept only if its scope's stripe did not move while it was read.
+//!   is kept only if its scope's stripe did not move while it was read, or, for a matrix a
+//!   write took out to change, while it was out.
 //! - Other replicas write the PostgreSQL store's scopes too. Every search reads the scope's
 //!   version first (what every write to the scope changes, see `pg::vectors::version`); a matrix
 //!   is served only to a search that read the version it was kept under. A matrix read after
@@ -65,6 +66,14 @@ impl State {
         self.bytes += size;
         self.matrices.put(scope.to_vec(), (version, matrix));
     }
+}
+
+/// A scope's matrix taken out to be changed, with what its stripe had counted then.
+struct Taken {
+    stripe: usize,
+    writes: u64,
+    version: u64,
+    matrix: Arc<Matrix>,
 }
 
 /// What a search that missed the cache saw before reading its scope.
@@ -131,25 +140,45 @@ impl VectorCache {
     /// scope's other writes and its searches (the sled store's scan lock), so that a matrix
     /// takes each write once, in the order they committed.
     pub fn apply(&self, scope: &[u8], edits: &VectorEdits) {
-        let stripe = self.stripe(scope);
-        let (version, mut matrix) = {
-            let mut state = self.lock();
-            state.writes[stripe] += 1;
-            let Some((version, matrix)) = state.matrices.pop(scope) else {
-                return;
-            };
-            state.bytes -= matrix.bytes();
-            (version, matrix)
+        let Some(mut taken) = self.take(scope) else {
+            return;
         };
-        // Changed outside the lock (a removal, or room for more rows, moves the whole matrix)
-        // and put back: the caller keeps this scope's searches out meanwhile. No search holds
-        // the matrix then; were one to, it is dropped rather than copied.
-        let taken = !edits.clear && Arc::get_mut(&mut matrix).is_some_and(|m| m.apply(&edits.ops));
-        let size = matrix.bytes();
-        if !taken || size > self.capacity {
+        // Changed outside the lock (a removal, or room for more rows, moves the whole matrix):
+        // the caller keeps this scope's searches out meanwhile. No search holds the matrix
+        // then; were one to, it is dropped rather than copied.
+        let changed =
+            !edits.clear && Arc::get_mut(&mut taken.matrix).is_some_and(|m| m.apply(&edits.ops));
+        if changed {
+            self.put_back(scope, taken);
+        }
+    }
+
+    /// The scope's matrix, out of the cache while a write changes it.
+    fn take(&self, scope: &[u8]) -> Option<Taken> {
+        let stripe = self.stripe(scope);
+        let mut state = self.lock();
+        state.writes[stripe] += 1;
+        let (version, matrix) = state.matrices.pop(scope)?;
+        state.bytes -= matrix.bytes();
+        Some(Taken {
+            stripe,
+            writes: state.writes[stripe],
+            version,
+            matrix,
+        })
+    }
+
+    /// Keeps a matrix [`VectorCache::take`] gave, changed, unless a write dropped the scope
+    /// meanwhile: one that drops it without the scan lock (the background embedding) may have
+    /// committed before the write that took it, and the matrix would lack its vectors.
+    fn put_back(&self, scope: &[u8], taken: Taken) {
+        if taken.matrix.bytes() > self.capacity {
             return;
         }
-        self.lock().put(self.capacity, scope, version, matrix);
+        let mut state = self.lock();
+        if state.writes[taken.stripe] == taken.writes {
+            state.put(self.capacity, scope, taken.version, taken.matrix);
+        }
     }
 
     /// After a write to the scope committed whose vector changes are not at hand: its matrix
@@ -251,6 +280,24 @@ mod tests {
             "4 rows are more than the cache holds"
         );
         assert_eq!(small.lock().bytes, 0);
+    }
+
+    #[test]
+    fn a_scope_dropped_while_a_write_changes_its_matrix_stays_dropped() {
+        let cache = VectorCache::new(1 << 20);
+        let reading = cache.get(b"a", 0).unwrap_err();
+        cache.keep(b"a", reading, 0, matrix(3));
+        let taken = cache.take(b"a").unwrap();
+        cache.written(b"a");
+        cache.put_back(b"a", taken);
+        assert!(cache.get(b"a", 0).is_err());
+        assert_eq!(cache.lock().bytes, 0);
+        // Undisturbed, the matrix goes back.
+        let reading = cache.get(b"a", 0).unwrap_err();
+        cache.keep(b"a", reading, 0, matrix(3));
+        let taken = cache.take(b"a").unwrap();
+        cache.put_back(b"a", taken);
+        assert_eq!(cache.lock().bytes, matrix(3).bytes());
     }
 
     #[test]
