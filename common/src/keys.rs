@@ -14,7 +14,7 @@
 use prost_types::Timestamp;
 
 /// Builds a key component by component.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Key(Vec<u8>);
 
 impl Key {

@@ -1,7 +1,8 @@
 //! Durability of memory: the real `memory-svc` binary is killed with SIGKILL at random moments
 //! while writers ingest batches of events and delete some of them, 20 times over. After each
 //! restart every acknowledged batch is there whole, every acknowledged delete holds, and no
-//! unacknowledged batch is there in part.
+//! unacknowledged batch is there in part; and searches find exactly what is there, although
+//! the last writes' postings were likely still in the index journal when the process died.
 
 use std::{
     collections::HashSet,
@@ -16,7 +17,7 @@ use std::{
 use adk_proto::{
     memory::v1::{
         delete_memory_request::Target, memory_service_client::MemoryServiceClient,
-        AddEventsToMemoryRequest, DeleteMemoryRequest, ListMemoriesRequest,
+        AddEventsToMemoryRequest, DeleteMemoryRequest, ListMemoriesRequest, SearchMemoryRequest,
     },
     session::v1::{part::Data, Content, Event, Part},
 };
@@ -83,6 +84,28 @@ async fn stored_ids(client: &mut MemoryServiceClient<Channel>) -> HashSet<String
     }
 }
 
+/// The ids of the entries a search for batch `batch`'s own word finds (among them, as context,
+/// may be neighbours from other batches, which are left out).
+async fn found_ids(client: &mut MemoryServiceClient<Channel>, batch: usize) -> HashSet<String> {
+    let hits = client
+        .search_memory(SearchMemoryRequest {
+            app_name: "crash".into(),
+            user_id: "u".into(),
+            query: format!("b{batch}"),
+            limit: 50,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .memories;
+    let own = format!("b{batch}-");
+    hits.into_iter()
+        .map(|m| m.id)
+        .filter(|id| id.starts_with(&own))
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_ingestion_and_deletes_survive_repeated_sigkills() {
     let dir = tempfile::tempdir().unwrap();
@@ -91,6 +114,7 @@ async fn acknowledged_ingestion_and_deletes_survive_repeated_sigkills() {
     let (mut child, mut client) = spawn(dir.path()).await;
     let mut checked = 0;
     for cycle in 0..CYCLES {
+        let first_batch = next_batch.load(Ordering::SeqCst);
         let done = Arc::new(AtomicUsize::new(0));
         let writers: Vec<_> = (0..WRITERS)
             .map(|_| {
@@ -145,28 +169,38 @@ async fn acknowledged_ingestion_and_deletes_survive_repeated_sigkills() {
         client = new_client;
 
         let stored = stored_ids(&mut client).await;
-        let acked = acked.lock().unwrap();
-        for batch in 0..next_batch.load(Ordering::SeqCst) {
-            let ids = batch_ids(batch);
-            let present: Vec<bool> = ids.iter().map(|id| stored.contains(id)).collect();
-            // A batch is one transaction: apart from its deleted first entry, all or nothing.
-            assert!(
-                present[1..].iter().all(|p| *p == present[1]),
-                "batch {batch} is partly stored: {present:?}"
-            );
-            if acked.added.contains(&batch) {
-                assert!(present[1], "acknowledged batch {batch} is missing");
-            }
-            if acked.deleted.contains(&batch) {
+        {
+            let acked = acked.lock().unwrap();
+            for batch in 0..next_batch.load(Ordering::SeqCst) {
+                let ids = batch_ids(batch);
+                let present: Vec<bool> = ids.iter().map(|id| stored.contains(id)).collect();
+                // A batch is one transaction: apart from its deleted first entry, all or nothing.
                 assert!(
-                    !present[0],
-                    "acknowledged delete of batch {batch} was undone"
+                    present[1..].iter().all(|p| *p == present[1]),
+                    "batch {batch} is partly stored: {present:?}"
                 );
-            } else if acked.added.contains(&batch) && batch % 3 != 0 {
-                assert!(present[0], "batch {batch} lost an entry nobody deleted");
+                if acked.added.contains(&batch) {
+                    assert!(present[1], "acknowledged batch {batch} is missing");
+                }
+                if acked.deleted.contains(&batch) {
+                    assert!(
+                        !present[0],
+                        "acknowledged delete of batch {batch} was undone"
+                    );
+                } else if acked.added.contains(&batch) && batch % 3 != 0 {
+                    assert!(present[0], "batch {batch} lost an entry nobody deleted");
+                }
             }
+            checked = stored.len();
         }
-        checked = stored.len();
+        // The batches of this cycle: their postings were the last written before the kill.
+        for batch in first_batch..next_batch.load(Ordering::SeqCst) {
+            let there = batch_ids(batch)
+                .into_iter()
+                .filter(|id| stored.contains(id))
+                .collect::<HashSet<_>>();
+            assert_eq!(found_ids(&mut client, batch).await, there, "batch {batch}");
+        }
     }
     println!("{CYCLES} kill/restart cycles; {checked} memories verified at the end");
     child.kill();

@@ -199,8 +199,10 @@ pub(super) const OLD_POSTINGS: &[u8] = b"postings";
 /// index is of stems (an older binary would search it by whole words). 3: a term's df value
 /// may carry its count of appended blocks (an older binary would take it for corrupt).
 /// 4: an entry's kind and expiry are in its record (an older binary would take them from its
-/// metadata, and keep neither when it rewrites the entry).
-const FORMAT: u32 = 4;
+/// metadata, and keep neither when it rewrites the entry). 5: the postings of recent writes
+/// may be in the `journal` tree rather than in the blocks (an older binary would search
+/// without them).
+const FORMAT: u32 = 5;
 
 /// Refuses a database of a newer format than [`FORMAT`] (recording [`FORMAT`] in an older one).
 ///

@@ -13,6 +13,7 @@
 //! | `ids`        | app, user, id, seq        | (empty): finds an id in every session   |
 //! | `blocks`     | app, user, term, seq      | a block of postings from seq on         |
 //! | `df`         | app, user, term           | document frequency (u64 big-endian)     |
+//! | `journal`    | app, user, generation     | `JournalRecord`: postings to merge      |
 //! | `tombstones` | app, user, id             | (empty): deleted ids, not re-ingested   |
 //! | `stats`      | app, user                 | `Stats` (protobuf)                      |
 //! | `vectors`    | app, user, seq            | the entry's vector (see [`vectors`])    |
@@ -24,7 +25,8 @@
 //!
 //! The `postings` module describes the blocks. A term's document frequency is kept
 //! beside its postings, in the same transactions, so a search knows every term's idf before
-//! reading any posting.
+//! reading any posting. A write puts its posting changes in the `journal`, and a background
+//! merge moves them into the blocks; a search merges what is left first (see [`journal`]).
 //!
 //! # Search
 //! BM25 over the scope's statistics, with MaxScore dynamic pruning: every posting of a term
@@ -52,8 +54,8 @@
 //!
 //! # Writes
 //! The shared planner decides what a write changes; [`write`] loads what it reads and commits
-//! its edits as one transaction over all trees, and a group-commit flush then makes it durable
-//! before the caller hears of it.
+//! its edits as one transaction over all trees (its postings as one journal record), and a
+//! group-commit flush then makes it durable before the caller hears of it.
 //!
 //! # Threads
 //! sled calls block (reads may go to disk, a commit takes a lock and writes its log), and
@@ -62,6 +64,7 @@
 //! searches); an async method only waits for it.
 
 mod generation;
+mod journal;
 mod migrate;
 mod postings;
 mod records;
@@ -113,6 +116,8 @@ pub struct SledMemoryStore {
     ids: Tree,
     blocks: Tree,
     df: Tree,
+    /// Posting changes not yet in `blocks` and `df` (see [`journal`]).
+    journal: Tree,
     tombstones: Tree,
     stats: Tree,
     vectors: Tree,
@@ -131,6 +136,8 @@ pub struct SledMemoryStore {
     work: TaskTracker,
     /// Keeps a search's reads of a scope from interleaving with a commit to it.
     scans: Arc<ScanLocks>,
+    /// Merges of the index journal (see [`journal`]).
+    merges: Arc<journal::Merges>,
 }
 
 /// Stripes of locks by scope: searches of a scope hold its stripe shared while they read, a
@@ -198,6 +205,7 @@ impl SledMemoryStore {
             ids: db.open_tree("ids")?,
             blocks,
             df,
+            journal: db.open_tree("journal")?,
             tombstones: db.open_tree("tombstones")?,
             stats: db.open_tree("stats")?,
             vectors: db.open_tree("vectors")?,
@@ -213,10 +221,12 @@ impl SledMemoryStore {
             vector_cache: Arc::new(VectorCache::new(vector_cache::DEFAULT_BYTES)),
             work: TaskTracker::new(),
             scans: Arc::default(),
+            merges: Arc::default(),
             db,
         };
         migrate::convert_kinds(&store)?;
         migrate::reindex(&store)?;
+        store.merge_left_records()?;
         Ok(store)
     }
 
@@ -316,7 +326,7 @@ impl SledMemoryStore {
 
     /// [`MemoryStore::search`] in the scope whose keys start with `scope`.
     fn search_now(&self, scope: &Key, query: &SearchQuery) -> Result<Vec<Hit>> {
-        let _reading = self.scans.reading(scope);
+        let _reading = self.settled(scope)?;
         if !query.filters() {
             // Without filters every entry is admitted, so records are read for the results
             // only. Searches do not lock out writers, though: if one of them was removed since
@@ -430,6 +440,7 @@ impl MemoryStore for SledMemoryStore {
     async fn indexed(&self, scope: Scope<'_>, terms: &[String]) -> Result<Vec<bool>> {
         let (key, terms) = (scope_key(scope), terms.to_vec());
         self.blocking(move |store| {
+            let _reading = store.settled(&key)?;
             // A term in some entry has a document frequency.
             terms
                 .iter()

@@ -13,18 +13,19 @@
 //! older block (an entry rewritten in place) let it grow to twice [`BLOCK_LEN`] before it is
 //! split. A block emptied by removals is deleted.
 //!
-//! Appends are append-only: a write's new postings of a term go into a new block of their own,
-//! so ingestion writes a few bytes per term instead of rewriting the term's last block (whose
-//! size, and so the bytes written per ingestion, would grow with the index). The small blocks
-//! this leaves at the end of a list are merged (Lucene-style) by the write that adds the
-//! [`MERGE_AT`]-th one since the last merge, into blocks of up to [`BLOCK_LEN`]: a list ends in
-//! at most that many small blocks, and a posting is rewritten about `BLOCK_LEN / MERGE_AT`
-//! times on its way into a full block instead of once per later write. How many blocks were
-//! appended since the last merge is kept in the term's df value (see [`DfValue`]), which every
-//! write changing the term rewrites anyway.
+//! Appends are append-only: the new postings of a term that one merge of the index journal
+//! (see [`super::journal`]) brings go into a new block of their own, so ingestion writes a few
+//! bytes per term instead of rewriting the term's last block (whose size, and so the bytes
+//! written per ingestion, would grow with the index). The small blocks this leaves at the end
+//! of a list are merged (Lucene-style) by the merge that adds the [`MERGE_AT`]-th one since the
+//! last such merge, into blocks of up to [`BLOCK_LEN`]: a list ends in at most that many small
+//! blocks, and a posting is rewritten about `BLOCK_LEN / MERGE_AT` times on its way into a full
+//! block instead of once per later write. How many blocks were appended since the last merge
+//! is kept in the term's df value (see [`DfValue`]), which every change of the term rewrites
+//! anyway.
 //!
-//! [`TermEdit`] changes one term's blocks within a write plan; [`Cursor`] reads them for a
-//! search.
+//! [`TermEdit`] changes one term's blocks (for a merge of the journal, or a write that indexes
+//! directly); [`Cursor`] reads them for a search.
 
 use std::collections::{btree_map, BTreeMap, BTreeSet};
 
@@ -227,7 +228,7 @@ fn block_seq(key: &[u8], prefix_len: usize) -> Result<u64> {
         .ok_or_else(|| corrupt("key without a sequence number"))
 }
 
-/// One term's postings and document frequency as a write plan changes them. Blocks are read
+/// One term's postings and document frequency as a merge changes them. Blocks are read
 /// from the tree when first needed and written back by [`TermEdit::finish`].
 #[derive(Debug)]
 pub struct TermEdit {
@@ -238,7 +239,7 @@ pub struct TermEdit {
     /// The blocks read or created, by first seq; empty ones are deleted when finishing.
     blocks: BTreeMap<u64, Vec<Posting>>,
     dirty: BTreeSet<u64>,
-    /// The block this write appends to, once it has appended.
+    /// The block this edit appends to, once it has appended.
     appending: Option<u64>,
 }
 
@@ -260,7 +261,7 @@ impl TermEdit {
     }
 
     /// Adds a posting. `append` says its seq is above every seq stored so far (a new entry):
-    /// it goes into this write's own block, and nothing stored is read.
+    /// it goes into this edit's own block, and nothing stored is read.
     pub fn insert(&mut self, tree: &Tree, p: Posting, append: bool) -> Result<()> {
         // A plan made against a state that changed while it was read (to be planned again,
         // see `write`) may append out of order: such postings are inserted where they belong.
@@ -294,7 +295,7 @@ impl TermEdit {
         Ok(())
     }
 
-    /// Whether `seq` is above every seq this write appended so far.
+    /// Whether `seq` is above every seq this edit appended so far.
     fn appends_after(&self, seq: u64) -> bool {
         let last = self
             .appending

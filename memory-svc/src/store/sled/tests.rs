@@ -13,6 +13,7 @@ use super::{
         },
         DeleteTarget, Entry,
     },
+    journal,
     migrate::OLD_POSTINGS,
     postings::{self, Posting},
     records::{decode, key_seq, scope_key, u64_value, EntryRecord, Stats},
@@ -127,6 +128,8 @@ async fn survives_reopening() {
 fn assert_index_consistent(store: &SledMemoryStore) {
     let mut expected = BTreeMap::<Vec<u8>, Vec<Posting>>::new();
     let scope = scope_key(SCOPE);
+    store.merge_journal(&scope).unwrap();
+    assert!(store.journal.is_empty());
     for kv in store.entries.scan_prefix(&scope) {
         let (key, value) = kv.unwrap();
         let seq = key_seq(&key, scope.as_bytes().len()).unwrap();
@@ -206,6 +209,9 @@ async fn converts_the_old_postings_layout() {
     };
     let e = entry("o", "the other user");
     store.add_memories(other, vec![e]).await.unwrap();
+    // A store of the old layout has no journal.
+    store.merge_journal(&scope_key(SCOPE)).unwrap();
+    store.merge_journal(&scope_key(other)).unwrap();
 
     // Back to the old layout: one key per posting, no document frequencies. A conversion
     // cut short left new trees behind.
@@ -237,9 +243,10 @@ async fn converts_the_old_postings_layout() {
     assert_index_consistent(&store);
 }
 
-/// Ingestion one turn at a time, as a conversation arrives: each write's postings go into
-/// blocks of their own, which are merged into full ones as they pile up, and the index stays
-/// exact through the rewrites and deletions in between.
+/// Ingestion one turn at a time, as a conversation arrives: each merge of the journal puts its
+/// postings into blocks of their own (the last checks merge after every write), which are
+/// merged into full ones as they pile up, and the index stays exact through the rewrites and
+/// deletions in between.
 #[tokio::test]
 async fn small_writes_append_blocks_and_merge_them() {
     let (_dir, store) = open().await.unwrap();
@@ -278,12 +285,14 @@ async fn small_writes_append_blocks_and_merge_them() {
     // A write that only appends to a term, and does not merge, leaves its stored blocks as they
     // were and adds one.
     let appended = || {
+        store.merge_journal(&scope_key(SCOPE)).unwrap();
         let value = store.df.get(&garden).unwrap().unwrap();
         value
             .get(8..12)
             .map_or(0, |b| u32::from_be_bytes(b.try_into().unwrap()))
     };
     let stored = || -> Vec<_> {
+        store.merge_journal(&scope_key(SCOPE)).unwrap();
         store
             .blocks
             .scan_prefix(&garden)
@@ -364,4 +373,100 @@ async fn converts_the_kinds_of_a_format_3_store() {
     let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
     let (listed, _) = store.list(SCOPE, 100, "").await.unwrap();
     assert_eq!(listed.iter().filter(|e| e.kind.generated).count(), 2);
+}
+
+/// A write's postings wait in the journal while no merge runs; a search merges them first, so
+/// it finds what the write added.
+// The test holds a merge lock across the writes it awaits on purpose, so that no merge runs;
+// they take it only at `journal::BACKLOG` records.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test]
+async fn searches_merge_the_journal_first() {
+    let (_dir, store) = open().await.unwrap();
+    let merging = store.merges.lock(&scope_key(SCOPE));
+    memorize(&store, entries(&[("a", "first words")])).await;
+    memorize(&store, entries(&[("b", "second words")])).await;
+    assert_eq!(store.journal.len(), 2);
+    let second = scope_key(SCOPE).str("second");
+    assert!(store.df.get(&second).unwrap().is_none());
+    drop(merging);
+    assert_eq!(search(&store, "words").await, ["a", "b"]);
+    assert!(store.journal.is_empty());
+    assert_index_consistent(&store);
+}
+
+/// A journal a crash left (here: merges that never ran) is merged by the next store on the
+/// database, whose searches see every write; the merge of the store that wrote it then finds
+/// it done and changes nothing.
+// As in `searches_merge_the_journal_first`, the merge lock is held across writes on purpose.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test]
+async fn a_journal_left_behind_is_merged_by_the_next_store() {
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let first = SledMemoryStore::from_db(db.clone(), SyncMode::Sync, Analyzer::default()).unwrap();
+    // Fewer writes than `journal::BACKLOG`, at which a write would merge (and wait for this).
+    let merging = first.merges.lock(&scope_key(SCOPE));
+    generated_corpus(&first).await;
+    delete(&first, memory_id("e3-7")).await;
+    assert!(!first.journal.is_empty());
+
+    let store = SledMemoryStore::from_db(db, SyncMode::Sync, Analyzer::default()).unwrap();
+    assert!(assert_searches_exact(&store).await > 400);
+    assert!(store.journal.is_empty());
+    assert_index_consistent(&store);
+    drop(merging);
+    first.merge_journal(&scope_key(SCOPE)).unwrap();
+    assert_index_consistent(&store);
+}
+
+/// A write of more posting changes than a journal record holds (a session of 2,000 long
+/// turns) changes the blocks directly, after merging the records that wait before it: the
+/// index ends as if every write had been merged in order.
+#[tokio::test]
+async fn a_write_of_many_postings_is_indexed_after_the_waiting_ones() {
+    let (_dir, store) = open().await.unwrap();
+    replace(
+        &store,
+        "s",
+        entries(&[("a", "alpha words"), ("b", "beta words")]),
+    )
+    .await;
+    memorize(&store, entries(&[("c", "gamma words")])).await;
+    assert_eq!(store.journal.len(), 2);
+    let turns: Vec<_> = (0..2000)
+        .map(|i| {
+            let text = (0..40)
+                .map(|k| format!("w{}", (i * 7 + k * 13) % 997))
+                .collect::<Vec<_>>()
+                .join(" ");
+            entry(&format!("t{i}"), &format!("words {text}"))
+        })
+        .collect();
+    // Replacing the session removes a and b, whose postings are still in the journal.
+    replace(&store, "s", turns).await;
+    assert!(store.journal.is_empty());
+    assert_index_consistent(&store);
+    assert_eq!(search(&store, "alpha beta gamma").await, ["c"]);
+}
+
+/// Records wait for the background merger once `MERGE_AFTER` of them are there, and a write
+/// that finds `BACKLOG` waiting merges them itself: the journal is always shorter than that
+/// when a write returns, and the merger empties it below `MERGE_AFTER` once writes stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_journal_stays_short() {
+    let (_dir, store) = open().await.unwrap();
+    for i in 0..3 * journal::BACKLOG {
+        memorize(
+            &store,
+            entries(&[(&format!("e{i}"), &format!("words w{i}"))]),
+        )
+        .await;
+        assert!((store.journal.len() as u64) < journal::BACKLOG);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while store.journal.len() as u64 >= journal::MERGE_AFTER {
+        assert!(std::time::Instant::now() < deadline, "the merger never ran");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_index_consistent(&store);
 }

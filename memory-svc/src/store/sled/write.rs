@@ -7,7 +7,7 @@
 //! again. This runs on a blocking thread (see [`SledMemoryStore::write`]).
 
 use std::{
-    collections::{btree_map::Entry, BTreeMap, BTreeSet, HashMap},
+    collections::{btree_map::Entry, BTreeMap, BTreeSet},
     convert::Infallible,
 };
 
@@ -22,7 +22,8 @@ use super::{
         vectors::{self, VectorEdits, Vectors},
         Result, RevisionRecord, StoreError,
     },
-    postings::{Posting, TermEdit},
+    journal::{JournalRecord, TermEdits},
+    postings::Posting,
     records::{decode, key_seq, u64_value, EntryRecord, Stats},
     SledMemoryStore,
 };
@@ -54,7 +55,17 @@ impl SledMemoryStore {
             }
             let (count, delta) = (plan.count, plan.entry_delta());
             let vector_edits = vectors::edits(&plan.edits, vectors);
-            let mut batches = Batches::of(self, scope, plan, stats)?;
+            // A write that clears the scope removes the blocks, df values and journal records it
+            // scans, and one with many postings (a re-indexing) is not journalled but applied
+            // to the blocks: either holds the merge lock until it commits, so that no merge
+            // changes them in between, and applies its postings after the journal's.
+            let direct = posting_changes(&plan) > DIRECT_AFTER
+                || plan.edits.iter().any(|edit| matches!(edit, Edit::Clear));
+            let merging = direct.then(|| self.merges.lock(scope));
+            if let Some(held) = &merging {
+                self.merge_held(scope, held)?;
+            }
+            let mut batches = Batches::of(self, scope, plan, stats, direct)?;
             batches.vectors = self.vector_batch(scope, &vector_edits)?;
             batches.vector_edits = vector_edits;
             if let (Some(revision), Some(seq)) = (revision, revision_seq) {
@@ -62,10 +73,14 @@ impl SledMemoryStore {
                     .revisions
                     .insert(scope.clone().u64(seq), revision.encode_to_vec());
             }
+            let (journalled, generation) = (batches.journalled, batches.stats.generation);
             match batches.commit(self, scope, base) {
                 Ok(true) => {
                     if delta != 0 {
                         gauge!("store_memories").increment(delta as f64);
+                    }
+                    if journalled {
+                        self.journalled(scope, generation)?;
                     }
                     return Ok(count);
                 }
@@ -176,6 +191,10 @@ struct Batches {
     ids: Batch,
     blocks: Batch,
     df: Batch,
+    /// The write's journal record (see [`super::journal`]), and what clearing removes.
+    journal: Batch,
+    /// Whether `journal` holds a record.
+    journalled: bool,
     tombstones: Batch,
     /// See [`SledMemoryStore::vector_batch`].
     vectors: Batch,
@@ -186,8 +205,15 @@ struct Batches {
 }
 
 impl Batches {
-    /// Turns `plan`, made against `stats`, into batches (reading the posting blocks it changes).
-    fn of(store: &SledMemoryStore, scope: &Key, plan: Plan, stats: Stats) -> Result<Self> {
+    /// Turns `plan`, made against `stats`, into batches: its postings as a journal record, or
+    /// if `direct` as the changes of the blocks and df values (read from the store).
+    fn of(
+        store: &SledMemoryStore,
+        scope: &Key,
+        plan: Plan,
+        stats: Stats,
+        direct: bool,
+    ) -> Result<Self> {
         let mut b = Self {
             stats: Stats {
                 docs: plan.stats.docs,
@@ -201,18 +227,16 @@ impl Batches {
             ids: Batch::default(),
             blocks: Batch::default(),
             df: Batch::default(),
+            journal: Batch::default(),
+            journalled: false,
             tombstones: Batch::default(),
             vectors: Batch::default(),
             vector_edits: VectorEdits::default(),
             revisions: Batch::default(),
             expiries: Batch::default(),
         };
-        // The terms whose postings change, by term; queued into `blocks` and `df` at the end.
-        let mut terms = Terms {
-            scope,
-            store,
-            edits: HashMap::new(),
-        };
+        // The postings it changes, in order.
+        let mut record = JournalRecord::default();
         // Seqs from this one on are new entries: their postings are appends.
         let first_new_seq = stats.next_seq;
         // The expiries of generated memories, keyed by id (such a memory has no session, so
@@ -234,7 +258,7 @@ impl Batches {
                         expiries.entry(entry.id.clone()).or_insert(None);
                     }
                     for term in &old.terms {
-                        terms.edit(term)?.remove(&store.blocks, seq)?;
+                        record.remove(term, seq);
                     }
                 }
                 Edit::Insert {
@@ -243,35 +267,33 @@ impl Batches {
                     context,
                     terms: indexed,
                 } => {
-                    let record = EntryRecord::new(entry, context, indexed);
+                    let stored = EntryRecord::new(entry, context, indexed);
                     let append = seq >= first_new_seq;
-                    for t in &record.terms {
+                    for t in &stored.terms {
                         let posting = Posting {
                             seq,
                             tf: t.tf,
-                            len: record.len,
+                            len: stored.len,
                         };
-                        terms
-                            .edit(&t.term)?
-                            .insert(&store.blocks, posting, append)?;
+                        record.insert(&t.term, posting, append);
                     }
                     b.buckets.insert(
-                        scope.clone().str(&record.session_id).str(&record.id),
+                        scope.clone().str(&stored.session_id).str(&stored.id),
                         &seq.to_be_bytes()[..],
                     );
-                    if !record.session_id.is_empty() {
+                    if !stored.session_id.is_empty() {
                         b.turns.insert(
-                            scope.clone().str(&record.session_id).u64(seq),
+                            scope.clone().str(&stored.session_id).u64(seq),
                             IVec::default(),
                         );
                     }
                     b.ids
-                        .insert(scope.clone().str(&record.id).u64(seq), IVec::default());
-                    if let Some(at) = record.expire_ms {
-                        expiries.insert(record.id.clone(), Some(at));
+                        .insert(scope.clone().str(&stored.id).u64(seq), IVec::default());
+                    if let Some(at) = stored.expire_ms {
+                        expiries.insert(stored.id.clone(), Some(at));
                     }
                     b.entries
-                        .insert(scope.clone().u64(seq), record.encode_to_vec());
+                        .insert(scope.clone().u64(seq), stored.encode_to_vec());
                 }
                 Edit::Tombstone(id) => b.tombstones.insert(scope.clone().str(&id), IVec::default()),
                 Edit::Lift(id) => b.tombstones.remove(scope.clone().str(&id)),
@@ -282,13 +304,22 @@ impl Batches {
                     remove_all(&store.ids, scope, &mut b.ids)?;
                     remove_all(&store.blocks, scope, &mut b.blocks)?;
                     remove_all(&store.df, scope, &mut b.df)?;
+                    remove_all(&store.journal, scope, &mut b.journal)?;
                     remove_all(&store.tombstones, scope, &mut b.tombstones)?;
                     remove_all(&store.expiries, scope, &mut b.expiries)?;
                 }
             }
         }
-        for edit in terms.edits.values_mut() {
-            edit.finish(&store.blocks, &mut b.blocks, &mut b.df)?;
+        if direct {
+            let mut edits = TermEdits::new(scope);
+            edits.apply(store, record.ops)?;
+            edits.finish(store, &mut b.blocks, &mut b.df)?;
+        } else if !record.ops.is_empty() {
+            b.journal.insert(
+                scope.clone().u64(b.stats.generation),
+                record.encode_to_vec(),
+            );
+            b.journalled = true;
         }
         for (id, at) in expiries {
             let key = scope.clone().str(&id);
@@ -315,6 +346,7 @@ impl Batches {
             &store.ids,
             &store.blocks,
             &store.df,
+            &store.journal,
             &store.tombstones,
             &store.stats,
             &store.vectors,
@@ -331,6 +363,7 @@ impl Batches {
                     ids,
                     blocks,
                     df,
+                    journal,
                     tombstones,
                     stats,
                     vectors,
@@ -346,6 +379,7 @@ impl Batches {
                     ids.apply_batch(&self.ids)?;
                     blocks.apply_batch(&self.blocks)?;
                     df.apply_batch(&self.df)?;
+                    journal.apply_batch(&self.journal)?;
                     tombstones.apply_batch(&self.tombstones)?;
                     vectors.apply_batch(&self.vectors)?;
                     revisions.apply_batch(&self.revisions)?;
@@ -368,25 +402,20 @@ impl Batches {
     }
 }
 
-/// The posting edits of one write, by term.
-struct Terms<'a> {
-    scope: &'a Key,
-    store: &'a SledMemoryStore,
-    edits: HashMap<String, TermEdit>,
-}
+/// Posting changes above which a write applies them to the blocks rather than journal them:
+/// a record is read whole by a merge, and a re-indexing changes every posting of the scope.
+const DIRECT_AFTER: usize = 1 << 16;
 
-impl Terms<'_> {
-    /// The edit of `term`'s postings, started on first use.
-    fn edit(&mut self, term: &str) -> Result<&mut TermEdit> {
-        // Looked up before inserting, so the common case of a term seen before allocates nothing.
-        if !self.edits.contains_key(term) {
-            let edit = TermEdit::new(self.scope.clone().str(term), &self.store.df)?;
-            self.edits.insert(term.to_owned(), edit);
-        }
-        self.edits
-            .get_mut(term)
-            .ok_or_else(|| StoreError::corrupt("term edit vanished"))
-    }
+/// How many postings `plan` inserts or removes.
+fn posting_changes(plan: &Plan) -> usize {
+    plan.edits
+        .iter()
+        .map(|edit| match edit {
+            Edit::Insert { terms, .. } => terms.counts.len(),
+            Edit::Remove(old) => old.terms.len(),
+            Edit::Tombstone(_) | Edit::Lift(_) | Edit::Clear => 0,
+        })
+        .sum()
 }
 
 /// Queues the removal of every key of `tree` under `prefix`.
