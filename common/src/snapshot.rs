@@ -125,6 +125,12 @@ impl WriteGate {
         self.0.clone().read_owned().await
     }
 
+    /// [`WriteGate::writing`] on a blocking thread (never on the async runtime's own: it
+    /// blocks the thread until no snapshot runs).
+    pub fn writing_blocking(&self) -> RwLockReadGuard<'_, ()> {
+        self.0.blocking_read()
+    }
+
     /// Writes the body of a snapshot of `db` to `path` with writers paused; returns the entry
     /// count.
     pub async fn snapshot(&self, db: &sled::Db, path: &Path) -> Result<u64, SnapshotError> {

@@ -210,6 +210,7 @@ impl SledMemoryStore {
                 next
             };
             let Some(scope) = next else { return };
+            let _writing = self.gate.writing_blocking();
             // Nothing is lost: the records stay, and the next reader of the scope merges them.
             if let Err(e) = self.merge_journal(&scope) {
                 tracing::warn!(error = %e, "merging the index journal failed");
