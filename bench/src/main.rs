@@ -1108,7 +1108,8 @@ fn search_request(user: &str, query: String) -> SearchMemoryRequest {
 }
 
 /// Loads entries `range` into `user`'s memory: AddEventsToMemory calls of `batch` events (one
-/// session per call) from `concurrency` clients. Returns the calls' latencies.
+/// session per call) from `concurrency` clients, then one search (see below). Returns the
+/// calls' latencies.
 async fn load_memory(
     srv: &Server,
     texts: &Texts,
@@ -1153,6 +1154,12 @@ async fn load_memory(
     }
     for t in tasks {
         t.await??;
+    }
+    // The load ends once what it added is searchable: a store may index part of it after
+    // replying, and a search first finishes that.
+    if let Some(client) = clients.first() {
+        let query = texts(range.end.saturating_sub(1));
+        client.clone().search_memory(search_request(user, query)).await?;
     }
     let hist = load_lat.lock().unwrap().clone();
     Ok(hist)
