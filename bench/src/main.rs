@@ -1159,7 +1159,10 @@ async fn load_memory(
     // replying, and a search first finishes that.
     if let Some(client) = clients.first() {
         let query = texts(range.end.saturating_sub(1));
-        client.clone().search_memory(search_request(user, query)).await?;
+        client
+            .clone()
+            .search_memory(search_request(user, query))
+            .await?;
     }
     let hist = load_lat.lock().unwrap().clone();
     Ok(hist)

@@ -27,6 +27,7 @@ macro_rules! session_store_suite {
             state_scopes_merge,
             shared_keys_keep_the_last_write,
             lists_sessions_in_order_and_pages,
+            listed_sessions_carry_their_own_state,
             lists_events_in_pages,
             delete_keeps_app_and_user_state,
             the_change_feed_orders_appends_per_app,
@@ -441,6 +442,59 @@ pub async fn lists_sessions_in_order_and_pages<S: SessionStore>(store: S) {
         .await
     )
     .is_empty());
+}
+
+/// Every listing, whole or in pages, of one user or of the app, shows each session with its
+/// own session state (and the app's and its user's): ids that extend one another ("s1",
+/// "s10") and a session without state included.
+pub async fn listed_sessions_carry_their_own_state<S: SessionStore>(store: S) {
+    let ids = ["s1", "s10", "s2", "bare"];
+    for (i, id) in ids.iter().enumerate() {
+        let mut new = new_session(&key(id), 100 + i as i64);
+        if *id != "bare" {
+            new.state = ScopedDelta {
+                app: entries(&[("a", "1")]),
+                user: entries(&[("u", "2")]),
+                session: entries(&[("id", &format!("\"{id}\"")), ("n", &i.to_string())]),
+            };
+        }
+        store.create(new).await.unwrap();
+    }
+    let mut other = new_session(&key_of("other", "s1"), 90);
+    other.state.session = entries(&[("id", "\"theirs\"")]);
+    store.create(other).await.unwrap();
+
+    let expected = |s: &Session| match s.id.as_str() {
+        "bare" => json!({"app:a": 1, "user:u": 2}),
+        _ if s.user_id == "other" => json!({"id": "theirs", "app:a": 1}),
+        id => {
+            let n = ids.iter().position(|x| *x == id).unwrap();
+            json!({"id": id, "n": n, "app:a": 1, "user:u": 2})
+        }
+    };
+    for (user, page_size) in [
+        (Some("user"), 1000),
+        (Some("user"), 3),
+        (None, 1000),
+        (None, 2),
+    ] {
+        let listed = pages(page_size, |token| {
+            let store = store.clone();
+            async move { store.list(APP, user, page_size, &token).await }
+        })
+        .await;
+        let sessions: Vec<&Session> = listed.iter().flatten().collect();
+        assert_eq!(sessions.len(), if user.is_some() { 4 } else { 5 });
+        for s in sessions {
+            assert_eq!(
+                state_of(s),
+                expected(s),
+                "{}/{} ({page_size})",
+                s.user_id,
+                s.id
+            );
+        }
+    }
 }
 
 pub async fn lists_events_in_pages<S: SessionStore>(store: S) {
