@@ -682,10 +682,17 @@ async fn metrics_are_exposed_for_prometheus() {
         .await
         .unwrap();
     let body = scrape(srv.metrics_addr().unwrap()).await;
-    // The memory count is the sled store's gauge (PostgreSQL has its own counts); the
-    // PostgreSQL store keeps the blocks the search read.
+    // The memory count is the sled store's gauge (PostgreSQL has its own counts), and so are
+    // the journal merges; the PostgreSQL store keeps the blocks the search read.
     if adk_tests::postgres_url().is_none() {
         assert!(sample(&body, "store_memories", &[]).unwrap() >= 1.0);
+        // The search merged the write's postings, still in the index journal.
+        let merged = sample(
+            &body,
+            "memory_journal_merged_records_total",
+            &["by=\"reader\""],
+        );
+        assert!(merged.unwrap() >= 1.0, "{body}");
     } else {
         let kept = sample(&body, "memory_block_cache_bytes", &[]);
         assert!(kept.unwrap() > 0.0, "{body}");

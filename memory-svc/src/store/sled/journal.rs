@@ -28,6 +28,7 @@ use std::{
 };
 
 use adk_common::keys::{prefix_end, Key, KeyReader};
+use metrics::counter;
 use sled::{transaction::TransactionError, Batch, IVec, Transactional};
 
 use super::{
@@ -149,6 +150,27 @@ impl<'a> TermEdits<'a> {
     }
 }
 
+/// Who merged a scope's journal: the label of `memory_journal_merged_records_total`.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Merger {
+    /// The background task.
+    Background,
+    /// A search (or `indexed`) that found records waiting.
+    Reader,
+    /// A write: one that found [`BACKLOG`] records waiting, or one that indexes directly.
+    Writer,
+}
+
+impl Merger {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Background => "background",
+            Self::Reader => "reader",
+            Self::Writer => "writer",
+        }
+    }
+}
+
 /// The merge locks (striped by scope) and the scopes waiting for the background merger.
 #[derive(Debug)]
 pub(super) struct Merges {
@@ -212,7 +234,7 @@ impl SledMemoryStore {
             let Some(scope) = next else { return };
             let _writing = self.gate.writing_blocking();
             // Nothing is lost: the records stay, and the next reader of the scope merges them.
-            if let Err(e) = self.merge_journal(&scope) {
+            if let Err(e) = self.merge_journal(&scope, Merger::Background) {
                 tracing::warn!(error = %e, "merging the index journal failed");
             }
         }
@@ -229,7 +251,7 @@ impl SledMemoryStore {
         let oldest = super::records::key_seq(&key, scope.as_bytes().len())?;
         let waiting = generation.saturating_sub(oldest) + 1;
         if waiting >= BACKLOG {
-            self.merge_journal(scope)?;
+            self.merge_journal(scope, Merger::Writer)?;
         } else if waiting >= MERGE_AFTER {
             self.merge_later(scope);
         }
@@ -237,7 +259,7 @@ impl SledMemoryStore {
     }
 
     /// The scope's scan lock, held shared, once its journal is merged: what a reader of its
-    /// index holds while it reads.
+    /// index holds while it reads. Runs on a blocking thread that holds no write gate guard.
     pub(super) fn settled(&self, scope: &Key) -> Result<RwLockReadGuard<'_, ()>> {
         loop {
             {
@@ -252,18 +274,25 @@ impl SledMemoryStore {
                     return Ok(reading);
                 }
             }
-            self.merge_journal(scope)?;
+            let _writing = self.gate.writing_blocking();
+            self.merge_journal(scope, Merger::Reader)?;
         }
     }
 
-    /// Merges `scope`'s journal into its blocks and df values.
-    pub(super) fn merge_journal(&self, scope: &Key) -> Result<()> {
+    /// Merges `scope`'s journal into its blocks and df values. The caller holds a write gate
+    /// guard: a snapshot must not see a merge half done (the blocks without the records, say).
+    pub(super) fn merge_journal(&self, scope: &Key, by: Merger) -> Result<()> {
         let merging = self.merges.lock(scope);
-        self.merge_held(scope, &merging)
+        self.merge_held(scope, by, &merging)
     }
 
     /// [`Self::merge_journal`] for a caller that holds the scope's merge lock.
-    pub(super) fn merge_held(&self, scope: &Key, _merging: &MutexGuard<'_, ()>) -> Result<()> {
+    pub(super) fn merge_held(
+        &self,
+        scope: &Key,
+        by: Merger,
+        _merging: &MutexGuard<'_, ()>,
+    ) -> Result<()> {
         loop {
             // Read while no commit to the scope can add a record: a record is never read
             // without those of earlier generations.
@@ -287,25 +316,29 @@ impl SledMemoryStore {
             let (mut blocks, mut df) = (Batch::default(), Batch::default());
             edits.finish(self, &mut blocks, &mut df)?;
             let _writing = self.scans.writing(scope);
-            (&self.blocks, &self.df, &self.journal)
+            let committed = (&self.blocks, &self.df, &self.journal)
                 .transaction(|(b, d, j)| {
                     // Another store on the same database (a test reopening it while this one's
                     // merger runs) may have merged them meanwhile: then nothing is written, and
                     // the next round reads what is left.
                     for (key, _) in &records {
                         if j.get(key)?.is_none() {
-                            return Ok(());
+                            return Ok(false);
                         }
                     }
                     b.apply_batch(&blocks)?;
                     d.apply_batch(&df)?;
                     j.apply_batch(&journal)?;
-                    Ok(())
+                    Ok(true)
                 })
                 .map_err(|e: TransactionError<Infallible>| match e {
                     TransactionError::Abort(never) => match never {},
                     TransactionError::Storage(e) => StoreError::from(e),
                 })?;
+            if committed {
+                counter!("memory_journal_merged_records_total", "by" => by.label())
+                    .increment(records.len() as u64);
+            }
         }
     }
 

@@ -128,7 +128,9 @@ async fn survives_reopening() {
 fn assert_index_consistent(store: &SledMemoryStore) {
     let mut expected = BTreeMap::<Vec<u8>, Vec<Posting>>::new();
     let scope = scope_key(SCOPE);
-    store.merge_journal(&scope).unwrap();
+    store
+        .merge_journal(&scope, journal::Merger::Reader)
+        .unwrap();
     assert!(store.journal.is_empty());
     for kv in store.entries.scan_prefix(&scope) {
         let (key, value) = kv.unwrap();
@@ -210,8 +212,12 @@ async fn converts_the_old_postings_layout() {
     let e = entry("o", "the other user");
     store.add_memories(other, vec![e]).await.unwrap();
     // A store of the old layout has no journal.
-    store.merge_journal(&scope_key(SCOPE)).unwrap();
-    store.merge_journal(&scope_key(other)).unwrap();
+    store
+        .merge_journal(&scope_key(SCOPE), journal::Merger::Reader)
+        .unwrap();
+    store
+        .merge_journal(&scope_key(other), journal::Merger::Reader)
+        .unwrap();
 
     // Back to the old layout: one key per posting, no document frequencies. A conversion
     // cut short left new trees behind.
@@ -285,14 +291,18 @@ async fn small_writes_append_blocks_and_merge_them() {
     // A write that only appends to a term, and does not merge, leaves its stored blocks as they
     // were and adds one.
     let appended = || {
-        store.merge_journal(&scope_key(SCOPE)).unwrap();
+        store
+            .merge_journal(&scope_key(SCOPE), journal::Merger::Reader)
+            .unwrap();
         let value = store.df.get(&garden).unwrap().unwrap();
         value
             .get(8..12)
             .map_or(0, |b| u32::from_be_bytes(b.try_into().unwrap()))
     };
     let stored = || -> Vec<_> {
-        store.merge_journal(&scope_key(SCOPE)).unwrap();
+        store
+            .merge_journal(&scope_key(SCOPE), journal::Merger::Reader)
+            .unwrap();
         store
             .blocks
             .scan_prefix(&garden)
@@ -415,7 +425,9 @@ async fn a_journal_left_behind_is_merged_by_the_next_store() {
     assert!(store.journal.is_empty());
     assert_index_consistent(&store);
     drop(merging);
-    first.merge_journal(&scope_key(SCOPE)).unwrap();
+    first
+        .merge_journal(&scope_key(SCOPE), journal::Merger::Reader)
+        .unwrap();
     assert_index_consistent(&store);
 }
 
