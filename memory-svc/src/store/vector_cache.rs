@@ -18,7 +18,10 @@
 //!   version first (what every write to the scope changes, see `pg::vectors::version`); a matrix
 //!   is served only to a search that read the version it was kept under. A matrix read after
 //!   the version may hold later writes than its version says: it is then kept under a version
-//!   no later search reads, and read again (never served stale).
+//!   no later search reads, and read again (never served stale). A write of this replica to a
+//!   scope whose matrix it keeps reads the version it locks and the one it leaves, and a
+//!   matrix kept at the first takes the write's changes and is kept at the second
+//!   ([`VectorCache::apply_at`]); so only other replicas' writes make a search read again.
 use std::{
     hash::BuildHasher,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
@@ -149,6 +152,33 @@ impl VectorCache {
         let changed =
             !edits.clear && Arc::get_mut(&mut taken.matrix).is_some_and(|m| m.apply(&edits.ops));
         if changed {
+            self.put_back(scope, taken);
+        }
+    }
+
+    /// Whether a matrix of the scope is kept, at whatever version.
+    pub fn holds(&self, scope: &[u8]) -> bool {
+        self.lock().matrices.contains(scope)
+    }
+
+    /// After a write to the scope committed that changed its version from `from` to `to`, with
+    /// `edits` its vector changes (the PostgreSQL store, whose versions say what a matrix
+    /// holds): a matrix kept at `from` holds the state the write changed, so it takes `edits`
+    /// and is kept at `to`. Any other stays as it is, for the version check to judge. Writes
+    /// to a scope commit one at a time, but reach here in any order: one that finds the
+    /// matrix out (another write changing it) leaves it to that write, whose putting back
+    /// then fails (the stripe moved), so a matrix never takes writes out of order.
+    pub fn apply_at(&self, scope: &[u8], from: u64, to: u64, edits: &VectorEdits) {
+        let Some(mut taken) = self.take(scope) else {
+            return;
+        };
+        if taken.version != from {
+            self.put_back(scope, taken);
+            return;
+        }
+        // As in `apply`: a matrix a search holds is dropped rather than copied.
+        if !edits.clear && Arc::get_mut(&mut taken.matrix).is_some_and(|m| m.apply(&edits.ops)) {
+            taken.version = to;
             self.put_back(scope, taken);
         }
     }

@@ -202,19 +202,36 @@ impl MemoryStore for PgMemoryStore {
         .map_err(|e| StorageError::new(StorageErrorKind::Internal, format!("analysis: {e}")))?;
         // Attempts run one after another: each has it to itself.
         let analysis = tokio::sync::Mutex::new(analysis);
+        let key = vectors::cache_key(scope);
         postgres::retry_conflicts(
             || async {
                 let mut client = self.pool.get().await?;
                 // Dropped without a commit on any error, the transaction is rolled back: no
                 // statement runs in a failed transaction.
                 let tx = client.transaction().await?;
+                // Where this replica keeps the scope's vectors, the write changes them as it
+                // commits, from the version it locked to the one it leaves (see
+                // `VectorCache::apply_at`); else the next search would read them all again.
+                let before = match self.vector_cache.holds(&key) {
+                    true => vectors::locked_version(&tx, scope).await?,
+                    false => None,
+                };
                 let mut analysis = analysis.lock().await;
-                let out = write::write(&tx, scope, &op, &vectors, &mut analysis).await?;
+                let (count, edits) = write::write(&tx, scope, &op, &vectors, &mut analysis).await?;
                 if let Some(revision) = &revision {
                     generation::revise(&tx, scope, revision).await?;
                 }
+                let change = match (before, edits) {
+                    (Some(from), Some(edits)) => vectors::version(&tx, scope)
+                        .await?
+                        .map(|to| (from, to, edits)),
+                    _ => None,
+                };
                 tx.commit().await?;
-                Ok(out)
+                if let Some((from, to, edits)) = change {
+                    self.vector_cache.apply_at(&key, from, to, &edits);
+                }
+                Ok(count)
             },
             |e: &StoreError| {
                 matches!(e, StoreError::Storage(e) if e.kind() == StorageErrorKind::Conflict)

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use tokio_postgres::NoTls;
 
-use super::{blocks, schema::MIGRATIONS, PgMemoryStore};
+use super::{blocks, schema::MIGRATIONS, vectors, PgMemoryStore};
 use crate::analysis::Analyzer;
 use crate::store::{
     contract::{
@@ -499,6 +499,73 @@ async fn a_search_sees_the_vectors_another_replica_wrote_since() {
     assert_eq!(nearest(&a).await, ["far"]);
     let hits = a.nearest(SCOPE, &[1.0, 0.0], &query).await.unwrap();
     assert!(hits[0].score > 0.99, "far's new vector: {}", hits[0].score);
+}
+
+/// A replica's own writes change the vectors it keeps of the scope as they commit (kept at the
+/// version each write leaves), so the search after a write reads none; another replica's write
+/// still makes it read them again.
+#[tokio::test]
+async fn a_replicas_own_writes_change_the_vectors_it_keeps() {
+    use crate::store::{plan::Write, DeleteTarget, Vectors};
+
+    let Some(url) = fresh_url().await else {
+        return;
+    };
+    let a = PgMemoryStore::open(&url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    let b = PgMemoryStore::open(&url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    let with_vectors = |pairs: &[(&str, &str, [f32; 2])]| {
+        let texts = pairs.iter().map(|(_, t, _)| (*t).to_owned()).collect();
+        let vectors = pairs.iter().map(|(_, _, v)| v.to_vec()).collect();
+        let write = Write::AddMemories(pairs.iter().map(|(id, text, _)| entry(id, text)).collect());
+        (write, Vectors::new(texts, vectors))
+    };
+    let query = SearchQuery {
+        limit: 10,
+        ..SearchQuery::default()
+    };
+    let nearest = |store: &PgMemoryStore| {
+        let store = store.clone();
+        let query = query.clone();
+        async move {
+            let hits = store.nearest(SCOPE, &[1.0, 0.0], &query).await.unwrap();
+            hits.into_iter().map(|h| h.entry.id).collect::<Vec<_>>()
+        }
+    };
+    // Whether `a` keeps the scope's vectors at the scope's current version.
+    let kept_current = || async {
+        let client = a.pool.get().await.unwrap();
+        let version = vectors::version(&client, SCOPE).await.unwrap().unwrap();
+        a.vector_cache
+            .get(&vectors::cache_key(SCOPE), version)
+            .is_ok()
+    };
+
+    let (write, vectors) = with_vectors(&[("far", "far away", [0.0, 1.0])]);
+    a.write_embedded(SCOPE, write, vectors).await.unwrap();
+    assert!(!kept_current().await, "nothing searched yet");
+    assert_eq!(nearest(&a).await, ["far"]);
+    assert!(kept_current().await);
+
+    let (write, vectors) = with_vectors(&[("near", "close by", [1.0, 0.0])]);
+    a.write_embedded(SCOPE, write, vectors).await.unwrap();
+    assert!(kept_current().await, "the write changed the kept vectors");
+    assert_eq!(nearest(&a).await, ["near", "far"]);
+    a.delete(SCOPE, &DeleteTarget::MemoryId("near".into()))
+        .await
+        .unwrap();
+    assert!(kept_current().await, "the delete changed the kept vectors");
+    assert_eq!(nearest(&a).await, ["far"]);
+
+    let (write, vectors) = with_vectors(&[("far", "right here", [1.0, 0.0])]);
+    b.write_embedded(SCOPE, write, vectors).await.unwrap();
+    assert!(!kept_current().await, "another replica wrote");
+    let hits = a.nearest(SCOPE, &[1.0, 0.0], &query).await.unwrap();
+    assert!(hits[0].score > 0.99, "far's new vector: {}", hits[0].score);
+    assert!(kept_current().await);
 }
 
 /// A replica keeps the blocks of the terms it searched, and reads them again once another

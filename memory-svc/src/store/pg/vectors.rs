@@ -41,6 +41,30 @@ pub(super) async fn version(client: &impl GenericClient, scope: Scope<'_>) -> Re
     )))
 }
 
+/// [`version`] read by a write before it changes the scope, locking the scope's row (so it is
+/// the version no other write can change until this one commits). `None` for a scope never
+/// written.
+pub(super) async fn locked_version(tx: &Transaction<'_>, scope: Scope<'_>) -> Result<Option<u64>> {
+    let statement = tx
+        .prepare_cached(
+            "SELECT s.xmin::text, s.next_seq, (SELECT m.xmin::text FROM memory_vector_model m)
+             FROM memory_scopes s WHERE s.app_name = $1 AND s.user_id = $2 FOR UPDATE OF s",
+        )
+        .await?;
+    let Some(row) = tx
+        .query_opt(&statement, &[&scope.app_name, &scope.user_id])
+        .await?
+    else {
+        return Ok(None);
+    };
+    let model: Option<&str> = row.try_get(2)?;
+    Ok(Some(super::scope_version(
+        row.try_get(0)?,
+        row.try_get(1)?,
+        model,
+    )))
+}
+
 /// The scope's key in the vector cache.
 pub(super) fn cache_key(scope: Scope<'_>) -> Vec<u8> {
     Key::new()
@@ -54,7 +78,7 @@ pub(super) fn cache_key(scope: Scope<'_>) -> Vec<u8> {
 pub(super) async fn apply(
     tx: &Transaction<'_>,
     scope: Scope<'_>,
-    edits: VectorEdits,
+    edits: &VectorEdits,
 ) -> Result<()> {
     let (app, user) = (&scope.app_name, &scope.user_id);
     if edits.clear {
@@ -65,11 +89,11 @@ pub(super) async fn apply(
         .await?;
     }
     let (mut put_seqs, mut put_vectors, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
-    for (seq, op) in edits.ops {
+    for (&seq, op) in &edits.ops {
         match op {
             VectorOp::Put(v) => {
                 put_seqs.push(db_int(seq));
-                put_vectors.push(vectors::encode(&v));
+                put_vectors.push(vectors::encode(v));
             }
             VectorOp::Delete => deleted.push(db_int(seq)),
         }

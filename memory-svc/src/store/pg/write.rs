@@ -30,30 +30,32 @@ use super::{
         index::{Analysis, Terms},
         maxscore::Posting,
         plan::{self, Context, Edit, Loaded, Stats, Stored, Write},
-        vectors::{self, Vectors},
+        vectors::{self, VectorEdits, Vectors},
         Entry, Result, Scope,
     },
     blocks::{self, span_of, Encoded},
     schema::{db_int, stored, ENTRY},
 };
 
-/// Runs `write` in `tx` and returns the call's count; the caller commits.
+/// Runs `write` in `tx` and returns the call's count, and its vector changes if it changed
+/// anything; the caller commits.
 pub(super) async fn write(
     tx: &Transaction<'_>,
     scope: Scope<'_>,
     write: &Write,
     vectors: &Vectors,
     analysis: &mut Analysis,
-) -> Result<u32> {
+) -> Result<(u32, Option<VectorEdits>)> {
     let stats = lock(tx, scope).await?;
     let loaded = load(tx, scope, write, stats).await?;
     let plan = plan::plan(write, loaded, analysis);
-    if !plan.edits.is_empty() {
-        let vector_edits = vectors::edits(&plan.edits, vectors);
-        apply(tx, scope, plan.edits, stats.next_seq, plan.stats).await?;
-        super::vectors::apply(tx, scope, vector_edits).await?;
+    if plan.edits.is_empty() {
+        return Ok((plan.count, None));
     }
-    Ok(plan.count)
+    let vector_edits = vectors::edits(&plan.edits, vectors);
+    apply(tx, scope, plan.edits, stats.next_seq, plan.stats).await?;
+    super::vectors::apply(tx, scope, &vector_edits).await?;
+    Ok((plan.count, Some(vector_edits)))
 }
 
 /// Locks the scope (creating its row) and reads its statistics.
