@@ -13,7 +13,8 @@ use crate::store::{
         self, add, assert_searches_exact, delete, entries, entry, generated_corpus, listed,
         memorize, memory_id, memory_store_suite, SCOPE,
     },
-    Entry, MemoryStore, SearchQuery,
+    plan::Write,
+    DeleteTarget, Entry, MemoryStore, SearchQuery, Vectors,
 };
 
 /// A fresh schema's connection string, or `None` without a test database.
@@ -446,38 +447,41 @@ async fn lookups_by_seq_use_the_primary_key_whatever_the_statistics() {
     );
 }
 
+/// Two stores on one fresh schema, as two replicas (`None` without a test database).
+async fn two_replicas() -> Option<(PgMemoryStore, PgMemoryStore)> {
+    let url = fresh_url().await?;
+    let open = || PgMemoryStore::open(&url, 4, Analyzer::default());
+    Some((open().await.unwrap(), open().await.unwrap()))
+}
+
+/// A write adding memories `(id, text, vector)` with their vectors.
+fn with_vectors(pairs: &[(&str, &str, [f32; 2])]) -> (Write, Vectors) {
+    let texts = pairs.iter().map(|(_, t, _)| (*t).to_owned()).collect();
+    let vectors = pairs.iter().map(|(_, _, v)| v.to_vec()).collect();
+    let write = Write::AddMemories(pairs.iter().map(|(id, text, _)| entry(id, text)).collect());
+    (write, Vectors::new(texts, vectors))
+}
+
+/// The ten best, unfiltered.
+fn ten() -> SearchQuery {
+    SearchQuery {
+        limit: 10,
+        ..SearchQuery::default()
+    }
+}
+
+/// The ids of the entries of SCOPE nearest to (1, 0), best first.
+async fn nearest(store: &PgMemoryStore) -> Vec<String> {
+    let hits = store.nearest(SCOPE, &[1.0, 0.0], &ten()).await.unwrap();
+    hits.into_iter().map(|h| h.entry.id).collect()
+}
+
 /// A replica keeps the vectors it searched, and never serves them once another replica has
 /// changed them: added an entry, rewritten one with another text, deleted one.
 #[tokio::test]
 async fn a_search_sees_the_vectors_another_replica_wrote_since() {
-    use crate::store::{plan::Write, DeleteTarget, Vectors};
-
-    let Some(url) = fresh_url().await else {
+    let Some((a, b)) = two_replicas().await else {
         return;
-    };
-    let a = PgMemoryStore::open(&url, 4, Analyzer::default())
-        .await
-        .unwrap();
-    let b = PgMemoryStore::open(&url, 4, Analyzer::default())
-        .await
-        .unwrap();
-    let with_vectors = |pairs: &[(&str, &str, [f32; 2])]| {
-        let texts = pairs.iter().map(|(_, t, _)| (*t).to_owned()).collect();
-        let vectors = pairs.iter().map(|(_, _, v)| v.to_vec()).collect();
-        let write = Write::AddMemories(pairs.iter().map(|(id, text, _)| entry(id, text)).collect());
-        (write, Vectors::new(texts, vectors))
-    };
-    let query = SearchQuery {
-        limit: 10,
-        ..SearchQuery::default()
-    };
-    let nearest = |store: &PgMemoryStore| {
-        let store = store.clone();
-        let query = query.clone();
-        async move {
-            let hits = store.nearest(SCOPE, &[1.0, 0.0], &query).await.unwrap();
-            hits.into_iter().map(|h| h.entry.id).collect::<Vec<_>>()
-        }
     };
 
     let (write, vectors) = with_vectors(&[("far", "far away", [0.0, 1.0])]);
@@ -497,7 +501,7 @@ async fn a_search_sees_the_vectors_another_replica_wrote_since() {
         .await
         .unwrap();
     assert_eq!(nearest(&a).await, ["far"]);
-    let hits = a.nearest(SCOPE, &[1.0, 0.0], &query).await.unwrap();
+    let hits = a.nearest(SCOPE, &[1.0, 0.0], &ten()).await.unwrap();
     assert!(hits[0].score > 0.99, "far's new vector: {}", hits[0].score);
 }
 
@@ -506,34 +510,8 @@ async fn a_search_sees_the_vectors_another_replica_wrote_since() {
 /// still makes it read them again.
 #[tokio::test]
 async fn a_replicas_own_writes_change_the_vectors_it_keeps() {
-    use crate::store::{plan::Write, DeleteTarget, Vectors};
-
-    let Some(url) = fresh_url().await else {
+    let Some((a, b)) = two_replicas().await else {
         return;
-    };
-    let a = PgMemoryStore::open(&url, 4, Analyzer::default())
-        .await
-        .unwrap();
-    let b = PgMemoryStore::open(&url, 4, Analyzer::default())
-        .await
-        .unwrap();
-    let with_vectors = |pairs: &[(&str, &str, [f32; 2])]| {
-        let texts = pairs.iter().map(|(_, t, _)| (*t).to_owned()).collect();
-        let vectors = pairs.iter().map(|(_, _, v)| v.to_vec()).collect();
-        let write = Write::AddMemories(pairs.iter().map(|(id, text, _)| entry(id, text)).collect());
-        (write, Vectors::new(texts, vectors))
-    };
-    let query = SearchQuery {
-        limit: 10,
-        ..SearchQuery::default()
-    };
-    let nearest = |store: &PgMemoryStore| {
-        let store = store.clone();
-        let query = query.clone();
-        async move {
-            let hits = store.nearest(SCOPE, &[1.0, 0.0], &query).await.unwrap();
-            hits.into_iter().map(|h| h.entry.id).collect::<Vec<_>>()
-        }
     };
     // Whether `a` keeps the scope's vectors at the scope's current version.
     let kept_current = || async {
@@ -563,7 +541,7 @@ async fn a_replicas_own_writes_change_the_vectors_it_keeps() {
     let (write, vectors) = with_vectors(&[("far", "right here", [1.0, 0.0])]);
     b.write_embedded(SCOPE, write, vectors).await.unwrap();
     assert!(!kept_current().await, "another replica wrote");
-    let hits = a.nearest(SCOPE, &[1.0, 0.0], &query).await.unwrap();
+    let hits = a.nearest(SCOPE, &[1.0, 0.0], &ten()).await.unwrap();
     assert!(hits[0].score > 0.99, "far's new vector: {}", hits[0].score);
     assert!(kept_current().await);
 }

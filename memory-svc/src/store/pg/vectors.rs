@@ -21,37 +21,27 @@ use super::{
 /// scope's version ([`super::scope_version`]) and that of the `memory_vector_model` row, which a
 /// change of model rewrites.
 pub(super) async fn version(client: &impl GenericClient, scope: Scope<'_>) -> Result<Option<u64>> {
-    let statement = client
-        .prepare_cached(
-            "SELECT s.xmin::text, s.next_seq, (SELECT m.xmin::text FROM memory_vector_model m)
-             FROM memory_scopes s WHERE s.app_name = $1 AND s.user_id = $2",
-        )
-        .await?;
-    let Some(row) = client
-        .query_opt(&statement, &[&scope.app_name, &scope.user_id])
-        .await?
-    else {
-        return Ok(None);
-    };
-    let model: Option<&str> = row.try_get(2)?;
-    Ok(Some(super::scope_version(
-        row.try_get(0)?,
-        row.try_get(1)?,
-        model,
-    )))
+    read_version(client, scope, "").await
 }
 
 /// [`version`] read by a write before it changes the scope, locking the scope's row (so it is
-/// the version no other write can change until this one commits). `None` for a scope never
-/// written.
+/// the version no other write can change until this one commits).
 pub(super) async fn locked_version(tx: &Transaction<'_>, scope: Scope<'_>) -> Result<Option<u64>> {
-    let statement = tx
-        .prepare_cached(
+    read_version(tx, scope, " FOR UPDATE OF s").await
+}
+
+async fn read_version(
+    client: &impl GenericClient,
+    scope: Scope<'_>,
+    locking: &str,
+) -> Result<Option<u64>> {
+    let statement = client
+        .prepare_cached(&format!(
             "SELECT s.xmin::text, s.next_seq, (SELECT m.xmin::text FROM memory_vector_model m)
-             FROM memory_scopes s WHERE s.app_name = $1 AND s.user_id = $2 FOR UPDATE OF s",
-        )
+             FROM memory_scopes s WHERE s.app_name = $1 AND s.user_id = $2{locking}"
+        ))
         .await?;
-    let Some(row) = tx
+    let Some(row) = client
         .query_opt(&statement, &[&scope.app_name, &scope.user_id])
         .await?
     else {
