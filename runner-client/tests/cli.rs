@@ -360,16 +360,18 @@ async fn endpoints_without_a_scheme_and_the_wrong_service_at_an_endpoint() {
     let listed = ok(cli(&bare, &s.memory_endpoint).args(["sessions", "list", "--json"])).await;
     assert!(listed.is_empty(), "{listed}");
 
-    // memory-svc where session-svc should be.
-    let wrong =
-        output(cli(&s.memory_endpoint, &s.memory_endpoint).args(["sessions", "list"])).await;
+    // memory-svc where session-svc should be: one on sled, whatever store the environment
+    // picks for the others, since only sled stores serve the AdminService as well.
+    let memory = MemoryServer::start_on(&s.session_endpoint, None).await;
+    let memory_endpoint = format!("http://{}", memory.addr);
+    let wrong = output(cli(&memory_endpoint, &memory_endpoint).args(["sessions", "list"])).await;
     assert!(!wrong.ok);
     assert_eq!(
         wrong.stderr.trim(),
         format!(
-            "runner-client: the server at {} is not session-svc: it does not offer ListSessions; \
-             it offers adk.memory.v1.MemoryService (memory-svc), adk.admin.v1.AdminService",
-            s.memory_endpoint
+            "runner-client: the server at {memory_endpoint} is not session-svc: it does not offer \
+             ListSessions; it offers adk.memory.v1.MemoryService (memory-svc), \
+             adk.admin.v1.AdminService"
         )
     );
 }
