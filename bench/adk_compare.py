@@ -30,7 +30,8 @@ Workload (identical for both sides, through ADK's BaseSessionService / BaseMemor
   ingest:  `--ingest-sessions` sessions of 20 events (12-40 words each) added one after another
            to one user's memory with add_session_to_memory (ADK side: SqliteMemoryService, the
            ADK memory service that persists and indexes); events/s until a search after the
-           last session returns (indexing left for later counts), and latency per session.
+           last session returns (indexing left for later counts), latency per session, and
+           CPU time per session of this process and of memory-svc.
 
 `--only append,get,list,memory,ingest` runs a subset.
 """
@@ -44,7 +45,6 @@ import os
 import random
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -302,13 +302,25 @@ def ingest_sessions(n: int) -> list[Session]:
     return sessions
 
 
-async def measure_ingest(svc: Any, sessions: list[Session]) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a process has used so far (Linux: /proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure_ingest(
+    svc: Any, sessions: list[Session], server: Server | None
+) -> dict[str, float]:
     """Events per second until the last session is searchable: the clock stops after a search
-    that follows the last add, so indexing a service leaves for later is timed too."""
+    that follows the last add, so indexing a service leaves for later is timed too. Also the CPU
+    time per session of this process and, for a service in another process, of its server."""
 
     async def op(i: int) -> None:
         await svc.add_session_to_memory(sessions[i])
 
+    server_cpu = cpu_seconds(server.proc.pid) if server else 0.0
+    own_cpu = time.process_time()
     t0 = time.perf_counter()
     r = await timed(len(sessions), op)
     s = time.perf_counter()
@@ -316,6 +328,9 @@ async def measure_ingest(svc: Any, sessions: list[Session]) -> dict[str, float]:
     end = time.perf_counter()
     r["first_search_ms"] = (end - s) * 1000
     r["rate"] = len(sessions) * SESSION_EVENTS / (end - t0)  # events/s
+    r["client_cpu_ms"] = (time.process_time() - own_cpu) * 1000 / len(sessions)
+    if server:
+        r["server_cpu_ms"] = (cpu_seconds(server.proc.pid) - server_cpu) * 1000 / len(sessions)
     return r
 
 
@@ -323,6 +338,10 @@ def fmt(r: dict[str, float]) -> str:
     line = f"{r['rate']:10.1f}/s  p50 {r['p50_ms']:8.2f} ms  p99 {r['p99_ms']:8.2f} ms"
     if "first_search_ms" in r:
         line += f"  then search {r['first_search_ms']:.2f} ms"
+    if "client_cpu_ms" in r:
+        line += f"  cpu/session: this process {r['client_cpu_ms']:.2f} ms"
+    if "server_cpu_ms" in r:
+        line += f", server {r['server_cpu_ms']:.2f} ms"
     return line
 
 
@@ -414,11 +433,14 @@ async def main() -> int:
                     )
         if "ingest" in only:
             sessions = ingest_sessions(a.ingest_sessions)
-            for side, msvc in (("grpc", grpc_memory), ("adk", adk_sqlite_memory)):
+            for side, msvc, server in (
+                ("grpc", grpc_memory, memory_svc),
+                ("adk", adk_sqlite_memory, None),
+            ):
                 record(
                     f"add_session_to_memory, {a.ingest_sessions} x {SESSION_EVENTS} events (events/s)",
                     side,
-                    await measure_ingest(msvc, sessions),
+                    await measure_ingest(msvc, sessions, server),
                 )
     finally:
         await grpc_sessions.close()
