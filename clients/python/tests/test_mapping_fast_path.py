@@ -4,6 +4,7 @@ varied corpus, and check which events take which path."""
 
 from __future__ import annotations
 
+import gc
 import random
 from typing import Any
 
@@ -387,3 +388,38 @@ def test_sessions_in_another_field_order_are_validated() -> None:
     fields["last_update_time"] = 1.5
     with pytest.raises(mapping._NeedsValidation):
         mapping._SESSION.build_all(fields, {"_storage_update_marker": None})
+
+
+def test_built_sessions_are_filed_with_the_long_lived_objects() -> None:
+    """Building pauses the collector and moves what it built to the oldest generation (no
+    young-generation pass over it); a collector the application turned off, and objects it
+    froze, are left as they were."""
+    read = pb.Session(id="s1", app_name="app", user_id="u", last_sequence=3)
+    read.events.extend(wire(text_event(i)) for i in range(3))
+    read.events[-1].sequence = 3
+
+    def generation_of(obj: object) -> int | None:
+        return next((g for g in range(3) if any(o is obj for o in gc.get_objects(g))), None)
+
+    assert gc.isenabled()
+    session = mapping.session_from_proto(read)
+    assert gc.isenabled()
+    assert generation_of(session.events[0]) == 2
+
+    gc.disable()
+    try:
+        session = mapping.session_from_proto(read)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+    kept = {"held": ["frozen"]}
+    gc.freeze()
+    try:
+        assert generation_of(kept) is None
+        session = mapping.session_from_proto(read)
+        assert generation_of(kept) is None, "the application's frozen objects were unfrozen"
+        assert generation_of(session.events[0]) != 2
+    finally:
+        gc.unfreeze()
+    assert generation_of(kept) == 2
