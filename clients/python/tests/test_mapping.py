@@ -14,6 +14,7 @@ from google.adk.auth.auth_tool import AuthConfig
 from google.adk.events.event import Event, NodeInfo
 from google.adk.events.event_actions import EventActions, EventCompaction
 from google.adk.events.ui_widget import UiWidget
+from google.adk.sessions.session import Session
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
@@ -24,6 +25,8 @@ from adk_grpc_services.mapping import (
     content_to_proto,
     event_from_proto,
     event_to_proto,
+    memory_session_to_proto,
+    session_to_proto,
 )
 
 
@@ -189,6 +192,35 @@ def test_every_field_survives() -> None:
     back = round_trip(event)
     assert back == event
     assert back.model_dump(mode="json") == event.model_dump(mode="json")
+
+
+def test_memory_gets_of_each_event_with_content_what_it_reads() -> None:
+    """``memory_session_to_proto`` sends what memory-svc reads (id, author, timestamp, content)
+    as ``session_to_proto`` has it, for events with content only."""
+    rich = every_field_event()
+    without = Event(id="bare", author="model", timestamp=1700000001.5)
+    no_parts = Event(
+        id="empty", author="user", content=types.Content(role="user"), timestamp=1700000002.0
+    )
+    session = Session(
+        id="s", app_name="app", user_id="u", state={"k": 1}, events=[rich, without, no_parts]
+    )
+    full = session_to_proto(session)
+    sent = memory_session_to_proto(session)
+    assert (sent.id, sent.app_name, sent.user_id) == ("s", "app", "u")
+    assert [e.id for e in sent.events] == [rich.id, "empty"]
+    for event in sent.events:
+        whole = next(e for e in full.events if e.id == event.id)
+        assert event.author == whole.author
+        assert event.timestamp == whole.timestamp
+        assert event.content == whole.content
+        assert {field.name for field, _ in event.ListFields()} == {
+            "id",
+            "author",
+            "content",
+            "timestamp",
+        }
+    assert sent.events[0].content.parts
 
 
 def test_typed_fields_carry_what_the_contract_has_fields_for() -> None:

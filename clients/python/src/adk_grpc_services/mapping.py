@@ -292,6 +292,34 @@ def session_to_proto(session: Session) -> pb.Session:
     )
 
 
+def memory_session_to_proto(session: Session) -> pb.Session:
+    """What memory-svc reads of ``session``: its name and ``memory_events_to_proto`` of its
+    events. What is remembered is the same as from ``session_to_proto``, for a quarter of the
+    work (no state, actions or ``extra`` to map)."""
+    return pb.Session(
+        id=session.id,
+        app_name=session.app_name,
+        user_id=session.user_id,
+        events=memory_events_to_proto(session.events),
+    )
+
+
+def memory_events_to_proto(events: Iterable[Event]) -> list[pb.Event]:
+    """What memory-svc reads of each event with content (rules M1.2, M1.3, M1.5): its id,
+    author, timestamp and content. An event without content is never remembered, so it is not
+    sent; one whose content has no parts is, for the server to check."""
+    return [
+        pb.Event(
+            id=event.id,
+            author=event.author,
+            timestamp=timestamps.to_timestamp(event.timestamp),
+            content=content_to_proto(event.content),
+        )
+        for event in events
+        if event.content is not None
+    ]
+
+
 # --------------------------------------------------------------------------------------------
 # Events and actions: dict (ADK's JSON dump) <-> message
 

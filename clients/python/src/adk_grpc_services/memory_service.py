@@ -36,10 +36,10 @@ from .mapping import (
     content_from_proto,
     content_to_proto,
     dumps,
-    event_to_proto,
     json_safe,
     loads_object,
-    session_to_proto,
+    memory_events_to_proto,
+    memory_session_to_proto,
 )
 
 DEFAULT_PORT = 50052
@@ -111,7 +111,7 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         also generated from the session (memory-svc ``--generator``).
         """
         options = generation_options(custom_metadata)
-        request = mpb.AddSessionToMemoryRequest(session=session_to_proto(session))
+        request = mpb.AddSessionToMemoryRequest(session=memory_session_to_proto(session))
         if options is not None:
             request.generate.CopyFrom(options)
         await self._invoke("AddSessionToMemory", request)
@@ -133,7 +133,7 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         """
         options = generation_options(custom_metadata)
         kept = {k: v for k, v in (custom_metadata or {}).items() if k not in GENERATION_KEYS}
-        proto_events = [event_to_proto(e) for e in events]
+        proto_events = memory_events_to_proto(events)
         request = mpb.AddEventsToMemoryRequest(
             app_name=app_name,
             user_id=user_id,
@@ -181,13 +181,13 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         )
         request = mpb.GenerateMemoriesRequest(app_name=app_name, user_id=user_id, options=options)
         if session is not None:
-            request.session.CopyFrom(session_to_proto(session))
+            request.session.CopyFrom(memory_session_to_proto(session))
         elif session_id:
             request.session_ref.CopyFrom(
                 mpb.SessionRef(app_name=app_name, user_id=user_id, session_id=session_id)
             )
         else:
-            request.events.CopyFrom(mpb.EventList(events=[event_to_proto(e) for e in events]))
+            request.events.CopyFrom(mpb.EventList(events=memory_events_to_proto(events)))
         reply: mpb.GenerateMemoriesResponse = await self._invoke("GenerateMemories", request)
         return reply.job
 
