@@ -32,8 +32,11 @@ Workload (identical for both sides, through ADK's BaseSessionService / BaseMemor
            ADK memory service that persists and indexes); events/s until a search after the
            last session returns (indexing left for later counts), latency per session, and
            CPU time per session of this process and of memory-svc.
+  ingest-search: the same sessions added to another user's memory, with a search of that
+           user (a 4-word question with one common word) after every third: the searches'
+           latency while the memory grows, and the adds'.
 
-`--only append,get,list,memory,ingest` runs a subset.
+`--only append,get,list,memory,ingest,ingest-search` runs a subset.
 """
 
 from __future__ import annotations
@@ -281,8 +284,8 @@ async def measure_search(svc: Any, kind: str, n: int) -> dict[str, float]:
 SESSION_EVENTS = 20
 
 
-def ingest_sessions(n: int) -> list[Session]:
-    """`n` sessions of SESSION_EVENTS events, built before timing starts."""
+def ingest_sessions(n: int, user: str = "ingester") -> list[Session]:
+    """`n` sessions of SESSION_EVENTS events of `user`, built before timing starts."""
     sessions = []
     for s in range(n):
         events = [
@@ -298,7 +301,7 @@ def ingest_sessions(n: int) -> list[Session]:
             )
             for e in range(SESSION_EVENTS)
         ]
-        sessions.append(Session(id=f"ingest-{s}", app_name=APP, user_id="ingester", events=events))
+        sessions.append(Session(id=f"ingest-{s}", app_name=APP, user_id=user, events=events))
     return sessions
 
 
@@ -334,8 +337,35 @@ async def measure_ingest(
     return r
 
 
+async def measure_ingest_search(svc: Any, sessions: list[Session]) -> dict[str, float]:
+    """Adds `sessions` one after another, searching their user's memory after every third:
+    the searches' rate and latency, and the adds' latency."""
+    searches: list[float] = []
+    adds: list[float] = []
+    for i, session in enumerate(sessions):
+        s = time.perf_counter()
+        await svc.add_session_to_memory(session)
+        adds.append(time.perf_counter() - s)
+        if i % 3 == 2:
+            s = time.perf_counter()
+            await svc.search_memory(app_name=APP, user_id=session.user_id, query=query("mixed", i))
+            searches.append(time.perf_counter() - s)
+    searches.sort()
+    adds.sort()
+    return {
+        "rate": len(searches) / sum(searches),
+        "p50_ms": pct(searches, 0.5),
+        "p95_ms": pct(searches, 0.95),
+        "p99_ms": pct(searches, 0.99),
+        "add_p50_ms": pct(adds, 0.5),
+        "add_p99_ms": pct(adds, 0.99),
+    }
+
+
 def fmt(r: dict[str, float]) -> str:
     line = f"{r['rate']:10.1f}/s  p50 {r['p50_ms']:8.2f} ms  p99 {r['p99_ms']:8.2f} ms"
+    if "add_p50_ms" in r:
+        line += f"  adds: p50 {r['add_p50_ms']:.2f} ms, p99 {r['add_p99_ms']:.2f} ms"
     if "first_search_ms" in r:
         line += f"  then search {r['first_search_ms']:.2f} ms"
     if "client_cpu_ms" in r:
@@ -441,6 +471,14 @@ async def main() -> int:
                     f"add_session_to_memory, {a.ingest_sessions} x {SESSION_EVENTS} events (events/s)",
                     side,
                     await measure_ingest(msvc, sessions, server),
+                )
+        if "ingest-search" in only:
+            sessions = ingest_sessions(a.ingest_sessions, user="ingest-searcher")
+            for side, msvc in (("grpc", grpc_memory), ("adk", adk_sqlite_memory)):
+                record(
+                    f"search_memory after every third of {a.ingest_sessions} sessions added",
+                    side,
+                    await measure_ingest_search(msvc, sessions),
                 )
     finally:
         await grpc_sessions.close()

@@ -4,17 +4,19 @@
 //! block it appends and the term's df value): a few hundred for a session of turns, and most
 //! of what a write costs. So a write commits its entries together with one record of the
 //! `journal` tree, under (app, user, the write's generation), listing its posting changes in
-//! order. Once [`MERGE_AFTER`] records of a scope wait, a background task merges them into the
-//! blocks at once (a term several of them touch is rewritten once), in one transaction that
-//! also removes the records it merged.
+//! order, and holds them in memory too ([`super::pending`]), where searches read them beside
+//! the blocks. Once enough changes of a scope wait (see [`Thresholds`]), a background task merges its
+//! records into the blocks at once (a term several of them touch is rewritten once), in one
+//! transaction that also removes the records it merged. The more records a merge takes, the
+//! fewer times a term they share is rewritten: since no search waits for a merge, merges wait
+//! for many.
 //!
 //! The journal is durable with the write, so nothing acknowledged depends on the merge; the
-//! records a restart finds are queued for the merger at open. Readers of the index (searches,
-//! `indexed`) see every committed write: they merge the scope's journal first and read only
-//! once it is empty, holding the scope's scan lock, which every commit to the scope takes. A
-//! write that finds [`BACKLOG`] or more records of its scope waiting merges them before it
-//! replies, so a merger that cannot keep up slows writers down instead of letting the journal
-//! grow.
+//! records a restart finds are held again and queued for the merger at open. A write that finds
+//! a backlog of its scope's changes waiting merges them before it replies, so a merger that
+//! cannot keep up slows writers down instead of letting the journal grow; and once too many
+//! wait in all scopes together, every scope holding some is queued, which bounds the memory
+//! they take however many users are written to.
 //!
 //! Lock order: a scope's merge lock, then its scan lock. A merge holds the merge lock from
 //! reading the journal to committing, so merges of one scope run one at a time; so does a
@@ -24,30 +26,54 @@ use std::{
     collections::{hash_map::Entry, BTreeSet, HashMap},
     convert::Infallible,
     hash::{Hash, Hasher},
-    sync::{Mutex, MutexGuard, PoisonError, RwLockReadGuard},
+    sync::{Mutex, MutexGuard, PoisonError},
 };
 
-use adk_common::keys::{prefix_end, Key, KeyReader};
+use adk_common::keys::Key;
 use metrics::counter;
 use sled::{transaction::TransactionError, Batch, IVec, Transactional};
 
 use super::{
-    super::{Result, Scope, StoreError},
+    super::{Result, StoreError},
     postings::{Posting, TermEdit},
-    records::{decode, scope_key},
+    records::{decode, key_seq},
     SledMemoryStore,
 };
 
-/// Records of a scope waiting at which a write queues them for the background merger: merging
-/// the records of this many writes at once writes a term they share once, not this many times.
-pub const MERGE_AFTER: u64 = 16;
+/// When journal records are merged, by the posting changes that wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Thresholds {
+    /// Changes of a scope at which a write queues the scope for the background merger.
+    pub merge_after: usize,
+    /// Changes of a scope at which a write merges them itself.
+    pub backlog: usize,
+    /// Changes in all scopes together at which a write queues every scope holding some for
+    /// the merger; at twice as many, a write merges its own scope itself.
+    pub held_at_most: usize,
+}
 
-/// Records of a scope waiting at which a write merges them itself.
-pub const BACKLOG: u64 = 4 * MERGE_AFTER;
+impl Default for Thresholds {
+    /// A scope's records are merged about every 200 sessions of 20 turns: merging the records
+    /// of many writes at once writes a term they share once, not once per write (measured in
+    /// BENCHMARKS.md, "Ingestion: searches read what waits for a merge"). A change waiting
+    /// takes 32 bytes, plus its share of its term's entry in the map.
+    fn default() -> Self {
+        Self {
+            merge_after: 1 << 18,
+            backlog: 1 << 20,
+            held_at_most: 1 << 20,
+        }
+    }
+}
 
-/// Records merged per transaction at most, so a long journal (a restart after a burst) is
-/// merged in bounded steps.
+/// Records merged at once at most, so a long journal (a restart after a burst) is merged in
+/// bounded steps.
 const RECORDS_PER_MERGE: usize = 256;
+
+/// Terms whose blocks one transaction of a merge rewrites: a scope's writes wait for the
+/// transaction that commits (and sled's other writers for part of it), so a merge of many
+/// records commits term by term, each term once, in transactions of a few milliseconds.
+const TERMS_PER_COMMIT: usize = 256;
 
 /// What a write changes in the postings, in the order it changes them.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -113,7 +139,14 @@ impl<'a> TermEdits<'a> {
     }
 
     /// Applies `ops` in order, reading the blocks and df values they change from `store`.
-    pub fn apply(&mut self, store: &SledMemoryStore, ops: Vec<PostingOp>) -> Result<()> {
+    /// `record` is the generation of the journal record they come from: the changes of a term
+    /// that has it merged already are passed over, and the others note it.
+    pub fn apply(
+        &mut self,
+        store: &SledMemoryStore,
+        ops: Vec<PostingOp>,
+        record: Option<u64>,
+    ) -> Result<()> {
         for op in ops {
             let edit = match self.edits.entry(op.term) {
                 Entry::Occupied(e) => e.into_mut(),
@@ -122,6 +155,12 @@ impl<'a> TermEdits<'a> {
                     e.insert(TermEdit::new(prefix, &store.df)?)
                 }
             };
+            if let Some(generation) = record {
+                if edit.has_merged(generation) {
+                    continue;
+                }
+                edit.merging(generation);
+            }
             if op.remove {
                 edit.remove(&store.blocks, op.seq)?;
             } else {
@@ -148,6 +187,29 @@ impl<'a> TermEdits<'a> {
         }
         Ok(())
     }
+
+    /// The changed blocks and df values in batches of up to `terms` terms each.
+    fn finish_by(self, store: &SledMemoryStore, terms: usize) -> Result<Vec<TermBatch>> {
+        let mut edits: Vec<_> = self.edits.into_iter().collect();
+        let mut batches = Vec::with_capacity(edits.len().div_ceil(terms));
+        for chunk in edits.chunks_mut(terms) {
+            let mut batch = TermBatch::default();
+            for (term, edit) in chunk {
+                edit.finish(&store.blocks, &mut batch.blocks, &mut batch.df)?;
+                batch.terms.push(std::mem::take(term));
+            }
+            batches.push(batch);
+        }
+        Ok(batches)
+    }
+}
+
+/// What a merge commits at once: the blocks and df values of some terms.
+#[derive(Default)]
+struct TermBatch {
+    terms: Vec<String>,
+    blocks: Batch,
+    df: Batch,
 }
 
 /// Who merged a scope's journal: the label of `memory_journal_merged_records_total`.
@@ -155,9 +217,7 @@ impl<'a> TermEdits<'a> {
 pub(super) enum Merger {
     /// The background task.
     Background,
-    /// A search (or `indexed`) that found records waiting.
-    Reader,
-    /// A write: one that found [`BACKLOG`] records waiting, or one that indexes directly.
+    /// A write: one that found a backlog of changes waiting, or one that indexes directly.
     Writer,
 }
 
@@ -165,7 +225,6 @@ impl Merger {
     fn label(self) -> &'static str {
         match self {
             Self::Background => "background",
-            Self::Reader => "reader",
             Self::Writer => "writer",
         }
     }
@@ -233,50 +292,29 @@ impl SledMemoryStore {
             };
             let Some(scope) = next else { return };
             let _writing = self.gate.writing_blocking();
-            // Nothing is lost: the records stay, and the next reader of the scope merges them.
+            // Nothing is lost: the records stay, and the next merge of the scope takes them.
             if let Err(e) = self.merge_journal(&scope, Merger::Background) {
                 tracing::warn!(error = %e, "merging the index journal failed");
             }
         }
     }
 
-    /// After a write to `scope` committed a journal record at `generation`: merges the
-    /// journal now, queues it for the merger, or leaves it to wait for more, by how many
-    /// records wait (counted by generations, from the oldest record's).
-    pub(super) fn journalled(&self, scope: &Key, generation: u64) -> Result<()> {
-        let Some(kv) = self.journal.scan_prefix(scope).next() else {
-            return Ok(());
-        };
-        let (key, _) = kv?;
-        let oldest = super::records::key_seq(&key, scope.as_bytes().len())?;
-        let waiting = generation.saturating_sub(oldest) + 1;
-        if waiting >= BACKLOG {
+    /// After a write to `scope` committed a journal record: merges the scope's journal now,
+    /// queues it (or every scope holding changes) for the merger, or leaves it to wait for
+    /// more, by how many changes wait.
+    pub(super) fn journalled(&self, scope: &Key) -> Result<()> {
+        let (waiting, all) = self.pending.len(scope);
+        let at = self.thresholds;
+        if waiting >= at.backlog || all >= at.held_at_most.saturating_mul(2) {
             self.merge_journal(scope, Merger::Writer)?;
-        } else if waiting >= MERGE_AFTER {
+        } else if all >= at.held_at_most {
+            for scope in self.pending.scopes() {
+                self.merge_later(&scope);
+            }
+        } else if waiting >= at.merge_after {
             self.merge_later(scope);
         }
         Ok(())
-    }
-
-    /// The scope's scan lock, held shared, once its journal is merged: what a reader of its
-    /// index holds while it reads. Runs on a blocking thread that holds no write gate guard.
-    pub(super) fn settled(&self, scope: &Key) -> Result<RwLockReadGuard<'_, ()>> {
-        loop {
-            {
-                let reading = self.scans.reading(scope);
-                if self
-                    .journal
-                    .scan_prefix(scope)
-                    .next()
-                    .transpose()?
-                    .is_none()
-                {
-                    return Ok(reading);
-                }
-            }
-            let _writing = self.gate.writing_blocking();
-            self.merge_journal(scope, Merger::Reader)?;
-        }
     }
 
     /// Merges `scope`'s journal into its blocks and df values. The caller holds a write gate
@@ -303,65 +341,98 @@ impl SledMemoryStore {
                     .take(RECORDS_PER_MERGE)
                     .collect::<std::result::Result<Vec<(IVec, IVec)>, _>>()?
             };
-            if records.is_empty() {
+            let (Some((first, _)), Some((last, _))) = (records.first(), records.last()) else {
                 return Ok(());
-            }
+            };
+            let last = key_seq(last, scope.as_bytes().len())?;
             let mut edits = TermEdits::new(scope);
             let mut journal = Batch::default();
             for (key, value) in &records {
                 let record: JournalRecord = decode(value, "journal record")?;
-                edits.apply(self, record.ops)?;
+                let generation = key_seq(key, scope.as_bytes().len())?;
+                edits.apply(self, record.ops, Some(generation))?;
                 journal.remove(key.clone());
             }
-            let (mut blocks, mut df) = (Batch::default(), Batch::default());
-            edits.finish(self, &mut blocks, &mut df)?;
-            let _writing = self.scans.writing(scope);
-            let committed = (&self.blocks, &self.df, &self.journal)
-                .transaction(|(b, d, j)| {
-                    // Another store on the same database (a test reopening it while this one's
-                    // merger runs) may have merged them meanwhile: then nothing is written, and
-                    // the next round reads what is left.
-                    for (key, _) in &records {
-                        if j.get(key)?.is_none() {
+            // Each term's blocks and df value are committed at once, with the generation of the
+            // last record merged into them: a merge cut short is taken up where it stopped.
+            for batch in edits.finish_by(self, TERMS_PER_COMMIT)? {
+                let _writing = self.scans.writing(scope);
+                let committed = (&self.blocks, &self.df, &self.journal)
+                    .transaction(|(b, d, j)| {
+                        // Another store on the same database (a test reopening it while this
+                        // one's merger runs) may have merged them meanwhile: then nothing is
+                        // written, and the next round reads what is left.
+                        if j.get(first)?.is_none() {
                             return Ok(false);
                         }
-                    }
-                    b.apply_batch(&blocks)?;
-                    d.apply_batch(&df)?;
-                    j.apply_batch(&journal)?;
-                    Ok(true)
-                })
-                .map_err(|e: TransactionError<Infallible>| match e {
-                    TransactionError::Abort(never) => match never {},
-                    TransactionError::Storage(e) => StoreError::from(e),
-                })?;
-            if committed {
-                counter!("memory_journal_merged_records_total", "by" => by.label())
-                    .increment(records.len() as u64);
+                        b.apply_batch(&batch.blocks)?;
+                        d.apply_batch(&batch.df)?;
+                        Ok(true)
+                    })
+                    .map_err(|e: TransactionError<Infallible>| match e {
+                        TransactionError::Abort(never) => match never {},
+                        TransactionError::Storage(e) => StoreError::from(e),
+                    })?;
+                if !committed {
+                    break;
+                }
+                // Still under the scan lock: a search sees a term's changes in one place.
+                self.pending.merged_terms(scope, &batch.terms, last);
             }
+            let _writing = self.scans.writing(scope);
+            let removed = records.len();
+            self.journal.apply_batch(journal)?;
+            self.pending.merged(scope, last);
+            counter!("memory_journal_merged_records_total", "by" => by.label())
+                .increment(removed as u64);
         }
     }
 
     /// Queues every scope that has journal records for the merger (at open: what a crash or
     /// shutdown left).
-    pub(super) fn merge_left_records(&self) -> Result<()> {
-        let mut next = self.journal.first()?;
-        while let Some((key, _)) = next {
-            let mut reader = KeyReader::new(&key);
-            let (Some(app_name), Some(user_id)) = (reader.str(), reader.str()) else {
-                return Err(StoreError::corrupt("journal key"));
-            };
-            let scope = scope_key(Scope {
-                app_name: &app_name,
-                user_id: &user_id,
-            });
+    pub(super) fn merge_left_records(&self) {
+        for scope in self.pending.scopes() {
             self.merge_later(&scope);
-            next = self
-                .journal
-                .range(prefix_end(scope.as_bytes())..)
-                .next()
-                .transpose()?;
         }
-        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use adk_common::durability::SyncMode;
+
+    use super::{
+        super::{super::contract, records::scope_key},
+        *,
+    };
+    use crate::analysis::Analyzer;
+
+    /// Past twice `held_at_most` changes in all scopes, a write merges its own scope before it
+    /// returns, however few changes it has; below, it only queues the scopes.
+    #[tokio::test]
+    async fn a_write_past_twice_the_memory_bound_merges_its_own_scope() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
+        let store = SledMemoryStore {
+            thresholds: Thresholds {
+                merge_after: usize::MAX,
+                backlog: usize::MAX,
+                held_at_most: 5,
+            },
+            ..store
+        };
+        // As if the merger were busy: what is queued waits.
+        lock(&store.merges.queue).running = true;
+        let scope = scope_key(contract::SCOPE);
+        // 4 changes: "words", its own word, the author's term and name term.
+        let write = |id: &str| contract::memorize(&store, contract::entries(&[(id, "words w")]));
+        write("a").await;
+        assert_eq!(store.pending.len(&scope), (4, 4));
+        write("b").await;
+        assert_eq!(store.pending.len(&scope), (8, 8));
+        assert!(lock(&store.merges.queue).scopes.contains(&scope));
+        write("c").await;
+        assert_eq!(store.pending.len(&scope), (0, 0));
+        assert!(store.journal.is_empty());
     }
 }

@@ -25,8 +25,9 @@
 //!
 //! The `postings` module describes the blocks. A term's document frequency is kept
 //! beside its postings, in the same transactions, so a search knows every term's idf before
-//! reading any posting. A write puts its posting changes in the `journal`, and a background
-//! merge moves them into the blocks; a search merges what is left first (see [`journal`]).
+//! reading any posting. A write puts its posting changes in the `journal` and in memory, and a
+//! background merge moves them into the blocks once many wait (see [`journal`]); a search reads
+//! those still waiting beside the blocks (see [`pending`]).
 //!
 //! # Search
 //! BM25 over the scope's statistics, with MaxScore dynamic pruning: every posting of a term
@@ -66,6 +67,7 @@
 mod generation;
 mod journal;
 mod migrate;
+mod pending;
 mod postings;
 mod records;
 #[cfg(test)]
@@ -91,6 +93,7 @@ use sled::{IVec, Tree};
 use tokio_util::task::TaskTracker;
 
 use self::{
+    pending::Overlay,
     postings::Cursor,
     records::{decode, scope_key, EntryRecord, Stats},
 };
@@ -118,6 +121,8 @@ pub struct SledMemoryStore {
     df: Tree,
     /// Posting changes not yet in `blocks` and `df` (see [`journal`]).
     journal: Tree,
+    /// The same changes, by term, as searches read them.
+    pending: Arc<pending::Pending>,
     tombstones: Tree,
     stats: Tree,
     vectors: Tree,
@@ -138,6 +143,7 @@ pub struct SledMemoryStore {
     scans: Arc<ScanLocks>,
     /// Merges of the index journal (see [`journal`]).
     merges: Arc<journal::Merges>,
+    thresholds: journal::Thresholds,
 }
 
 /// Stripes of locks by scope: searches of a scope hold its stripe shared while they read, a
@@ -195,6 +201,8 @@ impl SledMemoryStore {
         let (buckets, turns) = (db.open_tree("buckets")?, db.open_tree("turns")?);
         migrate::build_turns(&db, &buckets, &turns)?;
         let entries = db.open_tree("entries")?;
+        let journal = db.open_tree("journal")?;
+        let pending = Arc::new(pending::Pending::load(&journal, &df)?);
         // Counted once at startup (a scan); writes keep the gauge current from then on. Added
         // rather than set, so stores sharing a process (tests) each count their own.
         gauge!("store_memories").increment(entries.len() as f64);
@@ -205,7 +213,8 @@ impl SledMemoryStore {
             ids: db.open_tree("ids")?,
             blocks,
             df,
-            journal: db.open_tree("journal")?,
+            pending,
+            journal,
             tombstones: db.open_tree("tombstones")?,
             stats: db.open_tree("stats")?,
             vectors: db.open_tree("vectors")?,
@@ -222,11 +231,12 @@ impl SledMemoryStore {
             work: TaskTracker::new(),
             scans: Arc::default(),
             merges: Arc::default(),
+            thresholds: journal::Thresholds::default(),
             db,
         };
         migrate::convert_kinds(&store)?;
         migrate::reindex(&store)?;
-        store.merge_left_records()?;
+        store.merge_left_records();
         Ok(store)
     }
 
@@ -311,22 +321,38 @@ impl SledMemoryStore {
         let avg_len = stats.total_len as f64 / n;
         let mut lists = Vec::with_capacity(terms.len());
         for term in &terms {
-            let prefix = scope.clone().str(term);
-            // A term without a document frequency is in no entry.
-            let Some(df) = self.df.get(&prefix)? else {
+            let (df, overlay) = self.df(scope, term)?;
+            // A term of no entry has no postings to read.
+            if df == 0 {
                 continue;
-            };
+            }
             lists.push(TermList {
-                idf: index::idf(n, postings::df_value(&df)? as f64),
-                cursor: Cursor::new(&self.blocks, &prefix)?,
+                idf: index::idf(n, df as f64),
+                cursor: overlay.over(Cursor::new(&self.blocks, &scope.clone().str(term))?)?,
             });
         }
         maxscore::top_k(lists, avg_len, query.limit, f64::NEG_INFINITY, admit)
     }
 
+    /// The document frequency of `term` in `scope`, with its changes that wait for a merge.
+    /// The caller holds the scope's scan lock.
+    fn df(&self, scope: &Key, term: &str) -> Result<(u64, Overlay)> {
+        let prefix = scope.clone().str(term);
+        let stored = match self.df.get(&prefix)? {
+            Some(value) => postings::df_value(&value)?,
+            None => 0,
+        };
+        let overlay = self.pending.overlay(scope, term);
+        if overlay.is_empty() {
+            return Ok((stored, overlay));
+        }
+        let df = overlay.df(stored, || Cursor::new(&self.blocks, &prefix))?;
+        Ok((df, overlay))
+    }
+
     /// [`MemoryStore::search`] in the scope whose keys start with `scope`.
     fn search_now(&self, scope: &Key, query: &SearchQuery) -> Result<Vec<Hit>> {
-        let _reading = self.settled(scope)?;
+        let _reading = self.scans.reading(scope);
         if !query.filters() {
             // Without filters every entry is admitted, so records are read for the results
             // only. Searches do not lock out writers, though: if one of them was removed since
@@ -440,11 +466,10 @@ impl MemoryStore for SledMemoryStore {
     async fn indexed(&self, scope: Scope<'_>, terms: &[String]) -> Result<Vec<bool>> {
         let (key, terms) = (scope_key(scope), terms.to_vec());
         self.blocking(move |store| {
-            let _reading = store.settled(&key)?;
-            // A term in some entry has a document frequency.
+            let _reading = store.scans.reading(&key);
             terms
                 .iter()
-                .map(|term| Ok(store.df.contains_key(key.clone().str(term))?))
+                .map(|term| Ok(store.df(&key, term)?.0 > 0))
                 .collect()
         })
         .await

@@ -179,7 +179,8 @@ impl Block {
         let Some(target) = seq.checked_sub(self.first) else {
             return from;
         };
-        let b = &self.bytes[1..];
+        // A cursor on a term without blocks has never loaded one.
+        let b = self.bytes.get(1..).unwrap_or_default();
         // One search per column width, so that the width is not dispatched on per step.
         match self.widths[0] {
             1 => search(from, self.len, target, |i| u64::from(b[i])),
@@ -258,6 +259,17 @@ impl TermEdit {
             dirty: BTreeSet::new(),
             appending: None,
         })
+    }
+
+    /// Whether the journal record of `generation` is in the blocks already (a merge cut short
+    /// by a crash put this term's changes there before it could remove the record).
+    pub fn has_merged(&self, generation: u64) -> bool {
+        generation <= self.read.merged
+    }
+
+    /// Notes that the journal record of `generation` is merged into this term.
+    pub fn merging(&mut self, generation: u64) {
+        self.value.merged = generation;
     }
 
     /// Adds a posting. `append` says its seq is above every seq stored so far (a new entry):
@@ -432,37 +444,51 @@ impl TermEdit {
     }
 }
 
-/// What the `df` tree holds per term: its document frequency, and how many blocks were
-/// appended to its list since the last merge. Stored as the df (8 bytes, big-endian), followed
-/// by the count (4 bytes) when it is not 0.
+/// What the `df` tree holds per term: its document frequency, how many blocks were appended to
+/// its list since the last merge, and the generation of the last journal record merged into its
+/// blocks. Stored as the df (8 bytes, big-endian), followed by the count (4 bytes) when it or
+/// the generation is not 0, followed by the generation (8 bytes) when it is not 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct DfValue {
     df: u64,
     appended: u32,
+    merged: u64,
 }
 
 impl DfValue {
     fn decode(bytes: &[u8]) -> Result<Self> {
-        let appended = match bytes.get(8..) {
-            Some([]) => 0,
-            Some(rest) => <[u8; 4]>::try_from(rest)
-                .map(u32::from_be_bytes)
-                .map_err(|_| StoreError::corrupt("document frequency: bad length"))?,
-            None => return Err(StoreError::corrupt("document frequency: bad length")),
+        let bad = || StoreError::corrupt("document frequency: bad length");
+        let appended = |b: &[u8]| b.try_into().map(u32::from_be_bytes).map_err(|_| bad());
+        let merged = |b: &[u8]| b.try_into().map(u64::from_be_bytes).map_err(|_| bad());
+        let (appended, merged) = match bytes.len() {
+            8 => (0, 0),
+            12 => (appended(&bytes[8..])?, 0),
+            20 => (appended(&bytes[8..12])?, merged(&bytes[12..])?),
+            _ => return Err(bad()),
         };
         Ok(Self {
             df: df_value(bytes)?,
             appended,
+            merged,
         })
     }
 
     fn encode(&self) -> Vec<u8> {
         let mut out = self.df.to_be_bytes().to_vec();
-        if self.appended > 0 {
+        if self.appended > 0 || self.merged > 0 {
             out.extend_from_slice(&self.appended.to_be_bytes());
+        }
+        if self.merged > 0 {
+            out.extend_from_slice(&self.merged.to_be_bytes());
         }
         out
     }
+}
+
+/// The generation of the last journal record merged into a term's blocks, from its `df` value
+/// (0 when none is recorded).
+pub fn merged_generation(bytes: &[u8]) -> Result<u64> {
+    Ok(DfValue::decode(bytes)?.merged)
 }
 
 /// The document frequency in a `df` value (see [`DfValue`]).

@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use adk_common::{durability::SyncMode, keys::Key};
+use adk_common::{
+    durability::SyncMode,
+    keys::{Key, KeyReader},
+};
 
 use super::{
     super::{
@@ -129,7 +132,7 @@ fn assert_index_consistent(store: &SledMemoryStore) {
     let mut expected = BTreeMap::<Vec<u8>, Vec<Posting>>::new();
     let scope = scope_key(SCOPE);
     store
-        .merge_journal(&scope, journal::Merger::Reader)
+        .merge_journal(&scope, journal::Merger::Background)
         .unwrap();
     assert!(store.journal.is_empty());
     for kv in store.entries.scan_prefix(&scope) {
@@ -213,10 +216,10 @@ async fn converts_the_old_postings_layout() {
     store.add_memories(other, vec![e]).await.unwrap();
     // A store of the old layout has no journal.
     store
-        .merge_journal(&scope_key(SCOPE), journal::Merger::Reader)
+        .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
         .unwrap();
     store
-        .merge_journal(&scope_key(other), journal::Merger::Reader)
+        .merge_journal(&scope_key(other), journal::Merger::Background)
         .unwrap();
 
     // Back to the old layout: one key per posting, no document frequencies. A conversion
@@ -249,10 +252,10 @@ async fn converts_the_old_postings_layout() {
     assert_index_consistent(&store);
 }
 
-/// Ingestion one turn at a time, as a conversation arrives: each merge of the journal puts its
-/// postings into blocks of their own (the last checks merge after every write), which are
-/// merged into full ones as they pile up, and the index stays exact through the rewrites and
-/// deletions in between.
+/// Ingestion one turn at a time, as a conversation arrives, each write merged at once: each
+/// merge of the journal puts its postings into blocks of their own, which are merged into full
+/// ones as they pile up, and the index stays exact through the rewrites and deletions in
+/// between.
 #[tokio::test]
 async fn small_writes_append_blocks_and_merge_them() {
     let (_dir, store) = open().await.unwrap();
@@ -265,6 +268,9 @@ async fn small_writes_append_blocks_and_merge_them() {
         let text = format!("garden {} {} turn{}", pick(3), pick(5), turn % 41);
         let session = format!("s{}", turn / 25);
         add(&store, &session, vec![entry(&format!("t{turn}"), &text)]).await;
+        store
+            .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
+            .unwrap();
         if turn % 97 == 50 {
             let old = Entry {
                 session_id: session.clone(),
@@ -292,7 +298,7 @@ async fn small_writes_append_blocks_and_merge_them() {
     // were and adds one.
     let appended = || {
         store
-            .merge_journal(&scope_key(SCOPE), journal::Merger::Reader)
+            .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
             .unwrap();
         let value = store.df.get(&garden).unwrap().unwrap();
         value
@@ -301,7 +307,7 @@ async fn small_writes_append_blocks_and_merge_them() {
     };
     let stored = || -> Vec<_> {
         store
-            .merge_journal(&scope_key(SCOPE), journal::Merger::Reader)
+            .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
             .unwrap();
         store
             .blocks
@@ -385,36 +391,58 @@ async fn converts_the_kinds_of_a_format_3_store() {
     assert_eq!(listed.iter().filter(|e| e.kind.generated).count(), 2);
 }
 
-/// A write's postings wait in the journal while no merge runs; a search merges them first, so
-/// it finds what the write added.
-// The test holds a merge lock across the writes it awaits on purpose, so that no merge runs;
-// they take it only at `journal::BACKLOG` records.
-#[allow(clippy::await_holding_lock)]
+/// A write's postings wait in the journal, and in memory, until a merge: a search reads them
+/// beside the blocks without merging, whatever they change (a new entry, one rewritten in
+/// place, one removed), and ranks as it does once they are merged.
 #[tokio::test]
-async fn searches_merge_the_journal_first() {
+async fn searches_read_the_changes_that_wait_for_a_merge() {
     let (_dir, store) = open().await.unwrap();
-    let merging = store.merges.lock(&scope_key(SCOPE));
-    memorize(&store, entries(&[("a", "first words")])).await;
-    memorize(&store, entries(&[("b", "second words")])).await;
-    assert_eq!(store.journal.len(), 2);
-    let second = scope_key(SCOPE).str("second");
-    assert!(store.df.get(&second).unwrap().is_none());
-    drop(merging);
-    assert_eq!(search(&store, "words").await, ["a", "b"]);
+    let scope = scope_key(SCOPE);
+    memorize(
+        &store,
+        entries(&[("a", "first words"), ("b", "second words")]),
+    )
+    .await;
+    store
+        .merge_journal(&scope, journal::Merger::Background)
+        .unwrap();
+    memorize(&store, entries(&[("c", "third words words")])).await;
+    memorize(&store, entries(&[("a", "rewritten words")])).await;
+    delete(&store, memory_id("b")).await;
+    assert_eq!(store.journal.len(), 3);
+    let third = scope.clone().str("third");
+    assert!(store.df.get(&third).unwrap().is_none());
+
+    let searched = || async {
+        let hits = store.search(SCOPE, &query("words third")).await.unwrap();
+        let scored: Vec<_> = hits.into_iter().map(|h| (h.entry.id, h.score)).collect();
+        let indexed = ["third", "second", "first", "rewritten"].map(String::from);
+        (scored, store.indexed(SCOPE, &indexed).await.unwrap())
+    };
+    let waiting = searched().await;
+    let ids: Vec<_> = waiting.0.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["c", "a"]);
+    assert_eq!(waiting.1, [true, false, false, true]);
+    assert_eq!(store.journal.len(), 3, "a search merged the journal");
+
+    store
+        .merge_journal(&scope, journal::Merger::Background)
+        .unwrap();
     assert!(store.journal.is_empty());
+    assert_eq!(searched().await, waiting);
     assert_index_consistent(&store);
 }
 
-/// A journal a crash left (here: merges that never ran) is merged by the next store on the
-/// database, whose searches see every write; the merge of the store that wrote it then finds
-/// it done and changes nothing.
-// As in `searches_merge_the_journal_first`, the merge lock is held across writes on purpose.
+/// A journal a crash left (here: merges that never ran) is held by the next store on the
+/// database, whose searches see every write, and merged; the merge of the store that wrote it
+/// then finds it done and changes nothing.
+// The merge lock is held across the writes it awaits on purpose, so that no merge runs.
 #[allow(clippy::await_holding_lock)]
 #[tokio::test]
 async fn a_journal_left_behind_is_merged_by_the_next_store() {
     let db = sled::Config::new().temporary(true).open().unwrap();
     let first = SledMemoryStore::from_db(db.clone(), SyncMode::Sync, Analyzer::default()).unwrap();
-    // Fewer writes than `journal::BACKLOG`, at which a write would merge (and wait for this).
+    // Fewer changes than a backlog, at which a write would merge (and wait for this).
     let merging = first.merges.lock(&scope_key(SCOPE));
     generated_corpus(&first).await;
     delete(&first, memory_id("e3-7")).await;
@@ -422,11 +450,10 @@ async fn a_journal_left_behind_is_merged_by_the_next_store() {
 
     let store = SledMemoryStore::from_db(db, SyncMode::Sync, Analyzer::default()).unwrap();
     assert!(assert_searches_exact(&store).await > 400);
-    assert!(store.journal.is_empty());
     assert_index_consistent(&store);
     drop(merging);
     first
-        .merge_journal(&scope_key(SCOPE), journal::Merger::Reader)
+        .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
         .unwrap();
     assert_index_consistent(&store);
 }
@@ -461,24 +488,119 @@ async fn a_write_of_many_postings_is_indexed_after_the_waiting_ones() {
     assert_eq!(search(&store, "alpha beta gamma").await, ["c"]);
 }
 
-/// Records wait for the background merger once `MERGE_AFTER` of them are there, and a write
-/// that finds `BACKLOG` waiting merges them itself: the journal is always shorter than that
-/// when a write returns, and the merger empties it below `MERGE_AFTER` once writes stop.
+/// Records wait for the background merger once a scope has `merge_after` changes waiting, and
+/// a write that finds a backlog merges them itself: fewer than that wait when a write returns,
+/// and the merger takes them below `merge_after` once writes stop. Scopes that each stay below
+/// it are merged too once the changes of all of them reach `held_at_most`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_journal_stays_short() {
     let (_dir, store) = open().await.unwrap();
-    for i in 0..3 * journal::BACKLOG {
+    let at = journal::Thresholds {
+        merge_after: 40,
+        backlog: 160,
+        held_at_most: 400,
+    };
+    let store = SledMemoryStore {
+        thresholds: at,
+        ..store
+    };
+    let scope = scope_key(SCOPE);
+    let waiting = |scope: &Key| store.pending.len(scope);
+    let settled = |done: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "the merger never ran");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    };
+    for i in 0..3 * at.backlog {
         memorize(
             &store,
             entries(&[(&format!("e{i}"), &format!("words w{i}"))]),
         )
         .await;
-        assert!((store.journal.len() as u64) < journal::BACKLOG);
+        assert!(waiting(&scope).0 < at.backlog);
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while store.journal.len() as u64 >= journal::MERGE_AFTER {
-        assert!(std::time::Instant::now() < deadline, "the merger never ran");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    settled(&|| waiting(&scope).0 < at.merge_after);
     assert_index_consistent(&store);
+
+    // 20 users with 8 entries each (4 changes an entry: "words", its own word, the author's
+    // term and name term): none reaches `merge_after` changes, all together pass `held_at_most`.
+    let names: Vec<String> = (0..20).map(|u| format!("u{u}")).collect();
+    let users: Vec<Scope> = (names.iter())
+        .map(|user| Scope {
+            app_name: SCOPE.app_name,
+            user_id: user,
+        })
+        .collect();
+    for &user in &users {
+        for i in 0..8 {
+            let e = entry(&format!("e{i}"), &format!("words w{i}"));
+            store.add_memories(user, vec![e]).await.unwrap();
+        }
+        assert!(waiting(&scope_key(user)).0 < at.merge_after);
+    }
+    settled(&|| waiting(&scope).1 < at.held_at_most);
+    let merged = (users.iter())
+        .filter(|&&user| waiting(&scope_key(user)).0 == 0)
+        .count();
+    assert!(merged >= 10, "{merged} users merged");
+}
+
+/// A merge cut short by a crash after committing the blocks of some terms, before removing the
+/// records it merged: the next store on the database holds only the changes the blocks lack,
+/// its searches are exact with them, and its merge applies only those.
+#[tokio::test]
+async fn a_merge_cut_short_is_taken_up_where_it_stopped() {
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let store = SledMemoryStore::from_db(db.clone(), SyncMode::Sync, Analyzer::default()).unwrap();
+    // Nothing merged but by the test.
+    let store = SledMemoryStore {
+        thresholds: journal::Thresholds {
+            merge_after: usize::MAX,
+            backlog: usize::MAX,
+            held_at_most: usize::MAX,
+        },
+        ..store
+    };
+    let scope = scope_key(SCOPE);
+    generated_corpus(&store).await;
+    let copy = |tree: &sled::Tree| -> Vec<(sled::IVec, sled::IVec)> {
+        tree.iter().map(|kv| kv.unwrap()).collect()
+    };
+    let before = (copy(&store.journal), copy(&store.blocks), copy(&store.df));
+    let (journalled, _) = store.pending.len(&scope);
+    store
+        .merge_journal(&scope, journal::Merger::Background)
+        .unwrap();
+
+    // As the crash left it: the records still there, and the terms of even length as they
+    // were before the merge (their transactions had not committed).
+    let unmerged = |key: &[u8]| {
+        let mut reader = KeyReader::new(key);
+        let (_, _, term) = (reader.str(), reader.str(), reader.str().unwrap());
+        term.len() % 2 == 0
+    };
+    for (key, value) in &before.0 {
+        store.journal.insert(key, value).unwrap();
+    }
+    for (tree, old) in [(&store.blocks, &before.1), (&store.df, &before.2)] {
+        for key in tree.iter().keys() {
+            let key = key.unwrap();
+            if unmerged(&key) {
+                tree.remove(key).unwrap();
+            }
+        }
+        for (key, value) in old.iter().filter(|(key, _)| unmerged(key)) {
+            tree.insert(key, value).unwrap();
+        }
+    }
+    drop(store);
+
+    let store = SledMemoryStore::from_db(db, SyncMode::Sync, Analyzer::default()).unwrap();
+    let (held, _) = store.pending.len(&scope);
+    assert!(0 < held && held < journalled, "{held} of {journalled}");
+    assert!(assert_searches_exact(&store).await > 400);
+    assert_index_consistent(&store);
+    assert!(assert_searches_exact(&store).await > 400);
 }

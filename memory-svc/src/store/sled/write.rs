@@ -73,14 +73,14 @@ impl SledMemoryStore {
                     .revisions
                     .insert(scope.clone().u64(seq), revision.encode_to_vec());
             }
-            let (journalled, generation) = (batches.journalled, batches.stats.generation);
+            let journalled = batches.record.is_some();
             match batches.commit(self, scope, base) {
                 Ok(true) => {
                     if delta != 0 {
                         gauge!("store_memories").increment(delta as f64);
                     }
                     if journalled {
-                        self.journalled(scope, generation)?;
+                        self.journalled(scope)?;
                     }
                     return Ok(count);
                 }
@@ -193,8 +193,8 @@ struct Batches {
     df: Batch,
     /// The write's journal record (see [`super::journal`]), and what clearing removes.
     journal: Batch,
-    /// Whether `journal` holds a record.
-    journalled: bool,
+    /// The record in `journal`, if the write has one.
+    record: Option<JournalRecord>,
     tombstones: Batch,
     /// See [`SledMemoryStore::vector_batch`].
     vectors: Batch,
@@ -228,7 +228,7 @@ impl Batches {
             blocks: Batch::default(),
             df: Batch::default(),
             journal: Batch::default(),
-            journalled: false,
+            record: None,
             tombstones: Batch::default(),
             vectors: Batch::default(),
             vector_edits: VectorEdits::default(),
@@ -312,14 +312,14 @@ impl Batches {
         }
         if direct {
             let mut edits = TermEdits::new(scope);
-            edits.apply(store, record.ops)?;
+            edits.apply(store, record.ops, None)?;
             edits.finish(store, &mut b.blocks, &mut b.df)?;
         } else if !record.ops.is_empty() {
             b.journal.insert(
                 scope.clone().u64(b.stats.generation),
                 record.encode_to_vec(),
             );
-            b.journalled = true;
+            b.record = Some(record);
         }
         for (id, at) in expiries {
             let key = scope.clone().str(&id);
@@ -393,10 +393,13 @@ impl Batches {
                 TransactionError::Storage(e) => e,
             })?;
         if committed {
-            // Still holding the scan lock: see `VectorCache::apply`.
+            // Still holding the scan lock: see `VectorCache::apply` and `super::pending`.
             store
                 .vector_cache
                 .apply(scope.as_bytes(), &self.vector_edits);
+            if let Some(record) = &self.record {
+                store.pending.add(scope, self.stats.generation, &record.ops);
+            }
         }
         Ok(committed)
     }
