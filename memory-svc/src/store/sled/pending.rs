@@ -108,7 +108,7 @@ impl Pending {
                     waiting.push(op);
                 }
             }
-            pending.add(&scope, generation, &waiting);
+            pending.add(&scope, generation, waiting);
         }
         Ok(pending)
     }
@@ -119,7 +119,8 @@ impl Pending {
     }
 
     /// Adds the changes of the record of `generation` just committed to `scope`.
-    pub fn add(&self, scope: &Key, generation: u64, ops: &[PostingOp]) {
+    pub fn add(&self, scope: &Key, generation: u64, ops: Vec<PostingOp>) {
+        let added = ops.len();
         let mut held = self.held();
         let changes = held.scopes.entry(scope.clone()).or_default();
         for op in ops {
@@ -134,12 +135,12 @@ impl Pending {
             match changes.terms.get_mut(op.term.as_str()) {
                 Some(list) => list.push(change),
                 None => {
-                    changes.terms.insert(op.term.clone(), vec![change]);
+                    changes.terms.insert(op.term, vec![change]);
                 }
             }
         }
-        changes.len += ops.len();
-        held.len += ops.len();
+        changes.len += added;
+        held.len += added;
         gauge!("memory_pending_postings").set(held.len as f64);
     }
 
@@ -379,14 +380,14 @@ mod tests {
         pending.add(
             &scope,
             1,
-            &[
+            vec![
                 op(3, Some(2), false),
                 op(5, None, false),
                 op(4, Some(1), false),
                 op(6, Some(1), false),
             ],
         );
-        pending.add(&scope, 2, &[op(4, None, false), op(9, Some(3), true)]);
+        pending.add(&scope, 2, vec![op(4, None, false), op(9, Some(3), true)]);
         let blocks = vec![p(1, 1), p(3, 1), p(5, 1), p(7, 1)];
         (pending, scope, blocks)
     }

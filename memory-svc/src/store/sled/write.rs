@@ -397,8 +397,8 @@ impl Batches {
             store
                 .vector_cache
                 .apply(scope.as_bytes(), &self.vector_edits);
-            if let Some(record) = &self.record {
-                store.pending.add(scope, self.stats.generation, &record.ops);
+            if let Some(record) = self.record {
+                store.pending.add(scope, self.stats.generation, record.ops);
             }
         }
         Ok(committed)
