@@ -686,13 +686,9 @@ async fn metrics_are_exposed_for_prometheus() {
     // the journal merges; the PostgreSQL store keeps the blocks the search read.
     if adk_tests::postgres_url().is_none() {
         assert!(sample(&body, "store_memories", &[]).unwrap() >= 1.0);
-        // The search merged the write's postings, still in the index journal.
-        let merged = sample(
-            &body,
-            "memory_journal_merged_records_total",
-            &["by=\"reader\""],
-        );
-        assert!(merged.unwrap() >= 1.0, "{body}");
+        // The write's postings wait in memory for a merge; the search read them there.
+        let pending = sample(&body, "memory_pending_postings", &[]);
+        assert!(pending.unwrap() >= 1.0, "{body}");
     } else {
         let kept = sample(&body, "memory_block_cache_bytes", &[]);
         assert!(kept.unwrap() > 0.0, "{body}");

@@ -5,11 +5,13 @@
 //! of what a write costs. So a write commits its entries together with one record of the
 //! `journal` tree, under (app, user, the write's generation), listing its posting changes in
 //! order, and holds them in memory too ([`super::pending`]), where searches read them beside
-//! the blocks. Once enough changes of a scope wait (see [`Thresholds`]), a background task merges its
-//! records into the blocks at once (a term several of them touch is rewritten once), in one
-//! transaction that also removes the records it merged. The more records a merge takes, the
-//! fewer times a term they share is rewritten: since no search waits for a merge, merges wait
-//! for many.
+//! the blocks. Once enough changes of a scope wait (see [`Thresholds`]), a background task
+//! merges its records into the blocks at once (a term several of them touch is rewritten once).
+//! The more records a merge takes, the fewer times a term they share is rewritten: since no
+//! search waits for a merge, merges wait for many. A merge commits term by term, in short
+//! transactions, each term's df value noting the generation of the last record merged into it;
+//! then it removes the records. A merge cut short (a crash) is taken up where it stopped: the
+//! changes a term has merged are passed over, when the records are held again and merged again.
 //!
 //! The journal is durable with the write, so nothing acknowledged depends on the merge; the
 //! records a restart finds are held again and queued for the merger at open. A write that finds

@@ -12,7 +12,7 @@
 //! | `turns`      | app, user, session, seq   | (empty): a session's entries in order   |
 //! | `ids`        | app, user, id, seq        | (empty): finds an id in every session   |
 //! | `blocks`     | app, user, term, seq      | a block of postings from seq on         |
-//! | `df`         | app, user, term           | document frequency (u64 big-endian)     |
+//! | `df`         | app, user, term           | document frequency, merge state (below) |
 //! | `journal`    | app, user, generation     | `JournalRecord`: postings to merge      |
 //! | `tombstones` | app, user, id             | (empty): deleted ids, not re-ingested   |
 //! | `stats`      | app, user                 | `Stats` (protobuf)                      |
@@ -23,7 +23,9 @@
 //! | `job_queue`  | due ms, job id            | (empty): the open jobs, due first       |
 //! | `jobs_done`  | end ms, job id            | (empty): the finished jobs, oldest first|
 //!
-//! The `postings` module describes the blocks. A term's document frequency is kept
+//! The `postings` module describes the blocks and the df values (the document frequency, how
+//! many blocks were appended since the last merge of the term's blocks, and the last journal
+//! record merged into them). A term's document frequency is kept
 //! beside its postings, in the same transactions, so a search knows every term's idf before
 //! reading any posting. A write puts its posting changes in the `journal` and in memory, and a
 //! background merge moves them into the blocks once many wait (see [`journal`]); a search reads

@@ -141,7 +141,9 @@ impl Pending {
         }
         changes.len += added;
         held.len += added;
-        gauge!("memory_pending_postings").set(held.len as f64);
+        // Added and subtracted rather than set, so stores sharing a process (tests) each count
+        // their own.
+        gauge!("memory_pending_postings").increment(added as f64);
     }
 
     /// How many changes `scope` holds, and how many all scopes hold.
@@ -168,7 +170,7 @@ impl Pending {
             held.scopes.remove(scope);
         }
         held.len -= dropped;
-        gauge!("memory_pending_postings").set(held.len as f64);
+        gauge!("memory_pending_postings").decrement(dropped as f64);
     }
 
     /// Drops the changes of `terms` in `scope` up to generation `through`, merged into their
@@ -191,7 +193,7 @@ impl Pending {
         }
         changes.len -= dropped;
         held.len -= dropped;
-        gauge!("memory_pending_postings").set(held.len as f64);
+        gauge!("memory_pending_postings").decrement(dropped as f64);
     }
 
     /// The scopes that hold changes.
