@@ -323,24 +323,24 @@ impl SledMemoryStore {
         let avg_len = stats.total_len as f64 / n;
         let mut lists = Vec::with_capacity(terms.len());
         for term in &terms {
-            let (df, overlay) = self.df(scope, term)?;
+            let prefix = scope.clone().str(term);
+            let (df, overlay) = self.df(scope, term, &prefix)?;
             // A term of no entry has no postings to read.
             if df == 0 {
                 continue;
             }
             lists.push(TermList {
                 idf: index::idf(n, df as f64),
-                cursor: overlay.over(Cursor::new(&self.blocks, &scope.clone().str(term))?)?,
+                cursor: overlay.over(Cursor::new(&self.blocks, &prefix)?)?,
             });
         }
         maxscore::top_k(lists, avg_len, query.limit, f64::NEG_INFINITY, admit)
     }
 
-    /// The document frequency of `term` in `scope`, with its changes that wait for a merge.
-    /// The caller holds the scope's scan lock.
-    fn df(&self, scope: &Key, term: &str) -> Result<(u64, Overlay)> {
-        let prefix = scope.clone().str(term);
-        let stored = match self.df.get(&prefix)? {
+    /// The document frequency of `term` in `scope` (whose keys start with `prefix`), with its
+    /// changes that wait for a merge. The caller holds the scope's scan lock.
+    fn df(&self, scope: &Key, term: &str, prefix: &Key) -> Result<(u64, Overlay)> {
+        let stored = match self.df.get(prefix)? {
             Some(value) => postings::df_value(&value)?,
             None => 0,
         };
@@ -348,7 +348,7 @@ impl SledMemoryStore {
         if overlay.is_empty() {
             return Ok((stored, overlay));
         }
-        let df = overlay.df(stored, || Cursor::new(&self.blocks, &prefix))?;
+        let df = overlay.df(stored, || Cursor::new(&self.blocks, prefix))?;
         Ok((df, overlay))
     }
 
@@ -471,7 +471,7 @@ impl MemoryStore for SledMemoryStore {
             let _reading = store.scans.reading(&key);
             terms
                 .iter()
-                .map(|term| Ok(store.df(&key, term)?.0 > 0))
+                .map(|term| Ok(store.df(&key, term, &key.clone().str(term))?.0 > 0))
                 .collect()
         })
         .await

@@ -15,7 +15,7 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{Mutex, MutexGuard, PoisonError},
+    sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard},
 };
 
 use adk_common::keys::{Key, KeyReader};
@@ -67,9 +67,10 @@ struct Held {
     len: usize,
 }
 
-/// Every journalled posting change not yet merged into the blocks.
+/// Every journalled posting change not yet merged into the blocks. Searches of every scope
+/// read it side by side; commits and merges take it alone, briefly.
 #[derive(Debug, Default)]
-pub(super) struct Pending(Mutex<Held>);
+pub(super) struct Pending(RwLock<Held>);
 
 impl Pending {
     /// The changes of every record in `journal` that are not in the blocks yet (see `df`):
@@ -113,15 +114,20 @@ impl Pending {
         Ok(pending)
     }
 
-    fn held(&self) -> MutexGuard<'_, Held> {
-        // A panic cannot leave the map half-changed: each change is one insertion.
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    // A panic cannot leave the map half-changed in a way that matters: a change is listed in
+    // its term whole, and the counts only decide when to merge.
+    fn held(&self) -> RwLockReadGuard<'_, Held> {
+        self.0.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn held_mut(&self) -> RwLockWriteGuard<'_, Held> {
+        self.0.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Adds the changes of the record of `generation` just committed to `scope`.
     pub fn add(&self, scope: &Key, generation: u64, ops: Vec<PostingOp>) {
         let added = ops.len();
-        let mut held = self.held();
+        let mut held = self.held_mut();
         let changes = held.scopes.entry(scope.clone()).or_default();
         for op in ops {
             let change = Change {
@@ -155,7 +161,7 @@ impl Pending {
     /// Drops the changes of `scope`'s records up to generation `through`, merged into the
     /// blocks.
     pub fn merged(&self, scope: &Key, through: u64) {
-        let mut held = self.held();
+        let mut held = self.held_mut();
         let Some(changes) = held.scopes.get_mut(scope) else {
             return;
         };
@@ -176,7 +182,7 @@ impl Pending {
     /// Drops the changes of `terms` in `scope` up to generation `through`, merged into their
     /// blocks.
     pub fn merged_terms(&self, scope: &Key, terms: &[String], through: u64) {
-        let mut held = self.held();
+        let mut held = self.held_mut();
         let Some(changes) = held.scopes.get_mut(scope) else {
             return;
         };
