@@ -22,6 +22,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         out_dir.join("adk_descriptor.bin"),
         descriptors.encode_to_vec(),
     )?;
-    tonic_prost_build::configure().compile_fds(descriptors)?;
+    // Without the `grpc` feature, the messages only.
+    let grpc = env::var_os("CARGO_FEATURE_GRPC").is_some();
+    tonic_prost_build::configure()
+        .build_client(grpc)
+        .build_server(grpc)
+        .compile_fds(descriptors)?;
     Ok(())
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# CI for the Python client (clients/python): installs the package with its test extras into a
-# fresh virtual environment, lints and type-checks it, and runs its tests against the real
-# session-svc and memory-svc.
+# CI for the Python client (clients/python): installs the package with its test extras and its
+# native builder (clients/python/native) into a fresh virtual environment, lints and type-checks
+# it, and runs its tests against the real session-svc and memory-svc.
 #
 #   clients/python/ci.sh                # builds the two servers with cargo if needed
 #   ADK_SERVICES_BIN_DIR=DIR ci.sh      # use already built binaries from DIR instead
@@ -38,9 +38,12 @@ else
   venv="$scratch/venv"
 fi
 
-echo "== installing adk-grpc-services[test] into $venv"
+echo "== installing adk-grpc-services[test] and its native builder into $venv"
 [[ -x "$venv/bin/python" ]] || "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$here[test]"
+# The optional native builder (maturin builds it with cargo); its tests fail if it is missing.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$here/native"
+export ADK_GRPC_NATIVE_REQUIRED=1
 
 cd "$here"
 echo "== ruff, mypy --strict"

@@ -23,6 +23,12 @@ leaves them in (``_Blueprint``); anything else takes the validating path.
 ``tests/test_mapping_fast_path.py`` checks on a varied corpus that both paths give the same
 objects, down to value types and ``model_fields_set``.
 
+Where the optional native module ``adk_grpc_services_native`` is installed (``clients/python/
+native``), replies of ``GetSession`` and ``ListSessions`` are read from their bytes by it
+instead (``session_from_reply``, ``sessions_from_reply``): it builds the same objects from the
+same blueprints through the C API, and calls back here for whatever it does not build itself.
+Setting ``ADK_GRPC_NATIVE=0`` turns it off.
+
 JSON values travel as JSON text. ``json`` keeps ints as ints of any size and writes floats with
 ``repr``, so ``1`` stays ``1``, ``1.0`` stays ``1.0`` and ``2**53 + 1`` stays exact; the parser
 of pydantic-core, which reads them back, does the same. Free-form values (state, tool arguments and
@@ -41,6 +47,8 @@ import enum
 import functools
 import gc
 import json
+import logging
+import os
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from types import UnionType
@@ -201,6 +209,47 @@ def sequence_of(session: Session) -> int | None:
         return None
     digits = marker[len(_MARKER_PREFIX) :]
     return int(digits) if digits.isdigit() else None
+
+
+def session_from_reply(data: bytes) -> Session | None:
+    """The Session an encoded ``GetSession`` reply holds; None when its events continue past
+    the reply (a byte-bounded read: the caller reads the rest with ``ListEvents``)."""
+    if _NATIVE is not None:
+        parsed: pb.Session | None = None
+
+        def event(index: int) -> Event:
+            nonlocal parsed
+            if parsed is None:
+                parsed = pb.Session.FromString(data)
+            return event_from_proto(parsed.events[index])
+
+        with _collector_paused():
+            session: Session | None = _NATIVE.session(data, event)
+        if session is not None:
+            return session
+    message = pb.Session.FromString(data)
+    if message.events and message.events[-1].sequence < message.last_sequence:
+        return None
+    return session_from_proto(message)
+
+
+def sessions_from_reply(data: bytes) -> tuple[list[Session], str]:
+    """The sessions of an encoded ``ListSessions`` reply, and its next page token."""
+    if _NATIVE is not None:
+        parsed: pb.ListSessionsResponse | None = None
+
+        def session(index: int) -> Session:
+            nonlocal parsed
+            if parsed is None:
+                parsed = pb.ListSessionsResponse.FromString(data)
+            return session_from_proto(parsed.sessions[index])
+
+        with _collector_paused():
+            sessions: list[Session]
+            sessions, token = _NATIVE.sessions(data, session)
+        return sessions, token
+    reply = pb.ListSessionsResponse.FromString(data)
+    return sessions_from_proto(reply.sessions), reply.next_page_token
 
 
 def session_from_proto(message: pb.Session) -> Session:
@@ -1002,3 +1051,55 @@ def _from_base64(text: Any) -> bytes:
     if not isinstance(text, str):
         raise TypeError("base64 text expected")
     return base64.urlsafe_b64decode(text)
+
+
+# --------------------------------------------------------------------------------------------
+# The native builder (see the module docstring)
+
+
+def _native_builder() -> Any:
+    """``adk_grpc_services_native.Builder`` over this module's blueprints and helpers, or None
+    where the module is not installed, is turned off, or does not fill these models (an ADK or
+    genai whose models it does not know)."""
+    if os.environ.get("ADK_GRPC_NATIVE", "1") == "0":
+        return None
+    try:
+        import adk_grpc_services_native
+    except ImportError:
+        return None
+    try:
+        return adk_grpc_services_native.Builder(
+            blueprints={
+                "Event": _EVENT,
+                "EventActions": _ACTIONS,
+                "Content": _CONTENT,
+                "Part": _PART,
+                "FunctionCall": _CALLS["function_call"][0],
+                "FunctionResponse": _CALLS["function_response"][0],
+                "Blob": _SIMPLE["inline_data"][0],
+                "FileData": _SIMPLE["file_data"][0],
+                "ExecutableCode": _SIMPLE["executable_code"][0],
+                "CodeExecutionResult": _SIMPLE["code_execution_result"][0],
+                "Session": _SESSION,
+            },
+            from_json=from_json,
+            model_from_json=_model_from_json,
+            metadata_models=(
+                _EVENT_MODEL_OF["usage_metadata"],
+                _EVENT_MODEL_OF["grounding_metadata"],
+                _EVENT_MODEL_OF["citation_metadata"],
+            ),
+            finish_reasons=types.FinishReason._value2member_map_,
+            languages=types.Language._value2member_map_,
+            outcomes=types.Outcome._value2member_map_,
+        )
+    except ValueError as e:
+        logging.getLogger(__name__).warning(
+            "adk_grpc_services_native cannot build this ADK's sessions (%s); "
+            "reading them without it",
+            e,
+        )
+        return None
+
+
+_NATIVE = _native_builder()

@@ -45,8 +45,9 @@ from .mapping import (
     loads_object,
     sequence_of,
     session_from_proto,
+    session_from_reply,
     session_marker,
-    sessions_from_proto,
+    sessions_from_reply,
 )
 
 DEFAULT_PORT = 50051
@@ -64,7 +65,28 @@ _EVENTS_PAGE_SIZE = 100
 _INT32_MAX = 2**31 - 1
 
 
-class GrpcSessionService(ServiceClient[pb_grpc.SessionServiceStub], BaseSessionService):
+class _Stub(pb_grpc.SessionServiceStub):
+    """The generated stub, plus GetSession and ListSessions answering with the encoded reply,
+    which the mapping reads itself (``session_from_reply``, ``sessions_from_reply``)."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        super().__init__(channel)  # type: ignore[no-untyped-call]  # generated, not annotated
+        # No response deserializer: the reply's bytes as they came.
+        self.GetSessionEncoded: grpc.aio.UnaryUnaryMultiCallable[pb.GetSessionRequest, bytes] = (
+            channel.unary_unary(
+                "/adk.session.v1.SessionService/GetSession",
+                request_serializer=pb.GetSessionRequest.SerializeToString,
+            )
+        )
+        self.ListSessionsEncoded: grpc.aio.UnaryUnaryMultiCallable[
+            pb.ListSessionsRequest, bytes
+        ] = channel.unary_unary(
+            "/adk.session.v1.SessionService/ListSessions",
+            request_serializer=pb.ListSessionsRequest.SerializeToString,
+        )
+
+
+class GrpcSessionService(ServiceClient[_Stub], BaseSessionService):
     """A session service that stores sessions in session-svc.
 
     Args:
@@ -97,7 +119,7 @@ class GrpcSessionService(ServiceClient[pb_grpc.SessionServiceStub], BaseSessionS
         self._connect(
             target,
             uri,
-            pb_grpc.SessionServiceStub,
+            _Stub,
             default_port=DEFAULT_PORT,
             kind="session",
             credentials=credentials,
@@ -158,14 +180,18 @@ class GrpcSessionService(ServiceClient[pb_grpc.SessionServiceStub], BaseSessionS
         if config is not None and config.after_timestamp is not None:
             request.after_timestamp.CopyFrom(timestamps.to_timestamp(config.after_timestamp))
         try:
-            reply: pb.Session = await (await self._stub()).GetSession(request, **self._call())
+            encoded: bytes = await (await self._stub()).GetSessionEncoded(request, **self._call())
         except grpc.aio.AioRpcError as e:
             if e.code() == grpc.StatusCode.NOT_FOUND:
                 return None
             raise translate(e) from e
-        if reply.events and reply.events[-1].sequence < reply.last_sequence:
-            if not await self._read_rest(reply):
-                return None
+        session = session_from_reply(encoded)
+        if session is not None:
+            return session
+        # The events continue past the reply.
+        reply = pb.Session.FromString(encoded)
+        if not await self._read_rest(reply):
+            return None
         return session_from_proto(reply)
 
     async def _read_rest(self, reply: pb.Session) -> bool:
@@ -213,13 +239,12 @@ class GrpcSessionService(ServiceClient[pb_grpc.SessionServiceStub], BaseSessionS
             if user_id is not None:
                 request.user_id = user_id
             try:
-                reply: pb.ListSessionsResponse = await (await self._stub()).ListSessions(
+                encoded: bytes = await (await self._stub()).ListSessionsEncoded(
                     request, **self._call()
                 )
             except grpc.aio.AioRpcError as e:
                 raise translate(e) from e
-            sessions = sessions_from_proto(reply.sessions)
-            page_token = reply.next_page_token
+            sessions, page_token = sessions_from_reply(encoded)
             if not page_token and not found:
                 # A single page holds each session once.
                 return ListSessionsResponse(sessions=sessions)
