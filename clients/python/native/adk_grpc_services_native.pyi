@@ -11,6 +11,7 @@ class Builder:
         self,
         *,
         blueprints: Mapping[str, Any],
+        factories: Mapping[type[Any], Any],
         from_json: Callable[[str], Any],
         model_from_json: Callable[[type[Any], str], Any],
         metadata_models: tuple[type[Any], type[Any], type[Any]],

@@ -27,14 +27,16 @@ struct Builder {
 
 #[pymethods]
 impl Builder {
-    /// `blueprints`: the client's `_Blueprint` of each model, by model name; the helpers and
+    /// `blueprints`: the client's `_Blueprint` of each model, by model name; `factories`: the
+    /// blueprints of model classes that are default factories of those models; the helpers and
     /// enum maps are the client's own.
     #[new]
-    #[pyo3(signature = (*, blueprints, from_json, model_from_json, metadata_models, finish_reasons, languages, outcomes))]
+    #[pyo3(signature = (*, blueprints, factories, from_json, model_from_json, metadata_models, finish_reasons, languages, outcomes))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         blueprints: &Bound<'_, PyDict>,
+        factories: &Bound<'_, PyDict>,
         from_json: Py<PyAny>,
         model_from_json: Py<PyAny>,
         metadata_models: (Py<PyAny>, Py<PyAny>, Py<PyAny>),
@@ -47,7 +49,7 @@ impl Builder {
             let spec = blueprints
                 .get_item(name)?
                 .ok_or_else(|| PyValueError::new_err(format!("no blueprint for {name}")))?;
-            Blueprint::from_client(name, &spec, uses)
+            Blueprint::from_client(name, &spec, uses, Some(factories))
         };
         let event = blueprint(
             "Event",

@@ -117,24 +117,35 @@ keys!(
 /// Field values of one instance, in any order (the instance's `__dict__` keeps the model's).
 pub type Values<'k, 'py> = Vec<(&'k Py<PyString>, Bound<'py, PyAny>)>;
 
+/// How a fresh default is made.
+enum Fresh {
+    /// The field's default factory, called.
+    Call(Py<PyAny>),
+    /// A model with no fields given: what its factory, the model class, makes by validation.
+    Model(Box<Blueprint>),
+}
+
 /// How to make instances of one model (see the module docs).
 pub struct Blueprint {
     class: Py<PyType>,
     /// Every field in declaration order: its default, or None for the fresh ones.
     defaults: Py<PyDict>,
-    /// Fields whose default is made anew for each instance, and the callable that makes it.
-    fresh: Vec<(Py<PyString>, Py<PyAny>)>,
+    /// Fields whose default is made anew for each instance, and how.
+    fresh: Vec<(Py<PyString>, Fresh)>,
     /// Private attributes and their defaults; None when the model has none.
     private: Option<Py<PyDict>>,
 }
 
 impl Blueprint {
     /// Reads the client's `_Blueprint` for `what`, which this module fills with the fields
-    /// `uses`: refused unless it is usable and has them all.
+    /// `uses`: refused unless it is usable and has them all. A default factory that
+    /// `factories` maps to a blueprint (a model class whose instances need no validation) is
+    /// built with it instead of called.
     pub fn from_client(
         what: &str,
         spec: &Bound<'_, PyAny>,
         uses: &[&Py<PyString>],
+        factories: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let py = spec.py();
         if !spec.getattr("usable")?.is_truthy()? {
@@ -157,7 +168,18 @@ impl Blueprint {
             let (name, make) = item?.extract::<(Bound<'_, PyString>, Bound<'_, PyAny>)>()?;
             // The interned object, the one `Keys` holds, so `build` compares names by identity.
             let name = PyString::intern(py, name.to_str()?);
-            fresh.push((name.unbind(), make.unbind()));
+            let blueprint = match factories {
+                Some(factories) => factories.get_item(&make)?,
+                None => None,
+            };
+            let made = match blueprint {
+                // One level only: a factory's own fresh defaults are called.
+                Some(spec) => {
+                    Fresh::Model(Box::new(Blueprint::from_client(what, &spec, &[], None)?))
+                }
+                None => Fresh::Call(make.unbind()),
+            };
+            fresh.push((name.unbind(), made));
         }
         let private = spec.getattr("private")?;
         let private = if private.is_none() {
@@ -194,7 +216,11 @@ impl Blueprint {
         }
         for (name, make) in &self.fresh {
             if !values.iter().any(|(key, _)| key.is(name)) {
-                fields.set_item(name.bind(py), make.bind(py).call0()?)?;
+                let value = match make {
+                    Fresh::Call(factory) => factory.bind(py).call0()?,
+                    Fresh::Model(blueprint) => blueprint.build(py, keys, &Vec::new())?,
+                };
+                fields.set_item(name.bind(py), value)?;
             }
         }
         let fields_set = PySet::new(py, values.iter().map(|(key, _)| key.bind(py)))?;

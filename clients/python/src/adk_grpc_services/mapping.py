@@ -1067,21 +1067,33 @@ def _native_builder() -> Any:
         import adk_grpc_services_native
     except ImportError:
         return None
+    blueprints: dict[str, _Blueprint[Any]] = {
+        "Event": _EVENT,
+        "EventActions": _ACTIONS,
+        "Content": _CONTENT,
+        "Part": _PART,
+        "FunctionCall": _CALLS["function_call"][0],
+        "FunctionResponse": _CALLS["function_response"][0],
+        "Blob": _SIMPLE["inline_data"][0],
+        "FileData": _SIMPLE["file_data"][0],
+        "ExecutableCode": _SIMPLE["executable_code"][0],
+        "CodeExecutionResult": _SIMPLE["code_execution_result"][0],
+        "Session": _SESSION,
+    }
+    # Default factories that are model classes (Event's node_info and actions): an instance
+    # with no fields given is what validating nothing makes, when the model needs no validation.
+    known = {blueprint.model: blueprint for blueprint in blueprints.values()}
+    factories: dict[type[BaseModel], _Blueprint[Any]] = {}
+    for blueprint in blueprints.values():
+        for _, make in blueprint.fresh:
+            if isinstance(make, type) and issubclass(make, BaseModel):
+                made = known.get(make) or _Blueprint(make)
+                if made.usable:
+                    factories[make] = made
     try:
         return adk_grpc_services_native.Builder(
-            blueprints={
-                "Event": _EVENT,
-                "EventActions": _ACTIONS,
-                "Content": _CONTENT,
-                "Part": _PART,
-                "FunctionCall": _CALLS["function_call"][0],
-                "FunctionResponse": _CALLS["function_response"][0],
-                "Blob": _SIMPLE["inline_data"][0],
-                "FileData": _SIMPLE["file_data"][0],
-                "ExecutableCode": _SIMPLE["executable_code"][0],
-                "CodeExecutionResult": _SIMPLE["code_execution_result"][0],
-                "Session": _SESSION,
-            },
+            blueprints=blueprints,
+            factories=factories,
             from_json=from_json,
             model_from_json=_model_from_json,
             metadata_models=(
