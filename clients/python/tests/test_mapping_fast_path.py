@@ -279,46 +279,46 @@ def test_ordinary_events_are_built_without_validation() -> None:
         mapping._built_event(wire(event))
 
 
-@pytest.mark.parametrize(
-    "message",
-    [
-        # Typed fields cannot hold these; they travel in extra.
-        wire(Event(id="e", output={"answer": 42})),
-        wire(Event(id="e", long_running_tool_ids=set())),
-        wire(
-            Event(
-                id="e",
-                content=types.Content(
-                    parts=[types.Part(text="a", function_call=types.FunctionCall(name="f"))]
-                ),
+# Messages only validation builds (each for its own reason).
+VALIDATED_ONLY: list[pb.Event] = [
+    # Typed fields cannot hold these; they travel in extra.
+    wire(Event(id="e", output={"answer": 42})),
+    wire(Event(id="e", long_running_tool_ids=set())),
+    wire(
+        Event(
+            id="e",
+            content=types.Content(
+                parts=[types.Part(text="a", function_call=types.FunctionCall(name="f"))]
+            ),
+        )
+    ),
+    # No id: validation gives the event a new one.
+    stored(invocation_id="i", author="user"),
+    # An enum text that is not a member's value: genai matches it case-insensitively.
+    stored(id="e", finish_reason="stop"),
+    stored(
+        id="e",
+        content=pb.Content(
+            parts=[pb.Part(executable_code=pb.ExecutableCode(code="1", language="python"))]
+        ),
+    ),
+    # Models that only validation builds (auth configs are parsed by an ADK validator).
+    stored(id="e", actions=pb.EventActions(requested_auth_configs="{}")),
+    stored(id="e", actions=pb.EventActions(requested_tool_confirmations="{}")),
+    stored(
+        id="e",
+        actions=pb.EventActions(
+            compaction=pb.EventCompaction(
+                start_timestamp=Timestamp(seconds=1),
+                end_timestamp=Timestamp(seconds=2),
+                compacted_content=pb.Content(role="model"),
             )
         ),
-        # No id: validation gives the event a new one.
-        stored(invocation_id="i", author="user"),
-        # An enum text that is not a member's value: genai matches it case-insensitively.
-        stored(id="e", finish_reason="stop"),
-        stored(
-            id="e",
-            content=pb.Content(
-                parts=[pb.Part(executable_code=pb.ExecutableCode(code="1", language="python"))]
-            ),
-        ),
-        # Models that only validation builds (auth configs are parsed by an ADK validator).
-        stored(id="e", actions=pb.EventActions(requested_auth_configs="{}")),
-        stored(id="e", actions=pb.EventActions(requested_tool_confirmations="{}")),
-        stored(
-            id="e",
-            actions=pb.EventActions(
-                compaction=pb.EventCompaction(
-                    start_timestamp=Timestamp(seconds=1),
-                    end_timestamp=Timestamp(seconds=2),
-                    compacted_content=pb.Content(role="model"),
-                )
-            ),
-        ),
-    ],
-    ids=repr,
-)
+    ),
+]
+
+
+@pytest.mark.parametrize("message", VALIDATED_ONLY, ids=repr)
 def test_anything_else_takes_the_validating_path(message: pb.Event) -> None:
     with pytest.raises(mapping._NeedsValidation):
         mapping._built_event(message)

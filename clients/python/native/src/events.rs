@@ -229,33 +229,25 @@ impl Builders {
         match &message.data {
             Some(Data::Text(t)) => values.push((&k.text, text(py, t))),
             Some(Data::FunctionCall(call)) => {
-                if !call.extra.is_empty() {
-                    return Err(Decline);
-                }
-                let mut call_values: Values<'_, 'py> = Vec::with_capacity(4);
-                optional_text(py, &mut call_values, &k.id, &call.id);
-                optional_text(py, &mut call_values, &k.name, &call.name);
-                optional_bool(py, &mut call_values, &k.will_continue, call.will_continue);
-                if !call.args.is_empty() {
-                    let args = self.json_object(py, &call.args)?;
-                    call_values.push((&k.args, args));
-                }
-                let built = self.function_call.build(py, k, &call_values)?;
+                let payload = (&k.args, call.args.as_str());
+                let parts = (
+                    &call.id,
+                    &call.name,
+                    call.will_continue,
+                    call.extra.as_str(),
+                );
+                let built = self.call(py, &self.function_call, parts, payload)?;
                 values.push((&k.function_call, built));
             }
             Some(Data::FunctionResponse(reply)) => {
-                if !reply.extra.is_empty() {
-                    return Err(Decline);
-                }
-                let mut reply_values: Values<'_, 'py> = Vec::with_capacity(4);
-                optional_text(py, &mut reply_values, &k.id, &reply.id);
-                optional_text(py, &mut reply_values, &k.name, &reply.name);
-                optional_bool(py, &mut reply_values, &k.will_continue, reply.will_continue);
-                if !reply.response.is_empty() {
-                    let response = self.json_object(py, &reply.response)?;
-                    reply_values.push((&k.response, response));
-                }
-                let built = self.function_response.build(py, k, &reply_values)?;
+                let payload = (&k.response, reply.response.as_str());
+                let parts = (
+                    &reply.id,
+                    &reply.name,
+                    reply.will_continue,
+                    reply.extra.as_str(),
+                );
+                let built = self.call(py, &self.function_response, parts, payload)?;
                 values.push((&k.function_response, built));
             }
             Some(Data::InlineData(blob)) => {
@@ -301,6 +293,29 @@ impl Builders {
             values.push((&k.thought_signature, PyBytes::new(py, signature).into_any()));
         }
         Ok(self.part.build(py, k, &values)?)
+    }
+
+    /// A FunctionCall or FunctionResponse: its id, name, will_continue and extra, and its JSON
+    /// payload (args or response) under its key.
+    fn call<'k, 'py>(
+        &'k self,
+        py: Python<'py>,
+        blueprint: &Blueprint,
+        (id, name, will_continue, extra): (&Option<String>, &Option<String>, Option<bool>, &str),
+        (payload_key, payload): (&'k Py<PyString>, &str),
+    ) -> Built<'py> {
+        if !extra.is_empty() {
+            return Err(Decline);
+        }
+        let k = &self.keys;
+        let mut values: Values<'k, 'py> = Vec::with_capacity(4);
+        optional_text(py, &mut values, &k.id, id);
+        optional_text(py, &mut values, &k.name, name);
+        optional_bool(py, &mut values, &k.will_continue, will_continue);
+        if !payload.is_empty() {
+            values.push((payload_key, self.json_object(py, payload)?));
+        }
+        Ok(blueprint.build(py, k, &values)?)
     }
 
     /// The client's `loads_object`: a JSON object text, the empty text read as `{}`. Anything

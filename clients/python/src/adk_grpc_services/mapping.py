@@ -215,16 +215,12 @@ def session_from_reply(data: bytes) -> Session | None:
     """The Session an encoded ``GetSession`` reply holds; None when its events continue past
     the reply (a byte-bounded read: the caller reads the rest with ``ListEvents``)."""
     if _NATIVE is not None:
-        parsed: pb.Session | None = None
-
-        def event(index: int) -> Event:
-            nonlocal parsed
-            if parsed is None:
-                parsed = pb.Session.FromString(data)
-            return event_from_proto(parsed.events[index])
-
+        # Parsed here only for the events the native builder declines, once.
+        parsed = functools.cache(lambda: pb.Session.FromString(data))
         with _collector_paused():
-            session: Session | None = _NATIVE.session(data, event)
+            session: Session | None = _NATIVE.session(
+                data, lambda index: event_from_proto(parsed().events[index])
+            )
         if session is not None:
             return session
     message = pb.Session.FromString(data)
@@ -236,18 +232,12 @@ def session_from_reply(data: bytes) -> Session | None:
 def sessions_from_reply(data: bytes) -> tuple[list[Session], str]:
     """The sessions of an encoded ``ListSessions`` reply, and its next page token."""
     if _NATIVE is not None:
-        parsed: pb.ListSessionsResponse | None = None
-
-        def session(index: int) -> Session:
-            nonlocal parsed
-            if parsed is None:
-                parsed = pb.ListSessionsResponse.FromString(data)
-            return session_from_proto(parsed.sessions[index])
-
+        parsed = functools.cache(lambda: pb.ListSessionsResponse.FromString(data))
         with _collector_paused():
-            sessions: list[Session]
-            sessions, token = _NATIVE.sessions(data, session)
-        return sessions, token
+            page: tuple[list[Session], str] = _NATIVE.sessions(
+                data, lambda index: session_from_proto(parsed().sessions[index])
+            )
+        return page
     reply = pb.ListSessionsResponse.FromString(data)
     return sessions_from_proto(reply.sessions), reply.next_page_token
 
