@@ -89,6 +89,16 @@ def test_what_it_declines_is_built_by_the_client(event: pb.Event) -> None:
     assert_identical(built, expected, "session")
 
 
+def test_defaults_made_by_model_classes_are_the_validated_ones() -> None:
+    """An event written by another client may lack actions (and every event lacks node_info):
+    the builder makes those defaults from their blueprints instead of calling the classes."""
+    message = session_message([stored(id="e", author="user"), stored(id="f", branch="b")])
+    built, declined = read_natively(message)
+    assert declined == []
+    assert_identical(built, mapping.session_from_proto(message), "session")
+    assert built.events[0].actions == EventActions()
+
+
 def test_a_value_the_client_refuses_raises_the_clients_error() -> None:
     """JSON that is not an object is declined, so the client's path raises its own error."""
     event = stored(id="e", custom_metadata="[1]")
