@@ -339,7 +339,12 @@ impl Builders {
         timestamp: prost_types::Timestamp,
     ) -> PyResult<Bound<'py, PyAny>> {
         let nanos = i128::from(timestamp.seconds) * 1_000_000_000 + i128::from(timestamp.nanos);
-        nanos.into_pyobject(py)?.div(self.billion.bind(py))
+        // An i64 holds every time until 2262, and converts faster than an i128.
+        let nanos = match i64::try_from(nanos) {
+            Ok(nanos) => nanos.into_pyobject(py)?,
+            Err(_) => nanos.into_pyobject(py)?,
+        };
+        nanos.div(self.billion.bind(py))
     }
 }
 

@@ -134,6 +134,8 @@ pub struct Blueprint {
     fresh: Vec<(Py<PyString>, Fresh)>,
     /// Private attributes and their defaults; None when the model has none.
     private: Option<Py<PyDict>>,
+    /// `object`'s `tp_new`, which `object.__new__(cls)` calls.
+    new: ffi::newfunc,
 }
 
 impl Blueprint {
@@ -192,6 +194,7 @@ impl Blueprint {
             defaults: defaults.unbind(),
             fresh,
             private,
+            new: object_new(py)?,
         })
     }
 
@@ -256,12 +259,12 @@ impl Blueprint {
         let class = self.class.bind(py);
         // object.__new__(cls): BaseModel defines no __new__ of its own.
         let args = PyTuple::new(py, [class])?;
+        // SAFETY: `new` is object's tp_new, called as object.__new__ calls it, with a type
+        // and an argument tuple that live for the call.
         let instance = unsafe {
-            let object = std::ptr::addr_of_mut!(ffi::PyBaseObject_Type);
-            let new = (*object).tp_new.ok_or_else(|| PyErr::fetch(py))?;
             Bound::from_owned_ptr_or_err(
                 py,
-                new(class.as_type_ptr(), args.as_ptr(), std::ptr::null_mut()),
+                (self.new)(class.as_type_ptr(), args.as_ptr(), std::ptr::null_mut()),
             )?
         };
         set_attribute(&instance, &keys.__dict__, fields.as_any())?;
@@ -277,6 +280,24 @@ impl Blueprint {
         )?;
         set_attribute(&instance, &keys.__pydantic_private__, &private)?;
         Ok(instance)
+    }
+}
+
+/// `object`'s `tp_new` slot (read through the stable ABI, which keeps type objects opaque).
+fn object_new(py: Python<'_>) -> PyResult<ffi::newfunc> {
+    // SAFETY: PyBaseObject_Type is the interpreter's static `object` type, and its Py_tp_new
+    // slot holds a `newfunc` (null only if it had none, checked before the cast).
+    unsafe {
+        let slot = ffi::PyType_GetSlot(
+            std::ptr::addr_of_mut!(ffi::PyBaseObject_Type),
+            ffi::Py_tp_new,
+        );
+        if slot.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(std::mem::transmute::<*mut std::ffi::c_void, ffi::newfunc>(
+            slot,
+        ))
     }
 }
 
