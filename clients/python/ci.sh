@@ -53,3 +53,10 @@ echo "== ruff, mypy --strict"
 
 echo "== pytest (servers from $ADK_SERVICES_BIN_DIR)"
 "$venv/bin/python" -m pytest -p no:cacheprovider "$@"
+
+if [[ $# -eq 0 ]]; then
+  # What a client installed without the native builder reads sessions with.
+  echo "== pytest: the session tests again without the native builder (ADK_GRPC_NATIVE=0)"
+  ADK_GRPC_NATIVE=0 "$venv/bin/python" -m pytest -p no:cacheprovider -q \
+    tests/test_session_service.py tests/test_session_contract.py tests/test_large_sessions.py
+fi
