@@ -62,7 +62,7 @@ from google.adk.sessions import DatabaseSessionService, Session
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
 
-from adk_grpc_services import GrpcMemoryService, GrpcSessionService
+from adk_grpc_services import GrpcMemoryService, GrpcSessionService, mapping
 
 APP = "bench"
 
@@ -402,6 +402,8 @@ async def main() -> int:
         a.list_sessions, a.lists = 200, 5
         a.ingest_sessions = 20
     print(f"# load average at start: {os.getloadavg()}")
+    # Whether the client reads sessions with clients/python/native (ADK_GRPC_NATIVE=0: not).
+    print(f"# native builder: {'on' if mapping._NATIVE is not None else 'off'}")
 
     session_svc = Server(os.path.join(a.bin_dir, "session-svc"), [])
     memory_svc = Server(
