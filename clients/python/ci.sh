@@ -42,7 +42,10 @@ echo "== installing adk-grpc-services[test] and its native builder into $venv"
 [[ -x "$venv/bin/python" ]] || "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$here[test]"
 # The optional native builder (maturin builds it with cargo); its tests fail if it is missing.
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$here/native"
+# The dev profile: it reuses what a workspace build already compiled (pyo3, prost), and checks
+# arithmetic overflow; users' installs build it in release mode.
+MATURIN_PEP517_ARGS="--profile dev" \
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$here/native"
 export ADK_GRPC_NATIVE_REQUIRED=1
 
 cd "$here"
