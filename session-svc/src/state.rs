@@ -111,26 +111,46 @@ pub fn object(entries: &[Entry]) -> String {
 fn prefixed<'a>(
     prefix: &'a str,
     entries: &'a [Entry],
-) -> impl Iterator<Item = (&'a str, &'a str, &'a str)> {
+) -> impl Iterator<Item = (&'a str, &'a str, &'a str)> + Clone {
     entries
         .iter()
         .map(move |(k, v)| (prefix, k.as_str(), v.as_str()))
 }
 
 /// Writes `{"<prefix><key>": <value>, ...}` with each value's text untouched.
-fn write_object<'a>(entries: impl Iterator<Item = (&'a str, &'a str, &'a str)>) -> String {
-    let mut out = String::from("{");
+fn write_object<'a>(entries: impl Iterator<Item = (&'a str, &'a str, &'a str)> + Clone) -> String {
+    let size: usize = entries
+        .clone()
+        .map(|(prefix, key, value)| prefix.len() + key.len() + value.len() + 4)
+        .sum();
+    let mut out = String::with_capacity(size + 2);
+    out.push('{');
     for (i, (prefix, key, value)) in entries.enumerate() {
         if i > 0 {
             out.push(',');
         }
-        // A String always serializes as a JSON string; there is no failure to handle.
-        out.push_str(&serde_json::Value::String(format!("{prefix}{key}")).to_string());
+        push_json_string(&mut out, prefix, key);
         out.push(':');
         out.push_str(value);
     }
     out.push('}');
     out
+}
+
+/// Appends `prefix` and `key` as one JSON string. Listings write every session's state, so the
+/// usual key, which JSON writes as it is, is copied without an allocation of its own.
+fn push_json_string(out: &mut String, prefix: &str, key: &str) {
+    // JSON escapes exactly these: quotation mark, reverse solidus, control characters.
+    let plain = |s: &str| !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+    if plain(prefix) && plain(key) {
+        out.push('"');
+        out.push_str(prefix);
+        out.push_str(key);
+        out.push('"');
+    } else {
+        // A String always serializes as a JSON string; there is no failure to handle.
+        out.push_str(&serde_json::Value::String(format!("{prefix}{key}")).to_string());
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +210,8 @@ mod tests {
         let a = vec![("k".to_owned(), "1".to_owned())];
         let u = vec![("k\"q".to_owned(), "null".to_owned())];
         assert_eq!(merge(&s, &a, &u), r#"{"k":4,"app:k":1,"user:k\"q":null}"#);
+        let c = vec![("tab\there\\".to_owned(), "[]".to_owned())];
+        assert_eq!(merge(&c, &[], &[]), r#"{"tab\there\\":[]}"#);
         assert_eq!(object(&[]), "{}");
     }
 }

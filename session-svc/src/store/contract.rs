@@ -395,6 +395,12 @@ pub async fn lists_sessions_in_order_and_pages<S: SessionStore>(store: S) {
     // An append moves its session to its event's time.
     append(&store, &moved, "e1", 400).await;
     create(&store, &key_of("u1", "x"), 200).await;
+    // Expired, not swept yet: listed nowhere.
+    let gone = NewSession {
+        expire_time: Some(at(150)),
+        ..new_session(&key_of("u1", "expired"), 120)
+    };
+    store.create(gone).await.unwrap();
 
     let listed = |user: Option<&'static str>, page_size: usize| {
         let store = store.clone();
@@ -431,8 +437,15 @@ pub async fn lists_sessions_in_order_and_pages<S: SessionStore>(store: S) {
     assert!(paged.len() >= 6);
     assert_eq!(names(&paged), names(&all));
 
+    // A user's listing, in pages (the index) and whole (the sled store reads it otherwise).
     let u1 = listed(Some("u1"), 3).await;
     assert_eq!(names(&u1), ["u1/d", "u1/x", "u1/a", "u1/b"]);
+    for page_size in [4, 1000] {
+        let whole = listed(Some("u1"), page_size).await;
+        assert_eq!(whole.len(), 1);
+        assert_eq!(names(&whole), names(&u1));
+    }
+    assert_eq!(names(&listed(Some("u2"), 1000).await), ["u2/c", "u2/e"]);
     assert!(names(&listed(Some("nobody"), 3).await).is_empty());
     assert!(names(
         &pages(10, |token| {

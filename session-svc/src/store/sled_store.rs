@@ -250,20 +250,76 @@ impl SledStore {
         Ok(session_of(key, record, &own_state, app_state, user_state))
     }
 
-    /// The own state of every session of a user, by session id, read with one scan.
-    fn own_states(&self, app_name: &str, user_id: &str) -> Result<HashMap<String, Vec<Entry>>> {
+    /// A user's whole listing, read with one scan of their records and one of their sessions'
+    /// own state (both in session id order, so they are joined as they are read), then sorted
+    /// into the listing's order. `None` if the user has more than `page_size` live sessions: a
+    /// listing of several pages walks the index instead. Scanning costs sled one tree descent
+    /// per scan, where the index walk costs one per listed session, plus one per session for
+    /// its state.
+    fn whole_user_listing(
+        &self,
+        app_name: &str,
+        user_id: &str,
+        page_size: usize,
+    ) -> Result<Option<Vec<Session>>> {
         let prefix = Key::new().str(app_name).str(user_id);
-        let mut states: HashMap<String, Vec<Entry>> = HashMap::new();
+        let now = now();
+        let mut live = Vec::new();
+        for kv in self.sessions.scan_prefix(prefix.as_bytes()) {
+            let (k, v) = kv?;
+            let record = decode_record(&v)?;
+            // Expired sessions stay until swept; they are not shown.
+            if !record.is_live(&now) {
+                continue;
+            }
+            if live.len() == page_size {
+                return Ok(None);
+            }
+            let session_id = KeyReader::new(&k[prefix.as_bytes().len()..])
+                .str()
+                .ok_or_else(|| SessionError::corrupt("unreadable session key"))?;
+            let key = SessionKey {
+                app_name: app_name.to_owned(),
+                user_id: user_id.to_owned(),
+                session_id,
+            };
+            live.push((key, record, Vec::new()));
+        }
+        let mut at = 0;
         for kv in self.session_state.scan_prefix(prefix.as_bytes()) {
             let (k, v) = kv?;
             let mut reader = KeyReader::new(&k[prefix.as_bytes().len()..]);
             let (Some(session_id), Some(name)) = (reader.str(), reader.str()) else {
                 return Err(SessionError::corrupt("unreadable state key"));
             };
-            let value = state_value(&name, &v)?;
-            states.entry(session_id).or_default().push((name, value));
+            // Both trees order a user's sessions by id (keys keep the order of the strings
+            // they hold): the state of a session that is not listed (expired, or created after
+            // the first scan) is passed over.
+            while live
+                .get(at)
+                .is_some_and(|(key, ..)| key.session_id < session_id)
+            {
+                at += 1;
+            }
+            if let Some((key, _, own_state)) = live.get_mut(at) {
+                if key.session_id == session_id {
+                    let value = state_value(&name, &v)?;
+                    own_state.push((name, value));
+                }
+            }
         }
-        Ok(states)
+        let app_state = scan_entries(&self.app_state, app_prefix(app_name).as_bytes())?;
+        let user_state = scan_entries(&self.user_state, prefix.as_bytes())?;
+        live.sort_unstable_by(|(a, ra, _), (b, rb, _)| {
+            user_time_order(a, ra).cmp(&user_time_order(b, rb))
+        });
+        Ok(Some(
+            live.iter()
+                .map(|(key, record, own_state)| {
+                    session_of(key, record, own_state, &app_state, &user_state)
+                })
+                .collect(),
+        ))
     }
 
     /// [`Self::assemble`], reading the app and user state for this one session.
@@ -440,6 +496,14 @@ impl SessionStore for SledStore {
         page_size: usize,
         page_token: &str,
     ) -> Result<Page<Session>> {
+        if let (Some(user), true) = (user_id, page_token.is_empty()) {
+            if let Some(items) = self.whole_user_listing(app_name, user, page_size)? {
+                return Ok(Page {
+                    items,
+                    next_page_token: String::new(),
+                });
+            }
+        }
         let listing = SessionListing { app_name, user_id };
         let index = match user_id {
             Some(_) => &self.by_user_time,
@@ -485,14 +549,6 @@ impl SessionStore for SledStore {
             }
             last_place = Some(place);
         }
-        // A user's whole listing in one page: the sessions' own state with one scan of the
-        // user's, instead of a scan per session (each costs sled a tree descent).
-        let mut own_states = match user_id {
-            Some(user) if page_token.is_empty() && next_page_token.is_empty() => {
-                Some(self.own_states(app_name, user)?)
-            }
-            _ => None,
-        };
         let mut items = Vec::with_capacity(live.len());
         for (key, record) in live {
             let user_state = match user_states.entry(key.user_id.clone()) {
@@ -502,10 +558,7 @@ impl SessionStore for SledStore {
                     user_prefix(&key).as_bytes(),
                 )?),
             };
-            let own_state = match own_states.as_mut() {
-                Some(states) => states.remove(&key.session_id).unwrap_or_default(),
-                None => scan_entries(&self.session_state, session_key(&key).as_bytes())?,
-            };
+            let own_state = scan_entries(&self.session_state, session_key(&key).as_bytes())?;
             items.push(session_of(
                 &key, &record, &own_state, &app_state, user_state,
             ));
@@ -774,6 +827,14 @@ fn index_key(key: &SessionKey, ts: &Timestamp, user_id: Option<&str>) -> Key {
         user_id: key.user_id.clone(),
         session_id: key.session_id.clone(),
     })
+}
+
+/// A session's place in the `by_user_time` index's order, without building its key: the key
+/// holds the time (seconds, then nanos, as [`Key::timestamp`] writes them) and then the id,
+/// each encoded so that bytes sort as the values do.
+fn user_time_order<'a>(key: &'a SessionKey, record: &SessionRecord) -> (i64, i32, &'a str) {
+    let ts = record.last_update_time();
+    (ts.seconds, ts.nanos.max(0), &key.session_id)
 }
 
 // === encoding ===
