@@ -94,27 +94,35 @@ impl Delta {
     }
 }
 
-/// The merged view of S0.4: session keys, then `app:` keys, then `user:` keys.
-pub fn merge(session: &[Entry], app: &[Entry], user: &[Entry]) -> String {
+/// The merged view of S0.4: session keys, then `app:` keys, then `user:` keys. The session's
+/// own keys come as pairs (see [`pairs`]), as a store may hold them otherwise than as entries.
+pub fn merge<'a>(
+    session: impl Iterator<Item = (&'a str, &'a str)> + Clone,
+    app: &'a [Entry],
+    user: &'a [Entry],
+) -> String {
     write_object(
         prefixed("", session)
-            .chain(prefixed(APP_PREFIX, app))
-            .chain(prefixed(USER_PREFIX, user)),
+            .chain(prefixed(APP_PREFIX, pairs(app)))
+            .chain(prefixed(USER_PREFIX, pairs(user))),
     )
 }
 
 /// A JSON object from one scope's entries, keys without prefix (S7).
 pub fn object(entries: &[Entry]) -> String {
-    write_object(prefixed("", entries))
+    write_object(prefixed("", pairs(entries)))
+}
+
+/// Entries as the key and value pairs [`merge`] reads.
+pub fn pairs(entries: &[Entry]) -> impl Iterator<Item = (&str, &str)> + Clone {
+    entries.iter().map(|(k, v)| (k.as_str(), v.as_str()))
 }
 
 fn prefixed<'a>(
     prefix: &'a str,
-    entries: &'a [Entry],
+    entries: impl Iterator<Item = (&'a str, &'a str)> + Clone,
 ) -> impl Iterator<Item = (&'a str, &'a str, &'a str)> + Clone {
-    entries
-        .iter()
-        .map(move |(k, v)| (prefix, k.as_str(), v.as_str()))
+    entries.map(move |(k, v)| (prefix, k, v))
 }
 
 /// Writes `{"<prefix><key>": <value>, ...}` with each value's text untouched.
@@ -192,7 +200,7 @@ mod tests {
         );
         let split = delta.split();
         assert_eq!(
-            merge(&split.session, &[], &[]),
+            merge(pairs(&split.session), &[], &[]),
             r#"{"big":555e404,"tiny":1e-400}"#
         );
     }
@@ -209,9 +217,12 @@ mod tests {
         let s = vec![("k".to_owned(), "4".to_owned())];
         let a = vec![("k".to_owned(), "1".to_owned())];
         let u = vec![("k\"q".to_owned(), "null".to_owned())];
-        assert_eq!(merge(&s, &a, &u), r#"{"k":4,"app:k":1,"user:k\"q":null}"#);
+        assert_eq!(
+            merge(pairs(&s), &a, &u),
+            r#"{"k":4,"app:k":1,"user:k\"q":null}"#
+        );
         let c = vec![("tab\there\\".to_owned(), "[]".to_owned())];
-        assert_eq!(merge(&c, &[], &[]), r#"{"tab\there\\":[]}"#);
+        assert_eq!(merge(pairs(&c), &[], &[]), r#"{"tab\there\\":[]}"#);
         assert_eq!(object(&[]), "{}");
     }
 }

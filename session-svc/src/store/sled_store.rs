@@ -6,8 +6,7 @@
 //!
 //! | tree            | key                                  | value                        |
 //! |-----------------|--------------------------------------|------------------------------|
-//! | `sessions`      | app, user, session                   | [`SessionRecord`]            |
-//! | `session_state` | app, user, session, state key        | JSON value text              |
+//! | `sessions`      | app, user, session                   | [`SessionRecord`], own state |
 //! | `events`        | app, user, session, sequence (u64)   | encoded `Event`              |
 //! | `event_ids`     | app, user, session, event id         | sequence (u64)               |
 //! | `app_state`     | app, state key                       | JSON value text              |
@@ -18,6 +17,10 @@
 //! | `changes`       | app, position (u64)                  | [`ChangeRecord`]: WatchEvents |
 //! | `change_heads`  | app                                  | latest position (u64)        |
 //!
+//! A session's own state (keys without a scope prefix) lives in its record, which every append
+//! rewrites anyway: a session is read with one key, a user's listing with one scan. Format 1
+//! kept it in a `session_state` tree, a key per state key; [`SledStore::from_db`] moves it.
+//!
 //! Every write is one sled transaction over the trees it touches, followed by a group-commit
 //! flush, so it is atomic and durable before the caller hears of it. Appends that arrive
 //! together share one transaction ([`appender`]), each still accepted or rejected on its own.
@@ -27,7 +30,7 @@ mod appender;
 mod tests;
 
 use std::{
-    collections::{hash_map::Entry as Slot, HashMap},
+    collections::{hash_map::Entry as Slot, BTreeMap, HashMap},
     ops::Bound,
     path::Path,
 };
@@ -75,9 +78,19 @@ struct SessionRecord {
     last_sequence: u64,
     #[prost(message, optional, tag = "5")]
     expire_time: Option<Timestamp>,
+    /// The session's own state: JSON value text by key.
+    #[prost(btree_map = "string, string", tag = "6")]
+    state: BTreeMap<String, String>,
 }
 
 impl SessionRecord {
+    /// Applies the session scope of a delta: a shallow replace per key (S0.5).
+    fn set_state(&mut self, entries: &[Entry]) {
+        for (name, value) in entries {
+            self.state.insert(name.clone(), value.clone());
+        }
+    }
+
     fn is_live(&self, now: &Timestamp) -> bool {
         time::is_live(self.expire_time.as_ref(), now)
     }
@@ -109,15 +122,15 @@ enum Removal {
 }
 
 /// The version of the layout below: raise it with any change a binary of the previous
-/// version would misread (see [`adk_common::versions`]).
-const FORMAT: u32 = 1;
+/// version would misread (see [`adk_common::versions`]). Format 2 moved each session's own
+/// state into its record.
+const FORMAT: u32 = 2;
 
 /// Session store on a sled database.
 #[derive(Debug, Clone)]
 pub struct SledStore {
     db: sled::Db,
     sessions: Tree,
-    session_state: Tree,
     events: Tree,
     event_ids: Tree,
     app_state: Tree,
@@ -140,7 +153,6 @@ impl SledStore {
         adk_common::versions::open_sled(&db, "session store", FORMAT)?;
         let trees = appender::AppendTrees {
             sessions: db.open_tree("sessions")?,
-            session_state: db.open_tree("session_state")?,
             events: db.open_tree("events")?,
             event_ids: db.open_tree("event_ids")?,
             app_state: db.open_tree("app_state")?,
@@ -151,6 +163,7 @@ impl SledStore {
             change_heads: db.open_tree("change_heads")?,
         };
         let (sessions, events) = (trees.sessions.clone(), trees.events.clone());
+        move_state_into_records(&db, &trees.sessions)?;
         let commit = GroupCommit::start(db.clone(), sync);
         // Counted once at startup (a scan); writes keep the gauges current from then on. Added
         // rather than set, so stores sharing a process (tests) each count their own.
@@ -158,7 +171,6 @@ impl SledStore {
         gauge!("store_events").increment(events.len() as f64);
         Ok(Self {
             sessions,
-            session_state: trees.session_state.clone(),
             events,
             event_ids: trees.event_ids.clone(),
             app_state: trees.app_state.clone(),
@@ -237,25 +249,10 @@ impl SledStore {
         Ok(self.record(key)?.filter(|r| r.is_live(&now)))
     }
 
-    /// Builds a session without events from its record, reading its own state; the app and
-    /// user state are passed in, as a listing reads them once for all its sessions.
-    fn assemble(
-        &self,
-        key: &SessionKey,
-        record: &SessionRecord,
-        app_state: &[Entry],
-        user_state: &[Entry],
-    ) -> Result<Session> {
-        let own_state = scan_entries(&self.session_state, session_key(key).as_bytes())?;
-        Ok(session_of(key, record, &own_state, app_state, user_state))
-    }
-
-    /// A user's whole listing, read with one scan of their records and one of their sessions'
-    /// own state (both in session id order, so they are joined as they are read), then sorted
-    /// into the listing's order. `None` if the user has more than `page_size` live sessions: a
-    /// listing of several pages walks the index instead. Scanning costs sled one tree descent
-    /// per scan, where the index walk costs one per listed session, plus one per session for
-    /// its state.
+    /// A user's whole listing, read with one scan of their records and sorted into the
+    /// listing's order. `None` if the user has more than `page_size` live sessions: a listing
+    /// of several pages walks the index instead. A scan costs sled one tree descent, where the
+    /// index walk costs one per listed session.
     fn whole_user_listing(
         &self,
         app_name: &str,
@@ -283,50 +280,25 @@ impl SledStore {
                 user_id: user_id.to_owned(),
                 session_id,
             };
-            live.push((key, record, Vec::new()));
-        }
-        let mut at = 0;
-        for kv in self.session_state.scan_prefix(prefix.as_bytes()) {
-            let (k, v) = kv?;
-            let mut reader = KeyReader::new(&k[prefix.as_bytes().len()..]);
-            let (Some(session_id), Some(name)) = (reader.str(), reader.str()) else {
-                return Err(SessionError::corrupt("unreadable state key"));
-            };
-            // Both trees order a user's sessions by id (keys keep the order of the strings
-            // they hold): the state of a session that is not listed (expired, or created after
-            // the first scan) is passed over.
-            while live
-                .get(at)
-                .is_some_and(|(key, ..)| key.session_id < session_id)
-            {
-                at += 1;
-            }
-            if let Some((key, _, own_state)) = live.get_mut(at) {
-                if key.session_id == session_id {
-                    let value = state_value(&name, &v)?;
-                    own_state.push((name, value));
-                }
-            }
+            live.push((key, record));
         }
         let app_state = scan_entries(&self.app_state, app_prefix(app_name).as_bytes())?;
         let user_state = scan_entries(&self.user_state, prefix.as_bytes())?;
-        live.sort_unstable_by(|(a, ra, _), (b, rb, _)| {
+        live.sort_unstable_by(|(a, ra), (b, rb)| {
             user_time_order(a, ra).cmp(&user_time_order(b, rb))
         });
         Ok(Some(
             live.iter()
-                .map(|(key, record, own_state)| {
-                    session_of(key, record, own_state, &app_state, &user_state)
-                })
+                .map(|(key, record)| session_of(key, record, &app_state, &user_state))
                 .collect(),
         ))
     }
 
-    /// [`Self::assemble`], reading the app and user state for this one session.
-    fn assemble_alone(&self, key: &SessionKey, record: &SessionRecord) -> Result<Session> {
+    /// Builds a session without events from its record, reading the app and user state.
+    fn assemble(&self, key: &SessionKey, record: &SessionRecord) -> Result<Session> {
         let app_state = scan_entries(&self.app_state, app_prefix(&key.app_name).as_bytes())?;
         let user_state = scan_entries(&self.user_state, user_prefix(key).as_bytes())?;
-        self.assemble(key, record, &app_state, &user_state)
+        Ok(session_of(key, record, &app_state, &user_state))
     }
 
     /// Reads events 1..=last_sequence as `window` selects, walking back from the end when only
@@ -366,11 +338,9 @@ impl SledStore {
         let skey = session_key(key);
         // Transactions cannot scan, so the keys are gathered first; the transaction then
         // checks that no append slipped in between (any append bumps last_sequence).
-        let state_keys = scan_keys(&self.session_state, skey.as_bytes())?;
         let id_keys = scan_keys(&self.event_ids, skey.as_bytes())?;
         let trees = (
             &self.sessions,
-            &self.session_state,
             &self.events,
             &self.event_ids,
             &self.by_time,
@@ -378,7 +348,7 @@ impl SledStore {
             &self.by_expiry,
         );
         let done = trees.transaction(
-            |(sessions, session_state, events, event_ids, by_time, by_user_time, by_expiry)| {
+            |(sessions, events, event_ids, by_time, by_user_time, by_expiry)| {
                 let Some(bytes) = sessions.get(skey.as_bytes())? else {
                     return Ok(Removal::AlreadyGone);
                 };
@@ -387,9 +357,6 @@ impl SledStore {
                     || current.last_sequence != expected.last_sequence
                 {
                     return Ok(Removal::Changed);
-                }
-                for k in &state_keys {
-                    session_state.remove(k.as_slice())?;
                 }
                 for k in &id_keys {
                     event_ids.remove(k.as_slice())?;
@@ -430,16 +397,17 @@ impl SessionStore for SledStore {
             }
         }
         let writing = self.begin_write().await?;
-        let record = SessionRecord {
+        let mut record = SessionRecord {
             incarnation: self.db.generate_id()?,
             create_time: Some(new.create_time),
             last_update_time: Some(new.create_time),
             last_sequence: 0,
             expire_time: new.expire_time,
+            state: BTreeMap::new(),
         };
+        record.set_state(&new.state.session);
         let trees = (
             &self.sessions,
-            &self.session_state,
             &self.app_state,
             &self.user_state,
             &self.by_time,
@@ -447,13 +415,13 @@ impl SessionStore for SledStore {
             &self.by_expiry,
         );
         let created = trees.transaction(
-            |(sessions, session_state, app_state, user_state, by_time, by_user_time, by_expiry)| {
+            |(sessions, app_state, user_state, by_time, by_user_time, by_expiry)| {
                 if sessions.get(skey.as_bytes())?.is_some() {
                     return abort(SessionError::SessionExists {
                         session_id: key.session_id.clone(),
                     });
                 }
-                apply_delta(key, &new.state, session_state, app_state, user_state)?;
+                apply_shared_delta(key, &new.state, app_state, user_state)?;
                 by_time.insert(by_time_key(key, &new.create_time), &[])?;
                 by_user_time.insert(by_user_time_key(key, &new.create_time), &[])?;
                 if let Some(expire) = &new.expire_time {
@@ -467,7 +435,7 @@ impl SessionStore for SledStore {
         drop(writing);
         gauge!("store_sessions").increment(1.0);
         self.commit.wait_durable().await?;
-        self.assemble_alone(key, &record)
+        self.assemble(key, &record)
     }
 
     async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
@@ -481,7 +449,7 @@ impl SessionStore for SledStore {
             let Some(record) = self.live_record(skey.as_bytes())? else {
                 return Ok(None);
             };
-            let mut session = self.assemble_alone(key, &record)?;
+            let mut session = self.assemble(key, &record)?;
             if self.record(skey.as_bytes())?.as_ref() == Some(&record) {
                 session.events = self.read_events(&skey, record.last_sequence, window)?;
                 return Ok(Some(session));
@@ -558,10 +526,7 @@ impl SessionStore for SledStore {
                     user_prefix(&key).as_bytes(),
                 )?),
             };
-            let own_state = scan_entries(&self.session_state, session_key(&key).as_bytes())?;
-            items.push(session_of(
-                &key, &record, &own_state, &app_state, user_state,
-            ));
+            items.push(session_of(&key, &record, &app_state, user_state));
         }
         Ok(Page {
             items,
@@ -855,14 +820,14 @@ fn decode_u64(bytes: &[u8]) -> Result<u64> {
     Ok(u64::from_be_bytes(array))
 }
 
-/// A session without events, from its record and its three scopes' state.
+/// A session without events, from its record (with its own state) and the shared scopes' state.
 fn session_of(
     key: &SessionKey,
     record: &SessionRecord,
-    own_state: &[Entry],
     app_state: &[Entry],
     user_state: &[Entry],
 ) -> Session {
+    let own_state = record.state.iter().map(|(k, v)| (k.as_str(), v.as_str()));
     Session {
         id: key.session_id.clone(),
         app_name: key.app_name.clone(),
@@ -903,6 +868,66 @@ fn scan_keys(tree: &Tree, prefix: &[u8]) -> Result<Vec<Vec<u8>>> {
         .collect()
 }
 
+// === format 1 ===
+
+/// Format 1 kept each session's own state in a `session_state` tree, a key per state key
+/// (app, user, session, state key). Moves it into the records, a session per transaction that
+/// also removes what it moved, so a conversion cut short carries on at the next open; then
+/// drops the tree. State left by a session that no longer exists is dropped with it.
+fn move_state_into_records(db: &sled::Db, sessions: &Tree) -> Result<()> {
+    const OLD: &[u8] = b"session_state";
+    if !db.tree_names().iter().any(|name| name == OLD) {
+        return Ok(());
+    }
+    let old = db.open_tree(OLD)?;
+    let mut moved = 0u64;
+    while let Some(first) = old.iter().keys().next() {
+        let first = first?;
+        let mut reader = KeyReader::new(&first);
+        let (Some(app_name), Some(user_id), Some(session_id)) =
+            (reader.str(), reader.str(), reader.str())
+        else {
+            return Err(SessionError::corrupt("unreadable state key"));
+        };
+        let skey = Key::new().str(&app_name).str(&user_id).str(&session_id);
+        let mut keys = Vec::new();
+        let mut entries = Vec::new();
+        for kv in old.scan_prefix(skey.as_bytes()) {
+            let (k, v) = kv?;
+            let name = KeyReader::new(&k[skey.as_bytes().len()..])
+                .str()
+                .ok_or_else(|| SessionError::corrupt("unreadable state key"))?;
+            entries.push((name.clone(), state_value(&name, &v)?));
+            keys.push(k);
+        }
+        let done = (sessions, &old).transaction(|(sessions, old)| {
+            if let Some(bytes) = sessions.get(skey.as_bytes())? {
+                let mut record =
+                    decode_record(&bytes).map_err(ConflictableTransactionError::Abort)?;
+                record.set_state(&entries);
+                sessions.insert(skey.as_bytes(), record.encode_to_vec())?;
+            }
+            for k in &keys {
+                old.remove(k)?;
+            }
+            Ok(())
+        });
+        done.map_err(|e| match e {
+            TransactionError::Abort(e) => e,
+            TransactionError::Storage(e) => e.into(),
+        })?;
+        moved += 1;
+    }
+    drop(old);
+    db.drop_tree(OLD)?;
+    db.flush()?;
+    tracing::info!(
+        sessions = moved,
+        "moved each session's own state into its record (format 2)"
+    );
+    Ok(())
+}
+
 // === transactions ===
 
 type TxResult<T> = std::result::Result<T, ConflictableTransactionError<SessionError>>;
@@ -911,17 +936,14 @@ fn abort<T>(e: SessionError) -> TxResult<T> {
     Err(ConflictableTransactionError::Abort(e))
 }
 
-/// Writes a split delta into the three scopes: a shallow replace per key (S0.5).
-fn apply_delta(
+/// Writes the shared scopes of a split delta, a shallow replace per key (S0.5); the session's
+/// own scope goes into its record ([`SessionRecord::set_state`]).
+fn apply_shared_delta(
     key: &SessionKey,
     delta: &state::ScopedDelta,
-    session_state: &TransactionalTree,
     app_state: &TransactionalTree,
     user_state: &TransactionalTree,
 ) -> std::result::Result<(), UnabortableTransactionError> {
-    for (name, value) in &delta.session {
-        session_state.insert(session_key(key).str(name).into_vec(), value.as_bytes())?;
-    }
     for (name, value) in &delta.app {
         app_state.insert(
             app_prefix(&key.app_name).str(name).into_vec(),

@@ -168,7 +168,7 @@ pub(super) async fn list(
                 .get(&key.user_id)
                 .map(Vec::as_slice)
                 .unwrap_or_default();
-            let merged = state::merge(&own, &app_state, user);
+            let merged = state::merge(state::pairs(&own), &app_state, user);
             session(&key, &record, merged, Vec::new())
         })
         .collect();

@@ -362,7 +362,7 @@ impl PgStore {
         Ok(session(
             key,
             record,
-            state::merge(&session_state, &app_state, &user_state),
+            state::merge(state::pairs(&session_state), &app_state, &user_state),
             events,
         ))
     }

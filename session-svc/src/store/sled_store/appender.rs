@@ -29,8 +29,8 @@ use sled::{
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    app_prefix, apply_delta, by_time_key, by_user_time_key, decode_record, decode_u64, event_key,
-    session_key, ChangeRecord,
+    app_prefix, apply_shared_delta, by_time_key, by_user_time_key, decode_record, decode_u64,
+    event_key, session_key, ChangeRecord,
 };
 use crate::{
     error::{Result, SessionError},
@@ -85,7 +85,6 @@ pub(super) struct Pending {
 /// The trees an append writes.
 pub(super) struct AppendTrees {
     pub sessions: Tree,
-    pub session_state: Tree,
     pub events: Tree,
     pub event_ids: Tree,
     pub app_state: Tree,
@@ -187,7 +186,6 @@ fn apply(
 ) -> std::result::Result<Vec<Result<Appended>>, sled::Error> {
     let all = (
         &trees.sessions,
-        &trees.session_state,
         &trees.events,
         &trees.event_ids,
         &trees.app_state,
@@ -221,7 +219,6 @@ type View = (
     TransactionalTree,
     TransactionalTree,
     TransactionalTree,
-    TransactionalTree,
 );
 
 /// One append inside the batch's transaction. The outer error (storage) fails the batch; the
@@ -234,7 +231,6 @@ fn append_one(
 ) -> std::result::Result<Result<Appended>, UnabortableTransactionError> {
     let (
         sessions,
-        session_state,
         events,
         event_ids,
         app_state,
@@ -297,13 +293,14 @@ fn append_one(
     let timestamp = event.timestamp.unwrap_or_default();
     events.insert(event_key(&skey, sequence), event.encode_to_vec())?;
     event_ids.insert(id_key.as_bytes(), &sequence.to_be_bytes())?;
-    apply_delta(key, &append.delta, session_state, app_state, user_state)?;
+    apply_shared_delta(key, &append.delta, app_state, user_state)?;
     let previous = record.last_update_time();
     by_time.remove(by_time_key(key, &previous))?;
     by_user_time.remove(by_user_time_key(key, &previous))?;
     by_time.insert(by_time_key(key, &timestamp), &[])?;
     by_user_time.insert(by_user_time_key(key, &timestamp), &[])?;
     let mut record = record;
+    record.set_state(&append.delta.session);
     record.last_sequence = sequence;
     record.last_update_time = Some(timestamp);
     sessions.insert(skey.as_bytes(), record.encode_to_vec())?;
