@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::value::RawValue;
-use session_svc::state::{merge, Delta};
+use session_svc::state::{merge, pairs, Delta};
 
 fn object(text: &str) -> BTreeMap<String, &RawValue> {
     serde_json::from_str(text).expect("a JSON object")
@@ -21,7 +21,7 @@ fuzz_target!(|text: &str| {
         assert!(object(&trimmed).keys().all(|k| !k.starts_with("temp:")));
     }
     let split = delta.split();
-    let merged = merge(&split.session, &split.app, &split.user);
+    let merged = merge(pairs(&split.session), &split.app, &split.user);
     let merged = object(&merged);
     assert_eq!(
         merged.len(),
