@@ -99,6 +99,21 @@ def test_defaults_made_by_model_classes_are_the_validated_ones() -> None:
     assert built.events[0].actions == EventActions()
 
 
+def test_times_far_from_now_convert_as_the_client_converts_them() -> None:
+    """Seconds are nanoseconds divided as Python divides ints, whether the nanoseconds fit an
+    i64 (until 2262) or not, and before 1970."""
+    times = [(-1, 5), (9_223_372_036, 854_775_807), (9_223_372_036, 854_775_808), (10**11, 1)]
+    events = [
+        pb.Event(id=f"e{i}", timestamp=Timestamp(seconds=seconds, nanos=nanos))
+        for i, (seconds, nanos) in enumerate(times)
+    ]
+    message = session_message(events)
+    built, declined = read_natively(message)
+    assert declined == []
+    assert_identical(built, mapping.session_from_proto(message), "session")
+    assert built.events[3].timestamp == (10**20 + 1) / 10**9
+
+
 def test_a_value_the_client_refuses_raises_the_clients_error() -> None:
     """JSON that is not an object is declined, so the client's path raises its own error."""
     event = stored(id="e", custom_metadata="[1]")
