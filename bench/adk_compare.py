@@ -35,8 +35,12 @@ Workload (identical for both sides, through ADK's BaseSessionService / BaseMemor
   ingest-search: the same sessions added to another user's memory, with a search of that
            user (a 4-word question with one common word) after every third: the searches'
            latency while the memory grows, and the adds'.
+  ingest-turns: ADK's per-turn memory callback (an agent's after_agent_callback calling
+           add_session_to_memory): `--turn-sessions` sessions of `--turns` turns, each session
+           added again, whole, after every turn; calls/s until a search after the last call
+           returns, latency per call, CPU time per call (ADK side: SqliteMemoryService).
 
-`--only append,get,list,memory,ingest,ingest-search` runs a subset.
+`--only append,get,list,memory,ingest,ingest-search,ingest-turns` runs a subset.
 """
 
 from __future__ import annotations
@@ -309,6 +313,31 @@ def ingest_sessions(n: int, user: str = "ingester") -> list[Session]:
     return sessions
 
 
+def turn_by_turn(sessions: int, turns: int) -> list[Session]:
+    """Each of `sessions` sessions of `turns` turns, as it stands after each of its turns: the
+    sessions an agent adds to memory after every turn, in the order it adds them."""
+    added = []
+    for s in range(sessions):
+        events = [
+            Event(
+                id=f"t{s}-e{e}",
+                invocation_id=f"inv-{s}-{e // 2}",
+                author="user" if e % 2 == 0 else "model",
+                content=types.Content(
+                    role="user" if e % 2 == 0 else "model",
+                    parts=[types.Part(text=memory_text(s * turns + e + 2_000_000))],
+                ),
+                timestamp=1_770_000_000.0 + s * 600 + e,
+            )
+            for e in range(turns)
+        ]
+        added.extend(
+            Session(id=f"turns-{s}", app_name=APP, user_id="turn-taker", events=events[: n + 1])
+            for n in range(turns)
+        )
+    return added
+
+
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU time a process has used so far (Linux: /proc/PID/stat)."""
     with open(f"/proc/{pid}/stat", encoding="ascii") as f:
@@ -338,6 +367,27 @@ async def measure_ingest(
     r["client_cpu_ms"] = (time.process_time() - own_cpu) * 1000 / len(sessions)
     if server:
         r["server_cpu_ms"] = (cpu_seconds(server.proc.pid) - server_cpu) * 1000 / len(sessions)
+    return r
+
+
+async def measure_ingest_turns(
+    svc: Any, added: list[Session], server: Server | None
+) -> dict[str, float]:
+    """Calls per second until the last session is searchable, as `measure_ingest` times
+    sessions, and the CPU time per call."""
+
+    async def op(i: int) -> None:
+        await svc.add_session_to_memory(added[i])
+
+    server_cpu = cpu_seconds(server.proc.pid) if server else 0.0
+    own_cpu = time.process_time()
+    t0 = time.perf_counter()
+    r = await timed(len(added), op)
+    await svc.search_memory(app_name=APP, user_id="turn-taker", query=memory_text(2_000_000))
+    r["rate"] = len(added) / (time.perf_counter() - t0)  # calls/s
+    r["client_cpu_ms"] = (time.process_time() - own_cpu) * 1000 / len(added)
+    if server:
+        r["server_cpu_ms"] = (cpu_seconds(server.proc.pid) - server_cpu) * 1000 / len(added)
     return r
 
 
@@ -373,7 +423,7 @@ def fmt(r: dict[str, float]) -> str:
     if "first_search_ms" in r:
         line += f"  then search {r['first_search_ms']:.2f} ms"
     if "client_cpu_ms" in r:
-        line += f"  cpu/session: this process {r['client_cpu_ms']:.2f} ms"
+        line += f"  cpu per call: this process {r['client_cpu_ms']:.2f} ms"
     if "server_cpu_ms" in r:
         line += f", server {r['server_cpu_ms']:.2f} ms"
     return line
@@ -390,6 +440,8 @@ async def main() -> int:
     ap.add_argument("--memories", type=int, default=100_000)
     ap.add_argument("--searches", type=int, default=30)
     ap.add_argument("--ingest-sessions", type=int, default=500)
+    ap.add_argument("--turn-sessions", type=int, default=50)
+    ap.add_argument("--turns", type=int, default=40)
     ap.add_argument("--list-sessions", type=int, default=1000)
     ap.add_argument("--lists", type=int, default=50)
     ap.add_argument(
@@ -405,6 +457,7 @@ async def main() -> int:
         a.appends, a.gets, a.session_events, a.memories, a.searches = 200, 5, 200, 2000, 5
         a.list_sessions, a.lists = 200, 5
         a.ingest_sessions = 20
+        a.turn_sessions, a.turns = 3, 10
     print(f"# load average at start: {os.getloadavg()}")
     # Whether the client reads sessions with clients/python/native (ADK_GRPC_NATIVE=0: not).
     print(f"# native builder: {'on' if mapping._NATIVE is not None else 'off'}")
@@ -485,6 +538,17 @@ async def main() -> int:
                     f"search_memory after every third of {a.ingest_sessions} sessions added",
                     side,
                     await measure_ingest_search(msvc, sessions),
+                )
+        if "ingest-turns" in only:
+            added = turn_by_turn(a.turn_sessions, a.turns)
+            for side, msvc, server in (
+                ("grpc", grpc_memory, memory_svc),
+                ("adk", adk_sqlite_memory, None),
+            ):
+                record(
+                    f"add_session_to_memory after each of {a.turns} turns, {a.turn_sessions} sessions (calls/s)",
+                    side,
+                    await measure_ingest_turns(msvc, added, server),
                 )
     finally:
         await grpc_sessions.close()

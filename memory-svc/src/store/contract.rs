@@ -22,6 +22,7 @@ macro_rules! memory_store_suite {
             indexes_the_text_of_all_parts,
             empty_queries_find_nothing,
             replace_session_replaces_its_entries,
+            a_session_added_after_every_turn_is_indexed_as_if_added_once,
             add_events_keeps_the_first_copy,
             add_memories_upserts_in_place,
             deleted_ids_stay_deleted,
@@ -186,6 +187,34 @@ pub async fn replace_session_replaces_its_entries<S: MemoryStore + Clone>(store:
     assert_eq!(replace(&store, "s1", vec![]).await, 0);
     assert_eq!(listed(&store, SCOPE).await, ["x"]);
     assert_scores_exact(&store, &["xi"]).await;
+}
+
+/// ADK's per-turn memory callback adds the whole session again after every turn. Turns added
+/// before are left as they are (only the last one's context changes), and the index ends as
+/// that of the session added once: every score is the one scoring all entries gives.
+pub async fn a_session_added_after_every_turn_is_indexed_as_if_added_once<
+    S: MemoryStore + Clone,
+>(
+    store: S,
+) {
+    let turns = [
+        ("t1", "planning a trip to lisbon"),
+        ("t2", "which month suits lisbon"),
+        ("t3", "may is warm and quiet"),
+        ("t4", "book the flights for may"),
+        ("t5", "done, flights booked"),
+    ];
+    for n in 1..=turns.len() {
+        assert_eq!(replace(&store, "s", entries(&turns[..n])).await, n as u32);
+        // The same session again: nothing to write.
+        assert_eq!(replace(&store, "s", entries(&turns[..n])).await, n as u32);
+    }
+    assert_eq!(listed(&store, SCOPE).await, ["t1", "t2", "t3", "t4", "t5"]);
+    // "may" is said by t3 and t4, and is in the context of t2 and t5.
+    let mut found = search(&store, "may").await;
+    found.sort();
+    assert_eq!(found, ["t2", "t3", "t4", "t5"]);
+    assert_scores_exact(&store, &["may", "lisbon", "flights booked", "trip quiet"]).await;
 }
 
 pub async fn add_events_keeps_the_first_copy<S: MemoryStore + Clone>(store: S) {

@@ -105,10 +105,12 @@ pub fn name_term(term: &str) -> String {
 /// conversation is indexed as itself and as the context of both its neighbours, and an author
 /// recurs on every turn, so each is analysed once per write rather than once per use.
 ///
-/// A store analyses what a write brings before it takes the scope's lock ([`Analysis::prepare`],
-/// see `plan::prepared`), so that the lock is held for the planning and the storage, not for
-/// the text analysis: writes of one scope then analyse side by side instead of one after the
-/// other. A write planned again (after a concurrent write) reuses it.
+/// The PostgreSQL store plans under the scope's row lock, so it analyses what a write brings
+/// before taking it ([`Analysis::prepare`], see `plan::prepared`): the lock is held for the
+/// planning and the storage, not for the text analysis, and writes of one scope analyse side by
+/// side instead of one after the other. The sled store holds no lock while it plans, and lets
+/// the plan analyse what it needs: an entry the scope holds unchanged is not analysed. Either
+/// way a write planned again (after a concurrent write) reuses what was analysed.
 pub struct Analysis {
     analyzer: Analyzer,
     languages: HashMap<String, Option<Language>>,
@@ -123,6 +125,12 @@ impl Analysis {
             languages: HashMap::new(),
             terms: HashMap::new(),
         }
+    }
+
+    /// Whether `text` was analysed, for its language or its terms.
+    #[cfg(test)]
+    pub fn has_analysed(&self, text: &str) -> bool {
+        self.languages.contains_key(text) || self.terms.contains_key(text)
     }
 
     /// Analyses the fields of `entry` and the turns of its `context` as [`Terms::analysed`]

@@ -12,7 +12,9 @@
 //! - of several direct writes to one (session, id) slot the last wins, and a direct write lifts
 //!   its id's tombstone;
 //! - an entry written into a taken slot keeps the slot's seq (its place in ingestion order), and
-//!   one identical to the stored entry changes nothing;
+//!   one identical to the stored entry, beside the same neighbours, changes nothing and is not
+//!   analysed: a session added again after every turn (ADK's per-turn memory callback) costs
+//!   the analysis of its new turns and of the turn before them, whose context they change;
 //! - deleting an id that has entries tombstones it; deleting everything keeps the next seq, so a
 //!   page token issued before cannot skip entries added after;
 //! - an entry of a session is indexed with its [`Context`]: the text of the entries before and
@@ -522,16 +524,13 @@ impl<'a> Planner<'a> {
     }
 
     /// Writes `entry` into its (session, id) slot: in place when the slot is taken, so it keeps
-    /// its place in ingestion order, else as the newest entry.
+    /// its place in ingestion order, else as the newest entry. An entry the slot holds already,
+    /// with the same context, is left as it is: it is indexed as the store's analysis indexes
+    /// it, since a store indexed by another analysis is re-indexed whole when opened.
     fn put(&mut self, entry: Entry, context: Context) {
-        let terms = Terms::analysed(self.analysis, &entry, &context.turns());
         let slot = (entry.session_id.clone(), entry.id.clone());
         let seq = match self.slots.get(&slot) {
-            Some(old)
-                if old.entry == entry && old.context == context && is_indexed_as(old, &terms) =>
-            {
-                return
-            }
+            Some(old) if old.entry == entry && old.context == context => return,
             Some(old) => {
                 let old = old.clone();
                 let seq = old.seq;
@@ -544,6 +543,7 @@ impl<'a> Planner<'a> {
                 seq
             }
         };
+        let terms = Terms::analysed(self.analysis, &entry, &context.turns());
         self.insert(seq, entry, context, terms);
     }
 
@@ -609,17 +609,6 @@ impl<'a> Planner<'a> {
             .remove(&(old.entry.session_id.clone(), old.entry.id.clone()));
         self.edits.push(Edit::Remove(old));
     }
-}
-
-/// Whether `stored` is indexed as `terms` index it (not so after a tokenizer change).
-fn is_indexed_as(stored: &Stored, terms: &Terms) -> bool {
-    stored.len == terms.len
-        && stored.terms.len() == terms.counts.len()
-        && stored
-            .terms
-            .iter()
-            .zip(&terms.counts)
-            .all(|(a, (b, _))| a == b)
 }
 
 /// A count as the calls report it.
@@ -824,22 +813,68 @@ mod tests {
     }
 
     #[test]
-    fn an_identical_write_changes_nothing_but_a_reindexed_one_does() {
+    fn an_identical_write_changes_nothing_and_is_not_analysed() {
         let write = Write::AddMemories(vec![entry("", "m", "same words")]);
-        let unchanged = plan(
+        let mut analysis = Analysis::new(Analyzer::default());
+        let unchanged = super::plan(
             &write,
             scope(vec![stored(1, "", "m", "same words")], &[]),
-            &Analyzer::default(),
+            &mut analysis,
         );
         assert!(unchanged.edits.is_empty());
-        // Indexed under other terms (an older tokenizer): written again, in place.
-        let mut old = stored(1, "", "m", "same words");
-        old.terms = vec!["same words".into()];
-        let reindexed = plan(&write, scope(vec![old], &[]), &Analyzer::default());
+        assert!(!analysis.has_analysed("same words"));
+        // Another text in the slot is analysed and written in place.
+        let write = Write::AddMemories(vec![entry("", "m", "other words")]);
+        let changed = super::plan(
+            &write,
+            scope(vec![stored(1, "", "m", "same words")], &[]),
+            &mut analysis,
+        );
         assert_eq!(
-            summary(&reindexed),
+            summary(&changed),
             [("remove", "1".into()), ("insert", "1:m".into())]
         );
+        assert!(analysis.has_analysed("other words"));
+    }
+
+    /// ADK's per-turn memory callback adds the whole session again after every turn: only the
+    /// new turn and the one before it, whose context it changes, are analysed and written.
+    #[test]
+    fn a_session_added_again_with_one_more_turn_analyses_only_its_end() {
+        let mut turns = vec![
+            stored(1, "s", "a", "alpha"),
+            stored(2, "s", "b", "beta"),
+            stored(3, "s", "c", "gamma"),
+        ];
+        turns[0].context = context("", "beta");
+        turns[1].context = context("alpha", "gamma");
+        turns[2].context = context("beta", "");
+        let write = Write::Replace {
+            session_id: "s".into(),
+            entries: ["alpha", "beta", "gamma", "delta"]
+                .iter()
+                .zip(["a", "b", "c", "d"])
+                .map(|(text, id)| entry("", id, text))
+                .collect(),
+        };
+        let mut analysis = Analysis::new(Analyzer::default());
+        let plan = super::plan(&write, scope(turns, &[]), &mut analysis);
+        assert_eq!(
+            summary(&plan),
+            [
+                ("remove", "3".into()),
+                ("insert", "3:c".into()),
+                ("insert", "4:d".into())
+            ]
+        );
+        assert_eq!(
+            contexts(&plan),
+            [
+                ("c".into(), context("beta", "delta")),
+                ("d".into(), context("gamma", "")),
+            ]
+        );
+        assert!(!analysis.has_analysed("alpha"));
     }
 
     #[test]

@@ -18,6 +18,7 @@ use sled::{transaction::TransactionError, Batch, IVec, Transactional, Tree};
 
 use super::{
     super::{
+        index::Analysis,
         plan::{self, Edit, Loaded, Plan, Stored, Write},
         vectors::{self, VectorEdits, Vectors},
         Result, RevisionRecord, StoreError,
@@ -44,7 +45,10 @@ impl SledMemoryStore {
             Some(_) => Some(self.db.generate_id()?),
             None => None,
         };
-        let mut analysis = plan::prepared(write, self.analyzer);
+        // Texts are analysed as the plan needs them (no lock is held while planning), so the
+        // turns of a session the scope holds unchanged are not analysed; an attempt planned
+        // again reuses what the first analysed.
+        let mut analysis = Analysis::new(self.analyzer);
         loop {
             let (base, stats) = self.stats(scope)?;
             let loaded = self.load(scope, write, &stats, base.is_some())?;
