@@ -654,6 +654,21 @@ mod tests {
         }
     }
 
+    /// The turns of session "s" from (id, text) pairs, seqs from 1, each with its neighbours'
+    /// texts as context.
+    fn stored_session(turns: &[(&str, &str)]) -> Vec<Stored> {
+        let text = |i: Option<usize>| i.and_then(|i| turns.get(i)).map_or("", |t| t.1);
+        turns
+            .iter()
+            .enumerate()
+            .map(|(i, &(id, body))| {
+                let mut turn = stored(i as u64 + 1, "s", id, body);
+                turn.context = context(text(i.checked_sub(1)), text(Some(i + 1)));
+                turn
+            })
+            .collect()
+    }
+
     /// A scope holding `entries` (one term each), with `next_seq` after them.
     fn scope(entries: Vec<Stored>, tombstoned: &[&str]) -> Loaded {
         let next_seq = entries.iter().map(|s| s.seq + 1).max().unwrap_or(1);
@@ -841,14 +856,7 @@ mod tests {
     /// new turn and the one before it, whose context it changes, are analysed and written.
     #[test]
     fn a_session_added_again_with_one_more_turn_analyses_only_its_end() {
-        let mut turns = vec![
-            stored(1, "s", "a", "alpha"),
-            stored(2, "s", "b", "beta"),
-            stored(3, "s", "c", "gamma"),
-        ];
-        turns[0].context = context("", "beta");
-        turns[1].context = context("alpha", "gamma");
-        turns[2].context = context("beta", "");
+        let turns = stored_session(&[("a", "alpha"), ("b", "beta"), ("c", "gamma")]);
         let write = Write::Replace {
             session_id: "s".into(),
             entries: ["alpha", "beta", "gamma", "delta"]
@@ -1013,14 +1021,7 @@ mod tests {
 
     #[test]
     fn deleting_a_turn_takes_it_out_of_its_neighbours_context() {
-        let mut turns = vec![
-            stored(1, "s", "a", "one"),
-            stored(2, "s", "b", "secret"),
-            stored(3, "s", "c", "three"),
-        ];
-        turns[0].context = context("", "secret");
-        turns[1].context = context("one", "three");
-        turns[2].context = context("secret", "");
+        let turns = stored_session(&[("a", "one"), ("b", "secret"), ("c", "three")]);
         let write = Write::Delete(DeleteTarget::MemoryId("b".into()));
         let plan = plan(&write, scope(turns, &[]), &Analyzer::default());
         assert_eq!(
