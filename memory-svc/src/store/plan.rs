@@ -12,9 +12,9 @@
 //! - of several direct writes to one (session, id) slot the last wins, and a direct write lifts
 //!   its id's tombstone;
 //! - an entry written into a taken slot keeps the slot's seq (its place in ingestion order), and
-//!   one identical to the stored entry, beside the same neighbours, changes nothing and is not
-//!   analysed: a session added again after every turn (ADK's per-turn memory callback) costs
-//!   the analysis of its new turns and of the turn before them, whose context they change;
+//!   one identical to the stored entry, beside the same neighbours, changes nothing and the
+//!   plan does not analyse it: a session added again after every turn (ADK's per-turn memory
+//!   callback) has its new turns analysed, and the turn before them, whose context they change;
 //! - deleting an id that has entries tombstones it; deleting everything keeps the next seq, so a
 //!   page token issued before cannot skip entries added after;
 //! - an entry of a session is indexed with its [`Context`]: the text of the entries before and
