@@ -467,6 +467,8 @@ async def main() -> int:
     grpc_memory = GrpcMemoryService(memory_svc.addr)
     adk_memory = InMemoryMemoryService()
     adk_sqlite_memory = SqliteMemoryService(os.path.join(db_dir, "memory.db"))
+    # The memory services that persist and index, with the server whose CPU time is ours.
+    persisting_memories = (("grpc", grpc_memory, memory_svc), ("adk", adk_sqlite_memory, None))
     results: dict[str, dict[str, dict[str, float]]] = {}
 
     def record(name: str, side: str, r: dict[str, float]) -> None:
@@ -510,10 +512,7 @@ async def main() -> int:
                     )
         if "ingest" in only:
             sessions = ingest_sessions(a.ingest_sessions)
-            for side, msvc, server in (
-                ("grpc", grpc_memory, memory_svc),
-                ("adk", adk_sqlite_memory, None),
-            ):
+            for side, msvc, server in persisting_memories:
                 record(
                     f"add_session_to_memory, {a.ingest_sessions} x {SESSION_EVENTS} events (events/s)",
                     side,
@@ -529,10 +528,7 @@ async def main() -> int:
                 )
         if "ingest-turns" in only:
             added = turn_by_turn(a.turn_sessions, a.turns)
-            for side, msvc, server in (
-                ("grpc", grpc_memory, memory_svc),
-                ("adk", adk_sqlite_memory, None),
-            ):
+            for side, msvc, server in persisting_memories:
                 record(
                     f"add_session_to_memory after each of {a.turns} turns, {a.turn_sessions} sessions (calls/s)",
                     side,

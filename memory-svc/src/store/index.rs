@@ -105,12 +105,14 @@ pub fn name_term(term: &str) -> String {
 /// conversation is indexed as itself and as the context of both its neighbours, and an author
 /// recurs on every turn, so each is analysed once per write rather than once per use.
 ///
-/// The PostgreSQL store plans under the scope's row lock, so it analyses what a write brings
-/// before taking it ([`Analysis::prepare`], see `plan::prepared`): the lock is held for the
-/// planning and the storage, not for the text analysis, and writes of one scope analyse side by
-/// side instead of one after the other. The sled store holds no lock while it plans, and lets
-/// the plan analyse what it needs: an entry the scope holds unchanged is not analysed. Either
-/// way a write planned again (after a concurrent write) reuses what was analysed.
+/// A store analyses what a write brings before it plans it ([`Analysis::prepare`], see
+/// `plan::prepared`). The PostgreSQL store does so before it takes the scope's row lock, so the
+/// lock is held for the planning and the storage, not for the text analysis, and writes of one
+/// scope analyse side by side instead of one after the other. The sled store, which plans
+/// without a lock and commits only if no other write to the scope committed since its load,
+/// does so between a first load and its planning: the window a concurrent commit can spoil
+/// stays short, and the entries the scope holds unchanged are not analysed. Either way a write
+/// planned again reuses what was analysed.
 pub struct Analysis {
     analyzer: Analyzer,
     languages: HashMap<String, Option<Language>>,

@@ -270,16 +270,27 @@ impl Plan {
     }
 }
 
-/// The analysis of the texts `write` brings, made before anything is loaded: each entry's
-/// fields, and for the turns of a session the texts of the turns beside it in the call, which
-/// are their context unless the stored state changes which turns are neighbours (then [`plan`]
-/// analyses what is missing).
-pub fn prepared(write: &Write, analyzer: Analyzer) -> Analysis {
+/// The analysis of the texts `write` brings, made before it is planned: each entry's fields,
+/// and for the turns of a session the texts of the turns beside it in the call, which are their
+/// context unless the stored state changes which turns are neighbours (then [`plan`] analyses
+/// what is missing). An entry whose id `held` holds with the same analysed fields (text, author,
+/// metadata) is passed over: the plan leaves it as it is, or analyses it itself when its context
+/// changed. A store that loads nothing first passes no `held`.
+pub fn prepared(write: &Write, analyzer: Analyzer, held: &[Stored]) -> Analysis {
+    let held: HashMap<&str, &Entry> = held
+        .iter()
+        .map(|s| (s.entry.id.as_str(), &s.entry))
+        .collect();
+    let is_held = |e: &Entry| {
+        held.get(e.id.as_str()).is_some_and(|h| {
+            h.content == e.content && h.author == e.author && h.custom_metadata == e.custom_metadata
+        })
+    };
     let mut analysis = Analysis::new(analyzer);
     match write {
         Write::Replace { entries, .. } | Write::AddEvents { entries, .. } => {
             let texts: Vec<String> = entries.iter().map(|e| text_of(&e.content)).collect();
-            for (i, entry) in entries.iter().enumerate() {
+            for (i, entry) in entries.iter().enumerate().filter(|(_, e)| !is_held(e)) {
                 let before = i.checked_sub(1).map(|j| texts[j].as_str());
                 let after = texts.get(i + 1).map(String::as_str);
                 let context: Vec<&str> = before.into_iter().chain(after).collect();
@@ -287,7 +298,7 @@ pub fn prepared(write: &Write, analyzer: Analyzer) -> Analysis {
             }
         }
         Write::AddMemories(entries) => {
-            for entry in entries {
+            for entry in entries.iter().filter(|e| !is_held(e)) {
                 analysis.prepare(entry, &[]);
             }
         }
@@ -639,7 +650,7 @@ mod tests {
 
     /// Plans as the stores do: with the texts the write brings analysed beforehand.
     fn plan(write: &Write, loaded: Loaded, analyzer: &Analyzer) -> Plan {
-        super::plan(write, loaded, &mut prepared(write, *analyzer))
+        super::plan(write, loaded, &mut prepared(write, *analyzer, &[]))
     }
 
     fn stored(seq: u64, session_id: &str, id: &str, text: &str) -> Stored {
@@ -838,6 +849,11 @@ mod tests {
         );
         assert!(unchanged.edits.is_empty());
         assert!(!analysis.has_analysed("same words"));
+        // Nor analysed beforehand by a store that loaded the entry first.
+        let held = [stored(1, "", "m", "same words")];
+        let analyzer = Analyzer::default();
+        assert!(!prepared(&write, analyzer, &held).has_analysed("same words"));
+        assert!(prepared(&write, analyzer, &[]).has_analysed("same words"));
         // Another text in the slot is analysed and written in place.
         let write = Write::AddMemories(vec![entry("", "m", "other words")]);
         let changed = super::plan(
@@ -1014,7 +1030,7 @@ mod tests {
             &["skip"],
         );
         loaded.tail = loaded.entries.pop();
-        let prepared = super::plan(&write, loaded, &mut prepared(&write, analyzer));
+        let prepared = super::plan(&write, loaded, &mut prepared(&write, analyzer, &[]));
         assert_eq!(prepared, fresh);
         assert_eq!(prepared.count, 3);
     }

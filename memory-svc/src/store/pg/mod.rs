@@ -195,7 +195,7 @@ impl MemoryStore for PgMemoryStore {
         // blocking pool (a batch of a thousand turns is ~100 ms of CPU).
         let analyzer = self.analyzer;
         let (op, analysis) = tokio::task::spawn_blocking(move || {
-            let analysis = plan::prepared(&op, analyzer);
+            let analysis = plan::prepared(&op, analyzer, &[]);
             (op, analysis)
         })
         .await

@@ -18,7 +18,6 @@ use sled::{transaction::TransactionError, Batch, IVec, Transactional, Tree};
 
 use super::{
     super::{
-        index::Analysis,
         plan::{self, Edit, Loaded, Plan, Stored, Write},
         vectors::{self, VectorEdits, Vectors},
         Result, RevisionRecord, StoreError,
@@ -45,13 +44,21 @@ impl SledMemoryStore {
             Some(_) => Some(self.db.generate_id()?),
             None => None,
         };
-        // Texts are analysed as the plan needs them (no lock is held while planning), so the
-        // turns of a session the scope holds unchanged are not analysed; an attempt planned
-        // again reuses what the first analysed.
-        let mut analysis = Analysis::new(self.analyzer);
+        // The texts are analysed before planning, so that a concurrent commit during the
+        // analysis does not make the write plan and build its batches twice; but only after a
+        // first load, so that turns the scope holds unchanged are not analysed (a session added
+        // again after every turn has only its new turns analysed). Attempts planned again reuse
+        // the analysis, and the first load when nothing was committed to the scope since.
+        let (first_base, stats) = self.stats(scope)?;
+        let first = self.load(scope, write, &stats, first_base.is_some())?;
+        let mut analysis = plan::prepared(write, self.analyzer, &first.entries);
+        let mut first = Some(first);
         loop {
             let (base, stats) = self.stats(scope)?;
-            let loaded = self.load(scope, write, &stats, base.is_some())?;
+            let loaded = match first.take() {
+                Some(loaded) if base == first_base => loaded,
+                _ => self.load(scope, write, &stats, base.is_some())?,
+            };
             let plan = plan::plan(write, loaded, &mut analysis);
             // A plan that changes nothing commits nothing (but a revision).
             if plan.edits.is_empty() && revision.is_none() {
