@@ -12,6 +12,7 @@ fuzz_target!(|text: &str| {
         Analyzer::default(),
         Analyzer::new(None),
         Analyzer::new(Some(Language::German)),
+        Analyzer::fixed(Some(Language::Russian)),
     ] {
         let mut indexed = Vec::new();
         analyzer.terms(text, analyzer.language_of(text), |t| indexed.push(t));

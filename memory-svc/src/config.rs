@@ -131,6 +131,13 @@ pub struct Config {
     #[arg(long, default_value = "en", value_parser = parse_language)]
     pub default_language: DefaultLanguage,
 
+    /// Whether the language of each memory entry and query is detected (`true`), or every text
+    /// is taken to be in --default-language (`false`, for users who all write one language:
+    /// detection is most of the CPU a write's text analysis takes). A search request's
+    /// `language` applies either way. Changing it re-indexes the store at the next start.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub detect_language: bool,
+
     #[command(flatten)]
     pub serve: ServeFlags,
 
@@ -144,7 +151,7 @@ impl std::fmt::Display for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "listen {}, store {}, session-svc at {}, requests up to {}, default language {}, \
+            "listen {}, store {}, session-svc at {}, requests up to {}, default language {}{}, \
              embedder {} (vector cache {}), generator {}, {}",
             self.listen,
             match self.store() {
@@ -157,6 +164,11 @@ impl std::fmt::Display for Config {
             self.session_endpoint,
             adk_common::server::human_bytes(self.max_request_bytes),
             self.default_language.0.map_or("none", Language::code),
+            if self.detect_language {
+                ""
+            } else {
+                " (language detection off)"
+            },
             self.embedder,
             adk_common::server::human_bytes(self.vector_cache_bytes),
             self.generator,
@@ -211,7 +223,11 @@ impl Config {
 
     /// How text is analysed.
     pub fn analyzer(&self) -> Analyzer {
-        Analyzer::new(self.default_language.0)
+        if self.detect_language {
+            Analyzer::new(self.default_language.0)
+        } else {
+            Analyzer::fixed(self.default_language.0)
+        }
     }
 
     /// Defaults for `data_dir`, listening on an ephemeral loopback port (tests, scripts).
@@ -237,6 +253,7 @@ impl Config {
             generator_lease_seconds: 300,
             generator_job_retention_seconds: DEFAULT_JOB_RETENTION_SECONDS,
             default_language: DefaultLanguage::default(),
+            detect_language: true,
             serve: ServeFlags::default(),
             admin: None,
         }

@@ -305,15 +305,13 @@ async fn the_language_of_a_query_can_be_given() {
     }
 }
 
-/// A server started with `--default-language LANGUAGE`, holding `turns` as [`server_with`]
-/// does. The flag goes through the command-line parser; everything else is the harness's.
-async fn server_with_default_language(
-    language: &str,
-    turns: &[Turn<'_>],
-) -> (MemoryServer, Client) {
-    let flags = ["memory-svc", "--default-language", language];
-    let mut parsed = <memory_svc::config::Config as clap::Parser>::try_parse_from(flags)
-        .unwrap_or_else(|e| panic!("memory-svc takes --default-language {language}: {e}"));
+/// A server started with `flags` (`--default-language de`, say), holding `turns` as
+/// [`server_with`] does. The flags go through the command-line parser; everything else is the
+/// harness's.
+async fn server_with_flags(flags: &[&str], turns: &[Turn<'_>]) -> (MemoryServer, Client) {
+    let command_line = std::iter::once("memory-svc").chain(flags.iter().copied());
+    let mut parsed = <memory_svc::config::Config as clap::Parser>::try_parse_from(command_line)
+        .unwrap_or_else(|e| panic!("memory-svc takes {flags:?}: {e}"));
     let srv = MemoryServer::start_with(NO_SESSION_SVC, |config| {
         parsed.listen = config.listen;
         parsed.data_dir = config.data_dir.clone();
@@ -342,11 +340,11 @@ async fn the_server_default_language_applies_when_detection_cannot_tell() {
         ),
         ("dinner", "Lena", "I cooked dinner for my parents"),
     ];
-    let (_srv, mut c) = server_with_default_language("de", &turns).await;
+    let (_srv, mut c) = server_with_flags(&["--default-language", "de"], &turns).await;
     assert_eq!(ranked(&mut c, "Häuser").await, ["haus"]);
 
     // `none`: no stemming at all, only the word forms themselves match.
-    let (_srv, mut c) = server_with_default_language("none", &turns).await;
+    let (_srv, mut c) = server_with_flags(&["--default-language", "none"], &turns).await;
     assert!(ranked(&mut c, "cooking").await.is_empty());
     assert_eq!(ranked(&mut c, "cooked").await, ["dinner"]);
     // The query's own language still applies.
@@ -360,6 +358,36 @@ async fn the_server_default_language_applies_when_detection_cannot_tell() {
             .collect::<Vec<_>>(),
         ["haus"]
     );
+}
+
+/// `--detect-language false`: every entry and query is analysed in the default language, so a
+/// Russian turn is no longer stemmed as Russian; a query that names its language still is.
+#[tokio::test]
+async fn without_detection_every_text_is_in_the_default_language() {
+    let turns = [
+        (
+            "walk",
+            "Lena",
+            "Мы вчера весь вечер гуляли по парку и говорили о работе",
+        ),
+        ("dinner", "Lena", "I cooked dinner for my parents"),
+    ];
+    let russian = |text: &str| {
+        let mut req = query(text);
+        req.language = "ru".into();
+        req
+    };
+    let ids = |found: Vec<MemoryEntry>| found.into_iter().map(|m| m.id).collect::<Vec<_>>();
+
+    // Detected: the turn is indexed under Russian stems, which the infinitive shares.
+    let (_srv, mut c) = server_with(&turns).await;
+    assert_eq!(ids(search_with(&mut c, russian("гулять")).await), ["walk"]);
+
+    let (_srv, mut c) = server_with_flags(&["--detect-language", "false"], &turns).await;
+    assert!(search_with(&mut c, russian("гулять")).await.is_empty());
+    assert_eq!(ranked(&mut c, "гуляли").await, ["walk"]);
+    // English is still stemmed: the default language applies to every text.
+    assert_eq!(ranked(&mut c, "cooking").await, ["dinner"]);
 }
 
 #[tokio::test]

@@ -6,7 +6,11 @@
 //! - Each word is reduced to its Snowball stem in the text's [`Language`] ("injured", "injury"
 //!   → "injur"), so forms of one word match. The language is the one detected in the text when
 //!   detection is confident (a sentence or more), else the server's default; with no language
-//!   (the default set to none, or a script no stemmer covers) words are kept as written.
+//!   (the default set to none, or a script no stemmer covers) words are kept as written. A
+//!   server whose users all write one language may turn detection off ([`Analyzer::fixed`]):
+//!   every text is then in the default language, and a write no longer pays for detection,
+//!   most of the CPU its analysis takes (BENCHMARKS.md, "Ingestion: what 3× ADK leaves for the
+//!   index").
 //! - A query drops its stopwords ("what", "did", "the", "my"): they match almost every entry,
 //!   and in a memory of short conversational turns they would otherwise decide the ranking. A
 //!   query made only of stopwords keeps them. Documents index every word, so such a query still
@@ -29,11 +33,12 @@ use unicode_segmentation::UnicodeSegmentation;
 /// it is opened (see [`Analyzer::identity`]).
 const VERSION: u32 = 3;
 
-/// How a memory service analyses text: the fixed rules above, and the language that text of
-/// no confidently detected language is taken to be in.
+/// How a memory service analyses text: the fixed rules above, the language that text of no
+/// confidently detected language is taken to be in, and whether languages are detected at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Analyzer {
     default: Option<Language>,
+    detect: bool,
 }
 
 impl Default for Analyzer {
@@ -44,20 +49,40 @@ impl Default for Analyzer {
 }
 
 impl Analyzer {
+    /// Each text in the language detected in it, or in `default` when detection is not
+    /// confident.
     pub fn new(default: Option<Language>) -> Self {
-        Self { default }
+        Self {
+            default,
+            detect: true,
+        }
+    }
+
+    /// Every text in `language`, nothing detected (a query may still name its own language).
+    pub fn fixed(language: Option<Language>) -> Self {
+        Self {
+            default: language,
+            detect: false,
+        }
     }
 
     /// Names everything that decides the terms of a text: a store records it with its index
     /// and re-indexes when it changes.
     pub fn identity(&self) -> String {
         let default = self.default.map_or("none", Language::code);
-        format!("analysis {VERSION}, default language {default}")
+        // The words of an analysis that detects are those every store was indexed under
+        // before detection could be turned off: such stores are not re-indexed.
+        let detection = if self.detect { "" } else { ", no detection" };
+        format!("analysis {VERSION}, default language {default}{detection}")
     }
 
-    /// The language of `text`: detected when detection is confident, else the default.
+    /// The language of `text`: detected when detection is on and confident, else the default.
     pub fn language_of(&self, text: &str) -> Option<Language> {
-        Language::detect(text).or(self.default)
+        if self.detect {
+            Language::detect(text).or(self.default)
+        } else {
+            self.default
+        }
     }
 
     /// The terms `text` is indexed under, one per occurrence, in order, when it is written in
@@ -270,6 +295,33 @@ mod tests {
             ["cooking", "the", "pasta"]
         );
         assert_ne!(analyzer.identity(), Analyzer::default().identity());
+    }
+
+    #[test]
+    fn without_detection_every_text_is_in_the_default_language() {
+        let walked = "Мы вчера весь вечер гуляли по парку и говорили о работе.";
+        let detecting = Analyzer::new(EN);
+        let fixed = Analyzer::fixed(EN);
+        assert_eq!(detecting.language_of(walked), Some(Language::Russian));
+        assert_eq!(fixed.language_of(walked), EN);
+        let stems = |analyzer: Analyzer| {
+            let mut terms = Vec::new();
+            analyzer.terms(walked, analyzer.language_of(walked), |t| terms.push(t));
+            terms
+        };
+        // Russian Snowball takes "гуляли" to its stem; English leaves Cyrillic as written.
+        assert!(stems(detecting).contains(&"гуля".to_owned()));
+        assert!(stems(fixed).contains(&"гуляли".to_owned()));
+        // A query naming its language is still analysed in it.
+        let russian = Some(Language::Russian);
+        assert_eq!(fixed.query_terms("гулять", russian), ["гуля"]);
+        assert_eq!(fixed.query_terms("гуляли", None), ["гуляли"]);
+        assert_ne!(fixed.identity(), detecting.identity());
+        assert_eq!(
+            detecting.identity(),
+            "analysis 3, default language en",
+            "stores indexed before detection could be turned off are not re-indexed"
+        );
     }
 
     #[test]
