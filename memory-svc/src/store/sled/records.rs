@@ -122,7 +122,10 @@ impl EntryRecord {
 
     /// The entry stored at `seq`, as the planner sees it.
     pub fn into_stored(mut self, seq: u64) -> Stored {
-        let terms = self.terms.iter().map(|t| t.term.clone()).collect();
+        let terms = std::mem::take(&mut self.terms)
+            .into_iter()
+            .map(|t| t.term)
+            .collect();
         let len = self.len;
         let context = Context {
             before: std::mem::take(&mut self.context_before),
