@@ -81,11 +81,20 @@ async fn search_with(c: &mut Client, req: SearchMemoryRequest) -> Vec<MemoryEntr
 
 /// The ids `text` finds, best first.
 async fn ranked(c: &mut Client, text: &str) -> Vec<String> {
-    search_with(c, query(text))
-        .await
-        .into_iter()
-        .map(|m| m.id)
-        .collect()
+    ids(search_with(c, query(text)).await)
+}
+
+/// The ids `text` finds, best first, analysed in the language of the code `language`.
+async fn ranked_in(c: &mut Client, text: &str, language: &str) -> Vec<String> {
+    let req = SearchMemoryRequest {
+        language: language.into(),
+        ..query(text)
+    };
+    ids(search_with(c, req).await)
+}
+
+fn ids(found: Vec<MemoryEntry>) -> Vec<String> {
+    found.into_iter().map(|m| m.id).collect()
 }
 
 /// The ids `text` finds, sorted (for tests about matching, not order).
@@ -281,20 +290,9 @@ async fn the_language_of_a_query_can_be_given() {
     ])
     .await;
     // German Snowball: "häuser" and "haus" share the stem "haus".
-    let mut german = query("Häuser");
-    german.language = "de".into();
-    assert_eq!(
-        search_with(&mut c, german)
-            .await
-            .iter()
-            .map(|m| m.id.as_str())
-            .collect::<Vec<_>>(),
-        ["haus"]
-    );
+    assert_eq!(ranked_in(&mut c, "Häuser", "de").await, ["haus"]);
     // English Snowball leaves "häuser" as it is: no entry has that word.
-    let mut english = query("Häuser");
-    english.language = "en".into();
-    assert!(search_with(&mut c, english).await.is_empty());
+    assert!(ranked_in(&mut c, "Häuser", "en").await.is_empty());
 
     for bad in ["zz", "english", "d"] {
         let mut req = query("Häuser");
@@ -348,16 +346,7 @@ async fn the_server_default_language_applies_when_detection_cannot_tell() {
     assert!(ranked(&mut c, "cooking").await.is_empty());
     assert_eq!(ranked(&mut c, "cooked").await, ["dinner"]);
     // The query's own language still applies.
-    let mut german = query("Häuser");
-    german.language = "de".into();
-    assert_eq!(
-        search_with(&mut c, german)
-            .await
-            .iter()
-            .map(|m| m.id.as_str())
-            .collect::<Vec<_>>(),
-        ["haus"]
-    );
+    assert_eq!(ranked_in(&mut c, "Häuser", "de").await, ["haus"]);
 }
 
 /// `--detect-language false`: every entry and query is analysed in the default language, so a
@@ -372,19 +361,13 @@ async fn without_detection_every_text_is_in_the_default_language() {
         ),
         ("dinner", "Lena", "I cooked dinner for my parents"),
     ];
-    let russian = |text: &str| {
-        let mut req = query(text);
-        req.language = "ru".into();
-        req
-    };
-    let ids = |found: Vec<MemoryEntry>| found.into_iter().map(|m| m.id).collect::<Vec<_>>();
 
     // Detected: the turn is indexed under Russian stems, which the infinitive shares.
     let (_srv, mut c) = server_with(&turns).await;
-    assert_eq!(ids(search_with(&mut c, russian("гулять")).await), ["walk"]);
+    assert_eq!(ranked_in(&mut c, "гулять", "ru").await, ["walk"]);
 
     let (_srv, mut c) = server_with_flags(&["--detect-language", "false"], &turns).await;
-    assert!(search_with(&mut c, russian("гулять")).await.is_empty());
+    assert!(ranked_in(&mut c, "гулять", "ru").await.is_empty());
     assert_eq!(ranked(&mut c, "гуляли").await, ["walk"]);
     // English is still stemmed: the default language applies to every text.
     assert_eq!(ranked(&mut c, "cooking").await, ["dinner"]);
