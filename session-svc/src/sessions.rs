@@ -244,10 +244,17 @@ impl<S: SessionStore> Sessions<S> {
         event::check(&event)?;
         let delta = match event.actions.as_mut() {
             Some(actions) => {
-                let delta = Delta::parse("event.actions.state_delta", &actions.state_delta)?;
+                let mut delta = Delta::parse("event.actions.state_delta", &actions.state_delta)?;
+                delta.remove(
+                    "event.actions.removed_state_keys",
+                    &actions.removed_state_keys,
+                )?;
                 if event.partial != Some(true) {
                     if let Some(trimmed) = delta.trimmed_text() {
                         actions.state_delta = trimmed;
+                    }
+                    if delta.removed_keys().len() != actions.removed_state_keys.len() {
+                        actions.removed_state_keys = delta.removed_keys().to_vec();
                     }
                 }
                 delta.split()

@@ -2,6 +2,12 @@
 //! stored scopes back into the view a client sees.
 //!
 //! Values are JSON text kept byte-for-byte; only top-level keys are looked at.
+//!
+//! A key an event removes (`removed_state_keys`, ADK Java's `State.REMOVED`) travels to the
+//! stores as an entry whose value is [`REMOVED`]: stores write it like any value (on PostgreSQL
+//! the shared scopes keep versions, so a removal must be a version too), and the merged views
+//! ([`merge`], [`object`]) never show it. JSON text is never empty, so no value is mistaken
+//! for a removal.
 
 use adk_common::validate::{json_object, InvalidArgument, JsonObject};
 
@@ -14,6 +20,9 @@ pub const MAX_KEY_BYTES: usize = 1024;
 
 /// One stored key and its JSON value text.
 pub type Entry = (String, String);
+
+/// The value of an entry whose key was removed (see the module docs).
+pub const REMOVED: &str = "";
 
 /// A state delta split by scope, with prefixes removed and `temp:` keys dropped (S0.2).
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -29,11 +38,12 @@ impl ScopedDelta {
     }
 }
 
-/// A parsed state or state delta object.
+/// A parsed state or state delta object, with the keys an event removes.
 #[derive(Debug)]
 pub struct Delta {
     object: JsonObject,
     has_temp: bool,
+    removed: Vec<String>,
 }
 
 impl Delta {
@@ -43,25 +53,40 @@ impl Delta {
         let object = json_object(field, text)?;
         let mut has_temp = false;
         for key in object.keys() {
-            if key.len() > MAX_KEY_BYTES {
-                return Err(InvalidArgument::new(
-                    field,
-                    format!("key is {} bytes; the limit is {MAX_KEY_BYTES}", key.len()),
-                ));
-            }
-            let name = [APP_PREFIX, USER_PREFIX, TEMP_PREFIX]
-                .iter()
-                .find_map(|p| key.strip_prefix(p))
-                .unwrap_or(key);
-            if name.is_empty() {
-                return Err(InvalidArgument::new(
-                    field,
-                    format!("key {key:?} names no state key"),
-                ));
-            }
+            check_key(field, key)?;
             has_temp |= key.starts_with(TEMP_PREFIX);
         }
-        Ok(Self { object, has_temp })
+        Ok(Self {
+            object,
+            has_temp,
+            removed: Vec::new(),
+        })
+    }
+
+    /// Adds the keys an event removes, checked as [`Delta::parse`] checks keys; a key the
+    /// delta also sets is refused, since the event would say two things of it. `temp:` keys
+    /// are never stored, so removing one does nothing.
+    pub fn remove(&mut self, field: &str, keys: &[String]) -> Result<(), InvalidArgument> {
+        for key in keys {
+            check_key(field, key)?;
+            if self.object.contains_key(key) {
+                return Err(InvalidArgument::new(
+                    field,
+                    format!("key {key:?} is also set by the state delta"),
+                ));
+            }
+        }
+        self.removed = keys
+            .iter()
+            .filter(|k| !k.starts_with(TEMP_PREFIX))
+            .cloned()
+            .collect();
+        Ok(())
+    }
+
+    /// The removed keys an event keeps when stored: all but `temp:` ones (S6.2).
+    pub fn removed_keys(&self) -> &[String] {
+        &self.removed
     }
 
     /// The delta as JSON text without its `temp:` keys (S6.2), or `None` when it has none and
@@ -77,11 +102,18 @@ impl Delta {
         Some(write_object(kept.map(|(k, v)| ("", k.as_str(), v.get()))))
     }
 
-    /// Splits the delta by scope (S0.2).
+    /// Splits the delta by scope (S0.2); removed keys become [`REMOVED`] entries.
     pub fn split(self) -> ScopedDelta {
         let mut out = ScopedDelta::default();
-        for (key, value) in self.object {
-            let value = String::from(Box::<str>::from(value));
+        let values = self
+            .object
+            .into_iter()
+            .map(|(key, value)| (key, String::from(Box::<str>::from(value))));
+        let removals = self
+            .removed
+            .into_iter()
+            .map(|key| (key, REMOVED.to_owned()));
+        for (key, value) in values.chain(removals) {
             if let Some(name) = key.strip_prefix(APP_PREFIX) {
                 out.app.push((name.to_owned(), value));
             } else if let Some(name) = key.strip_prefix(USER_PREFIX) {
@@ -92,6 +124,28 @@ impl Delta {
         }
         out
     }
+}
+
+/// Checks one key of `field`: non-empty, at most [`MAX_KEY_BYTES`], a scope prefix followed
+/// by a name.
+fn check_key(field: &str, key: &str) -> Result<(), InvalidArgument> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(InvalidArgument::new(
+            field,
+            format!("key is {} bytes; the limit is {MAX_KEY_BYTES}", key.len()),
+        ));
+    }
+    let name = [APP_PREFIX, USER_PREFIX, TEMP_PREFIX]
+        .iter()
+        .find_map(|p| key.strip_prefix(p))
+        .unwrap_or(key);
+    if name.is_empty() {
+        return Err(InvalidArgument::new(
+            field,
+            format!("key {key:?} names no state key"),
+        ));
+    }
+    Ok(())
 }
 
 /// The merged view of S0.4: session keys, then `app:` keys, then `user:` keys. The session's
@@ -125,8 +179,10 @@ fn prefixed<'a>(
     entries.map(move |(k, v)| (prefix, k, v))
 }
 
-/// Writes `{"<prefix><key>": <value>, ...}` with each value's text untouched.
+/// Writes `{"<prefix><key>": <value>, ...}` with each value's text untouched, leaving out
+/// removed keys.
 fn write_object<'a>(entries: impl Iterator<Item = (&'a str, &'a str, &'a str)> + Clone) -> String {
+    let entries = entries.filter(|(_, _, value)| *value != REMOVED);
     let size: usize = entries
         .clone()
         .map(|(prefix, key, value)| prefix.len() + key.len() + value.len() + 4)

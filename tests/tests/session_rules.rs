@@ -489,6 +489,95 @@ async fn s0_5_deltas_replace_shallowly_and_null_is_stored() {
     );
 }
 
+/// An event that removes `keys` (ADK Java's `State.REMOVED`) and sets `delta`.
+fn removal_event(delta: serde_json::Value, keys: &[&str]) -> Event {
+    let mut event = delta_event(delta);
+    if let Some(actions) = event.actions.as_mut() {
+        actions.removed_state_keys = keys.iter().map(|k| (*k).to_owned()).collect();
+    }
+    event
+}
+
+#[tokio::test]
+async fn s0_7_removed_keys_are_gone_from_every_scope_they_name() {
+    let srv = SessionServer::start().await;
+    let start = json!({"k": 1, "keep": 2, "app:a": 3, "app:b": 4, "user:u": 5});
+    srv.create("app", "u1", "s1", start).await;
+    srv.create("app", "u1", "s2", json!({"k": "other session"}))
+        .await;
+    let appended = srv
+        .append(
+            "app",
+            "u1",
+            "s1",
+            removal_event(
+                json!({"n": 6}),
+                &["k", "app:a", "user:u", "temp:t", "never-set"],
+            ),
+        )
+        .await;
+    let stored = appended.event.and_then(|e| e.actions).unwrap_or_default();
+    assert_eq!(
+        stored.removed_state_keys,
+        ["k", "app:a", "user:u", "never-set"],
+        "the stored event keeps its removals but for temp: keys"
+    );
+    let session = srv.get("app", "u1", "s1").await;
+    assert_eq!(json(&session.state), json!({"keep": 2, "n": 6, "app:b": 4}));
+    let removals = session.events[0].actions.clone().unwrap_or_default();
+    assert_eq!(removals.removed_state_keys, stored.removed_state_keys);
+    assert_eq!(
+        json(&srv.get("app", "u1", "s2").await.state),
+        json!({"k": "other session", "app:b": 4}),
+        "another session keeps its own key of the same name"
+    );
+
+    // A removed key can be set again, and the shared scopes read the same everywhere.
+    srv.append("app", "u1", "s2", delta_event(json!({"app:a": "back"})))
+        .await;
+    assert_eq!(
+        json(&srv.get("app", "u1", "s1").await.state),
+        json!({"keep": 2, "n": 6, "app:a": "back", "app:b": 4})
+    );
+    let mut client = srv.client.clone();
+    let user_state = client
+        .get_user_state(GetUserStateRequest {
+            app_name: "app".into(),
+            user_id: "u1".into(),
+        })
+        .await
+        .expect("get_user_state")
+        .into_inner();
+    assert_eq!(json(&user_state.state), json!({}));
+}
+
+#[tokio::test]
+async fn s0_7_a_key_both_set_and_removed_is_refused_and_nothing_is_written() {
+    let srv = SessionServer::start().await;
+    srv.create("app", "u", "s", json!({"k": 1})).await;
+    for (delta, keys) in [
+        (json!({"k": 2}), vec!["k"]),
+        (json!({"n": 1}), vec!["app:"]),
+        (json!({"n": 1}), vec![""]),
+    ] {
+        let err = srv
+            .client
+            .clone()
+            .append_event(append_request("app", "u", "s", removal_event(delta, &keys)))
+            .await
+            .expect_err("refused");
+        assert_eq!(err.code(), Code::InvalidArgument, "{keys:?}: {err:?}");
+        assert!(
+            err.message().contains("removed_state_keys"),
+            "names the field: {}",
+            err.message()
+        );
+    }
+    let session = srv.get("app", "u", "s").await;
+    assert_eq!(json(&session.state), json!({"k": 1}));
+    assert!(session.events.is_empty());
+}
+
 #[tokio::test]
 async fn s6_6_scopes_are_shared_exactly_as_far_as_their_prefix_says() {
     let srv = SessionServer::start().await;
