@@ -180,7 +180,7 @@ class CodeExecutionResult(_message.Message):
     def __init__(self, outcome: _Optional[str] = ..., output: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
 
 class EventActions(_message.Message):
-    __slots__ = ("skip_summarization", "state_delta", "artifact_delta", "transfer_to_agent", "transfer_reason", "escalate", "requested_auth_configs", "requested_tool_confirmations", "compaction", "end_of_agent", "agent_state", "rewind_before_invocation_id", "extra")
+    __slots__ = ("skip_summarization", "state_delta", "artifact_delta", "transfer_to_agent", "transfer_reason", "escalate", "requested_auth_configs", "requested_tool_confirmations", "compaction", "end_of_agent", "agent_state", "rewind_before_invocation_id", "extra", "removed_state_keys")
     class ArtifactDeltaEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -201,6 +201,7 @@ class EventActions(_message.Message):
     AGENT_STATE_FIELD_NUMBER: _ClassVar[int]
     REWIND_BEFORE_INVOCATION_ID_FIELD_NUMBER: _ClassVar[int]
     EXTRA_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_STATE_KEYS_FIELD_NUMBER: _ClassVar[int]
     skip_summarization: bool
     state_delta: str
     artifact_delta: _containers.ScalarMap[str, int]
@@ -214,7 +215,8 @@ class EventActions(_message.Message):
     agent_state: str
     rewind_before_invocation_id: str
     extra: str
-    def __init__(self, skip_summarization: _Optional[bool] = ..., state_delta: _Optional[str] = ..., artifact_delta: _Optional[_Mapping[str, int]] = ..., transfer_to_agent: _Optional[str] = ..., transfer_reason: _Optional[str] = ..., escalate: _Optional[bool] = ..., requested_auth_configs: _Optional[str] = ..., requested_tool_confirmations: _Optional[str] = ..., compaction: _Optional[_Union[EventCompaction, _Mapping]] = ..., end_of_agent: _Optional[bool] = ..., agent_state: _Optional[str] = ..., rewind_before_invocation_id: _Optional[str] = ..., extra: _Optional[str] = ...) -> None: ...
+    removed_state_keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, skip_summarization: _Optional[bool] = ..., state_delta: _Optional[str] = ..., artifact_delta: _Optional[_Mapping[str, int]] = ..., transfer_to_agent: _Optional[str] = ..., transfer_reason: _Optional[str] = ..., escalate: _Optional[bool] = ..., requested_auth_configs: _Optional[str] = ..., requested_tool_confirmations: _Optional[str] = ..., compaction: _Optional[_Union[EventCompaction, _Mapping]] = ..., end_of_agent: _Optional[bool] = ..., agent_state: _Optional[str] = ..., rewind_before_invocation_id: _Optional[str] = ..., extra: _Optional[str] = ..., removed_state_keys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class EventCompaction(_message.Message):
     __slots__ = ("start_timestamp", "end_timestamp", "compacted_content")
