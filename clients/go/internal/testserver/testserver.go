@@ -1,6 +1,6 @@
 // Package testserver starts the real session-svc and memory-svc for tests, on 127.0.0.1 port 0
 // with a temporary data directory each, from $ADK_SERVICES_BIN_DIR (default: the repository's
-// target/debug).
+// target/debug). Their logs go to stderr when $ADK_TEST_SERVER_LOGS is set.
 package testserver
 
 import (
@@ -96,7 +96,9 @@ func FreshSchema(tb testing.TB, dbURL string) string {
 func (s *Server) start(listen string) error {
 	binary := filepath.Join(BinDir(), s.name)
 	cmd := exec.Command(binary, append([]string{"--listen", listen}, s.args...)...)
-	cmd.Stderr = os.Stderr
+	if os.Getenv("ADK_TEST_SERVER_LOGS") != "" {
+		cmd.Stderr = os.Stderr
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err

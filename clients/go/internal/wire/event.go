@@ -248,4 +248,3 @@ func optBool(b bool) *bool {
 	}
 	return &b
 }
-
