@@ -26,6 +26,10 @@ var (
 	// ErrUnavailable: the server could not be reached, or the connection broke (for a watch:
 	// the server stopped or restarted mid-stream).
 	ErrUnavailable = errors.New("server unavailable")
+	// ErrResourceExhausted: a message over the size limits (an event over the server's
+	// --max-event-bytes, 16 MiB by default, or a message over [MaxMessageBytes]), or a server
+	// at its limit of calls at once. Nothing was written.
+	ErrResourceExhausted = errors.New("resource exhausted")
 	// ErrUnauthenticated: the server refused the token (or its absence).
 	ErrUnauthenticated = errors.New("unauthenticated")
 	// ErrForeignSession: AppendEvent was given a session.Session not made by this client.
@@ -78,6 +82,8 @@ func FromRPC(op string, err error) error {
 		kind = ErrStaleSession
 	case codes.InvalidArgument, codes.OutOfRange:
 		kind = ErrInvalidArgument
+	case codes.ResourceExhausted:
+		kind = ErrResourceExhausted
 	case codes.Unavailable:
 		kind = ErrUnavailable
 	case codes.Unauthenticated, codes.PermissionDenied:
