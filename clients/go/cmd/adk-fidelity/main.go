@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"google.golang.org/adk/v2/session"
@@ -26,13 +27,13 @@ type fixture struct {
 }
 
 func main() {
-	if err := run(context.Background(), os.Args[1:]); err != nil {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "adk-fidelity:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, args []string) error {
+func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 || (args[0] != "write" && args[0] != "read") {
 		return fmt.Errorf("usage: adk-fidelity write|read --uri URI --app APP --user USER --session ID [--fixture FILE]")
 	}
@@ -53,7 +54,7 @@ func run(ctx context.Context, args []string) error {
 	if args[0] == "write" {
 		return write(ctx, service, *app, *user, *id, *fixturePath)
 	}
-	return read(ctx, service, *app, *user, *id)
+	return read(ctx, service, *app, *user, *id, stdout)
 }
 
 func write(ctx context.Context, service *grpcsession.Service, app, user, id, path string) error {
@@ -81,7 +82,7 @@ func write(ctx context.Context, service *grpcsession.Service, app, user, id, pat
 	return nil
 }
 
-func read(ctx context.Context, service *grpcsession.Service, app, user, id string) error {
+func read(ctx context.Context, service *grpcsession.Service, app, user, id string, stdout io.Writer) error {
 	got, err := service.Get(ctx, &session.GetRequest{AppName: app, UserID: user, SessionID: id})
 	if err != nil {
 		return err
@@ -96,7 +97,7 @@ func read(ctx context.Context, service *grpcsession.Service, app, user, id strin
 	for e := range got.Session.Events().All() {
 		out.Events = append(out.Events, e)
 	}
-	enc := json.NewEncoder(os.Stdout)
+	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(out)
 }
