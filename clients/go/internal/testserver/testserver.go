@@ -13,9 +13,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 )
+
+// T is what starting a server needs of a test: testing.TB has it, and so does the benchmark
+// program's stand-in.
+type T interface {
+	Helper()
+	TempDir() string
+	Cleanup(func())
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
 
 // Server is one running server process.
 type Server struct {
@@ -47,7 +56,7 @@ func BinDir() string {
 
 // Start starts a server (name is "session-svc" or "memory-svc") with args and a fresh data
 // directory, stops it when the test ends, and returns once it listens.
-func Start(tb testing.TB, name string, args ...string) *Server {
+func Start(tb T, name string, args ...string) *Server {
 	tb.Helper()
 	s := &Server{name: name, args: append([]string{"--data-dir", tb.TempDir()}, args...)}
 	if err := s.start("127.0.0.1:0"); err != nil {
@@ -59,7 +68,7 @@ func Start(tb testing.TB, name string, args ...string) *Server {
 
 // StartSession starts a session-svc: on sled, or on PostgreSQL in a fresh schema when
 // $ADK_TEST_POSTGRES holds a connection string.
-func StartSession(tb testing.TB) *Server {
+func StartSession(tb T) *Server {
 	tb.Helper()
 	if url := os.Getenv("ADK_TEST_POSTGRES"); url != "" {
 		return Start(tb, "session-svc", "--store", FreshSchema(tb, url))
@@ -68,14 +77,14 @@ func StartSession(tb testing.TB) *Server {
 }
 
 // StartMemory starts a memory-svc.
-func StartMemory(tb testing.TB, args ...string) *Server {
+func StartMemory(tb T, args ...string) *Server {
 	tb.Helper()
 	return Start(tb, "memory-svc", args...)
 }
 
 // FreshSchema makes an empty schema in the PostgreSQL database at dbURL (with psql) and
 // returns a connection string that uses it.
-func FreshSchema(tb testing.TB, dbURL string) string {
+func FreshSchema(tb T, dbURL string) string {
 	tb.Helper()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -143,7 +152,7 @@ func (s *Server) Stop() {
 }
 
 // Restart stops the server and starts it again on the same address and data.
-func (s *Server) Restart(tb testing.TB) {
+func (s *Server) Restart(tb T) {
 	tb.Helper()
 	s.Stop()
 	var err error
