@@ -38,6 +38,7 @@ cd "$here"
 step "modules (the Go module proxy)"
 go mod download
 go mod verify
+go mod tidy -diff
 
 step "gofmt, go vet"
 unformatted="$(gofmt -l .)"
