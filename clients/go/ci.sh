@@ -65,8 +65,8 @@ if [[ -z "${ADK_TEST_PYTHON:-}" ]]; then
   export ADK_TEST_PYTHON="$scratch/venv/bin/python"
 fi
 
-step "go test -race (servers from $ADK_SERVICES_BIN_DIR)"
-go test -race -count=1 "$@" ./...
+step "go test -race (servers from $ADK_SERVICES_BIN_DIR, sessions on sled)"
+env -u ADK_TEST_POSTGRES go test -race -count=1 "$@" ./...
 
 if [[ -n "${ADK_TEST_POSTGRES:-}" ]]; then
   step "the session tests again on PostgreSQL (a fresh schema per server)"
