@@ -71,6 +71,7 @@ func TestStaleWriterGetsTypedConflictAndWritesNothing(t *testing.T) {
 func TestAppendUpdatesTheCallersSessionAsADKDoes(t *testing.T) {
 	s := newService(t, testserver.StartSession(t))
 	sess := create(t, s, "u", "s")
+	before := get(t, s, "u", "s")
 	event := &session.Event{Author: "user", Actions: session.EventActions{
 		StateDelta: map[string]any{"temp:scratch": 1.0, "k": "v", "user:name": "Ada"}}}
 	if err := s.AppendEvent(t.Context(), sess, event); err != nil {
@@ -99,13 +100,18 @@ func TestAppendUpdatesTheCallersSessionAsADKDoes(t *testing.T) {
 	if err != nil || user["name"] != "Ada" {
 		t.Errorf("GetUserState = %v, %v", user, err)
 	}
-	// Appending the same event again (a retry after a lost reply) changes nothing.
-	again := get(t, s, "u", "s")
-	if err := s.AppendEvent(t.Context(), stored, event); err != nil {
+	// The same event sent again through a session read before it was stored (a retry whose
+	// first reply was lost) is answered with the stored event: not stored twice, not a
+	// conflict, and that session catches up with it.
+	if err := s.AppendEvent(t.Context(), before, event); err != nil {
 		t.Fatal(err)
 	}
-	if n := get(t, s, "u", "s").Events().Len(); n != 1 || again.Events().Len() != 1 {
-		t.Errorf("a re-sent event was stored twice: %d events", n)
+	if n := get(t, s, "u", "s").Events().Len(); n != 1 || before.Events().Len() != 1 || before.LastSequence() != 1 {
+		t.Errorf("a re-sent event: %d stored, %d local", n, before.Events().Len())
+	}
+	// Sent again through a session that already has it, it changes nothing.
+	if err := s.AppendEvent(t.Context(), stored, event); err != nil || stored.Events().Len() != 1 {
+		t.Errorf("re-sent through an up-to-date session: %v, %d local events", err, stored.Events().Len())
 	}
 }
 
@@ -221,16 +227,19 @@ func TestWatchFollowsEndsOnCancelAndReportsARestart(t *testing.T) {
 	// A server restarted mid-stream ends the watch with ErrUnavailable; watching again after
 	// the last sequence seen resumes with nothing lost.
 	ended = make(chan error, 1)
+	live := make(chan struct{})
 	go func() {
-		for _, err := range s.Watch(t.Context(), &grpcsession.WatchRequest{AppName: app, UserID: "u", SessionID: "s", AfterSequence: 2}) {
+		for _, err := range s.Watch(t.Context(), &grpcsession.WatchRequest{AppName: app, UserID: "u", SessionID: "s", AfterSequence: 1}) {
 			if err != nil {
 				ended <- err
 				return
 			}
+			// e2, replayed: the stream is open.
+			close(live)
 		}
 		ended <- nil
 	}()
-	time.Sleep(200 * time.Millisecond)
+	<-live
 	server.Restart(t)
 	select {
 	case err := <-ended:
@@ -268,21 +277,43 @@ func TestWatchAppAndPages(t *testing.T) {
 			feed <- e
 		}
 	})
-	// The feed starts "from now": wait until it is open.
-	time.Sleep(300 * time.Millisecond)
-	for i, user := range []string{"u1", "u2", "u3"} {
+	// The feed starts "from now": append to a probe session until the feed shows it open.
+	probe := create(t, s, "probe", "s")
+	for open := false; !open; {
+		if err := s.AppendEvent(t.Context(), probe, textEvent("", "probe")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case e := <-feed:
+			open = e.UserID == "probe"
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("the feed never opened")
+		}
+	}
+	for len(feed) > 0 {
+		<-feed
+	}
+	for _, user := range []string{"u1", "u2", "u3"} {
 		sess := create(t, s, user, "s")
 		for j := range 2 {
 			if err := s.AppendEvent(t.Context(), sess, textEvent(user+"-"+string(rune('a'+j)), "x")); err != nil {
 				t.Fatal(err)
 			}
 		}
-		_ = i
 	}
-	for i := range 6 {
-		e := <-feed
-		if e.Cursor == "" || e.Event == nil {
-			t.Fatalf("feed event %d: %+v", i, e)
+	for seen := 0; seen < 6; {
+		select {
+		case e := <-feed:
+			if e.UserID == "probe" {
+				continue
+			}
+			if e.Cursor == "" || e.Event == nil || e.Sequence != uint64(seen%2+1) {
+				t.Fatalf("feed event %d: %+v", seen, e)
+			}
+			seen++
+		case <-ctx.Done():
+			t.Fatalf("the feed stopped after %d events", seen)
 		}
 	}
 	cancel()
@@ -293,7 +324,8 @@ func TestWatchAppAndPages(t *testing.T) {
 		t.Fatalf("first page: %+v, %v", page, err)
 	}
 	rest, err := s.ListPage(t.Context(), &grpcsession.ListPageRequest{AppName: app, AllUsers: true, PageSize: 2, PageToken: page.NextPageToken})
-	if err != nil || len(rest.Sessions) != 1 || rest.NextPageToken != "" {
+	// u1, u2, u3 and the probe's session.
+	if err != nil || len(rest.Sessions) != 2 || rest.NextPageToken != "" {
 		t.Fatalf("last page: %+v, %v", rest, err)
 	}
 	events, err := s.ListEvents(t.Context(), &grpcsession.ListEventsRequest{AppName: app, UserID: "u2", SessionID: "s", AfterSequence: 1})
