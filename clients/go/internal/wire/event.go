@@ -56,17 +56,17 @@ func EventToProto(e *session.Event) (*sessionpb.Event, error) {
 		return nil, err
 	}
 	if e.UsageMetadata != nil {
-		if m.UsageMetadata, err = snakeJSON("Event.usage_metadata", e.UsageMetadata); err != nil {
+		if m.UsageMetadata, err = metadataJSON("Event.usage_metadata", e.UsageMetadata); err != nil {
 			return nil, err
 		}
 	}
 	if e.GroundingMetadata != nil {
-		if m.GroundingMetadata, err = snakeJSON("Event.grounding_metadata", e.GroundingMetadata); err != nil {
+		if m.GroundingMetadata, err = metadataJSON("Event.grounding_metadata", e.GroundingMetadata); err != nil {
 			return nil, err
 		}
 	}
 	if e.CitationMetadata != nil {
-		if m.CitationMetadata, err = snakeJSON("Event.citation_metadata", e.CitationMetadata); err != nil {
+		if m.CitationMetadata, err = metadataJSON("Event.citation_metadata", e.CitationMetadata); err != nil {
 			return nil, err
 		}
 	}
@@ -126,19 +126,19 @@ func EventFromProto(m *sessionpb.Event) (*session.Event, error) {
 	}
 	if m.UsageMetadata != "" {
 		e.UsageMetadata = new(genai.GenerateContentResponseUsageMetadata)
-		if err := fromSnakeJSON("Event.usage_metadata", m.UsageMetadata, e.UsageMetadata); err != nil {
+		if err := fromMetadataJSON("Event.usage_metadata", m.UsageMetadata, e.UsageMetadata); err != nil {
 			return nil, err
 		}
 	}
 	if m.GroundingMetadata != "" {
 		e.GroundingMetadata = new(genai.GroundingMetadata)
-		if err := fromSnakeJSON("Event.grounding_metadata", m.GroundingMetadata, e.GroundingMetadata); err != nil {
+		if err := fromMetadataJSON("Event.grounding_metadata", m.GroundingMetadata, e.GroundingMetadata); err != nil {
 			return nil, err
 		}
 	}
 	if m.CitationMetadata != "" {
 		e.CitationMetadata = new(genai.CitationMetadata)
-		if err := fromSnakeJSON("Event.citation_metadata", m.CitationMetadata, e.CitationMetadata); err != nil {
+		if err := fromMetadataJSON("Event.citation_metadata", m.CitationMetadata, e.CitationMetadata); err != nil {
 			return nil, err
 		}
 	}

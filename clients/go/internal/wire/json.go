@@ -69,19 +69,6 @@ func snakeJSON(field string, v any) (string, error) {
 	return marshal(renameKeys(tree, toSnake))
 }
 
-// fromSnakeJSON reads a snake_case JSON object into v (a pointer to a genai or ADK value),
-// leaving fields the text does not name as they are.
-func fromSnakeJSON(field, text string, v any) error {
-	if text == "" {
-		return nil
-	}
-	var tree any
-	if err := json.Unmarshal([]byte(text), &tree); err != nil {
-		return fmt.Errorf("%s: %w", field, err)
-	}
-	return fromSnakeTree(field, tree, v)
-}
-
 func fromSnakeTree(field string, tree any, v any) error {
 	raw, err := json.Marshal(renameKeys(tree, toCamel))
 	if err != nil {
