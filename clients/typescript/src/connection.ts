@@ -62,7 +62,7 @@ export class GrpcServiceError extends Error {
     call: string,
     options?: { cause?: unknown },
   ) {
-    super(`${call} failed: ${status[code] ?? code}: ${details}`, options);
+    super(`${call} failed: ${status[code]}: ${details}`, options);
   }
 }
 
@@ -107,7 +107,12 @@ export function resolveEndpoint(kind: ServiceKind, options: ConnectionOptions): 
     target,
     credentials: options.credentials ?? credentials,
     token: options.token ?? token,
-    timeoutMs: options.timeout !== undefined ? timeoutMs(String(options.timeout), "timeout") : timeoutText === undefined ? undefined : timeoutMs(timeoutText, options.uri ?? "timeout"),
+    timeoutMs:
+      options.timeout !== undefined
+        ? timeoutMs(String(options.timeout), "timeout")
+        : timeoutText === undefined
+          ? undefined
+          : timeoutMs(timeoutText, options.uri ?? "timeout"),
   };
 }
 
@@ -138,7 +143,10 @@ function parseUri(uri: string, kind: ServiceKind, env: NodeJS.ProcessEnv): Parse
   const target = `${url.hostname}:${url.port || DEFAULT_PORTS[kind]}`;
   let token: string | undefined;
   let timeoutText: string | undefined;
-  let caFile = scheme === "grpcs" ? env[`ADK_GRPC_${kind.toUpperCase()}_CA_FILE`] || env["ADK_GRPC_CA_FILE"] || undefined : undefined;
+  let caFile =
+    scheme === "grpcs"
+      ? env[`ADK_GRPC_${kind.toUpperCase()}_CA_FILE`] || env["ADK_GRPC_CA_FILE"] || undefined
+      : undefined;
   for (const [name, value] of url.searchParams) {
     if (name === "token_env") {
       token = env[value];
@@ -153,7 +161,9 @@ function parseUri(uri: string, kind: ServiceKind, env: NodeJS.ProcessEnv): Parse
     } else if (name === "timeout") {
       timeoutText = value;
     } else {
-      throw new TypeError(`${uri}: unknown query parameter ${JSON.stringify(name)} (known: token_env, ca_file, timeout)`);
+      throw new TypeError(
+        `${uri}: unknown query parameter ${JSON.stringify(name)} (known: token_env, ca_file, timeout)`,
+      );
     }
   }
   let credentials = grpcCredentials.createInsecure();
@@ -184,7 +194,11 @@ function timeoutMs(text: string, where: string): number {
  * UNAVAILABLE) for the calls that are safe to repeat: reads, deletes, and appends and
  * ingestions, which the servers de-duplicate by event id (rules S6.4, M1.3).
  */
-export function channelOptions(service: string, retried: readonly string[], extra: ChannelOptions = {}): ChannelOptions {
+export function channelOptions(
+  service: string,
+  retried: readonly string[],
+  extra: ChannelOptions = {},
+): ChannelOptions {
   const serviceConfig = {
     methodConfig: [
       {
@@ -241,7 +255,10 @@ type UnaryMethod<Req, Res> = (
 export function invoke<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, settings: CallSettings): Promise<Res> {
   const [metadata, options] = settings.unary();
   return new Promise((resolve, reject) => {
-    method(request, metadata, options, (error, response) => (error === null ? resolve(response) : reject(error)));
+    method(request, metadata, options, (error, response) => {
+      if (error === null) resolve(response);
+      else reject(error);
+    });
   });
 }
 

@@ -71,7 +71,9 @@ export function dumps(value: unknown, field: string): string {
   try {
     return JSON.stringify(value, (key: string, item: unknown) => {
       if (typeof item === "number" && !Number.isFinite(item)) {
-        throw new TypeError(`${key === "" ? "the value" : `key ${JSON.stringify(key)}`} is ${item}, which JSON cannot hold`);
+        throw new TypeError(
+          `${key === "" ? "the value" : `key ${JSON.stringify(key)}`} is ${item}, which JSON cannot hold`,
+        );
       }
       return item;
     });

@@ -41,7 +41,7 @@ function take<T>(data: JsonObject, name: string, accept: (value: unknown) => val
   if (!accept(value)) {
     return undefined;
   }
-  delete data[name];
+  Reflect.deleteProperty(data, name);
   return value;
 }
 
@@ -180,7 +180,7 @@ function partMessage(source: JsonObject): Part {
     if (kind === "text") {
       if (isString(value)) {
         message.data = { $case: "text", value };
-        delete data[kind];
+        Reflect.deleteProperty(data, kind);
         break;
       }
       continue;
@@ -189,7 +189,7 @@ function partMessage(source: JsonObject): Part {
       continue;
     }
     const fields = { ...value };
-    delete data[kind];
+    Reflect.deleteProperty(data, kind);
     if (kind === "function_call" || kind === "function_response") {
       message.data = callMessage(kind, fields);
     } else if (kind === "inline_data") {
@@ -296,7 +296,7 @@ export function eventFromProto(message: EventMessage): Event {
     data["actions"] = actionsData(message.actions);
   }
   merge(data, loadsObject(message.extra, "Event.extra"));
-  return createEvent(toCamel(data) as Partial<Event>);
+  return createEvent(toCamel(data));
 }
 
 function actionsData(message: EventActions): JsonObject {
@@ -333,7 +333,7 @@ function actionsData(message: EventActions): JsonObject {
 
 /** The genai Content a message holds. */
 export function contentFromProto(message: Content): GenaiContent {
-  return toCamel(contentData(message), "content") as GenaiContent;
+  return toCamel(contentData(message), "content");
 }
 
 function contentData(message: Content): JsonObject {

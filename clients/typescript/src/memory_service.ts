@@ -36,7 +36,15 @@ export { GenerationState, MemoryKind, SearchMode, type GenerationJob };
 
 const SERVICE = "adk.memory.v1.MemoryService";
 // Reads, deletes, and ingestions of events, which the server de-duplicates by id (M1.3).
-const RETRIED = ["SearchMemory", "ListMemories", "GetGenerationJob", "ListMemoryRevisions", "DeleteMemory", "AddSessionToMemory", "AddEventsToMemory"];
+const RETRIED = [
+  "SearchMemory",
+  "ListMemories",
+  "GetGenerationJob",
+  "ListMemoryRevisions",
+  "DeleteMemory",
+  "AddSessionToMemory",
+  "AddEventsToMemory",
+];
 
 /** A memory as this service returns it: ADK's `MemoryEntry` and what the server knows of it. */
 export interface GrpcMemoryEntry extends MemoryEntry {
@@ -100,7 +108,11 @@ export class GrpcMemoryService implements BaseMemoryService {
 
   constructor(options: GrpcMemoryServiceOptions) {
     const endpoint = resolveEndpoint("memory", options);
-    this.client = new MemoryServiceClient(endpoint.target, endpoint.credentials, channelOptions(SERVICE, RETRIED, options.channelOptions));
+    this.client = new MemoryServiceClient(
+      endpoint.target,
+      endpoint.credentials,
+      channelOptions(SERVICE, RETRIED, options.channelOptions),
+    );
     this.settings = new CallSettings(endpoint.token, endpoint.timeoutMs);
     this.searchLimit = options.searchLimit ?? 10;
     this.searchLanguage = options.searchLanguage ?? "";
@@ -212,7 +224,9 @@ export class GrpcMemoryService implements BaseMemoryService {
   }
 
   /** Deletes one memory by id, a session's memories, or all of the user's; returns how many. */
-  async deleteMemory(request: { appName: string; userId: string } & ({ memoryId: string } | { sessionId: string } | { all: true })): Promise<number> {
+  async deleteMemory(
+    request: { appName: string; userId: string } & ({ memoryId: string } | { sessionId: string } | { all: true }),
+  ): Promise<number> {
     const target =
       "memoryId" in request
         ? { $case: "memoryId" as const, value: request.memoryId }
@@ -220,7 +234,11 @@ export class GrpcMemoryService implements BaseMemoryService {
           ? { $case: "sessionId" as const, value: request.sessionId }
           : { $case: "all" as const, value: true };
     try {
-      const reply = await invoke(this.client.deleteMemory.bind(this.client), { appName: request.appName, userId: request.userId, target }, this.settings);
+      const reply = await invoke(
+        this.client.deleteMemory.bind(this.client),
+        { appName: request.appName, userId: request.userId, target },
+        this.settings,
+      );
       return reply.deleted;
     } catch (e) {
       throw translate(e, "DeleteMemory");
@@ -228,10 +246,20 @@ export class GrpcMemoryService implements BaseMemoryService {
   }
 
   /** Every memory of (app, user) in ingestion order, read page by page. */
-  async *listMemories(request: { appName: string; userId: string; kind?: MemoryKind }): AsyncGenerator<GrpcMemoryEntry, void, undefined> {
+  async *listMemories(request: {
+    appName: string;
+    userId: string;
+    kind?: MemoryKind;
+  }): AsyncGenerator<GrpcMemoryEntry, void, undefined> {
     let pageToken = "";
     do {
-      const message = { appName: request.appName, userId: request.userId, pageSize: 100, pageToken, kind: request.kind ?? MemoryKind.MEMORY_KIND_UNSPECIFIED };
+      const message = {
+        appName: request.appName,
+        userId: request.userId,
+        pageSize: 100,
+        pageToken,
+        kind: request.kind ?? MemoryKind.MEMORY_KIND_UNSPECIFIED,
+      };
       let reply;
       try {
         reply = await invoke(this.client.listMemories.bind(this.client), message, this.settings);
@@ -317,7 +345,9 @@ function entryMessage(entry: NewMemory): MemoryEntryMessage {
   if (entry.timestamp !== undefined) {
     const ms = Date.parse(entry.timestamp);
     if (Number.isNaN(ms)) {
-      throw new TypeError(`MemoryEntry.timestamp must be an ISO 8601 date-time, got ${JSON.stringify(entry.timestamp)}`);
+      throw new TypeError(
+        `MemoryEntry.timestamp must be an ISO 8601 date-time, got ${JSON.stringify(entry.timestamp)}`,
+      );
     }
     timestamp = toTimestamp(ms);
   }

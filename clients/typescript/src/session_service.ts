@@ -52,7 +52,15 @@ import { toMillis, toTimestamp } from "./timestamps.js";
 import { watch } from "./watch.js";
 
 const SERVICE = "adk.session.v1.SessionService";
-const RETRIED = ["GetSession", "ListSessions", "ListEvents", "DeleteSession", "AppendEvent", "GetUserState", "GetAppState"];
+const RETRIED = [
+  "GetSession",
+  "ListSessions",
+  "ListEvents",
+  "DeleteSession",
+  "AppendEvent",
+  "GetUserState",
+  "GetAppState",
+];
 // ListSessions serves at most 1,000 sessions a page, ListEvents 100 events.
 const SESSIONS_PAGE_SIZE = 1000;
 const EVENTS_PAGE_SIZE = 100;
@@ -119,7 +127,12 @@ export class GrpcSessionService extends BaseSessionService {
     } catch (e) {
       if (codeOf(e) === status.ALREADY_EXISTS) {
         // DatabaseSessionService's words.
-        throw new GrpcServiceError(status.ALREADY_EXISTS, `Session with id ${request.sessionId.trim()} already exists.`, "CreateSession", { cause: e });
+        throw new GrpcServiceError(
+          status.ALREADY_EXISTS,
+          `Session with id ${request.sessionId.trim()} already exists.`,
+          "CreateSession",
+          { cause: e },
+        );
       }
       throw translate(e, "CreateSession");
     }
@@ -210,7 +223,14 @@ export class GrpcSessionService extends BaseSessionService {
    * order only, so the whole listing (sessions without events) is read, 1,000 a call, and
    * ordered and sliced here: see the README on what that costs.
    */
-  override async listSessions({ appName, userId, limit, offset, page, order }: ListSessionsRequest): Promise<ListSessionsResponse> {
+  override async listSessions({
+    appName,
+    userId,
+    limit,
+    offset,
+    page,
+    order,
+  }: ListSessionsRequest): Promise<ListSessionsResponse> {
     const all = await this.listAll(appName, userId);
     if (order === "asc") {
       all.sort((a, b) => a.lastUpdateTime - b.lastUpdateTime || compareIds(a.id, b.id));
@@ -308,7 +328,12 @@ export class GrpcSessionService extends BaseSessionService {
           continue;
         }
         if (code === status.NOT_FOUND) {
-          throw new GrpcServiceError(status.NOT_FOUND, `Session ${session.id} not found for appendEvent`, "AppendEvent", { cause: e });
+          throw new GrpcServiceError(
+            status.NOT_FOUND,
+            `Session ${session.id} not found for appendEvent`,
+            "AppendEvent",
+            { cause: e },
+          );
         }
         throw translate(e, "AppendEvent");
       }
@@ -337,7 +362,9 @@ export class GrpcSessionService extends BaseSessionService {
       reply = await invoke(this.client.getSession.bind(this.client), request, this.settings);
     } catch (e) {
       if (codeOf(e) === status.NOT_FOUND) {
-        throw new GrpcServiceError(status.NOT_FOUND, `Session ${session.id} not found for appendEvent`, "AppendEvent", { cause: e });
+        throw new GrpcServiceError(status.NOT_FOUND, `Session ${session.id} not found for appendEvent`, "AppendEvent", {
+          cause: e,
+        });
       }
       throw translate(e, "GetSession");
     }
@@ -418,9 +445,15 @@ export class GrpcSessionService extends BaseSessionService {
    * Follows every committed event of an app (or of one user) from now, or after `cursor`, until
    * `signal` aborts. A failure ends it with a `GrpcServiceError`; resume with the last `cursor`.
    */
-  watchEvents(request: { appName: string; userId?: string; cursor?: string; signal?: AbortSignal }): AsyncGenerator<AppEvent, void, undefined> {
+  watchEvents(request: {
+    appName: string;
+    userId?: string;
+    cursor?: string;
+    signal?: AbortSignal;
+  }): AsyncGenerator<AppEvent, void, undefined> {
     const { appName, userId, cursor, signal } = request;
-    const call = () => this.client.watchEvents({ appName, userId: userId ?? "", cursor: cursor ?? "" }, this.settings.stream());
+    const call = () =>
+      this.client.watchEvents({ appName, userId: userId ?? "", cursor: cursor ?? "" }, this.settings.stream());
     return watch(call, signal, "WatchEvents", (message: WatchEventsResponse): AppEvent => {
       const event = message.event;
       if (event === undefined) {

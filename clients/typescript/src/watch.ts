@@ -17,7 +17,9 @@ export async function* watch<Message, Item>(
     return;
   }
   const stream = open();
-  const cancel = (): void => stream.cancel();
+  const cancel = (): void => {
+    stream.cancel();
+  };
   signal?.addEventListener("abort", cancel, { once: true });
   try {
     for await (const message of stream as AsyncIterable<Message>) {

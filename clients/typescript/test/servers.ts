@@ -26,7 +26,9 @@ export class Server {
   static async start(name: string, args: string[] = [], dir?: string, listen = "127.0.0.1:0"): Promise<Server> {
     const binary = join(BIN_DIR, name);
     if (!existsSync(binary)) {
-      throw new Error(`${binary} is missing: build it with \`cargo build -p ${name}\` or point ADK_SERVICES_BIN_DIR at the folder holding it`);
+      throw new Error(
+        `${binary} is missing: build it with \`cargo build -p ${name}\` or point ADK_SERVICES_BIN_DIR at the folder holding it`,
+      );
     }
     const workdir = dir ?? mkdtempSync(join(tmpdir(), `${name}-`));
     const allArgs = ["--data-dir", join(workdir, "data"), ...args];
@@ -61,7 +63,13 @@ export class Server {
   }
 }
 
-async function launch(name: string, binary: string, workdir: string, listen: string, args: string[]): Promise<[ChildProcess, string]> {
+async function launch(
+  name: string,
+  binary: string,
+  workdir: string,
+  listen: string,
+  args: string[],
+): Promise<[ChildProcess, string]> {
   const log = join(workdir, `${name}.log`);
   const child = spawn(binary, ["--listen", listen, ...args], { stdio: ["ignore", "pipe", openSync(log, "a")] });
   const prefix = `${name} listening on `;
@@ -69,7 +77,9 @@ async function launch(name: string, binary: string, workdir: string, listen: str
     let line = "";
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      fail(new Error(`${name} did not report its address within ${STARTUP_MS} ms; its log:\n${readFileSync(log, "utf8")}`));
+      fail(
+        new Error(`${name} did not report its address within ${STARTUP_MS} ms; its log:\n${readFileSync(log, "utf8")}`),
+      );
     }, STARTUP_MS);
     child.stdout?.on("data", (chunk: Buffer) => {
       line += chunk.toString();

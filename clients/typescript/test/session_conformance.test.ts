@@ -46,14 +46,20 @@ describe.each(backends)("$name", (backend) => {
       const first = await service.createSession({ appName: app, userId: user });
       await service.appendEvent({
         session: first,
-        event: createEvent({ actions: createEventActions({ stateDelta: { "app:appKey": "appValue", "user:userKey": "userValue" } }) }),
+        event: createEvent({
+          actions: createEventActions({ stateDelta: { "app:appKey": "appValue", "user:userKey": "userValue" } }),
+        }),
       });
       const second = await service.createSession({ appName: app, userId: user });
       expect(second.state).toEqual({ "app:appKey": "appValue", "user:userKey": "userValue" });
     });
 
     it("drops temp: keys of the initial state", async () => {
-      const session = await service.createSession({ appName: app, userId: user, state: { normalKey: "value", [`${State.TEMP_PREFIX}tempKey`]: "tempValue" } });
+      const session = await service.createSession({
+        appName: app,
+        userId: user,
+        state: { normalKey: "value", [`${State.TEMP_PREFIX}tempKey`]: "tempValue" },
+      });
       expect(session.state).toHaveProperty("normalKey", "value");
       expect(session.state).not.toHaveProperty(`${State.TEMP_PREFIX}tempKey`);
     });
@@ -92,25 +98,43 @@ describe.each(backends)("$name", (backend) => {
 
     it("is scoped to its user (Go suite get_session_respects_user_id)", async () => {
       const created = await service.createSession({ appName: app, userId: "user1" });
-      await service.appendEvent({ session: created, event: createEvent({ id: "event1", author: "user", invocationId: "inv1" }) });
+      await service.appendEvent({
+        session: created,
+        event: createEvent({ id: "event1", author: "user", invocationId: "inv1" }),
+      });
       expect(await service.getSession({ appName: app, userId: "user2", sessionId: created.id })).toBeUndefined();
     });
 
     it("keeps the last numRecentEvents events", async () => {
       const session = await service.createSession({ appName: app, userId: user });
       for (let i = 1; i <= 5; i++) await appendAt(service, session, i * 1000);
-      const got = await service.getSession({ appName: app, userId: user, sessionId: session.id, config: { numRecentEvents: 2 } });
+      const got = await service.getSession({
+        appName: app,
+        userId: user,
+        sessionId: session.id,
+        config: { numRecentEvents: 2 },
+      });
       expect(got?.events.map((e) => e.timestamp)).toEqual([4000, 5000]);
     });
 
     it("keeps the events at or after afterTimestamp", async () => {
       const session = await service.createSession({ appName: app, userId: user });
       for (let i = 0; i < 5; i++) await appendAt(service, session, (i + 1) * 1000);
-      const got = await service.getSession({ appName: app, userId: user, sessionId: session.id, config: { afterTimestamp: 3500 } });
+      const got = await service.getSession({
+        appName: app,
+        userId: user,
+        sessionId: session.id,
+        config: { afterTimestamp: 3500 },
+      });
       expect(got?.events.map((e) => e.timestamp)).toEqual([4000, 5000]);
       // At a timestamp exactly: ADK's in-memory service keeps that event, its database service
       // does not; this client keeps it (the README lists the case).
-      const at = await service.getSession({ appName: app, userId: user, sessionId: session.id, config: { afterTimestamp: 4000 } });
+      const at = await service.getSession({
+        appName: app,
+        userId: user,
+        sessionId: session.id,
+        config: { afterTimestamp: 4000 },
+      });
       expect(at?.events.map((e) => e.timestamp)).toEqual([4000, 5000]);
     });
 
@@ -118,7 +142,10 @@ describe.each(backends)("$name", (backend) => {
       const session = await service.createSession({ appName: app, userId: "user1" });
       const base = Date.UTC(2025, 0, 1);
       for (let i = 1; i <= 5; i++) {
-        await service.appendEvent({ session, event: createEvent({ id: String(i), author: "user", invocationId: "inv1", timestamp: base + i * 1000 }) });
+        await service.appendEvent({
+          session,
+          event: createEvent({ id: String(i), author: "user", invocationId: "inv1", timestamp: base + i * 1000 }),
+        });
       }
       const get = (config?: { numRecentEvents?: number; afterTimestamp?: number }) =>
         service.getSession({ appName: app, userId: "user1", sessionId: session.id, ...(config ? { config } : {}) });
@@ -139,13 +166,21 @@ describe.each(backends)("$name", (backend) => {
       }
       const got = await service.getSession({ appName: app, userId: user, sessionId: session.id });
       expect(got?.events.map((e) => e.timestamp)).toEqual(times);
-      const after = await service.getSession({ appName: app, userId: user, sessionId: session.id, config: { afterTimestamp: second + 300 } });
+      const after = await service.getSession({
+        appName: app,
+        userId: user,
+        sessionId: session.id,
+        config: { afterTimestamp: second + 300 },
+      });
       expect(after?.events.map((e) => e.timestamp)).toEqual(times.slice(1));
     });
 
     it("merges current app state into a read session", async () => {
       const session = await service.createSession({ appName: app, userId: user });
-      await service.appendEvent({ session, event: createEvent({ actions: createEventActions({ stateDelta: { "app:key": "newValue" } }) }) });
+      await service.appendEvent({
+        session,
+        event: createEvent({ actions: createEventActions({ stateDelta: { "app:key": "newValue" } }) }),
+      });
       const got = await service.getSession({ appName: app, userId: user, sessionId: session.id });
       expect(got?.state).toEqual({ "app:key": "newValue" });
     });
@@ -161,8 +196,20 @@ describe.each(backends)("$name", (backend) => {
     const ids = (r: { sessions: Session[] }) => r.sessions.map((s) => s.id);
 
     it("returns empty totals when there are no sessions", async () => {
-      expect(await service.listSessions({ appName: app, userId: user })).toEqual({ sessions: [], page: 1, limit: 0, totalItems: 0, totalPages: 0 });
-      expect(await service.listSessions({ appName: app, userId: user, limit: 10 })).toEqual({ sessions: [], page: 1, limit: 10, totalItems: 0, totalPages: 0 });
+      expect(await service.listSessions({ appName: app, userId: user })).toEqual({
+        sessions: [],
+        page: 1,
+        limit: 0,
+        totalItems: 0,
+        totalPages: 0,
+      });
+      expect(await service.listSessions({ appName: app, userId: user, limit: 10 })).toEqual({
+        sessions: [],
+        page: 1,
+        limit: 10,
+        totalItems: 0,
+        totalPages: 0,
+      });
     });
 
     it("lists sessions without events, all on page 1 without pagination", async () => {
@@ -206,7 +253,14 @@ describe.each(backends)("$name", (backend) => {
 
     it("returns page of limit, page winning over offset", async () => {
       await sessionsAt([1000, 2000, 3000, 4000, 5000]);
-      const response = await service.listSessions({ appName: app, userId: user, page: 2, limit: 2, offset: 0, order: "asc" });
+      const response = await service.listSessions({
+        appName: app,
+        userId: user,
+        page: 2,
+        limit: 2,
+        offset: 0,
+        order: "asc",
+      });
       expect(ids(response)).toEqual(["s3", "s4"]);
       expect([response.page, response.limit, response.totalItems, response.totalPages]).toEqual([2, 2, 5, 3]);
     });
@@ -236,7 +290,9 @@ describe.each(backends)("$name", (backend) => {
       const session = await service.createSession({ appName: app, userId: user });
       await service.deleteSession({ appName: app, userId: user, sessionId: session.id });
       expect(await service.getSession({ appName: app, userId: user, sessionId: session.id })).toBeUndefined();
-      await expect(service.deleteSession({ appName: app, userId: user, sessionId: "non-existent" })).resolves.toBeUndefined();
+      await expect(
+        service.deleteSession({ appName: app, userId: user, sessionId: "non-existent" }),
+      ).resolves.toBeUndefined();
     });
 
     it("is scoped to its user (Go suite delete_session_respects_user_id)", async () => {
@@ -261,7 +317,10 @@ describe.each(backends)("$name", (backend) => {
 
     it("applies the delta to the session and shared scopes", async () => {
       const session = await service.createSession({ appName: app, userId: user, sessionId: "s1", state: { count: 0 } });
-      await service.appendEvent({ session, event: createEvent({ actions: createEventActions({ stateDelta: { count: 1, "app:global": "value" } }) }) });
+      await service.appendEvent({
+        session,
+        event: createEvent({ actions: createEventActions({ stateDelta: { count: 1, "app:global": "value" } }) }),
+      });
       expect(session.state["count"]).toBe(1);
       expect(session.state["app:global"]).toBe("value");
       const got = await service.getSession({ appName: app, userId: user, sessionId: "s1" });
@@ -271,16 +330,27 @@ describe.each(backends)("$name", (backend) => {
     });
 
     it("shares app state across users and user state across a user's sessions (database test)", async () => {
-      await service.createSession({ appName: app, userId: "user1", sessionId: "s1", state: { "app:config": "dark-mode", "user:pref": "A" } });
+      await service.createSession({
+        appName: app,
+        userId: "user1",
+        sessionId: "s1",
+        state: { "app:config": "dark-mode", "user:pref": "A" },
+      });
       const s2 = await service.createSession({ appName: app, userId: "user2", sessionId: "s2" });
       // ADK's database service splits an initial state by scope, as session-svc does; its
       // in-memory service keeps app: and user: keys in the session (listed in the README).
       expect(s2.state["app:config"]).toBe(backend.grpc ? "dark-mode" : undefined);
       expect(s2.state["user:pref"]).toBeUndefined();
-      await service.appendEvent({ session: s2, event: createEvent({ actions: createEventActions({ stateDelta: { "app:config": "light-mode" } }) }) });
+      await service.appendEvent({
+        session: s2,
+        event: createEvent({ actions: createEventActions({ stateDelta: { "app:config": "light-mode" } }) }),
+      });
       const s3 = await service.createSession({ appName: app, userId: "user1", sessionId: "s3" });
       expect(s3.state["user:pref"]).toBe(backend.grpc ? "A" : undefined);
-      await service.appendEvent({ session: s3, event: createEvent({ actions: createEventActions({ stateDelta: { "user:pref": "B" } }) }) });
+      await service.appendEvent({
+        session: s3,
+        event: createEvent({ actions: createEventActions({ stateDelta: { "user:pref": "B" } }) }),
+      });
       const s1 = await service.getSession({ appName: app, userId: "user1", sessionId: "s1" });
       expect(s1?.state["app:config"]).toBe("light-mode");
       expect(s1?.state["user:pref"]).toBe("B");
@@ -288,7 +358,12 @@ describe.each(backends)("$name", (backend) => {
 
     it("keeps session state to its session and temp: keys out of storage (Go suite StateManagement)", async () => {
       const s1 = await service.createSession({ appName: app, userId: "u1", state: { sk1: "v1" } });
-      const event = createEvent({ id: "event1", author: "user", invocationId: "inv1", actions: createEventActions({ stateDelta: { "temp:k1": "v1", sk: "v2" } }) });
+      const event = createEvent({
+        id: "event1",
+        author: "user",
+        invocationId: "inv1",
+        actions: createEventActions({ stateDelta: { "temp:k1": "v1", sk: "v2" } }),
+      });
       await service.appendEvent({ session: s1, event });
       // The base class trims temp: keys from the event itself.
       expect(event.actions.stateDelta).toEqual({ sk: "v2" });
@@ -301,7 +376,12 @@ describe.each(backends)("$name", (backend) => {
 
     it("does not store partial events (Go suite partial_events_are_not_persisted)", async () => {
       const session = await service.createSession({ appName: app, userId: user });
-      const partial = createEvent({ id: "partial_event", author: "user", partial: true, actions: createEventActions({ stateDelta: { k: 1 } }) });
+      const partial = createEvent({
+        id: "partial_event",
+        author: "user",
+        partial: true,
+        actions: createEventActions({ stateDelta: { k: 1 } }),
+      });
       expect(await service.appendEvent({ session, event: partial })).toBe(partial);
       expect(session.events).toEqual([]);
       const got = await service.getSession({ appName: app, userId: user, sessionId: session.id });
@@ -312,16 +392,28 @@ describe.each(backends)("$name", (backend) => {
     it("keeps events in order (Go suite with_existing_events)", async () => {
       const session = await service.createSession({ appName: app, userId: "user1" });
       const base = Date.UTC(2025, 0, 1);
-      await service.appendEvent({ session, event: createEvent({ id: "event1", author: "user", invocationId: "inv1", timestamp: base + 1000 }) });
-      await service.appendEvent({ session, event: createEvent({ id: "event2", author: "user", invocationId: "inv2", timestamp: base + 2000 }) });
+      await service.appendEvent({
+        session,
+        event: createEvent({ id: "event1", author: "user", invocationId: "inv1", timestamp: base + 1000 }),
+      });
+      await service.appendEvent({
+        session,
+        event: createEvent({ id: "event2", author: "user", invocationId: "inv2", timestamp: base + 2000 }),
+      });
       const got = await service.getSession({ appName: app, userId: "user1", sessionId: session.id });
       expect(got?.events.map((e) => e.invocationId)).toEqual(["inv1", "inv2"]);
     });
 
     it("round-trips bytes content (Go suite with_bytes_content)", async () => {
       const session = await service.createSession({ appName: app, userId: "user1" });
-      const content = { role: "user", parts: [{ inlineData: { data: Buffer.from("test_image_data").toString("base64"), mimeType: "image/png" } }] };
-      await service.appendEvent({ session, event: createEvent({ id: "event_with_bytes", author: "user", invocationId: "inv1", content }) });
+      const content = {
+        role: "user",
+        parts: [{ inlineData: { data: Buffer.from("test_image_data").toString("base64"), mimeType: "image/png" } }],
+      };
+      await service.appendEvent({
+        session,
+        event: createEvent({ id: "event_with_bytes", author: "user", invocationId: "inv1", content }),
+      });
       const got = await service.getSession({ appName: app, userId: "user1", sessionId: session.id });
       expect(got?.events[0]?.content).toEqual(content);
     });
@@ -334,7 +426,15 @@ describe.each(backends)("$name", (backend) => {
         invocationId: "inv1",
         branch: "root.child",
         longRunningToolIds: ["tool123"],
-        actions: createEventActions({ stateDelta: { "user:k2": "v2" }, artifactDelta: { "a.txt": 2 }, skipSummarization: true, transferToAgent: "other", escalate: true, endOfAgent: true, agentState: { step: 3 } }),
+        actions: createEventActions({
+          stateDelta: { "user:k2": "v2" },
+          artifactDelta: { "a.txt": 2 },
+          skipSummarization: true,
+          transferToAgent: "other",
+          escalate: true,
+          endOfAgent: true,
+          agentState: { step: 3 },
+        }),
         content: { role: "user", parts: [{ text: "test_text" }] },
         turnComplete: true,
         partial: false,
@@ -342,6 +442,8 @@ describe.each(backends)("$name", (backend) => {
         errorMessage: "error_message",
         interrupted: true,
         groundingMetadata: { webSearchQueries: ["query1"] },
+        // Plain data, as ADK itself holds a model response parsed from JSON.
+        // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment
         usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1, totalTokenCount: 2 },
         citationMetadata: { citations: [{ title: "test", uri: "google.com" }] },
         customMetadata: { custom_key: "custom_value", camelKey: { nested_key: 1.5 } },
@@ -374,11 +476,17 @@ describe.each(backends)("$name", (backend) => {
       expect(({} as Record<string, unknown>)[app]).toBeUndefined();
       await service.appendEvent({
         session,
-        event: createEvent({ actions: createEventActions({ stateDelta: { "user:httpOptions": { baseUrl: "https://evil.test" }, "app:pwned": "x" } }) }),
+        event: createEvent({
+          actions: createEventActions({
+            stateDelta: { "user:httpOptions": { baseUrl: "https://evil.test" }, "app:pwned": "x" },
+          }),
+        }),
       });
       expect(({} as Record<string, unknown>)["httpOptions"]).toBeUndefined();
       expect(({} as Record<string, unknown>)["pwned"]).toBeUndefined();
-      expect((await service.getSession({ appName: "__proto__", userId: app, sessionId: "poc_sid" }))?.id).toBe("poc_sid");
+      expect((await service.getSession({ appName: "__proto__", userId: app, sessionId: "poc_sid" }))?.id).toBe(
+        "poc_sid",
+      );
       expect((await service.listSessions({ appName: app, userId: app })).sessions).toHaveLength(0);
     });
 
@@ -388,7 +496,17 @@ describe.each(backends)("$name", (backend) => {
       expect(new State(created.state).get("isAdmin")).toBeUndefined();
       expect(created.state["__proto__"]).toEqual({ isAdmin: true });
       const other = await service.createSession({ appName: app, userId: "u1", sessionId: "s2" });
-      await service.appendEvent({ session: other, event: createEvent({ actions: createEventActions({ stateDelta: JSON.parse('{"__proto__": {"isAdmin": true}, "user:__proto__": {"a": 1}}') as Record<string, unknown> }) }) });
+      await service.appendEvent({
+        session: other,
+        event: createEvent({
+          actions: createEventActions({
+            stateDelta: JSON.parse('{"__proto__": {"isAdmin": true}, "user:__proto__": {"a": 1}}') as Record<
+              string,
+              unknown
+            >,
+          }),
+        }),
+      });
       const stored = await service.getSession({ appName: app, userId: "u1", sessionId: "s2" });
       expect(new State(stored?.state ?? {}).get("isAdmin")).toBeUndefined();
       expect(stored?.state["__proto__"]).toEqual({ isAdmin: true });

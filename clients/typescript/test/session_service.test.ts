@@ -43,8 +43,14 @@ describe("two writers of one session", () => {
     const created = await service.createSession({ appName: app, userId: "u", sessionId: "s", state: { n: 0 } });
     const other = await service.getSession({ appName: app, userId: "u", sessionId: "s" });
     if (other === undefined) throw new Error("no session");
-    await service.appendEvent({ session: other, event: createEvent({ id: "theirs", actions: createEventActions({ stateDelta: { theirs: 1 } }) }) });
-    await service.appendEvent({ session: created, event: createEvent({ id: "mine", actions: createEventActions({ stateDelta: { mine: 1 } }) }) });
+    await service.appendEvent({
+      session: other,
+      event: createEvent({ id: "theirs", actions: createEventActions({ stateDelta: { theirs: 1 } }) }),
+    });
+    await service.appendEvent({
+      session: created,
+      event: createEvent({ id: "mine", actions: createEventActions({ stateDelta: { mine: 1 } }) }),
+    });
     // The stale copy was brought up to date: it holds both events and both keys.
     expect(created.events.map((e) => e.id)).toEqual(["theirs", "mine"]);
     expect(created.state).toEqual({ n: 0, theirs: 1, mine: 1 });
@@ -55,7 +61,9 @@ describe("two writers of one session", () => {
 
   it("appending concurrently through one session object keeps every event", async () => {
     const session = await service.createSession({ appName: app, userId: "u" });
-    const events = Array.from({ length: 8 }, (_, i) => createEvent({ id: `e${i}`, actions: createEventActions({ stateDelta: { [`k${i}`]: i } }) }));
+    const events = Array.from({ length: 8 }, (_, i) =>
+      createEvent({ id: `e${i}`, actions: createEventActions({ stateDelta: { [`k${i}`]: i } }) }),
+    );
     await Promise.all(events.map((event) => service.appendEvent({ session, event })));
     const stored = await service.getSession({ appName: app, userId: "u", sessionId: session.id });
     expect(stored?.events.map((e) => e.id).sort()).toEqual(events.map((e) => e.id).sort());
@@ -79,7 +87,10 @@ describe("sessions larger than one reply", () => {
     const session = await service.createSession({ appName: app, userId: "u" });
     const big = "x".repeat(1 << 20);
     for (let i = 0; i < 6; i++) {
-      await service.appendEvent({ session, event: createEvent({ id: `big${i}`, content: { role: "user", parts: [{ text: big }] } }) });
+      await service.appendEvent({
+        session,
+        event: createEvent({ id: `big${i}`, content: { role: "user", parts: [{ text: big }] } }),
+      });
     }
     const stored = await service.getSession({ appName: app, userId: "u", sessionId: session.id });
     expect(stored?.events.map((e) => e.id)).toEqual(["big0", "big1", "big2", "big3", "big4", "big5"]);
@@ -92,7 +103,11 @@ describe("watches", () => {
     const session = await service.createSession({ appName: app, userId: "u" });
     await service.appendEvent({ session, event: createEvent({ id: "before" }) });
     const controller = new AbortController();
-    const seen = take(service.watchSession({ appName: app, userId: "u", sessionId: session.id, signal: controller.signal }), 2, controller);
+    const seen = take(
+      service.watchSession({ appName: app, userId: "u", sessionId: session.id, signal: controller.signal }),
+      2,
+      controller,
+    );
     await service.appendEvent({ session, event: createEvent({ id: "live" }) });
     const changes = await seen;
     expect(changes.map((c) => (c.kind === "event" ? [c.event.id, c.sequence] : c.kind))).toEqual([
@@ -105,7 +120,8 @@ describe("watches", () => {
     const session = await service.createSession({ appName: app, userId: "u" });
     const changes: SessionChange[] = [];
     const watching = (async () => {
-      for await (const change of service.watchSession({ appName: app, userId: "u", sessionId: session.id })) changes.push(change);
+      for await (const change of service.watchSession({ appName: app, userId: "u", sessionId: session.id }))
+        changes.push(change);
     })();
     await service.appendEvent({ session, event: createEvent({ id: "one" }) });
     await waitFor(() => changes.length === 1);
@@ -137,13 +153,23 @@ describe("watches", () => {
     expect([last?.userId, last?.sessionId, last?.sequence]).toEqual(["ub", b.id, 1]);
     await service.appendEvent({ session: b, event: createEvent({ id: "b2" }) });
     const resumed = new AbortController();
-    const after = await take(service.watchEvents({ appName: app, cursor: last?.cursor ?? "", signal: resumed.signal }), 1, resumed);
+    const after = await take(
+      service.watchEvents({ appName: app, cursor: last?.cursor ?? "", signal: resumed.signal }),
+      1,
+      resumed,
+    );
     expect(after.map((e) => e.event.id)).toEqual(["b2"]);
   });
 
   it("an aborted signal ends a watch before it starts", async () => {
     const items: unknown[] = [];
-    for await (const item of service.watchSession({ appName: app, userId: "u", sessionId: "s", signal: AbortSignal.abort() })) items.push(item);
+    for await (const item of service.watchSession({
+      appName: app,
+      userId: "u",
+      sessionId: "s",
+      signal: AbortSignal.abort(),
+    }))
+      items.push(item);
     expect(items).toEqual([]);
   });
 });
@@ -176,7 +202,17 @@ describe("a server restart in the middle of a stream", () => {
       // Retried on UNAVAILABLE while the server comes back; the event is stored once.
       await client.appendEvent({ session, event: createEvent({ id: "e2" }) });
       const controller = new AbortController();
-      const resumed = await take(client.watchSession({ appName: app, userId: "u", sessionId: session.id, afterSequence: seen.at(-1) ?? 0, signal: controller.signal }), 1, controller);
+      const resumed = await take(
+        client.watchSession({
+          appName: app,
+          userId: "u",
+          sessionId: session.id,
+          afterSequence: seen.at(-1) ?? 0,
+          signal: controller.signal,
+        }),
+        1,
+        controller,
+      );
       expect(resumed.map((c) => (c.kind === "event" ? c.event.id : c.kind))).toEqual(["e2"]);
     } finally {
       client.close();
@@ -187,8 +223,16 @@ describe("a server restart in the middle of a stream", () => {
 
 describe("hostile input: a clear error and nothing written", () => {
   const refused: [string, () => Event, RegExp][] = [
-    ["a state value that is not finite", () => createEvent({ actions: createEventActions({ stateDelta: { bad: Number.NaN } }) }), /EventActions.stateDelta is not JSON: key "bad" is NaN/],
-    ["a BigInt in tool arguments", () => createEvent({ content: { parts: [{ functionCall: { name: "f", args: { n: 1n } } }] } }), /functionCall.args is not JSON/],
+    [
+      "a state value that is not finite",
+      () => createEvent({ actions: createEventActions({ stateDelta: { bad: Number.NaN } }) }),
+      /EventActions.stateDelta is not JSON: key "bad" is NaN/,
+    ],
+    [
+      "a BigInt in tool arguments",
+      () => createEvent({ content: { parts: [{ functionCall: { name: "f", args: { n: 1n } } }] } }),
+      /functionCall.args is not JSON/,
+    ],
     [
       "a cycle in custom metadata",
       () => {
@@ -198,7 +242,11 @@ describe("hostile input: a clear error and nothing written", () => {
       },
       /Event.customMetadata is not JSON/,
     ],
-    ["a timestamp that is not a number of milliseconds", () => createEvent({ timestamp: Number.POSITIVE_INFINITY }), /Event.extra is not JSON|finite/],
+    [
+      "a timestamp that is not a number of milliseconds",
+      () => createEvent({ timestamp: Number.POSITIVE_INFINITY }),
+      /Event.extra is not JSON|finite/,
+    ],
   ];
   it.each(refused)("%s", async (_, make, message) => {
     const session = await service.createSession({ appName: app, userId: "u", state: { n: 0 } });
@@ -210,7 +258,9 @@ describe("hostile input: a clear error and nothing written", () => {
   });
 
   it("an initial state that is not JSON creates nothing", async () => {
-    await expect(service.createSession({ appName: app, userId: "u", sessionId: "s", state: { x: Number.NaN } })).rejects.toThrow(/state is not JSON/);
+    await expect(
+      service.createSession({ appName: app, userId: "u", sessionId: "s", state: { x: Number.NaN } }),
+    ).rejects.toThrow(/state is not JSON/);
     expect((await service.listSessions({ appName: app })).totalItems).toBe(0);
   });
 
@@ -225,9 +275,16 @@ describe("hostile input: a clear error and nothing written", () => {
   it("an event id stored with another payload is refused, the session unchanged", async () => {
     const session = await service.createSession({ appName: app, userId: "u" });
     await service.appendEvent({ session, event: createEvent({ id: "same", content: { parts: [{ text: "one" }] } }) });
-    const stale = await service.getSession({ appName: app, userId: "u", sessionId: session.id, config: { numRecentEvents: 1 } });
+    const stale = await service.getSession({
+      appName: app,
+      userId: "u",
+      sessionId: session.id,
+      config: { numRecentEvents: 1 },
+    });
     if (stale === undefined) throw new Error("no session");
-    const error = await service.appendEvent({ session, event: createEvent({ id: "same", content: { parts: [{ text: "two" }] } }) }).catch((e: unknown) => e);
+    const error = await service
+      .appendEvent({ session, event: createEvent({ id: "same", content: { parts: [{ text: "two" }] } }) })
+      .catch((e: unknown) => e);
     expect((error as GrpcServiceError).code).toBe(status.ALREADY_EXISTS);
     expect(session.events).toHaveLength(1);
   });
@@ -236,13 +293,27 @@ describe("hostile input: a clear error and nothing written", () => {
 describe("connecting", () => {
   it("reads token, timeout and CA file from the URI and the environment, refusing what is wrong", () => {
     const env = { TOKEN_VAR: "secret" };
-    expect(() => new GrpcSessionService({ uri: "grpc://localhost?token_env=MISSING", env })).toThrow(/token_env names \$MISSING, which is not set/);
-    expect(() => new GrpcSessionService({ uri: "grpc://localhost?colour=blue", env })).toThrow(/unknown query parameter "colour"/);
-    expect(() => new GrpcSessionService({ uri: "grpc://localhost?timeout=-1", env })).toThrow(/timeout must be a positive number/);
-    expect(() => new GrpcSessionService({ uri: "grpc://localhost", env: { ADK_GRPC_TIMEOUT: "soon" } })).toThrow(/timeout must be a positive number/);
-    expect(() => new GrpcSessionService({ uri: "grpcs://localhost?ca_file=/nonexistent/ca.pem", env })).toThrow(/cannot read ca_file/);
-    expect(() => new GrpcSessionService({ uri: "grpc://localhost?ca_file=x", env })).toThrow(/ca_file needs a grpcs:\/\/ URI/);
-    expect(() => new GrpcSessionService({ uri: "http://localhost", env })).toThrow(/expected a grpc:\/\/ or grpcs:\/\/ URI/);
+    expect(() => new GrpcSessionService({ uri: "grpc://localhost?token_env=MISSING", env })).toThrow(
+      /token_env names \$MISSING, which is not set/,
+    );
+    expect(() => new GrpcSessionService({ uri: "grpc://localhost?colour=blue", env })).toThrow(
+      /unknown query parameter "colour"/,
+    );
+    expect(() => new GrpcSessionService({ uri: "grpc://localhost?timeout=-1", env })).toThrow(
+      /timeout must be a positive number/,
+    );
+    expect(() => new GrpcSessionService({ uri: "grpc://localhost", env: { ADK_GRPC_TIMEOUT: "soon" } })).toThrow(
+      /timeout must be a positive number/,
+    );
+    expect(() => new GrpcSessionService({ uri: "grpcs://localhost?ca_file=/nonexistent/ca.pem", env })).toThrow(
+      /cannot read ca_file/,
+    );
+    expect(() => new GrpcSessionService({ uri: "grpc://localhost?ca_file=x", env })).toThrow(
+      /ca_file needs a grpcs:\/\/ URI/,
+    );
+    expect(() => new GrpcSessionService({ uri: "http://localhost", env })).toThrow(
+      /expected a grpc:\/\/ or grpcs:\/\/ URI/,
+    );
     new GrpcSessionService({ uri: "grpc://localhost:1?token_env=TOKEN_VAR&timeout=2.5", env }).close();
   });
 
