@@ -15,7 +15,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 
-node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 20)' \
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 20 ? 1 : 0)' \
   || { echo "ci.sh: Node $(node --version) is older than Node 20" >&2; exit 1; }
 
 if [[ -z "${ADK_SERVICES_BIN_DIR:-}" ]]; then
@@ -73,3 +73,4 @@ mkdir "$scratch/consumer"
 
 echo "== fidelity (TypeScript with itself)"
 python3 "$repo/clients/fidelity/check.py" --pairs typescript:typescript
+echo "== ci.sh: all passed"
