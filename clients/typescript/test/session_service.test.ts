@@ -9,7 +9,9 @@ import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { GrpcServiceError, GrpcSessionService, type AppEvent, type SessionChange } from "../src/index.js";
+import { credentials } from "@grpc/grpc-js";
+import { SessionServiceClient } from "../src/gen/adk/session/v1/session.js";
+import { eventToProto, GrpcServiceError, GrpcSessionService, type AppEvent, type SessionChange } from "../src/index.js";
 import { freshApp, Server } from "./servers.js";
 
 let server: Server;
@@ -79,6 +81,36 @@ describe("two writers of one session", () => {
     await service.appendEvent({ session: reread, event: { ...event } });
     const stored = await service.getSession({ appName: app, userId: "u", sessionId: session.id });
     expect(stored?.events).toHaveLength(1);
+  });
+});
+
+describe("an event another language wrote with removed_state_keys (ADK Java's State.REMOVED)", () => {
+  it("is read with its keys kept on the actions, and the session's state lacks them", async () => {
+    const session = await service.createSession({
+      appName: app,
+      userId: "u",
+      state: { keep: 1, gone: 2, "user:old": 3 },
+    });
+    const message = eventToProto(createEvent({ id: "java-1", author: "agent" }));
+    if (message.actions === undefined) throw new Error("an ADK event always has actions");
+    message.actions.removedStateKeys = ["gone", "user:old"];
+    const raw = new SessionServiceClient(server.address, credentials.createInsecure());
+    try {
+      await new Promise((done, fail) => {
+        raw.appendEvent({ appName: app, userId: "u", sessionId: session.id, event: message }, (error, reply) => {
+          if (error === null) done(reply);
+          else fail(error);
+        });
+      });
+    } finally {
+      raw.close();
+    }
+    const stored = await service.getSession({ appName: app, userId: "u", sessionId: session.id });
+    expect((stored?.events[0]?.actions as unknown as Record<string, unknown>)["removedStateKeys"]).toEqual([
+      "gone",
+      "user:old",
+    ]);
+    expect(stored?.state).toEqual({ keep: 1 });
   });
 });
 
