@@ -35,7 +35,7 @@ const SESSION_EVENTS = 1000;
 const LISTED_SESSIONS = 1000;
 const MEMORY_SESSIONS = 100;
 const EVENTS_PER_MEMORY_SESSION = 100;
-const READS = 15;
+const READS = 25;
 const SEARCHES = 50;
 const WORDS =
   "apple river mountain violin harbor lantern meadow copper falcon orchard pepper glacier velvet thunder saffron compass".split(
@@ -68,9 +68,10 @@ async function timed(run: () => Promise<unknown>, times: number): Promise<number
 }
 
 async function appendRate(service: BaseSessionService, app: string, writers: number): Promise<number> {
-  const sessions = await Promise.all(
-    Array.from({ length: writers }, (_, w) => service.createSession({ appName: app, userId: `w${w}` })),
-  );
+  // Created one by one: ADK's DatabaseSessionService fails concurrent first sessions of an app
+  // (both insert its app_states row). Creation is not timed.
+  const sessions = [];
+  for (let w = 0; w < writers; w++) sessions.push(await service.createSession({ appName: app, userId: `w${w}` }));
   const each = Math.floor(APPENDS / writers);
   const start = performance.now();
   await Promise.all(
@@ -81,29 +82,54 @@ async function appendRate(service: BaseSessionService, app: string, writers: num
   return (each * writers) / ((performance.now() - start) / 1000);
 }
 
-async function sessionFigures(name: string, service: BaseSessionService): Promise<Record<string, string>> {
+interface Prepared {
+  read: () => Promise<unknown>;
+  list: () => Promise<unknown>;
+  figures: Record<string, string>;
+}
+
+/** Appends (timed), then a 1,000-event session and 1,000 sessions to read (not timed). */
+async function prepare(name: string, service: BaseSessionService): Promise<Prepared> {
   const app = `bench-${name}`;
   const c1 = await appendRate(service, `${app}-c1`, 1);
   const c8 = await appendRate(service, `${app}-c8`, WRITERS);
   const long = await service.createSession({ appName: app, userId: "long" });
   for (let i = 0; i < SESSION_EVENTS; i++) await service.appendEvent({ session: long, event: event(i) });
-  const get = await timed(async () => {
-    const got = await service.getSession({ appName: app, userId: "long", sessionId: long.id });
-    if (got?.events.length !== SESSION_EVENTS) throw new Error(`${name}: read ${got?.events.length} events`);
-  }, READS);
   for (let i = 0; i < LISTED_SESSIONS; i++) {
     await service.createSession({ appName: `${app}-list`, userId: "lister", state: { i } });
   }
-  const list = await timed(async () => {
-    const listed = await service.listSessions({ appName: `${app}-list`, userId: "lister" });
-    if (listed.totalItems !== LISTED_SESSIONS) throw new Error(`${name}: listed ${listed.totalItems}`);
-  }, READS);
   return {
-    "appends c=1 (events/s)": c1.toFixed(0),
-    [`appends c=${WRITERS} (events/s)`]: c8.toFixed(0),
-    [`getSession, ${SESSION_EVENTS} events (ms)`]: get.toFixed(1),
-    [`listSessions, ${LISTED_SESSIONS} sessions (ms)`]: list.toFixed(1),
+    read: async () => {
+      const got = await service.getSession({ appName: app, userId: "long", sessionId: long.id });
+      if (got?.events.length !== SESSION_EVENTS) throw new Error(`${name}: read ${got?.events.length} events`);
+    },
+    list: async () => {
+      const listed = await service.listSessions({ appName: `${app}-list`, userId: "lister" });
+      if (listed.totalItems !== LISTED_SESSIONS) throw new Error(`${name}: listed ${listed.totalItems}`);
+    },
+    figures: { "appends c=1 (events/s)": c1.toFixed(0), [`appends c=${WRITERS} (events/s)`]: c8.toFixed(0) },
   };
+}
+
+/** Reads of both services in turn, so that the machine's load weighs on both alike. */
+async function interleavedReads(a: Prepared, b: Prepared): Promise<void> {
+  const reads: [number[], number[]] = [[], []];
+  const lists: [number[], number[]] = [[], []];
+  const time = async (run: () => Promise<unknown>, into: number[]): Promise<void> => {
+    const start = performance.now();
+    await run();
+    into.push(performance.now() - start);
+  };
+  for (let i = 0; i < READS; i++) {
+    await time(a.read, reads[0]);
+    await time(b.read, reads[1]);
+    await time(a.list, lists[0]);
+    await time(b.list, lists[1]);
+  }
+  for (const [index, prepared] of [a, b].entries()) {
+    prepared.figures[`getSession, ${SESSION_EVENTS} events (ms)`] = median(reads[index] ?? []).toFixed(1);
+    prepared.figures[`listSessions, ${LISTED_SESSIONS} sessions (ms)`] = median(lists[index] ?? []).toFixed(1);
+  }
 }
 
 async function memoryFigures(name: string, memory: BaseMemoryService): Promise<Record<string, string>> {
@@ -153,9 +179,12 @@ async function main(): Promise<void> {
   });
   await database.init();
   try {
+    const grpcPrepared = await prepare("grpc", grpcSessions);
+    const databasePrepared = await prepare("database", database);
+    await interleavedReads(grpcPrepared, databasePrepared);
     const rows: [string, Record<string, string>][] = [
-      ["session-svc (GrpcSessionService)", await sessionFigures("grpc", grpcSessions)],
-      ["DatabaseSessionService (SQLite)", await sessionFigures("database", database)],
+      ["session-svc (GrpcSessionService)", grpcPrepared.figures],
+      ["DatabaseSessionService (SQLite)", databasePrepared.figures],
       ["memory-svc (GrpcMemoryService)", await memoryFigures("grpc", grpcMemory)],
       ["InMemoryMemoryService", await memoryFigures("in-memory", new InMemoryMemoryService())],
     ];

@@ -29,7 +29,11 @@ const camelKey = (key: string): string => key.replace(/_([a-z])/g, (_, c: string
 
 /** Sets an own property, also for the key `__proto__` (assignment would re-parent the object). */
 export function setOwn(target: JsonObject, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  if (key === "__proto__") {
+    Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  } else {
+    target[key] = value;
+  }
 }
 
 function convert(value: unknown, rename: (key: string) => string, path: string, snakePath: boolean): unknown {

@@ -1,0 +1,198 @@
+/**
+ * How both services reach their server: service URIs and the environment, channel credentials,
+ * per-call deadlines and metadata, which calls are retried, and how a failed call is reported.
+ */
+import { readFileSync } from "node:fs";
+import { credentials as grpcCredentials, Metadata, status, } from "@grpc/grpc-js";
+export const DEFAULT_PORTS = { session: 50051, memory: 50052 };
+// The servers accept events of up to 16 MiB in requests of up to 17 MiB; the client sends and
+// receives messages of the same size. GetSession and ListEvents replies are asked for at most
+// READ_BUDGET_BYTES of events (one event past it at most).
+export const MAX_MESSAGE_BYTES = (16 << 20) + (1 << 20);
+export const READ_BUDGET_BYTES = 4 << 20;
+/** A failed call: its gRPC status code and the server's message, naming the call. */
+export class GrpcServiceError extends Error {
+    code;
+    details;
+    name = "GrpcServiceError";
+    constructor(code, details, call, options) {
+        super(`${call} failed: ${status[code]}: ${details}`, options);
+        this.code = code;
+        this.details = details;
+    }
+}
+/** Whether `error` is a grpc-js call error. */
+export function isServiceError(error) {
+    return error instanceof Error && typeof error.code === "number" && "metadata" in error;
+}
+/** The error a caller sees for a failed call without a more specific meaning. */
+export function translate(error, call) {
+    if (isServiceError(error)) {
+        return new GrpcServiceError(error.code, error.details, call, { cause: error });
+    }
+    return error instanceof Error ? error : new Error(String(error));
+}
+/** Resolves a service's endpoint from its options, a URI and the environment. */
+export function resolveEndpoint(kind, options) {
+    const env = options.env ?? process.env;
+    const setting = (name) => env[`ADK_GRPC_${kind.toUpperCase()}_${name}`] || env[`ADK_GRPC_${name}`] || undefined;
+    let token = setting("TOKEN");
+    let timeoutText = setting("TIMEOUT");
+    let target;
+    let credentials;
+    if (options.uri !== undefined) {
+        if (options.target !== undefined) {
+            throw new TypeError("give a target address or a uri, not both");
+        }
+        const parsed = parseUri(options.uri, kind, env);
+        target = parsed.target;
+        credentials = parsed.credentials;
+        token = parsed.token ?? token;
+        timeoutText = parsed.timeoutText ?? timeoutText;
+    }
+    else if (options.target !== undefined) {
+        target = options.target;
+        credentials = grpcCredentials.createInsecure();
+    }
+    else {
+        throw new TypeError("give a target address or a uri");
+    }
+    return {
+        target,
+        credentials: options.credentials ?? credentials,
+        token: options.token ?? token,
+        timeoutMs: options.timeout !== undefined
+            ? timeoutMs(String(options.timeout), "timeout")
+            : timeoutText === undefined
+                ? undefined
+                : timeoutMs(timeoutText, options.uri ?? "timeout"),
+    };
+}
+function parseUri(uri, kind, env) {
+    let url;
+    try {
+        url = new URL(uri);
+    }
+    catch {
+        throw new TypeError(`expected a grpc:// or grpcs:// URI, got ${JSON.stringify(uri)}`);
+    }
+    const scheme = url.protocol.slice(0, -1);
+    if (scheme !== "grpc" && scheme !== "grpcs") {
+        throw new TypeError(`expected a grpc:// or grpcs:// URI, got ${JSON.stringify(uri)}`);
+    }
+    if ((url.pathname !== "" && url.pathname !== "/") || url.hash !== "" || url.username !== "") {
+        throw new TypeError(`a ${scheme}:// URI names host, port and query parameters only, got ${JSON.stringify(uri)}`);
+    }
+    if (url.hostname === "") {
+        throw new TypeError(`${JSON.stringify(uri)} names no host`);
+    }
+    const target = `${url.hostname}:${url.port || DEFAULT_PORTS[kind]}`;
+    let token;
+    let timeoutText;
+    let caFile = scheme === "grpcs"
+        ? env[`ADK_GRPC_${kind.toUpperCase()}_CA_FILE`] || env["ADK_GRPC_CA_FILE"] || undefined
+        : undefined;
+    for (const [name, value] of url.searchParams) {
+        if (name === "token_env") {
+            token = env[value];
+            if (!token) {
+                throw new TypeError(`${uri}: token_env names $${value}, which is not set`);
+            }
+        }
+        else if (name === "ca_file") {
+            if (scheme !== "grpcs") {
+                throw new TypeError(`${uri}: ca_file needs a grpcs:// URI`);
+            }
+            caFile = value;
+        }
+        else if (name === "timeout") {
+            timeoutText = value;
+        }
+        else {
+            throw new TypeError(`${uri}: unknown query parameter ${JSON.stringify(name)} (known: token_env, ca_file, timeout)`);
+        }
+    }
+    let credentials = grpcCredentials.createInsecure();
+    if (scheme === "grpcs") {
+        let root = null;
+        if (caFile !== undefined) {
+            try {
+                root = readFileSync(caFile);
+            }
+            catch (e) {
+                throw new TypeError(`${uri}: cannot read ca_file ${caFile}: ${e.message}`, { cause: e });
+            }
+        }
+        credentials = grpcCredentials.createSsl(root);
+    }
+    return { target, credentials, token, timeoutText };
+}
+function timeoutMs(text, where) {
+    const seconds = Number(text);
+    if (text.trim() === "" || !Number.isFinite(seconds) || seconds <= 0) {
+        throw new TypeError(`${where}: timeout must be a positive number of seconds, got ${JSON.stringify(text)}`);
+    }
+    return seconds * 1000;
+}
+/**
+ * Channel options: message sizes, and a retry policy (a few attempts with backoff on
+ * UNAVAILABLE) for the calls that are safe to repeat: reads, deletes, and appends and
+ * ingestions, which the servers de-duplicate by event id (rules S6.4, M1.3).
+ */
+export function channelOptions(service, retried, extra = {}) {
+    const serviceConfig = {
+        methodConfig: [
+            {
+                name: retried.map((method) => ({ service, method })),
+                retryPolicy: {
+                    maxAttempts: 4,
+                    initialBackoff: "0.1s",
+                    maxBackoff: "2s",
+                    backoffMultiplier: 2,
+                    retryableStatusCodes: ["UNAVAILABLE"],
+                },
+            },
+        ],
+    };
+    return {
+        "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
+        "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
+        "grpc.service_config": JSON.stringify(serviceConfig),
+        ...extra,
+    };
+}
+/** The metadata and deadline of one call. */
+export class CallSettings {
+    timeoutMs;
+    metadata = new Metadata();
+    constructor(token, timeoutMs) {
+        this.timeoutMs = timeoutMs;
+        if (token !== undefined) {
+            this.metadata.set("authorization", `Bearer ${token}`);
+        }
+    }
+    /** Metadata and options of a unary call (its deadline counted from now). */
+    unary() {
+        return [this.metadata.clone(), this.timeoutMs === undefined ? {} : { deadline: Date.now() + this.timeoutMs }];
+    }
+    /** Metadata of a stream, which runs until cancelled. */
+    stream() {
+        return this.metadata.clone();
+    }
+}
+/** Calls a unary method with the settings' metadata and deadline; rejects with the raw error. */
+export function invoke(method, request, settings) {
+    const [metadata, options] = settings.unary();
+    return new Promise((resolve, reject) => {
+        method(request, metadata, options, (error, response) => {
+            if (error === null)
+                resolve(response);
+            else
+                reject(error);
+        });
+    });
+}
+/** The status code of a failed call, or undefined for any other error. */
+export function codeOf(error) {
+    return isServiceError(error) ? error.code : undefined;
+}
