@@ -512,7 +512,7 @@ final class EventMapping {
   // ------------------------------------------------------------------------------------------
   // Custom metadata: genai CustomMetadata entries <-> a JSON object
 
-  private static String customMetadataText(List<CustomMetadata> entries) {
+  static String customMetadataText(List<CustomMetadata> entries) {
     ObjectNode object = NODES.objectNode();
     for (CustomMetadata entry : entries) {
       String key = entry.key().orElse("");
@@ -537,7 +537,7 @@ final class EventMapping {
    * the entry's string, numeric and string-list value; any other value (an object, a boolean, a
    * mixed list) becomes a string value holding its JSON text.
    */
-  private static ArrayNode customMetadataTree(ObjectNode object) {
+  static ArrayNode customMetadataTree(ObjectNode object) {
     ArrayNode entries = NODES.arrayNode();
     object
         .fields()
