@@ -136,6 +136,12 @@ final class EventMapping {
 
   /** The ADK event a message holds, every field as it was sent. */
   static Event fromProto(SessionOuterClass.Event message) {
+    Event built = DirectEvents.build(message);
+    return built != null ? built : fromProtoViaTree(message);
+  }
+
+  /** {@link #fromProto} through ADK's JSON form, whatever the message holds (slower). */
+  static Event fromProtoViaTree(SessionOuterClass.Event message) {
     ObjectNode tree = NODES.objectNode();
     tree.put("id", message.getId());
     tree.put("invocationId", message.getInvocationId());

@@ -1,15 +1,16 @@
 package dev.adkservices.grpc;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JavaType;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.google.adk.JsonBaseModel;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Objects;
 
 /**
  * The contract's JSON text fields: one JSON document per string, the empty string meaning absent.
@@ -23,6 +24,8 @@ import java.util.Map;
 final class JsonText {
   static final ObjectMapper MAPPER = JsonBaseModel.getMapper();
   static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+  static final JavaType OBJECT_MAP =
+      MAPPER.getTypeFactory().constructMapType(LinkedHashMap.class, String.class, Object.class);
 
   private JsonText() {}
 
@@ -58,19 +61,17 @@ final class JsonText {
    * absent.
    */
   static Map<String, Object> readMap(String text, String field) {
-    Map<String, Object> map = new LinkedHashMap<>();
-    ObjectNode object = readObject(text, field);
-    for (Iterator<Map.Entry<String, JsonNode>> it = object.fields(); it.hasNext(); ) {
-      Map.Entry<String, JsonNode> entry = it.next();
-      if (!entry.getValue().isNull()) {
-        map.put(entry.getKey(), plain(entry.getValue()));
-      }
+    if (text.isEmpty()) {
+      return new LinkedHashMap<>();
     }
+    Map<String, Object> map;
+    try {
+      map = MAPPER.readValue(text, OBJECT_MAP);
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException(field + " holds text that is not a JSON object", e);
+    }
+    map.values().removeIf(Objects::isNull);
     return map;
-  }
-
-  static Object plain(JsonNode node) {
-    return MAPPER.convertValue(node, Object.class);
   }
 
   /** A copy of a model's JSON tree with its field names in snake_case. */
