@@ -10,7 +10,6 @@ import io.reactivex.rxjava3.core.BackpressureStrategy;
 import io.reactivex.rxjava3.core.Flowable;
 import io.reactivex.rxjava3.core.FlowableEmitter;
 import io.reactivex.rxjava3.core.Single;
-import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
@@ -67,8 +66,7 @@ final class RxCalls {
 
     @Override
     public void beforeStart(ClientCallStreamObserver<Q> requestStream) {
-      Consumer<String> cancel = reason -> requestStream.cancel(reason, null);
-      emitter.setCancellable(() -> cancel.accept("the subscriber cancelled"));
+      emitter.setCancellable(() -> requestStream.cancel("the subscriber cancelled", null));
     }
 
     @Override

@@ -41,6 +41,11 @@ final class ServerProcess implements AutoCloseable {
     return start("memory-svc", List.of());
   }
 
+  /** session-svc with further flags (--tokens-file, --tls-cert, ...). */
+  static ServerProcess session(List<String> flags) throws IOException {
+    return start("session-svc", flags);
+  }
+
   static ServerProcess sessionOnPostgres(String url) throws IOException {
     String schema = "java_" + UUID.randomUUID().toString().replace("-", "");
     run(List.of("psql", url, "-q", "-v", "ON_ERROR_STOP=1", "-c", "CREATE SCHEMA " + schema));
@@ -146,7 +151,7 @@ final class ServerProcess implements AutoCloseable {
     }
   }
 
-  private static void run(List<String> command) throws IOException {
+  static void run(List<String> command) throws IOException {
     try {
       Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
       String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
