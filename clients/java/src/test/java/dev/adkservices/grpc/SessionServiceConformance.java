@@ -617,6 +617,23 @@ abstract class SessionServiceConformance {
   }
 
   @Test
+  void aResentEventIsStoredOnce() {
+    Session created = create("user", null);
+    Session first = get("user", created.id());
+    Session second = get("user", created.id());
+    Event event = withDelta("once", Map.of("count", 1));
+    append(first, event);
+    // The same event again, from a copy loaded before it was stored (as a retry whose first
+    // reply was lost): answered with the stored event, not refused, and not stored twice.
+    append(second, event);
+    assertEquals(
+        List.of("once"), get("user", created.id()).events().stream().map(Event::id).toList());
+    if (durable()) {
+      assertEquals(List.of("once"), second.events().stream().map(Event::id).toList());
+    }
+  }
+
+  @Test
   void listEventsPagesWithAToken() {
     Session session = create("user", null);
     for (int i = 0; i < 250; i++) {
