@@ -82,7 +82,7 @@ func main() {
 	for _, c := range []int{1, 8} {
 		for _, svc := range services {
 			rate, p50, p99, failed := appendRate(ctx, svc.s, c, *appends)
-			fmt.Printf("| appends, c=%d | %s | %.0f/s (p50 %s, p99 %s)%s |\n", c, svc.name, rate, p50, p99, failures(failed))
+			fmt.Printf("| appends, c=%d | %s | %.0f/s (p50 %s, p99 %s)%s |\n", c, svc.name, rate, p50, p99, failed)
 		}
 	}
 	for _, svc := range services {
@@ -128,10 +128,10 @@ func main() {
 }
 
 // appendRate appends n events, c writers at once, each to a session of its own.
-func appendRate(ctx context.Context, s session.Service, c, n int) (float64, time.Duration, time.Duration, int) {
+func appendRate(ctx context.Context, s session.Service, c, n int) (float64, time.Duration, time.Duration, string) {
 	var mu sync.Mutex
 	var latencies []time.Duration
-	failed := 0
+	failed, firstError := 0, ""
 	sessions := make([]session.Session, c)
 	for w := range sessions {
 		created, err := s.Create(ctx, &session.CreateRequest{AppName: "bench", UserID: "writer" + strconv.Itoa(w)})
@@ -149,6 +149,9 @@ func appendRate(ctx context.Context, s session.Service, c, n int) (float64, time
 				mu.Lock()
 				latencies = append(latencies, d)
 				if err != nil {
+					if failed == 0 {
+						firstError = err.Error()
+					}
 					failed++
 				}
 				mu.Unlock()
@@ -158,7 +161,10 @@ func appendRate(ctx context.Context, s session.Service, c, n int) (float64, time
 	wg.Wait()
 	elapsed := time.Since(start)
 	p50, p99 := percentiles(latencies)
-	return float64(len(latencies)-failed) / elapsed.Seconds(), p50, p99, failed
+	if failed > 0 {
+		firstError = fmt.Sprintf(", %d failed (%s)", failed, firstError)
+	}
+	return float64(len(latencies)-failed) / elapsed.Seconds(), p50, p99, firstError
 }
 
 // overhead compares the client's Get and append with the same calls through the stub alone
@@ -298,13 +304,6 @@ func round(d time.Duration) time.Duration {
 		return d.Round(10 * time.Microsecond)
 	}
 	return d.Round(time.Microsecond)
-}
-
-func failures(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf(", %d failed", n)
 }
 
 func loadavg() string {
