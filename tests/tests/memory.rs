@@ -975,7 +975,9 @@ async fn every_memory_rpc_is_bounded_by_the_request_limit() {
     let srv = MemoryServer::start_with(NO_SESSION_SVC, |c| c.max_request_bytes = LIMIT).await;
     let mut c = srv.client.clone();
     for (method, call) in &calls {
-        let err = call(&mut c, "x".repeat(LIMIT)).await.unwrap_err();
+        let Err(err) = call(&mut c, "x".repeat(LIMIT)).await else {
+            panic!("{method} accepted a request over the limit");
+        };
         assert_eq!(err.code(), Code::OutOfRange, "{method}: {err:?}");
         assert!(
             err.message().contains(&LIMIT.to_string()),
