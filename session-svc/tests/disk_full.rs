@@ -1,7 +1,8 @@
 //! A full disk: session-svc answers with a clear status instead of hanging, turns NOT_SERVING,
 //! refuses further writes at once, and after the disk has room again a restart finds every
-//! acknowledged event, uncorrupted. The disk is a small tmpfs mounted for
-//! the test (this needs root, as CI has; without it the test says so and checks nothing).
+//! acknowledged event, uncorrupted. The disk is a small tmpfs mounted for the test: this needs
+//! root, so the test is ignored unless asked for (`--ignored`, as `.ci/run` does), and then fails
+//! without it.
 
 use std::{
     path::{Path, PathBuf},
@@ -95,16 +96,17 @@ fn get() -> GetSessionRequest {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (mounts a tmpfs)"]
 async fn a_full_disk_is_reported_and_nothing_acknowledged_is_lost() {
-    if adk_tests::postgres_url().is_some() {
-        println!("skipped: a full disk is the sled store's concern (the database's otherwise)");
-        return;
-    }
+    assert!(
+        adk_tests::postgres_url().is_none(),
+        "a full disk is the sled store's concern (the database's otherwise): run this suite \
+         without {}",
+        adk_tests::POSTGRES_VAR
+    );
     let scratch = tempfile::tempdir().unwrap();
-    let Some(disk) = SmallDisk::mount(&scratch.path().join("disk"), "8M") else {
-        println!("skipped: cannot mount a tmpfs here (needs root)");
-        return;
-    };
+    let disk = SmallDisk::mount(&scratch.path().join("disk"), "8M")
+        .expect("this test needs root, to mount a tmpfs");
     let data = disk.0.join("data");
     let (mut child, channel) = spawn(&data).await;
     let mut client = SessionServiceClient::new(channel.clone()).max_decoding_message_size(64 << 20);

@@ -7,8 +7,11 @@
 //!
 //! Helpers panic on failure: they run only inside tests, where a panic is the failure report.
 
+pub mod auth;
 pub mod chat_model;
+pub mod live;
 pub mod pg_cluster;
+pub mod prerequisite;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! The sled and PostgreSQL backends answer alike: the same writes, then the same searches and
 //! listings, give identical results on both, scores included to the last bit.
 //!
-//! Runs when `ADK_TEST_POSTGRES` names a database (CI sets it); says "skipped" otherwise.
+//! Needs PostgreSQL (`ADK_TEST_POSTGRES`): ignored unless asked for (`adk_tests::prerequisite`).
 
 use adk_common::postgres::StoreLocation;
 use adk_proto::{
@@ -12,7 +12,7 @@ use adk_proto::{
     },
     session::v1::Event,
 };
-use adk_tests::{fresh_schema, postgres_url, search_request, text_event, ts, MemoryServer};
+use adk_tests::{fresh_schema, search_request, text_event, ts, MemoryServer};
 use tonic::transport::Channel;
 
 /// A small deterministic corpus: Zipf-like words, so some are in most entries and some in few.
@@ -191,11 +191,9 @@ async fn answers(c: &mut MemoryServiceClient<Channel>) -> Vec<Vec<(String, u64)>
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn both_backends_rank_and_list_identically() {
-    let Some(url) = postgres_url() else {
-        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
-        return;
-    };
+    let url = adk_tests::prerequisite::postgres();
     // Enough entries for several posting blocks per term on both backends.
     let events = corpus(1_100);
     let sled = MemoryServer::start_on("http://127.0.0.1:9", None).await;

@@ -4,15 +4,15 @@
 use std::time::Duration;
 
 use adk_proto::{
-    memory::v1::{ListMemoriesRequest, SearchMemoryRequest},
+    memory::v1::{AddMemoryRequest, ListMemoriesRequest, SearchMemoryRequest},
     session::v1::{
         CreateSessionRequest, GetSessionRequest, ListEventsRequest, ListSessionsRequest,
         WatchEventsRequest,
     },
 };
 use adk_tests::{
-    append_request, create_request, delta_event, get_request, json, search_request, text_event,
-    watch_request, MemoryServer, SessionServer,
+    append_request, create_request, delta_event, get_request, json, sample, scrape, search_request,
+    text_event, text_memory, watch_request, MemoryServer, SessionServer,
 };
 use serde_json::json;
 use tonic::Code;
@@ -182,19 +182,34 @@ async fn memory_refuses_hostile_queries_and_identifiers() {
         limit,
         ..search_request(app, "u", &query)
     };
-    // Huge and odd queries are answered (with nothing), not refused or crashed on.
-    for query in [
-        "x".repeat(1 << 20),
-        "\u{0}\u{1}\u{2}".into(),
-        "🦀".repeat(10_000),
-        nested(5000),
+    c.add_memory(AddMemoryRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        memories: vec![
+            text_memory("spot", "user", "the spot is marked"),
+            text_memory("crab", "user", "crab season"),
+            text_memory("note", "user", "a footnote"),
+        ],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    // Huge and odd queries are answered, not refused or crashed on: beside the oddity, each
+    // names a word of one stored memory, which it finds, and no other.
+    for (query, expected) in [
+        (format!("{} spot", "x".repeat(1 << 20)), "spot"),
+        ("\u{0}\u{1}\u{2} crab".into(), "crab"),
+        (format!("{} season", "🦀".repeat(10_000)), "crab"),
+        (format!("{} footnote", nested(5000)), "note"),
     ] {
         let found = c
-            .search_memory(search("app", query, 0))
+            .search_memory(search("app", query.clone(), 0))
             .await
             .unwrap()
             .into_inner();
-        assert!(found.memories.is_empty());
+        let ids: Vec<&str> = found.memories.iter().map(|m| m.id.as_str()).collect();
+        let shown: String = query.chars().take(20).collect();
+        assert_eq!(ids, [expected], "{shown:?}...");
     }
     assert_eq!(
         c.search_memory(search("app", "x".into(), i32::MIN))
@@ -276,20 +291,12 @@ async fn a_thousand_watchers_all_see_an_append_and_leave_nothing_behind() {
     );
 }
 
-/// The server's count of WatchSession calls in flight, from its metrics endpoint.
+/// The server's count of WatchSession calls in flight, from its metrics endpoint (which must
+/// report it: a missing gauge is no proof that nothing is open).
 async fn open_watches(metrics: std::net::SocketAddr) -> f64 {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut conn = tokio::net::TcpStream::connect(metrics).await.unwrap();
-    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let mut body = String::new();
-    conn.read_to_string(&mut body).await.unwrap();
-    body.lines()
-        .find(|l| l.starts_with("grpc_server_in_flight{") && l.contains("WatchSession"))
-        .and_then(|l| l.rsplit_once(' '))
-        .map(|(_, v)| v.parse::<f64>().unwrap())
-        .unwrap_or(0.0)
+    let watch = "method=\"adk.session.v1.SessionService/WatchSession\"";
+    sample(&scrape(metrics).await, "grpc_server_in_flight", &[watch])
+        .expect("the in-flight gauge of WatchSession is reported")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

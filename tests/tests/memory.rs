@@ -832,3 +832,171 @@ async fn reflection_describes_every_memory_rpc() {
         ]
     );
 }
+
+/// One memory RPC with `pad` as the bulk of its request.
+type PaddedCall = for<'a> fn(
+    &'a mut MemoryServiceClient<Channel>,
+    String,
+) -> futures::future::BoxFuture<'a, Result<(), tonic::Status>>;
+
+/// Every memory RPC, each with a request whose size is mostly `pad`.
+fn padded_calls() -> Vec<(&'static str, PaddedCall)> {
+    use adk_proto::memory::v1::{
+        generate_memories_request, EventList, GenerateMemoriesRequest, GetGenerationJobRequest,
+        ListMemoryRevisionsRequest,
+    };
+    vec![
+        ("AddSessionToMemory", |c, pad| {
+            let s = session("app", "u", "s", vec![event("e1", "user", &pad, 1)]);
+            Box::pin(async move {
+                c.add_session_to_memory(AddSessionToMemoryRequest {
+                    source: Some(Source::Session(s)),
+                    generate: None,
+                })
+                .await
+                .map(drop)
+            })
+        }),
+        ("AddEventsToMemory", |c, pad| {
+            Box::pin(async move {
+                c.add_events_to_memory(AddEventsToMemoryRequest {
+                    app_name: "app".into(),
+                    user_id: "u".into(),
+                    session_id: "s".into(),
+                    events: vec![event("e2", "user", &pad, 2)],
+                    ..Default::default()
+                })
+                .await
+                .map(drop)
+            })
+        }),
+        ("AddMemory", |c, pad| {
+            Box::pin(async move {
+                c.add_memory(AddMemoryRequest {
+                    app_name: "app".into(),
+                    user_id: "u".into(),
+                    memories: vec![text_memory("m", "user", &pad)],
+                    ..Default::default()
+                })
+                .await
+                .map(drop)
+            })
+        }),
+        ("SearchMemory", |c, pad| {
+            Box::pin(async move {
+                c.search_memory(search_request("app", "u", &pad))
+                    .await
+                    .map(drop)
+            })
+        }),
+        ("DeleteMemory", |c, pad| {
+            Box::pin(async move {
+                c.delete_memory(DeleteMemoryRequest {
+                    app_name: "app".into(),
+                    user_id: "u".into(),
+                    target: Some(Target::MemoryId(pad)),
+                })
+                .await
+                .map(drop)
+            })
+        }),
+        ("ListMemories", |c, pad| {
+            Box::pin(async move {
+                c.list_memories(ListMemoriesRequest {
+                    app_name: "app".into(),
+                    user_id: "u".into(),
+                    page_token: pad,
+                    ..Default::default()
+                })
+                .await
+                .map(drop)
+            })
+        }),
+        ("GenerateMemories", |c, pad| {
+            Box::pin(async move {
+                let events = vec![event("e3", "user", &pad, 3)];
+                c.generate_memories(GenerateMemoriesRequest {
+                    app_name: "app".into(),
+                    user_id: "u".into(),
+                    source: Some(generate_memories_request::Source::Events(EventList {
+                        events,
+                    })),
+                    options: None,
+                })
+                .await
+                .map(drop)
+            })
+        }),
+        ("GetGenerationJob", |c, pad| {
+            Box::pin(async move {
+                c.get_generation_job(GetGenerationJobRequest {
+                    app_name: "app".into(),
+                    user_id: "u".into(),
+                    job_id: pad,
+                })
+                .await
+                .map(drop)
+            })
+        }),
+        ("ListMemoryRevisions", |c, pad| {
+            Box::pin(async move {
+                c.list_memory_revisions(ListMemoryRevisionsRequest {
+                    app_name: "app".into(),
+                    user_id: "u".into(),
+                    memory_id: pad,
+                    ..Default::default()
+                })
+                .await
+                .map(drop)
+            })
+        }),
+    ]
+}
+
+/// `--max-request-bytes` bounds every memory RPC, not only sessions read by reference: a request
+/// over it is refused whole, before anything is written, and one under it is not refused for
+/// its size.
+#[tokio::test]
+async fn every_memory_rpc_is_bounded_by_the_request_limit() {
+    const LIMIT: usize = 16 << 10;
+    let calls = padded_calls();
+    let covered: Vec<String> = calls
+        .iter()
+        .map(|(method, _)| format!("adk.memory.v1.MemoryService/{method}"))
+        .collect();
+    let contract: Vec<String> = adk_tests::auth::contract_rpcs()
+        .into_iter()
+        .filter(|rpc| rpc.starts_with("adk.memory.v1.MemoryService/"))
+        .collect();
+    let mut sorted = covered.clone();
+    sorted.sort();
+    assert_eq!(sorted, contract, "every memory RPC has a padded call here");
+
+    let srv = MemoryServer::start_with(NO_SESSION_SVC, |c| c.max_request_bytes = LIMIT).await;
+    let mut c = srv.client.clone();
+    for (method, call) in &calls {
+        let Err(err) = call(&mut c, "x".repeat(LIMIT)).await else {
+            panic!("{method} accepted a request over the limit");
+        };
+        assert_eq!(err.code(), Code::OutOfRange, "{method}: {err:?}");
+        assert!(
+            err.message().contains(&LIMIT.to_string()),
+            "{method}: {err:?}"
+        );
+    }
+    let listed = c
+        .list_memories(ListMemoriesRequest {
+            app_name: "app".into(),
+            user_id: "u".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.memories.is_empty(), "{:?}", listed.memories);
+    for (method, call) in &calls {
+        if let Err(err) = call(&mut c, "x".repeat(LIMIT / 4)).await {
+            assert_ne!(err.code(), Code::OutOfRange, "{method}: {err:?}");
+        }
+    }
+}

@@ -4,8 +4,9 @@
 //!
 //! The stores are fixtures (`tests/fixtures/memory_v1`, written through gRPC by that version;
 //! its README says how): a sled data directory, and a PostgreSQL schema dump loaded into a
-//! fresh schema when `ADK_TEST_POSTGRES` names a database ("skipped" otherwise). The sled
-//! fixture is opened in both runs of the suites: it is a sled store whatever the environment.
+//! fresh schema of the database `ADK_TEST_POSTGRES` names (those tests are ignored unless asked
+//! for: `adk_tests::prerequisite`). The sled fixture is a sled store whatever the environment,
+//! so the PostgreSQL pass skips its tests (`sled_`).
 
 use std::path::Path;
 
@@ -18,7 +19,7 @@ use adk_proto::{
     },
     session::v1::{part::Data, Content, Event, Part, Session},
 };
-use adk_tests::{memory_entry_json, postgres_url, restore_schema, MemoryServer, POSTGRES_VAR};
+use adk_tests::{memory_entry_json, restore_schema, MemoryServer};
 use serde_json::Value;
 use tempfile::TempDir;
 use tonic::transport::Channel;
@@ -73,21 +74,18 @@ impl Converted {
         }
     }
 
-    /// The PostgreSQL fixture, loaded into a fresh schema; `None` without a test database.
-    async fn postgres() -> Option<Self> {
-        let Some(url) = postgres_url() else {
-            eprintln!("skipped: {POSTGRES_VAR} is not set");
-            return None;
-        };
+    /// The PostgreSQL fixture, loaded into a fresh schema.
+    async fn postgres() -> Self {
+        let url = adk_tests::prerequisite::postgres();
         let dump = std::fs::read_to_string(Path::new(FIXTURE).join("postgres.sql"))
             .expect("reads postgres.sql");
         let location = StoreLocation::Postgres(restore_schema(&url, &dump, DUMPED_SCHEMA).await);
         let server = MemoryServer::start_on(NO_SESSION_SVC, Some(location.clone())).await;
-        Some(Self {
+        Self {
             _dir: None,
             location,
             server,
-        })
+        }
     }
 
     fn client(&self) -> Client {
@@ -320,29 +318,25 @@ async fn sled_search_uses_the_current_analysis() {
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn postgres_entries_are_kept() {
-    if let Some(store) = Converted::postgres().await {
-        entries_are_kept(store).await;
-    }
+    entries_are_kept(Converted::postgres().await).await;
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn postgres_tombstones_hold() {
-    if let Some(store) = Converted::postgres().await {
-        tombstones_hold(store).await;
-    }
+    tombstones_hold(Converted::postgres().await).await;
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn postgres_old_matches_are_found() {
-    if let Some(store) = Converted::postgres().await {
-        old_matches_are_found(store).await;
-    }
+    old_matches_are_found(Converted::postgres().await).await;
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn postgres_search_uses_the_current_analysis() {
-    if let Some(store) = Converted::postgres().await {
-        search_uses_the_current_analysis(store).await;
-    }
+    search_uses_the_current_analysis(Converted::postgres().await).await;
 }

@@ -11,37 +11,22 @@ use adk_proto::{
     },
 };
 use adk_tests::{
-    append_request, create_request, get_request, json, sample, scrape, search_request, text_event,
-    watch_request, SessionServer,
+    append_request, auth::Bearer, create_request, get_request, json, sample, scrape,
+    search_request, text_event, watch_request, SessionServer,
 };
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use serde_json::json;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{
-    metadata::MetadataValue,
-    service::{interceptor::InterceptedService, Interceptor},
+    service::interceptor::InterceptedService,
     transport::{Certificate, Channel, ClientTlsConfig, Identity},
-    Code, Request, Status,
+    Code, Status,
 };
 
 const TOKENS: &str = r#"{"tokens": [
     {"name": "app-a", "token": "token-for-app-a", "apps": ["a"]},
     {"name": "alice", "token": "token-for-alice", "apps": ["a"], "users": ["alice"]}
 ]}"#;
-
-/// Presents a bearer token (or none) on every call.
-#[derive(Clone)]
-struct Bearer(Option<&'static str>);
-
-impl Interceptor for Bearer {
-    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
-        if let Some(token) = self.0 {
-            let value: MetadataValue<_> = format!("Bearer {token}").parse().unwrap();
-            request.metadata_mut().insert("authorization", value);
-        }
-        Ok(request)
-    }
-}
 
 async fn client_with_token(
     addr: std::net::SocketAddr,
@@ -351,7 +336,15 @@ async fn shutdown_ends_streams_cleanly_and_keeps_every_acknowledged_append() {
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Shut down while appends flow: once the watcher has seen 20 of them committed.
+    for _ in 0..20 {
+        let change = tokio::time::timeout(Duration::from_secs(10), watch.message())
+            .await
+            .expect("appends flow")
+            .unwrap()
+            .unwrap();
+        assert!(matches!(change.change, Some(Change::Event(_))));
+    }
     let started = std::time::Instant::now();
     srv.shutdown().await;
     assert!(
@@ -375,6 +368,9 @@ async fn shutdown_ends_streams_cleanly_and_keeps_every_acknowledged_append() {
     for w in writers {
         acked.extend(w.await.unwrap());
     }
+    // Each writer waits for an answer before its next append: of the 20 appends committed
+    // before the shutdown, at most one per writer can have gone unanswered.
+    assert!(acked.len() >= 16, "only {} acknowledged", acked.len());
     let srv = SessionServer::start_in(dir.path()).await;
     let stored: std::collections::HashSet<String> = srv
         .get("app", "u", "s")
@@ -393,11 +389,9 @@ async fn shutdown_ends_streams_cleanly_and_keeps_every_acknowledged_append() {
 /// ends it (rather than leaving it to the next notice that finds no one to deliver to, which a
 /// quiet channel never sends) and waits for it, so a stopped server leaves no listener behind.
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn shutdown_closes_the_listening_connection() {
-    let Some(url) = adk_tests::postgres_url() else {
-        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
-        return;
-    };
+    let url = adk_tests::prerequisite::postgres();
     let application = format!("adk_listen_{}", std::process::id());
     let store = format!(
         "{}&application_name={application}",
@@ -736,12 +730,10 @@ async fn snapshot_to(addr: std::net::SocketAddr, path: &std::path::Path) {
 
 /// Backups of the PostgreSQL store are the database's own: there is no AdminService.
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn the_postgres_store_has_no_admin_service() {
     use adk_proto::admin::v1::{admin_service_client::AdminServiceClient, SnapshotRequest};
-    if adk_tests::postgres_url().is_none() {
-        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
-        return;
-    }
+    adk_tests::prerequisite::postgres();
     let srv = SessionServer::start().await;
     let status = AdminServiceClient::connect(format!("http://{}", srv.addr))
         .await
@@ -752,32 +744,43 @@ async fn the_postgres_store_has_no_admin_service() {
     assert_eq!(status.code(), Code::Unimplemented);
 }
 
+/// Snapshots are the sled store's (on PostgreSQL, backups are the database's own): this runs on
+/// sled whatever the environment, and the PostgreSQL pass skips it (`sled_`).
 #[tokio::test]
-async fn online_snapshots_restore_into_a_fresh_data_directory() {
-    if adk_tests::postgres_url().is_some() {
-        eprintln!("skipped: snapshots are the sled store's");
-        return;
-    }
-    let srv = SessionServer::start().await;
+async fn sled_snapshots_taken_while_appending_restore_into_a_fresh_data_directory() {
+    let srv = SessionServer::start_with(|c| c.store = None).await;
     srv.create("app", "u", "s", json!({"app:a": 1, "user:b": 2}))
         .await;
-    // Writers keep appending while the snapshot is taken: it must still be consistent.
+    // A writer keeps appending while the snapshot is taken, which must still be consistent: it
+    // starts once 100 appends are acknowledged, and the writer stops only after 10 more are
+    // acknowledged once it is complete, which the snapshot therefore cannot hold (it may hold
+    // the one append in flight when it completed, stored but not yet acknowledged).
+    let (acked_tx, mut acked) = tokio::sync::watch::channel(0u64);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = {
         let mut c = srv.client.clone();
+        let stop = stop.clone();
         tokio::spawn(async move {
-            for n in 1..=300u64 {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n += 1;
                 let e = adk_tests::delta_event(json!({ "n": n }));
                 c.append_event(append_request("app", "u", "s", e))
                     .await
                     .unwrap();
+                acked_tx.send_replace(n);
             }
+            n
         })
     };
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    acked.wait_for(|&n| n >= 100).await.unwrap();
     let work = tempfile::tempdir().unwrap();
     let file = work.path().join("session.snap");
     snapshot_to(srv.addr, &file).await;
-    writer.await.unwrap();
+    let after_snapshot = *acked.borrow_and_update();
+    acked.wait_for(|&n| n >= after_snapshot + 10).await.unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let appended = writer.await.unwrap();
 
     let restored_dir = work.path().join("restored");
     let entries = restore("session-svc", &restored_dir, &file).unwrap();
@@ -786,6 +789,13 @@ async fn online_snapshots_restore_into_a_fresh_data_directory() {
     let session = restored.get("app", "u", "s").await;
     let state = json(&session.state);
     assert_eq!(session.events.len() as u64, session.last_sequence);
+    assert!(
+        (100..=after_snapshot + 1).contains(&session.last_sequence),
+        "the snapshot holds {} appends: taken after the 100th and before the {}th",
+        session.last_sequence,
+        after_snapshot + 2
+    );
+    assert!(session.last_sequence < appended);
     assert_eq!(
         state["n"],
         json!(session.last_sequence),
@@ -807,7 +817,7 @@ async fn online_snapshots_restore_into_a_fresh_data_directory() {
     assert!(err.is_err());
 
     // memory-svc snapshots the same way.
-    let memory = adk_tests::MemoryServer::start("http://127.0.0.1:9").await;
+    let memory = adk_tests::MemoryServer::start_on("http://127.0.0.1:9", None).await;
     let mut m = memory.client.clone();
     m.add_memory(adk_proto::memory::v1::AddMemoryRequest {
         app_name: "app".into(),
@@ -842,31 +852,4 @@ async fn online_snapshots_restore_into_a_fresh_data_directory() {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].id, "fact");
     restored_memory.shutdown().await.unwrap();
-}
-
-#[tokio::test]
-async fn snapshots_need_a_token_granted_every_app() {
-    if adk_tests::postgres_url().is_some() {
-        eprintln!("skipped: snapshots are the sled store's");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens.json");
-    std::fs::write(&tokens, TOKENS).unwrap();
-    let srv = SessionServer::start_with(|c| c.serve.tokens_file = Some(tokens)).await;
-    let channel = Channel::from_shared(format!("http://{}", srv.addr))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut client =
-        adk_proto::admin::v1::admin_service_client::AdminServiceClient::with_interceptor(
-            channel,
-            Bearer(Some("token-for-app-a")),
-        );
-    let err = client
-        .snapshot(adk_proto::admin::v1::SnapshotRequest {})
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::PermissionDenied);
 }

@@ -8,10 +8,10 @@
 //! see BENCHMARKS.md; that a writer of shared keys waits for no other is checked in the store's
 //! own tests).
 //!
-//! Runs when `ADK_TEST_POSTGRES` names a database (CI sets it); says "skipped" otherwise.
+//! Needs PostgreSQL (`ADK_TEST_POSTGRES`): ignored unless asked for (`adk_tests::prerequisite`).
 
 use adk_common::postgres::StoreLocation;
-use adk_tests::{append_request, delta_event, fresh_schema, json, postgres_url, SessionServer};
+use adk_tests::{append_request, delta_event, fresh_schema, json, SessionServer};
 use serde_json::json;
 
 const WRITERS: usize = 16;
@@ -52,11 +52,9 @@ async fn end_backends(db: &tokio_postgres::Client, application: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn sixteen_writers_sharing_app_and_user_keys_never_deadlock() {
-    let Some(url) = postgres_url() else {
-        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
-        return;
-    };
+    let url = adk_tests::prerequisite::postgres();
     let application = format!("adk_contention_{}", std::process::id());
     let store = format!(
         "{}&application_name={application}",

@@ -6,7 +6,7 @@
 //! A proxy between the service and PostgreSQL forwards everything, and when armed, cuts the
 //! connection right after forwarding a `COMMIT`, before the server's answer comes back.
 //!
-//! Runs when `ADK_TEST_POSTGRES` names a database (CI sets it); says "skipped" otherwise.
+//! Needs PostgreSQL (`ADK_TEST_POSTGRES`): ignored unless asked for (`adk_tests::prerequisite`).
 
 use std::sync::{
     atomic::{AtomicBool, Ordering},
@@ -14,7 +14,7 @@ use std::sync::{
 };
 
 use adk_common::postgres::StoreLocation;
-use adk_tests::{append_request, fresh_schema, postgres_url, text_event, SessionServer};
+use adk_tests::{append_request, fresh_schema, text_event, SessionServer};
 use serde_json::json;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -120,23 +120,15 @@ fn via(url: &str, addr: std::net::SocketAddr) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn an_append_whose_commit_answer_is_lost_is_stored_once() {
-    let Some(url) = postgres_url() else {
-        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
-        return;
-    };
+    let url = adk_tests::prerequisite::postgres();
     let config: tokio_postgres::Config = url.parse().expect("a valid connection string");
     let upstream = match (config.get_hosts().first(), config.get_ports().first()) {
         (Some(tokio_postgres::config::Host::Tcp(host)), port) => {
             format!("{host}:{}", port.copied().unwrap_or(5432))
         }
-        _ => {
-            eprintln!(
-                "skipped: the proxy needs a TCP host in {}",
-                adk_tests::POSTGRES_VAR
-            );
-            return;
-        }
+        _ => panic!("the proxy needs a TCP host in {}", adk_tests::POSTGRES_VAR),
     };
     let armed = Arc::new(AtomicBool::new(false));
     let addr = proxy(upstream, armed.clone()).await;

@@ -7,8 +7,8 @@
 //! fails at once and health is NOT_SERVING; everything recovers by itself; the watchers on both
 //! replicas see every event once, in order; every acknowledged append is stored once.
 //!
-//! Runs on a cluster of its own (`adk_tests::pg_cluster`) when `ADK_TEST_POSTGRES` is set
-//! (PostgreSQL is installed: CI sets it); says "skipped" otherwise.
+//! Runs on a cluster of its own (`adk_tests::pg_cluster`); needs PostgreSQL installed and
+//! `ADK_TEST_POSTGRES` set, so it is ignored unless asked for (`adk_tests::prerequisite`).
 
 use std::{
     collections::HashSet,
@@ -30,7 +30,7 @@ use adk_proto::{
 use adk_tests::{
     append_request,
     pg_cluster::{Cluster, ClusterOptions, StopMode},
-    postgres_url, text_event, MemoryServer, SessionServer,
+    text_event, MemoryServer, SessionServer,
 };
 use serde_json::json;
 use tonic::{transport::Channel, Code};
@@ -184,11 +184,9 @@ async fn superuser(cluster: &Cluster) -> tokio_postgres::Client {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn restarts_crashes_and_killed_connections_lose_nothing_and_heal_by_themselves() {
-    if postgres_url().is_none() {
-        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
-        return;
-    }
+    adk_tests::prerequisite::postgres();
     let cluster = Cluster::start(ClusterOptions::default()).await;
     let store = StoreLocation::Postgres(cluster.url(""));
     let a = SessionServer::start_with(|c| c.store = Some(store.clone())).await;

@@ -2,10 +2,10 @@
 //! instant on an empty schema migrate it exactly once, and a replica of an older release
 //! refuses a schema a newer one migrated, naming both versions.
 //!
-//! Runs when `ADK_TEST_POSTGRES` names a database (CI sets it); says "skipped" otherwise.
+//! Needs PostgreSQL (`ADK_TEST_POSTGRES`): ignored unless asked for (`adk_tests::prerequisite`).
 
 use adk_common::postgres::StoreLocation;
-use adk_tests::{fresh_schema, postgres_url, MemoryServer, SessionServer};
+use adk_tests::{fresh_schema, MemoryServer, SessionServer};
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -47,11 +47,9 @@ async fn set_version(url: &str, component: &str, version: i32) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn replicas_starting_together_on_an_empty_schema_migrate_it_once() {
-    let Some(url) = postgres_url() else {
-        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
-        return;
-    };
+    let url = adk_tests::prerequisite::postgres();
     let schema = fresh_schema(&url).await;
     let store = StoreLocation::Postgres(schema.clone());
     // Every replica of both services is started before any has opened its store. The steps
@@ -93,11 +91,9 @@ async fn replicas_starting_together_on_an_empty_schema_migrate_it_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn a_replica_refuses_a_schema_migrated_by_a_newer_release() {
-    let Some(url) = postgres_url() else {
-        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
-        return;
-    };
+    let url = adk_tests::prerequisite::postgres();
     let schema = fresh_schema(&url).await;
     let store = StoreLocation::Postgres(schema.clone());
     let session = SessionServer::start_with(|c| c.store = Some(store.clone())).await;

@@ -2,8 +2,8 @@
 //! `sslmode`, and refuse to start when the server's certificate does not pass the mode's check.
 //!
 //! Each test starts a cluster of its own (see `adk_tests::pg_cluster`) with a certificate for
-//! `localhost` signed by a CA made here. Runs when `ADK_TEST_POSTGRES` is set (PostgreSQL is
-//! installed: CI sets it); says "skipped" otherwise.
+//! `localhost` signed by a CA made here. Needs PostgreSQL installed and `ADK_TEST_POSTGRES` set,
+//! so it is ignored unless asked for (`adk_tests::prerequisite`).
 
 use std::{path::PathBuf, time::Duration};
 
@@ -11,7 +11,7 @@ use adk_common::postgres::StoreLocation;
 use adk_proto::session::v1::WatchSessionRequest;
 use adk_tests::{
     pg_cluster::{Cluster, ClusterOptions},
-    postgres_url, text_event, MemoryServer, SessionServer,
+    text_event, MemoryServer, SessionServer,
 };
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use serde_json::json;
@@ -42,11 +42,8 @@ fn pki(ca_name: &str) -> Pki {
 }
 
 /// A cluster admitting TLS connections only, the CA's file, and the directory holding it.
-async fn tls_only_cluster() -> Option<(Cluster, PathBuf, TempDir)> {
-    if postgres_url().is_none() {
-        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
-        return None;
-    }
+async fn tls_only_cluster() -> (Cluster, PathBuf, TempDir) {
+    adk_tests::prerequisite::postgres();
     let pki = pki("database CA");
     let cluster = Cluster::start(ClusterOptions {
         tls: Some(pki.server),
@@ -56,7 +53,7 @@ async fn tls_only_cluster() -> Option<(Cluster, PathBuf, TempDir)> {
     let dir = TempDir::new().unwrap();
     let ca_file = dir.path().join("ca.pem");
     std::fs::write(&ca_file, pki.ca_pem).unwrap();
-    Some((cluster, ca_file, dir))
+    (cluster, ca_file, dir)
 }
 
 /// Starts session-svc on `url` (with `ca_file` as `--pg-ca-file`); the error text if it does
@@ -73,10 +70,9 @@ async fn session_start(url: String, ca_file: Option<PathBuf>) -> Result<(), Stri
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn verify_full_with_the_ca_serves_both_services_and_the_notifications() {
-    let Some((cluster, ca_file, _dir)) = tls_only_cluster().await else {
-        return;
-    };
+    let (cluster, ca_file, _dir) = tls_only_cluster().await;
     let store = StoreLocation::Postgres(cluster.url_to("localhost", "sslmode=verify-full"));
     let with_ca = |c: &mut session_svc::config::Config| {
         c.store = Some(store.clone());
@@ -124,10 +120,9 @@ async fn verify_full_with_the_ca_serves_both_services_and_the_notifications() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn verify_full_refuses_a_missing_or_wrong_ca_and_a_wrong_host() {
-    let Some((cluster, ca_file, dir)) = tls_only_cluster().await else {
-        return;
-    };
+    let (cluster, ca_file, dir) = tls_only_cluster().await;
     // The root certificate in the connection string works as the flag does.
     let in_url = format!(
         "sslmode=verify-full&sslrootcert={}",
@@ -170,10 +165,9 @@ async fn verify_full_refuses_a_missing_or_wrong_ca_and_a_wrong_host() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn require_and_prefer_encrypt_without_a_ca_and_disable_is_refused_clearly() {
-    let Some((cluster, _ca_file, _dir)) = tls_only_cluster().await else {
-        return;
-    };
+    let (cluster, _ca_file, _dir) = tls_only_cluster().await;
     session_start(cluster.url("sslmode=require"), None)
         .await
         .expect("require needs no root certificate");

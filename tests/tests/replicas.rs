@@ -2,7 +2,7 @@
 //! replicas lose no update, and watchers on one replica see every append made through the
 //! other, in order, with no gap and no duplicate.
 //!
-//! Runs when `ADK_TEST_POSTGRES` names a database (CI sets it); says "skipped" otherwise.
+//! Needs PostgreSQL (`ADK_TEST_POSTGRES`): ignored unless asked for (`adk_tests::prerequisite`).
 
 use std::{collections::HashSet, time::Duration};
 
@@ -11,8 +11,7 @@ use adk_proto::session::v1::{
     watch_session_response::Change, DeleteSessionRequest, WatchEventsRequest,
 };
 use adk_tests::{
-    append_request, delta_event, fresh_schema, json, postgres_url, state_request, watch_request,
-    SessionServer,
+    append_request, delta_event, fresh_schema, json, state_request, watch_request, SessionServer,
 };
 use serde_json::json;
 use tonic::Code;
@@ -21,16 +20,13 @@ const WRITERS: u64 = 8;
 const INCREMENTS: u64 = 15;
 const PROMPT: Duration = Duration::from_secs(20);
 
-/// Two replicas sharing a fresh schema, or `None` when no database is configured.
-async fn two_replicas() -> Option<(SessionServer, SessionServer)> {
-    let Some(url) = postgres_url() else {
-        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
-        return None;
-    };
+/// Two replicas sharing a fresh schema.
+async fn two_replicas() -> (SessionServer, SessionServer) {
+    let url = adk_tests::prerequisite::postgres();
     let store = StoreLocation::Postgres(fresh_schema(&url).await);
     let a = SessionServer::start_with(|c| c.store = Some(store.clone())).await;
     let b = SessionServer::start_with(|c| c.store = Some(store)).await;
-    Some((a, b))
+    (a, b)
 }
 
 /// The feed of app "app" (of one user unless `user` is empty), after `cursor`.
@@ -43,10 +39,9 @@ fn app_feed(user: &str, cursor: &str) -> WatchEventsRequest {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn optimistic_writers_on_two_replicas_and_watchers_on_each_see_everything_once() {
-    let Some((a, b)) = two_replicas().await else {
-        return;
-    };
+    let (a, b) = two_replicas().await;
     a.create("app", "u", "counter", json!({"count": 0})).await;
     // Watchers subscribe before the writers start: on A for the session, on B for the app.
     let mut session_feed = a
@@ -64,19 +59,26 @@ async fn optimistic_writers_on_two_replicas_and_watchers_on_each_see_everything_
         .unwrap()
         .into_inner();
 
+    // Every writer reads before any writes, so the first writes conflict: all but one.
+    let first_reads = std::sync::Arc::new(tokio::sync::Barrier::new(WRITERS as usize));
     let writers: Vec<_> = (0..WRITERS)
         .map(|i| {
             // Even writers go through A, odd ones through B.
             let mut c = if i % 2 == 0 { &a } else { &b }.client.clone();
+            let first_reads = first_reads.clone();
             tokio::spawn(async move {
                 let mut conflicts = 0u64;
                 let mut done = 0;
+                let mut first = true;
                 while done < INCREMENTS {
                     let session = c
                         .get_session(state_request("app", "u", "counter"))
                         .await
                         .unwrap()
                         .into_inner();
+                    if std::mem::take(&mut first) {
+                        first_reads.wait().await;
+                    }
                     let count = json(&session.state)["count"].as_u64().unwrap();
                     let mut request = append_request(
                         "app",
@@ -137,7 +139,10 @@ async fn optimistic_writers_on_two_replicas_and_watchers_on_each_see_everything_
         assert_eq!(event.sequence, expected);
         assert!(seen.insert(event.id), "no duplicate");
     }
-    println!("{total} increments through two replicas, {conflicts} conflicts retried");
+    assert!(
+        conflicts >= WRITERS - 1,
+        "{conflicts} conflicts: the first writes, all on the same sequence, conflict but one"
+    );
 
     // A deletion through B ends the watch on A.
     b.client
@@ -158,10 +163,9 @@ async fn optimistic_writers_on_two_replicas_and_watchers_on_each_see_everything_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn an_app_feed_resumed_on_another_replica_continues_without_gap() {
-    let Some((a, b)) = two_replicas().await else {
-        return;
-    };
+    let (a, b) = two_replicas().await;
     for id in ["s1", "s2"] {
         a.create("app", "u", id, json!({})).await;
     }
@@ -215,10 +219,9 @@ async fn an_app_feed_resumed_on_another_replica_continues_without_gap() {
 /// Nothing is appended through the watchers' replica, so only the database's notifications
 /// can wake them.
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn watchers_wake_for_appends_made_only_through_the_other_replica() {
-    let Some((a, b)) = two_replicas().await else {
-        return;
-    };
+    let (a, b) = two_replicas().await;
     a.create("app", "u", "s", json!({})).await;
     let mut session_feed = a
         .client
@@ -257,11 +260,9 @@ async fn watchers_wake_for_appends_made_only_through_the_other_replica() {
 /// append committed after it began waits until it ends, then arrives without any further
 /// notification; a watch started "from now" meanwhile skips what had committed before it.
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn the_app_feed_waits_for_older_transactions_and_starts_exactly_now() {
-    let Some(url) = postgres_url() else {
-        eprintln!("skipped: {} is not set", adk_tests::POSTGRES_VAR);
-        return;
-    };
+    let url = adk_tests::prerequisite::postgres();
     let schema = fresh_schema(&url).await;
     let store = StoreLocation::Postgres(schema.clone());
     let srv = SessionServer::start_with(|c| c.store = Some(store)).await;

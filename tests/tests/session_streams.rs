@@ -9,7 +9,7 @@ use adk_proto::session::v1::{
     AppendEventRequest, DeleteSessionRequest, Event, WatchEventsRequest, WatchEventsResponse,
     WatchSessionRequest,
 };
-use adk_tests::{append_request, delta_event, text_event, SessionServer, SyncMode};
+use adk_tests::{append_request, delta_event, live, text_event, SessionServer, SyncMode};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_stream::{wrappers::ReceiverStream, StreamExt};
@@ -207,17 +207,22 @@ async fn partial_events_reach_only_watchers_that_ask_for_them() {
     srv.create("app", "u", "s", json!({})).await;
     let mut with = watch(&mut srv.client.clone(), "s", 0, true).await;
     let mut without = watch(&mut srv.client.clone(), "s", 0, false).await;
-    // Give both watchers time to finish their (empty) replay and go live.
-    tokio::time::sleep(QUIET).await;
+    // Partial events are live only: once `with` relays one, it is past its (empty) replay.
+    live::until_live(&srv.client, ("app", "u", "s"), &mut with).await;
     let mut partial = text_event("agent", "Hel");
     partial.partial = Some(true);
     srv.append("app", "u", "s", partial.clone()).await;
     srv.append("app", "u", "s", text_event("agent", "Hello"))
         .await;
 
-    let first = next_event(&mut with).await;
+    let mut first = next_event(&mut with).await;
+    while live::is_probe(&first) {
+        first = next_event(&mut with).await;
+    }
     assert_eq!((first.partial, first.sequence), (Some(true), 0));
+    assert_eq!(first.content, partial.content);
     assert_eq!(next_event(&mut with).await.sequence, 1);
+    // Neither the probes nor the fragment reach the watcher that did not ask for partials.
     let only = next_event(&mut without).await;
     assert_eq!((only.partial, only.sequence), (None, 1));
     assert!(srv

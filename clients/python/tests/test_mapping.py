@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import random
 import struct
+import time
+from collections.abc import Iterator
 
 import pytest
 from google.adk.auth.auth_credential import AuthCredential, AuthCredentialTypes, OAuth2Auth
@@ -375,7 +377,8 @@ def test_timestamps_are_exact_for_clock_readings() -> None:
     for _ in range(20000):
         seconds = rng.uniform(2**24, 4e9)
         assert timestamps.round_trips(seconds)
-    assert timestamps.to_timestamp(1.5) == timestamps.to_timestamp(1.5)
+    one_and_a_half = timestamps.to_timestamp(1.5)
+    assert (one_and_a_half.seconds, one_and_a_half.nanos) == (1, 500_000_000)
     assert (timestamps.to_timestamp(-0.25).seconds, timestamps.to_timestamp(-0.25).nanos) == (
         -1,
         750_000_000,
@@ -383,11 +386,21 @@ def test_timestamps_are_exact_for_clock_readings() -> None:
     assert not timestamps.round_trips(0.1 + 1e-12)
 
 
-def test_memory_timestamps_are_naive_local_iso() -> None:
-    from datetime import datetime
+@pytest.fixture
+def local_time_india(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Local time fixed at UTC+5:30 (a POSIX TZ rule: no time zone database needed)."""
+    monkeypatch.setenv("TZ", "IST-5:30")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
+
+def test_memory_timestamps_are_naive_local_iso(local_time_india: None) -> None:
+    # 2023-11-14T22:13:20.25Z is 03:43:20.25 the next day at UTC+5:30; ADK writes it without an
+    # offset.
     ts = timestamps.to_timestamp(1700000000.25)
-    assert timestamps.to_local_iso(ts) == datetime.fromtimestamp(1700000000.25).isoformat()
+    assert timestamps.to_local_iso(ts) == "2023-11-15T03:43:20.250000"
     assert timestamps.from_iso(timestamps.to_local_iso(ts)) == ts
     assert timestamps.from_iso("2023-11-14T22:13:20+00:00") == timestamps.to_timestamp(1700000000.0)
     with pytest.raises(ValueError, match="ISO 8601"):

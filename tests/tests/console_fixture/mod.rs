@@ -239,19 +239,16 @@ impl Fixture {
         page.memories.into_iter().map(|m| m.id).collect()
     }
 
-    /// The value of session-svc's in-flight gauge of `method` (0 when not reported).
+    /// The value of session-svc's in-flight gauge of `method`, which must be reported (a
+    /// missing gauge is no proof that nothing is in flight).
     pub async fn in_flight(&self, method: &str) -> f64 {
         let addr = self.session.metrics_addr().expect("metrics are on");
-        let text = reqwest::get(format!("http://{addr}/metrics"))
-            .await
-            .expect("scrapes")
-            .text()
-            .await
-            .expect("metrics text");
-        let series =
-            format!("grpc_server_in_flight{{method=\"adk.session.v1.SessionService/{method}\"}} ");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&series))
-            .map_or(0.0, |v| v.trim().parse().expect("a number"))
+        let label = format!("method=\"adk.session.v1.SessionService/{method}\"");
+        adk_tests::sample(
+            &adk_tests::scrape(addr).await,
+            "grpc_server_in_flight",
+            &[&label],
+        )
+        .unwrap_or_else(|| panic!("session-svc reports no in-flight gauge of {method}"))
     }
 }

@@ -1,6 +1,6 @@
 //! The contract suite on PostgreSQL, each test in a fresh schema of the database
-//! `ADK_TEST_POSTGRES` names (skipped without one), how writes meet other transactions, and
-//! the posting blocks replicas write at once.
+//! `ADK_TEST_POSTGRES` names (ignored unless asked for: `adk_tests::prerequisite`), how writes
+//! meet other transactions, and the posting blocks replicas write at once.
 
 use std::collections::HashMap;
 
@@ -17,23 +17,22 @@ use crate::store::{
     DeleteTarget, Entry, MemoryStore, SearchQuery, Vectors,
 };
 
-/// A fresh schema's connection string, or `None` without a test database.
-async fn fresh_url() -> Option<String> {
-    let url = adk_tests::postgres_url()?;
-    Some(adk_tests::fresh_schema(&url).await)
+/// A fresh schema's connection string; fails the test without a test database.
+async fn fresh_url() -> String {
+    adk_tests::fresh_schema(&adk_tests::prerequisite::postgres()).await
 }
 
-async fn open() -> Option<((), PgMemoryStore)> {
-    let url = fresh_url().await?;
-    Some((
+async fn open() -> ((), PgMemoryStore) {
+    let url = fresh_url().await;
+    (
         (),
         PgMemoryStore::open(&url, 8, Analyzer::default())
             .await
             .unwrap(),
-    ))
+    )
 }
 
-memory_store_suite!(open());
+memory_store_suite!(open(), needs_postgres);
 
 /// A write chosen as a deadlock's victim is rolled back and run again whole, and succeeds.
 /// Which of two real transactions PostgreSQL picks as a deadlock's victim depends on which of
@@ -41,10 +40,9 @@ memory_store_suite!(open());
 /// delete's tombstone insert once with SQLSTATE 40P01, in the middle of its transaction, as
 /// the deadlock detector would.
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn a_write_that_loses_a_deadlock_runs_again() {
-    let Some(url) = fresh_url().await else {
-        return;
-    };
+    let url = fresh_url().await;
     let store = PgMemoryStore::open(&url, 4, Analyzer::default())
         .await
         .unwrap();
@@ -104,10 +102,9 @@ fn text(seed: u64) -> String {
 /// its postings, every entry's terms have its postings (no more, no fewer), and searches rank
 /// exactly as scoring every posting does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn replicas_writing_at_once_keep_block_bounds_upper() {
-    let Some(url) = fresh_url().await else {
-        return;
-    };
+    let url = fresh_url().await;
     let mut writers = Vec::new();
     for w in 0..2u64 {
         let store = PgMemoryStore::open(&url, 4, Analyzer::default())
@@ -215,10 +212,9 @@ async fn replicas_writing_at_once_keep_block_bounds_upper() {
 /// its rows are copied into a schema created by the first three steps, and its blocks written
 /// out as the rows per posting schema 3 kept.
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn converts_a_schema_3_database() {
-    let (Some(now_url), Some(old_url)) = (fresh_url().await, fresh_url().await) else {
-        return;
-    };
+    let (now_url, old_url) = (fresh_url().await, fresh_url().await);
     let now = PgMemoryStore::open(&now_url, 4, Analyzer::default())
         .await
         .unwrap();
@@ -328,10 +324,9 @@ async fn converts_a_schema_3_database() {
 /// `contract::before_kinds`). It is made as the schema-3 one is: rows of a store of today's
 /// schema copied into a schema created by the first five steps.
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn converts_the_kinds_of_a_schema_5_database() {
-    let (Some(now_url), Some(old_url)) = (fresh_url().await, fresh_url().await) else {
-        return;
-    };
+    let (now_url, old_url) = (fresh_url().await, fresh_url().await);
     let now = PgMemoryStore::open(&now_url, 4, Analyzer::default())
         .await
         .unwrap();
@@ -388,10 +383,10 @@ fn schema_of(url: &str) -> String {
 }
 
 /// A store in a fresh schema whose `table` was analysed while the user had two entries, then
-/// grown to 1,002 (`None` without a test database): the statistics say the user is small, and
+/// grown to 1,002: the statistics say the user is small, and
 /// a prepared statement's generic plan knows no more.
-async fn analysed_small_then_grown(table: &str) -> Option<PgMemoryStore> {
-    let url = fresh_url().await?;
+async fn analysed_small_then_grown(table: &str) -> PgMemoryStore {
+    let url = fresh_url().await;
     let store = PgMemoryStore::open(&url, 2, Analyzer::default())
         .await
         .unwrap();
@@ -412,7 +407,7 @@ async fn analysed_small_then_grown(table: &str) -> Option<PgMemoryStore> {
             .collect();
         add(&store, &format!("s{session}"), batch).await;
     }
-    Some(store)
+    store
 }
 
 /// A lookup of entries by seq probes the primary key even when the statistics say the user has
@@ -420,10 +415,9 @@ async fn analysed_small_then_grown(table: &str) -> Option<PgMemoryStore> {
 /// knows no more). With secondary indexes led by (app, user), the planner took one of them with
 /// `seq` as a filter and walked the user's whole index per probe.
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn lookups_by_seq_use_the_primary_key_whatever_the_statistics() {
-    let Some(store) = analysed_small_then_grown("memory_entries").await else {
-        return;
-    };
+    let store = analysed_small_then_grown("memory_entries").await;
     let client = store.pool.get().await.unwrap();
     let plan = generic_plan(
         &client,
@@ -447,11 +441,11 @@ async fn lookups_by_seq_use_the_primary_key_whatever_the_statistics() {
     );
 }
 
-/// Two stores on one fresh schema, as two replicas (`None` without a test database).
-async fn two_replicas() -> Option<(PgMemoryStore, PgMemoryStore)> {
-    let url = fresh_url().await?;
+/// Two stores on one fresh schema, as two replicas.
+async fn two_replicas() -> (PgMemoryStore, PgMemoryStore) {
+    let url = fresh_url().await;
     let open = || PgMemoryStore::open(&url, 4, Analyzer::default());
-    Some((open().await.unwrap(), open().await.unwrap()))
+    (open().await.unwrap(), open().await.unwrap())
 }
 
 /// A write adding memories `(id, text, vector)` with their vectors.
@@ -479,10 +473,9 @@ async fn nearest(store: &PgMemoryStore) -> Vec<String> {
 /// A replica keeps the vectors it searched, and never serves them once another replica has
 /// changed them: added an entry, rewritten one with another text, deleted one.
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn a_search_sees_the_vectors_another_replica_wrote_since() {
-    let Some((a, b)) = two_replicas().await else {
-        return;
-    };
+    let (a, b) = two_replicas().await;
 
     let (write, vectors) = with_vectors(&[("far", "far away", [0.0, 1.0])]);
     a.write_embedded(SCOPE, write, vectors).await.unwrap();
@@ -509,10 +502,9 @@ async fn a_search_sees_the_vectors_another_replica_wrote_since() {
 /// version each write leaves), so the search after a write reads none; another replica's write
 /// still makes it read them again.
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn a_replicas_own_writes_change_the_vectors_it_keeps() {
-    let Some((a, b)) = two_replicas().await else {
-        return;
-    };
+    let (a, b) = two_replicas().await;
     // Whether `a` keeps the scope's vectors at the scope's current version.
     let kept_current = || async {
         let client = a.pool.get().await.unwrap();
@@ -549,10 +541,9 @@ async fn a_replicas_own_writes_change_the_vectors_it_keeps() {
 /// A replica keeps the blocks of the terms it searched, and reads them again once another
 /// replica wrote the scope: an entry added, one rewritten with another text, one deleted.
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn a_search_sees_the_postings_another_replica_wrote_since() {
-    let Some(url) = fresh_url().await else {
-        return;
-    };
+    let url = fresh_url().await;
     let a = PgMemoryStore::open(&url, 4, Analyzer::default())
         .await
         .unwrap();
@@ -640,12 +631,11 @@ async fn generic_plan(
 /// plan did: on a table not analysed since it grew to 85k blocks, it hashed every block of the
 /// user at each such write.
 #[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn block_rewrites_probe_their_rows_whatever_the_statistics() {
     use super::write::{DELETE_BLOCKS, REWRITE_BLOCKS};
 
-    let Some(store) = analysed_small_then_grown("memory_blocks").await else {
-        return;
-    };
+    let store = analysed_small_then_grown("memory_blocks").await;
     let client = store.pool.get().await.unwrap();
     let (app, user) = (SCOPE.app_name, SCOPE.user_id);
     let rewrite = generic_plan(

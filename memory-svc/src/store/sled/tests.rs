@@ -25,10 +25,10 @@ use super::{
 };
 use crate::analysis::Analyzer;
 
-async fn open() -> Option<(tempfile::TempDir, SledMemoryStore)> {
+async fn open() -> (tempfile::TempDir, SledMemoryStore) {
     let dir = tempfile::tempdir().unwrap();
     let store = SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
-    Some((dir, store))
+    (dir, store)
 }
 
 mod contract_suite {
@@ -43,7 +43,7 @@ fn stats(store: &SledMemoryStore) -> Stats {
 
 #[tokio::test]
 async fn statistics_count_entries_with_text() {
-    let (_dir, store) = open().await.unwrap();
+    let (_dir, store) = open().await;
     let no_text = contract::entry("b", "");
     memorize(&store, vec![entry("a", "two words"), no_text]).await;
     replace(&store, "s", entries(&[("c", "three more words")])).await;
@@ -55,7 +55,7 @@ async fn statistics_count_entries_with_text() {
 
 #[tokio::test]
 async fn clearing_removes_every_key_and_keeps_the_numbering() {
-    let (_dir, store) = open().await.unwrap();
+    let (_dir, store) = open().await;
     replace(&store, "s1", entries(&[("a", "alpha"), ("b", "beta")])).await;
     memorize(&store, entries(&[("d", "delta")])).await;
     delete(&store, memory_id("d")).await;
@@ -87,7 +87,7 @@ async fn clearing_removes_every_key_and_keeps_the_numbering() {
 
 #[tokio::test]
 async fn scopes_with_separator_bytes_do_not_alias() {
-    let (_dir, store) = open().await.unwrap();
+    let (_dir, store) = open().await;
     let scopes =
         [("a\0", "b"), ("a", "\0b")].map(|(app_name, user_id)| Scope { app_name, user_id });
     for (i, &scope) in scopes.iter().enumerate() {
@@ -176,7 +176,7 @@ fn assert_index_consistent(store: &SledMemoryStore) {
 
 #[tokio::test]
 async fn edited_blocks_stay_consistent() {
-    let (_dir, store) = open().await.unwrap();
+    let (_dir, store) = open().await;
     generated_corpus(&store).await;
     assert_index_consistent(&store);
     // Common terms span many blocks, and one block was split.
@@ -259,7 +259,7 @@ async fn converts_the_old_postings_layout() {
 /// between.
 #[tokio::test]
 async fn small_writes_append_blocks_and_merge_them() {
-    let (_dir, store) = open().await.unwrap();
+    let (_dir, store) = open().await;
     let words = [
         "garden", "tuesday", "sister", "recipe", "river", "violin", "market",
     ];
@@ -397,7 +397,7 @@ async fn converts_the_kinds_of_a_format_3_store() {
 /// place, one removed), and ranks as it does once they are merged.
 #[tokio::test]
 async fn searches_read_the_changes_that_wait_for_a_merge() {
-    let (_dir, store) = open().await.unwrap();
+    let (_dir, store) = open().await;
     let scope = scope_key(SCOPE);
     memorize(
         &store,
@@ -464,7 +464,7 @@ async fn a_journal_left_behind_is_merged_by_the_next_store() {
 /// index ends as if every write had been merged in order.
 #[tokio::test]
 async fn a_write_of_many_postings_is_indexed_after_the_waiting_ones() {
-    let (_dir, store) = open().await.unwrap();
+    let (_dir, store) = open().await;
     replace(
         &store,
         "s",
@@ -495,7 +495,7 @@ async fn a_write_of_many_postings_is_indexed_after_the_waiting_ones() {
 /// it are merged too once the changes of all of them reach `held_at_most`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_journal_stays_short() {
-    let (_dir, store) = open().await.unwrap();
+    let (_dir, store) = open().await;
     let at = journal::Thresholds {
         merge_after: 40,
         backlog: 160,

@@ -1,6 +1,6 @@
 //! The contract suite on PostgreSQL, each test in a fresh schema of the database
-//! `ADK_TEST_POSTGRES` names (skipped without one), and what only this store has: versioned
-//! shared state and its migration.
+//! `ADK_TEST_POSTGRES` names (ignored unless asked for: `adk_tests::prerequisite`), and what
+//! only this store has: versioned shared state and its migration.
 
 use std::time::Duration;
 
@@ -20,13 +20,12 @@ use crate::{
     store::{Append, EventWindow, NewSession, SessionKey, SessionStore},
 };
 
-async fn open() -> Option<((), PgStore)> {
-    let url = adk_tests::postgres_url()?;
-    let url = adk_tests::fresh_schema(&url).await;
-    Some(((), PgStore::open(&url, 8).await.unwrap()))
+async fn open() -> ((), PgStore) {
+    let url = adk_tests::fresh_schema(&adk_tests::prerequisite::postgres()).await;
+    ((), PgStore::open(&url, 8).await.unwrap())
 }
 
-session_store_suite!(open());
+session_store_suite!(open(), needs_postgres);
 
 fn key(session_id: &str) -> SessionKey {
     SessionKey {
@@ -88,10 +87,9 @@ async fn connect(url: &str) -> tokio_postgres::Client {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn a_writer_of_shared_keys_waits_for_no_other() {
-    let Some(url) = adk_tests::postgres_url() else {
-        return;
-    };
+    let url = adk_tests::prerequisite::postgres();
     let url = adk_tests::fresh_schema(&url).await;
     let store = PgStore::open(&url, 4).await.unwrap();
     let (a, b) = (key("a"), key("b"));
@@ -146,10 +144,9 @@ async fn a_writer_of_shared_keys_waits_for_no_other() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
 async fn a_version_1_schema_is_migrated_with_its_state() {
-    let Some(url) = adk_tests::postgres_url() else {
-        return;
-    };
+    let url = adk_tests::prerequisite::postgres();
     let url = adk_tests::fresh_schema(&url).await;
     let pool = postgres::pool(&url, 1).unwrap();
     postgres::migrate(&pool, "session-svc", &MIGRATIONS[..1])

@@ -4,10 +4,10 @@ use adk_common::durability::SyncMode;
 
 use super::{super::contract::session_store_suite, SledStore};
 
-async fn open() -> Option<(tempfile::TempDir, SledStore)> {
+async fn open() -> (tempfile::TempDir, SledStore) {
     let dir = tempfile::tempdir().unwrap();
     let db = sled::open(dir.path()).unwrap();
-    Some((dir, SledStore::from_db(db, SyncMode::Sync).unwrap()))
+    (dir, SledStore::from_db(db, SyncMode::Sync).unwrap())
 }
 
 session_store_suite!(open());
