@@ -355,14 +355,37 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
             MemoryCommand::List => memory::list(cli).await,
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,
         },
-        Command::Completions { shell } => {
-            // Generated in memory: written to stdout directly, a closed pipe would panic.
-            let mut script = Vec::new();
-            clap_complete::generate(*shell, &mut Cli::command(), "runner-client", &mut script);
-            Ok(output::bytes(&script)?)
-        }
+        Command::Completions { shell } => Ok(output::bytes(&completions(*shell))?),
         Command::Console(args) => console::serve(cli, args).await,
     }
+}
+
+/// The name completion scripts complete.
+const BIN: &str = "runner-client";
+
+/// The completion script for `shell`. Generated in memory: written to stdout directly, a closed
+/// pipe would panic.
+fn completions(shell: clap_complete::Shell) -> Vec<u8> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), BIN, &mut script);
+    if shell == clap_complete::Shell::Bash {
+        script = fix_bash_labels(&script);
+    }
+    script
+}
+
+/// clap_complete's bash script (up to 4.6.11 at least, clap-rs/clap#6421) names the state of a
+/// subcommand `runner__client__subcmd__memory` where it walks the words, but labels the `case`
+/// arm that completes it `runner__subcmd__client__subcmd__memory` (the program name's hyphen
+/// escaped as a subcommand separator): no arm matches, so nothing after the program name was
+/// completed. The arms are relabelled to the names the walk builds.
+fn fix_bash_labels(script: &[u8]) -> Vec<u8> {
+    const SEPARATOR: &str = "__subcmd__";
+    let walked = format!("{}{SEPARATOR}", BIN.replace('-', "__"));
+    let labelled = format!("{}{SEPARATOR}", BIN.replace('-', SEPARATOR));
+    String::from_utf8_lossy(script)
+        .replace(&labelled, &walked)
+        .into_bytes()
 }
 
 /// `e`, with the services that do answer when the server at an address is not the one
