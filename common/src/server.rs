@@ -210,8 +210,12 @@ pub fn init_logging(format: LogFormat) {
         .with_writer(std::io::stderr);
     // A second call (several servers in one test process) keeps the first subscriber.
     let _ = match format {
+        // Colour only on a terminal, and not when NO_COLOR is set (https://no-color.org).
         LogFormat::Plain => builder
-            .with_ansi(std::io::stderr().is_terminal())
+            .with_ansi(
+                std::io::stderr().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            )
             .try_init(),
         LogFormat::Json => builder.json().try_init(),
     };

@@ -672,3 +672,27 @@ async fn memory_generate_then_a_later_turn_updates_a_fact_with_a_revision() {
         ]
     );
 }
+
+#[tokio::test]
+async fn logs_written_to_a_file_hold_no_colour_codes() {
+    let s = servers().await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let path = dir.path().join("err.txt");
+    let file = std::fs::File::create(&path).unwrap();
+    let status = s
+        .cli()
+        .args(["sessions", "list"])
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::null())
+        .stderr(file)
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success());
+    let logged = std::fs::read_to_string(&path).unwrap();
+    assert!(logged.contains("DEBUG"), "debug lines are logged: {logged}");
+    assert!(
+        !logged.contains('\u{1b}'),
+        "escape codes in a file: {logged:?}"
+    );
+}
