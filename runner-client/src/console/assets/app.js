@@ -33,14 +33,21 @@ function el(tag, props, ...children) {
     else node.setAttribute(key, value);
   }
   for (const child of children.flat()) {
-    if (child === null || child === undefined || child === false) continue;
+    if (isAbsent(child)) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
   return node;
 }
 
+// Skipped children: what `cond ? el(...) : null` gives when `cond` is false.
+function isAbsent(child) {
+  return child === null || child === undefined || child === false;
+}
+
+// Replaces the page's content; absent children are skipped (`replaceChildren` would show them
+// as the text "null").
 function show(...nodes) {
-  view.replaceChildren(...nodes);
+  view.replaceChildren(...nodes.filter((node) => !isAbsent(node)));
 }
 
 function enc(s) {
