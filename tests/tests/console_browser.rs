@@ -243,6 +243,12 @@ async fn the_console_in_a_browser() {
     go(&browser, &format!("{console}/")).await;
     text_of(&browser, "#login h1").await;
     no_stray_values(&browser, "sign-in").await;
+    // A plain prompt, not the services' refusal of a call without a token.
+    let prompt = text_of(&browser, "#login").await;
+    assert!(
+        prompt.contains("sign in with the bearer token") && !prompt.contains("Unauthenticated"),
+        "{prompt}"
+    );
     screenshot(&browser, "sign-in").await;
     sign_in(&browser, &console, OPS_TOKEN).await;
     until(
@@ -598,6 +604,51 @@ async fn the_console_in_a_browser() {
     go(&browser, &format!("{console}/#/app/a")).await;
     until_text(&browser, "#figures .figure", "1002").await;
     no_stray_values(&browser, "app figures").await;
+
+    // Every list says when it has nothing in it.
+    fixture.create("a", "alice", "quiet", json!({})).await;
+    for (page, says) in [
+        (
+            "#/app/nope",
+            "App nope has no sessions yet (an app exists once a session is created in it).",
+        ),
+        (
+            "#/app/a?prefix=zzz",
+            "No user of a has an id starting with \"zzz\".",
+        ),
+        ("#/app/a/user/nobody", "User nobody has no sessions in a."),
+        ("#/app/nope/sessions", "App nope has no sessions yet."),
+        (
+            "#/app/nope/feed",
+            "No activity yet: events of nope appear here, newest first, as they are appended.",
+        ),
+        (
+            "#/app/a/user/nobody/memory",
+            "User nobody has no memories in a.",
+        ),
+        (
+            "#/app/a/user/alice/session/quiet",
+            "No events yet: they appear here as they are appended.",
+        ),
+    ] {
+        go(&browser, &format!("{console}/{page}")).await;
+        until_text(&browser, ".empty", says).await;
+        no_stray_values(&browser, page).await;
+    }
+    // The empty session fills as events are appended.
+    until_text(&browser, "#live-status", "live").await;
+    fixture
+        .append("a", "alice", "quiet", text_event("user", "first words"))
+        .await;
+    until_text(&browser, "#events .text", "first words").await;
+    until(
+        &browser,
+        "the empty state gone",
+        "return !document.querySelector('#events .empty')",
+        vec![],
+    )
+    .await;
+    screenshot(&browser, "empty-states").await;
 
     // A token scoped to app `a` does not see app `b` through the console.
     click(&browser, "#logout").await;
