@@ -5,7 +5,6 @@ mod cli;
 
 use std::{io::IsTerminal, process::ExitCode};
 
-use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
@@ -17,7 +16,7 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(colour())
         .init();
-    match cli::run(cli::Cli::parse()).await {
+    match cli::run(cli::Cli::from_env()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("runner-client: {e}");

@@ -10,7 +10,7 @@ mod watch;
 
 use std::path::PathBuf;
 
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use runner_client::{clients::services_at, Access, MemoryClient, RunnerError, SessionClient};
 
 /// Failures of a command; the library's [`runner_client::RunnerError`] for service and agent
@@ -265,7 +265,52 @@ enum MemoryCommand {
     },
 }
 
+/// The global flags a command does not use, by argument id: accepted anywhere (they are
+/// global), but left out of the command's help and completions.
+const UNUSED_GLOBALS: &[(&str, &[&str])] = &[
+    // Browsers sign in with their own token, and choose apps, users and sessions on the page.
+    ("console", &["token_file", "app", "user", "session", "json"]),
+    (
+        "completions",
+        &[
+            "session_endpoint",
+            "memory_endpoint",
+            "token_file",
+            "ca_cert",
+            "app",
+            "user",
+            "session",
+            "json",
+        ],
+    ),
+];
+
+/// The command line, each command's help and completions listing only the flags it uses.
+pub fn command() -> clap::Command {
+    let mut command = Cli::command();
+    // Building copies the global flags into every subcommand, where they can then be hidden.
+    command.build();
+    for &(name, unused) in UNUSED_GLOBALS {
+        command = command.mut_subcommand(name, |sub| {
+            sub.mut_args(|arg| {
+                if unused.contains(&arg.get_id().as_str()) {
+                    arg.hide(true)
+                } else {
+                    arg
+                }
+            })
+        });
+    }
+    command
+}
+
 impl Cli {
+    /// The command line of this process (see [`command`]).
+    pub fn from_env() -> Self {
+        let matches = command().get_matches();
+        Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+
     /// The token and CA certificate the flags point to.
     fn access(&self) -> Result<Access, CliError> {
         let read = |path: &PathBuf| {
@@ -367,7 +412,7 @@ const BIN: &str = "runner-client";
 /// pipe would panic.
 fn completions(shell: clap_complete::Shell) -> Vec<u8> {
     let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), BIN, &mut script);
+    clap_complete::generate(shell, &mut command(), BIN, &mut script);
     if shell == clap_complete::Shell::Bash {
         script = fix_bash_labels(&script);
     }
@@ -429,6 +474,7 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
+        command().debug_assert();
     }
 
     #[test]
