@@ -713,3 +713,42 @@ async fn logs_written_to_a_file_hold_no_colour_codes() {
         "escape codes in a file: {logged:?}"
     );
 }
+
+#[tokio::test]
+async fn watch_waits_for_a_session_that_does_not_exist_yet_when_asked() {
+    let s = servers().await;
+    let missing = output(s.cli().args(["--session", "later", "watch"])).await;
+    assert!(!missing.ok);
+    assert_eq!(
+        missing.stderr.trim(),
+        "runner-client: session later not found (watch --wait waits for it to be created)"
+    );
+
+    let mut watcher = s
+        .cli()
+        .args(["--session", "later", "watch", "--wait", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("watch starts");
+    // Told it waits before the session exists: the session is created only after that.
+    let mut stderr = BufReader::new(watcher.stderr.take().expect("piped")).lines();
+    let said = tokio::time::timeout(Duration::from_secs(20), stderr.next_line())
+        .await
+        .expect("watch says it waits")
+        .unwrap();
+    assert_eq!(
+        said.as_deref(),
+        Some("runner-client: session later does not exist yet; waiting for it")
+    );
+    ok(s.cli().args(["--session", "later", "run", "Hello."])).await;
+    let mut lines = BufReader::new(watcher.stdout.take().expect("piped")).lines();
+    let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("the first event arrives")
+        .unwrap()
+        .expect("watch still running");
+    let first: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(first["sequence"], 1);
+    assert_eq!(first["author"], "user");
+}

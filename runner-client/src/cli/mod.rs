@@ -171,6 +171,10 @@ enum Command {
         /// before giving up, in seconds.
         #[arg(long, default_value_t = 60)]
         give_up_after: u64,
+        /// Wait for the session to be created if it does not exist yet (without it, watching
+        /// a session that does not exist fails at once).
+        #[arg(long, conflicts_with = "app_feed")]
+        wait: bool,
     },
     /// List, show or delete sessions.
     Sessions {
@@ -381,8 +385,9 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
             after_sequence,
             partial,
             give_up_after,
+            wait,
             ..
-        } => watch::session(cli, *after_sequence, *partial, *give_up_after).await,
+        } => watch::session(cli, *after_sequence, *partial, *give_up_after, *wait).await,
         Command::Sessions { command } => match command {
             SessionsCommand::List => sessions::list(cli).await,
             SessionsCommand::Get => sessions::get(cli).await,
