@@ -223,6 +223,13 @@ pub fn init_logging(format: LogFormat) {
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// A listener on `addr`; the error names the address (a port in use, say).
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, BoxError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}").into())
+}
+
 /// Files of a TLS server identity; with `client_ca`, clients must present a certificate it
 /// signed (mutual TLS).
 #[derive(Debug, Clone)]
@@ -381,7 +388,7 @@ where
     let Shutdown(stopping) = shutdown;
     let metrics_addr = match options.metrics_listen {
         Some(listen) => Some(crate::metrics::serve(
-            TcpListener::bind(listen).await?,
+            bind(listen).await?,
             refresh_metrics,
             &stopping,
         )?),

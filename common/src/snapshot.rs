@@ -588,6 +588,24 @@ impl AdminCommand {
     }
 }
 
+/// A failed Snapshot call, for people: what answers at `endpoint` when it is not gRPC.
+fn call_failed(endpoint: &str, status: &Status) -> String {
+    use std::error::Error as _;
+    let message = status.message();
+    match status.source() {
+        // A status made of a transport failure, not one the server sent.
+        Some(_) if message.starts_with("h2 protocol error") => format!(
+            "the server at {endpoint} does not speak gRPC ({message}): an HTTP/1 server answers \
+             there"
+        ),
+        Some(_) => format!("the connection to {endpoint} failed: {message}"),
+        None => format!(
+            "the server at {endpoint} answered {:?}: {message}",
+            status.code()
+        ),
+    }
+}
+
 /// `restore` from the file at `input`, with progress.
 fn restore_file(
     expect: Expect<'_>,
@@ -608,7 +626,15 @@ async fn download(
     token_file: Option<PathBuf>,
     ca: Option<PathBuf>,
 ) -> Result<(String, u64), crate::server::BoxError> {
-    let mut channel = Channel::from_shared(endpoint.to_owned())?;
+    // Like grpcurl and runner-client, a scheme-less endpoint means http://, or https:// with a CA.
+    let url = if endpoint.contains("://") {
+        endpoint.to_owned()
+    } else if ca.is_some() {
+        format!("https://{endpoint}")
+    } else {
+        format!("http://{endpoint}")
+    };
+    let mut channel = Channel::from_shared(url)?;
     if let Some(ca) = ca {
         let pem = std::fs::read(&ca).map_err(|e| format!("cannot read {}: {e}", ca.display()))?;
         channel = channel.tls_config(
@@ -629,7 +655,11 @@ async fn download(
             .insert("authorization", format!("Bearer {}", token.trim()).parse()?);
     }
     let mut client = adk_proto::admin::v1::admin_service_client::AdminServiceClient::new(channel);
-    let mut stream = client.snapshot(request).await?.into_inner();
+    let mut stream = client
+        .snapshot(request)
+        .await
+        .map_err(|status| call_failed(endpoint, &status))?
+        .into_inner();
     // The first chunk is the header: it names the service and the size of what follows.
     let start = stream
         .next()

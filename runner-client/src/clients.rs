@@ -123,6 +123,15 @@ impl Remote {
                 rpc,
             };
         }
+        // The connection was made (a transport error, not a status a server sent) and the
+        // answer was not HTTP/2.
+        if status.source().is_some() && status.message().starts_with("h2 protocol error") {
+            return RunnerError::NotGrpc {
+                service: self.service,
+                endpoint: self.endpoint.clone(),
+                reason: status.message().to_owned(),
+            };
+        }
         match unreachable_reason(&status) {
             Some(reason) => RunnerError::Unreachable {
                 service: self.service,

@@ -22,6 +22,18 @@ pub enum RunnerError {
         message: String,
     },
 
+    /// Something answers at the service's address, but not in gRPC: it broke HTTP/2 (an HTTP/1
+    /// server answers plain HTTP/2 with bytes that are not HTTP/2 frames).
+    #[error(
+        "the server at {endpoint} does not speak gRPC ({reason}): an HTTP/1 server answers \
+         there, not {service}"
+    )]
+    NotGrpc {
+        service: &'static str,
+        endpoint: String,
+        reason: String,
+    },
+
     /// Another server answers at the service's address: it does not know the service's calls.
     #[error("the server at {endpoint} is not {service}: it does not offer {rpc}")]
     WrongService {

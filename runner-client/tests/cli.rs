@@ -377,6 +377,32 @@ async fn endpoints_without_a_scheme_and_the_wrong_service_at_an_endpoint() {
 }
 
 #[tokio::test]
+async fn an_http1_server_at_an_endpoint_is_named() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Answers as web servers answer HTTP/2's preface.
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut connection in listener.incoming().flatten() {
+            let _ = connection.read(&mut [0u8; 1024]);
+            let _ = connection.write_all(
+                b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+        }
+    });
+    let endpoint = format!("http://{addr}");
+    let wrong = output(cli(&endpoint, NOWHERE).args(["sessions", "list"])).await;
+    assert!(!wrong.ok);
+    assert_eq!(
+        wrong.stderr.trim(),
+        format!(
+            "runner-client: the server at {endpoint} does not speak gRPC (h2 protocol error: \
+             http2 error): an HTTP/1 server answers there, not session-svc"
+        )
+    );
+}
+
+#[tokio::test]
 async fn memory_list_and_delete() {
     let s = servers().await;
     for (session, text) in [("a", "I like tea."), ("b", "I live in Lyon.")] {
