@@ -593,12 +593,12 @@ fn call_failed(endpoint: &str, status: &Status) -> String {
     use std::error::Error as _;
     let message = status.message();
     match status.source() {
-        // A status made of a transport failure, not one the server sent.
-        Some(_) if message.starts_with("h2 protocol error") => format!(
-            "the server at {endpoint} does not speak gRPC ({message}): an HTTP/1 server answers \
-             there"
+        // A status made of a transport failure after connecting, not one the server sent: what
+        // answered does not speak gRPC (an HTTP/1 server's answer to HTTP/2 shows as a broken
+        // frame, a cancelled call or a broken pipe, whichever the client notices first).
+        Some(_) => format!(
+            "the server at {endpoint} does not speak gRPC ({message}): is it an HTTP/1 server?"
         ),
-        Some(_) => format!("the connection to {endpoint} failed: {message}"),
         None => format!(
             "the server at {endpoint} answered {:?}: {message}",
             status.code()

@@ -396,8 +396,8 @@ async fn an_http1_server_at_an_endpoint_is_named() {
     assert_eq!(
         wrong.stderr.trim(),
         format!(
-            "runner-client: the server at {endpoint} does not speak gRPC (h2 protocol error: \
-             http2 error): an HTTP/1 server answers there, not session-svc"
+            "runner-client: the server at {endpoint} does not speak gRPC: an HTTP/1 server \
+             answers there (\"HTTP/1.1 400 Bad Request\"), not session-svc"
         )
     );
 }

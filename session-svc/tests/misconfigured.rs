@@ -104,11 +104,11 @@ async fn snapshot_takes_an_endpoint_without_a_scheme_and_names_an_http1_server()
     let http1 = http1_server().to_string();
     let out = session_svc(&["snapshot", "--endpoint", &http1, "--output", file]);
     assert!(!out.status.success());
-    assert_eq!(
-        stderr(&out).trim(),
-        format!(
-            "error: the server at {http1} does not speak gRPC (h2 protocol error: http2 \
-             error): an HTTP/1 server answers there"
-        )
+    let said = stderr(&out);
+    assert!(
+        said.starts_with(&format!(
+            "error: the server at {http1} does not speak gRPC ("
+        )) && said.trim_end().ends_with("): is it an HTTP/1 server?"),
+        "{said}"
     );
 }

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use runner_client::{clients::services_at, Access, MemoryClient, RunnerError, SessionClient};
+use tonic::Code;
 
 /// Failures of a command; the library's [`runner_client::RunnerError`] for service and agent
 /// failures, I/O errors for the terminal.
@@ -438,29 +439,77 @@ fn fix_bash_labels(script: &[u8]) -> Vec<u8> {
         .into_bytes()
 }
 
-/// `e`, with the services that do answer when the server at an address is not the one
-/// expected there.
+/// `e`, with what answers at the address when it is not the server expected there: the
+/// services another gRPC server offers, or the status line of an HTTP/1 server.
 async fn explain(cli: &Cli, e: CliError) -> CliError {
-    let Some(RunnerError::WrongService { endpoint, .. }) = e.downcast_ref::<RunnerError>() else {
-        return e;
-    };
-    let Ok(access) = cli.access() else {
-        return e;
-    };
-    match services_at(endpoint, &access).await {
-        Some(services) => {
-            let named: Vec<String> = services
-                .iter()
-                .filter(|s| !s.starts_with("grpc."))
-                .map(|s| match known_server(s) {
-                    Some(server) => format!("{s} ({server})"),
-                    None => s.clone(),
-                })
-                .collect();
-            format!("{e}; it offers {}", named.join(", ")).into()
+    match e.downcast_ref::<RunnerError>() {
+        Some(RunnerError::WrongService { endpoint, .. }) => {
+            let Ok(access) = cli.access() else {
+                return e;
+            };
+            match services_at(endpoint, &access).await {
+                Some(services) => {
+                    let named: Vec<String> = services
+                        .iter()
+                        .filter(|s| !s.starts_with("grpc."))
+                        .map(|s| match known_server(s) {
+                            Some(server) => format!("{s} ({server})"),
+                            None => s.clone(),
+                        })
+                        .collect();
+                    format!("{e}; it offers {}", named.join(", ")).into()
+                }
+                None => e,
+            }
         }
-        None => e,
+        // How an HTTP/1 server's answer to HTTP/2 shows depends on a race in the client (a
+        // broken frame, a cancelled call, a broken pipe): asking it in HTTP/1 says what it is.
+        Some(
+            RunnerError::NotGrpc {
+                service, endpoint, ..
+            }
+            | RunnerError::Service {
+                service,
+                endpoint,
+                code: Code::Internal | Code::Unknown | Code::Cancelled,
+                ..
+            },
+        ) => match http1_status_line(endpoint).await {
+            Some(line) => format!(
+                "the server at {endpoint} does not speak gRPC: an HTTP/1 server answers there \
+                 ({line:?}), not {service}"
+            )
+            .into(),
+            None => e,
+        },
+        _ => e,
     }
+}
+
+/// The status line an HTTP/1 server at the plain-text `endpoint` answers a request with, if
+/// one does (within a second).
+async fn http1_status_line(endpoint: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let authority = match endpoint.split_once("://") {
+        Some(("http", rest)) => rest,
+        Some(_) => return None,
+        None => endpoint,
+    };
+    let authority = authority.split('/').next()?;
+    let ask = async {
+        let mut stream = tokio::net::TcpStream::connect(authority).await.ok()?;
+        let request = format!("HEAD / HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut answer = vec![0u8; 256];
+        let n = stream.read(&mut answer).await.ok()?;
+        let answer = String::from_utf8_lossy(&answer[..n]).into_owned();
+        let line = answer.lines().next()?.to_owned();
+        line.starts_with("HTTP/1.").then_some(line)
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(1), ask)
+        .await
+        .ok()
+        .flatten()
 }
 
 /// The server of this project that offers `service`.
