@@ -399,8 +399,8 @@ impl Progress {
         self.shown = Some(percent);
         let line = format!(
             "{label}: {} of {} ({percent}%)",
-            mib(self.done),
-            mib(self.total)
+            size(self.done),
+            size(self.total)
         );
         if self.terminal {
             eprint!("\r{line}");
@@ -425,8 +425,19 @@ fn entries(n: u64) -> String {
     format!("{n} {}", if n == 1 { "entry" } else { "entries" })
 }
 
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+/// A size for people, in the largest unit it has one of: "61 bytes", "12.5 KiB", "3.0 GiB".
+fn size(bytes: u64) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
 }
 
 /// `adk.admin.v1.AdminService` over a store.
@@ -527,15 +538,18 @@ pub enum AdminCommand {
         /// File holding a bearer token granted every app.
         #[arg(long)]
         token_file: Option<PathBuf>,
-        /// CA certificate (PEM) for an https endpoint.
-        #[arg(long)]
-        ca: Option<PathBuf>,
+        /// CA certificate (PEM) of an `https://` endpoint.
+        #[arg(long, alias = "ca")]
+        ca_cert: Option<PathBuf>,
     },
     /// Restore a snapshot file into a fresh data directory (the server must not be running on
     /// it). Nothing is left behind when the restore fails.
     Restore {
+        /// The snapshot file (written by `snapshot`).
         #[arg(long)]
         input: PathBuf,
+        /// The data directory to create: it must not exist or be empty. Start the server on it
+        /// afterwards.
         #[arg(long)]
         data_dir: PathBuf,
         /// Accept a snapshot of the first format, which does not say which service took it.
@@ -552,8 +566,8 @@ impl AdminCommand {
                 endpoint,
                 output,
                 token_file,
-                ca,
-            } => download(&endpoint, &output, token_file, ca)
+                ca_cert,
+            } => download(&endpoint, &output, token_file, ca_cert)
                 .await
                 .map(|(of, bytes)| {
                     format!(
@@ -690,4 +704,18 @@ async fn download(
     partial.persist(output)?;
     progress.finish();
     Ok((header.service, progress.done))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size;
+
+    #[test]
+    fn sizes_are_shown_in_a_unit_that_shows_them() {
+        assert_eq!(size(61), "61 bytes");
+        assert_eq!(size(12_800), "12.5 KiB");
+        assert_eq!(size(5 << 20), "5.0 MiB");
+        assert_eq!(size(3 << 30), "3.0 GiB");
+        assert_eq!(size(4096 << 30), "4096.0 GiB");
+    }
 }

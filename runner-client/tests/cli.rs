@@ -308,6 +308,18 @@ async fn watch_prints_events_as_they_are_appended() {
 #[tokio::test]
 async fn a_service_that_is_down_is_named_with_a_hint_and_a_failure_status() {
     let s = servers().await;
+    let unknown = "http://no-such-host.invalid:50051";
+    let nameless = output(cli(unknown, &s.memory_endpoint).args(["sessions", "list"])).await;
+    assert!(!nameless.ok);
+    assert!(
+        nameless.stderr.starts_with(&format!(
+            "runner-client: cannot reach session-svc at {unknown}: no such host (the name does \
+             not resolve: "
+        )) && !nameless.stderr.contains("is it running"),
+        "{}",
+        nameless.stderr
+    );
+
     let down = output(cli(NOWHERE, &s.memory_endpoint).args(["sessions", "list"])).await;
     assert!(!down.ok);
     assert_eq!(
@@ -652,14 +664,46 @@ async fn memory_generate_then_a_later_turn_updates_a_fact_with_a_revision() {
             ),
         ])],
     );
-    let generated = ok(cli().args(["--session", "trip", "memory", "generate"])).await;
-    assert!(
-        generated
-            .trim()
-            .ends_with("succeeded: 2 added, 0 updated, 0 deleted, 0 already known"),
-        "{generated}"
+    // Queued, then waited for with `memory job --wait`.
+    let queued = ok(cli().args([
+        "--session",
+        "trip",
+        "memory",
+        "generate",
+        "--no-wait",
+        "--json",
+    ]))
+    .await;
+    let job = json_lines(&queued)[0]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let generated = ok(cli().args(["memory", "job", &job, "--wait"])).await;
+    assert_eq!(
+        generated.trim(),
+        format!("job {job}: succeeded: 2 added, 0 updated, 0 deleted, 0 already known")
     );
-    let listed = json_lines(&ok(cli().args(["memory", "list", "--json"])).await);
+    // The turn was not added to memory: the generated facts are all there is.
+    let raw = output(cli().args(["memory", "list", "--kind", "raw"])).await;
+    assert!(raw.ok && raw.stdout.is_empty(), "{}", raw.stdout);
+    let found = ok(cli().args([
+        "memory",
+        "search",
+        "--kind",
+        "generated",
+        "--json",
+        "window seats",
+    ]))
+    .await;
+    assert_eq!(
+        json_lines(&found)[0]["content"]["parts"][0]["text"],
+        "Alice prefers window seats."
+    );
+    let found = ok(cli().args(["memory", "search", "--kind", "raw", "window seats"])).await;
+    assert!(found.is_empty(), "{found}");
+    let listed =
+        json_lines(&ok(cli().args(["memory", "list", "--kind", "generated", "--json"])).await);
+    assert_eq!(listed.len(), 2, "{listed:?}");
     let seats = listed
         .iter()
         .find(|m| m["content"]["parts"][0]["text"] == "Alice prefers window seats.")

@@ -227,6 +227,27 @@ impl From<Mode> for adk_proto::memory::v1::SearchMode {
     }
 }
 
+/// `memory list --kind`, `memory search --kind`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Kind {
+    /// Both kinds.
+    All,
+    /// Ingested events and direct writes.
+    Raw,
+    /// Facts written by generation.
+    Generated,
+}
+
+impl From<Kind> for adk_proto::memory::v1::MemoryKind {
+    fn from(kind: Kind) -> Self {
+        match kind {
+            Kind::All => Self::Unspecified,
+            Kind::Raw => Self::Raw,
+            Kind::Generated => Self::Generated,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum MemoryCommand {
     /// Search the memory of --user.
@@ -240,24 +261,41 @@ enum MemoryCommand {
         /// The query's language as an ISO 639-1 code ("de"), instead of the detected one.
         #[arg(long)]
         language: Option<String>,
+        /// Which memories to search.
+        #[arg(long, value_enum, default_value_t = Kind::All)]
+        kind: Kind,
     },
     /// Add (or refresh) the --session in memory.
     AddSession,
     /// Generate memories from the --session: facts extracted by memory-svc's generation model
     /// and consolidated with the user's earlier ones. Waits for the job unless --no-wait.
     Generate {
-        /// Queue the job and print it, without waiting for it.
+        /// Queue the job and print it, without waiting for it (`memory job` follows it).
         #[arg(long)]
         no_wait: bool,
     },
-    /// The changes generation made to --user's memories (to the memory --id only, if given),
+    /// A generation job of --user (as `generate --no-wait` printed it): its state, or with
+    /// --wait its outcome once it has finished.
+    Job {
+        /// The job's id.
+        id: String,
+        /// Wait for the job to succeed or fail.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// The changes generation made to --user's memories (to one memory only, with --id),
     /// oldest first.
     Revisions {
+        /// Only the changes to the memory with this id.
         #[arg(long)]
         id: Option<String>,
     },
     /// The memories of --user, in the order they were added.
-    List,
+    List {
+        /// Which memories to list.
+        #[arg(long, value_enum, default_value_t = Kind::All)]
+        kind: Kind,
+    },
     /// Delete memories of --user: the one with --id, all of them with --all, otherwise those
     /// that came from the --session.
     Delete {
@@ -399,11 +437,16 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
                 query,
                 mode,
                 language,
-            } => memory::search(cli, query, (*mode).into(), language.as_deref()).await,
+                kind,
+            } => {
+                let (mode, kind) = ((*mode).into(), (*kind).into());
+                memory::search(cli, query, mode, language.as_deref(), kind).await
+            }
             MemoryCommand::AddSession => memory::add_session(cli).await,
             MemoryCommand::Generate { no_wait } => memory::generate(cli, !no_wait).await,
             MemoryCommand::Revisions { id } => memory::revisions(cli, id.as_deref()).await,
-            MemoryCommand::List => memory::list(cli).await,
+            MemoryCommand::Job { id, wait } => memory::job(cli, id, *wait).await,
+            MemoryCommand::List { kind } => memory::list(cli, (*kind).into()).await,
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,
         },
         Command::Completions { shell } => Ok(output::bytes(&completions(*shell))?),
