@@ -158,10 +158,11 @@ impl std::fmt::Display for Config {
             self.listen,
             match self.store() {
                 store @ StoreLocation::Postgres(_) => format!(
-                    "{store:?} (posting cache {})",
+                    "{store:?} ({}, posting cache {})",
+                    self.serve.store_settings(&store),
                     adk_common::server::human_bytes(self.posting_cache_bytes)
                 ),
-                store => format!("{store:?}"),
+                store => format!("{store:?} ({})", self.serve.store_settings(&store)),
             },
             self.session_endpoint,
             adk_common::server::human_bytes(self.max_request_bytes),
