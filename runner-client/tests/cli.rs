@@ -822,3 +822,34 @@ async fn watch_waits_for_a_session_that_does_not_exist_yet_when_asked() {
     assert_eq!(first["sequence"], 1);
     assert_eq!(first["author"], "user");
 }
+
+#[tokio::test]
+async fn memory_list_says_what_tool_call_entries_hold() {
+    let s = servers().await;
+    ok(s.cli()
+        .args(["--session", "a", "run", "--remember", "I live in Lyon."]))
+    .await;
+    ok(s.cli()
+        .args(["--session", "a", "run", "--remember", "Where do I live?"]))
+    .await;
+    let people = ok(s.cli().args(["memory", "list"])).await;
+    let texts: Vec<&str> = people
+        .lines()
+        .map(|line| {
+            let (_id, rest) = line.split_once("  ").unwrap();
+            rest.trim_end_matches("  (session a)")
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "user: I live in Lyon.",
+            "recall: Noted.",
+            "user: Where do I live?",
+            "recall: [call load_memory {\"query\":\"Where do I live?\"}]",
+            "recall: [load_memory returned 2 memories]",
+            "recall: You told me: \"I live in Lyon.\"",
+        ],
+        "{people}"
+    );
+}

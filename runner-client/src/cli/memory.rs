@@ -6,7 +6,7 @@ use adk_proto::memory::v1::{
     GenerationJob, GenerationState, MemoryEntry, MemoryKind, RevisionAction, SearchMemoryRequest,
     SearchMode,
 };
-use runner_client::{event::content_text, json, GenerateSource, MemoryTarget};
+use runner_client::{json, GenerateSource, MemoryTarget};
 use serde_json::json;
 
 use super::{output, Cli, CliError};
@@ -192,12 +192,13 @@ pub(super) async fn delete(cli: &Cli, id: Option<&str>, all: bool) -> Result<(),
     Ok(())
 }
 
-/// A memory for people: `author: text  (session id)`.
+/// A memory for people: `author: text  (session id)`; an entry of a tool call or result says
+/// so (`[call load_memory {...}]`), as `watch` shows such events.
 fn memory_line(memory: &MemoryEntry) -> String {
     let text = memory
         .content
         .as_ref()
-        .map(|c| content_text(c, " "))
+        .map(output::content_summary)
         .unwrap_or_default();
     let author = if memory.author.is_empty() {
         String::new()

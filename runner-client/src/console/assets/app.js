@@ -486,8 +486,9 @@ function feedPage(app) {
   });
 }
 
+// A memory's text; an entry of a tool call or result says so, as the feed does.
 function memoryText(m) {
-  return ((m.content && m.content.parts) || []).map((p) => p.text || "").join(" ");
+  return ((m.content && m.content.parts) || []).map((p) => p.text || (p.function_call ? `[call ${p.function_call.name || ""}]` : p.function_response ? `[response ${p.function_response.name || ""}]` : "")).join(" ");
 }
 
 async function memoryPage(app, user, params) {
