@@ -643,6 +643,34 @@ impl MemoryClient {
             .entries)
     }
 
+    /// [`Self::add_session`] with the session's events given: only these are in memory then.
+    pub async fn add_session_events(
+        &self,
+        app: &str,
+        user: &str,
+        session: &str,
+        events: Vec<Event>,
+    ) -> Result<u32> {
+        let request = AddSessionToMemoryRequest {
+            source: Some(Source::Session(Session {
+                id: session.to_owned(),
+                app_name: app.to_owned(),
+                user_id: user.to_owned(),
+                events,
+                ..Default::default()
+            })),
+            generate: None,
+        };
+        Ok(self
+            .client
+            .clone()
+            .add_session_to_memory(self.remote.request(request))
+            .await
+            .map_err(|s| self.remote.error("AddSessionToMemory", s))?
+            .into_inner()
+            .entries)
+    }
+
     /// Has memory-svc generate memories of the (app, user) from `source`: queued (see
     /// [`MemoryClient::job`]), or run before answering with `wait`.
     pub async fn generate(

@@ -417,7 +417,12 @@ async fn an_http1_server_at_an_endpoint_is_named() {
 #[tokio::test]
 async fn memory_list_and_delete() {
     let s = servers().await;
-    for (session, text) in [("a", "I like tea."), ("b", "I live in Lyon.")] {
+    for (session, text) in [
+        ("a", "I like tea."),
+        ("b", "I live in Lyon."),
+        ("b", "I cycle to work."),
+        ("c", "I read at night."),
+    ] {
         ok(s.cli()
             .args(["--session", session, "run", "--remember", text]))
         .await;
@@ -427,7 +432,8 @@ async fn memory_list_and_delete() {
         .iter()
         .map(|m| m["session_id"].as_str().unwrap())
         .collect();
-    assert_eq!(sessions, ["a", "a", "b", "b"], "{listed:?}");
+    // The recall agent's acknowledgements are not remembered.
+    assert_eq!(sessions, ["a", "b", "b", "c"], "{listed:?}");
     let people = ok(s.cli().args(["memory", "list"])).await;
     let first_id = listed[0]["id"].as_str().unwrap();
     assert_eq!(
@@ -826,12 +832,10 @@ async fn watch_waits_for_a_session_that_does_not_exist_yet_when_asked() {
 #[tokio::test]
 async fn memory_list_says_what_tool_call_entries_hold() {
     let s = servers().await;
-    ok(s.cli()
-        .args(["--session", "a", "run", "--remember", "I live in Lyon."]))
-    .await;
-    ok(s.cli()
-        .args(["--session", "a", "run", "--remember", "Where do I live?"]))
-    .await;
+    ok(s.cli().args(["--session", "a", "run", "I live in Lyon."])).await;
+    ok(s.cli().args(["--session", "a", "run", "Where do I live?"])).await;
+    // The whole session, as ADK's add_session_to_memory stores it.
+    ok(s.cli().args(["--session", "a", "memory", "add-session"])).await;
     let people = ok(s.cli().args(["memory", "list"])).await;
     let texts: Vec<&str> = people
         .lines()
@@ -847,7 +851,32 @@ async fn memory_list_says_what_tool_call_entries_hold() {
             "recall: Noted.",
             "user: Where do I live?",
             "recall: [call load_memory {\"query\":\"Where do I live?\"}]",
-            "recall: [load_memory returned 2 memories]",
+            "recall: [load_memory returned 0 memories]",
+            "recall: I don't remember anything about that.",
+        ],
+        "{people}"
+    );
+}
+
+#[tokio::test]
+async fn the_recall_agent_remembers_no_acknowledgement_or_tool_call() {
+    let s = servers().await;
+    for text in ["I live in Lyon.", "Where do I live?"] {
+        ok(s.cli().args(["--session", "a", "run", "--remember", text])).await;
+    }
+    let people = ok(s.cli().args(["memory", "list"])).await;
+    let texts: Vec<&str> = people
+        .lines()
+        .map(|line| {
+            let (_id, rest) = line.split_once("  ").unwrap();
+            rest.trim_end_matches("  (session a)")
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "user: I live in Lyon.",
+            "user: Where do I live?",
             "recall: You told me: \"I live in Lyon.\"",
         ],
         "{people}"
