@@ -67,6 +67,7 @@ impl SledCache {
 
     /// Opens (or creates) the sled database in `dir` with this cache capacity.
     pub fn open(&self, dir: &Path) -> sled::Result<sled::Db> {
+        not_held_elsewhere(dir)?;
         sled::Config::new()
             .path(dir)
             .cache_capacity(self.bytes)
@@ -141,6 +142,31 @@ fn parse_limit(text: &str) -> Option<u64> {
         .parse::<u64>()
         .ok()
         .filter(|&bytes| bytes < NO_LIMIT_FROM)
+}
+
+/// Fails when another process holds the lock sled takes on the database in `dir` (its file
+/// `db`), saying so: sled's own error is an opaque "could not acquire lock ... WouldBlock".
+fn not_held_elsewhere(dir: &Path) -> sled::Result<()> {
+    use fs2::FileExt;
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join("db"))
+    else {
+        // No database yet, or one sled will say more about.
+        return Ok(());
+    };
+    match file.try_lock_exclusive() {
+        // Released when `file` is closed, before sled takes it.
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == fs2::lock_contended_error().kind() => {
+            Err(sled::Error::Io(std::io::Error::new(
+                e.kind(),
+                "another process holds its lock: is a server already running on it?",
+            )))
+        }
+        Err(_) => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -33,8 +33,8 @@ pub enum SyncMode {
     /// Reply only after the write is flushed to disk (the default).
     #[default]
     Sync,
-    /// Reply once the write is committed; sled writes and fsyncs in the background every
-    /// `flush_every_ms`, so a crash (of the process or the machine) may lose the last moments
+    /// Reply once the write is committed; sled writes and fsyncs in the background about every
+    /// 500 ms, so a crash (of the process or the machine) may lose the last moments
     /// of acknowledged writes: sled keeps its newest log buffer in memory until then.
     Periodic,
 }

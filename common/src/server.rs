@@ -113,19 +113,12 @@ impl Default for ServeFlags {
     }
 }
 
-/// The flags for people, as the startup log shows them.
+/// The flags for people, as the startup log shows them, but for those of one kind of store
+/// (see [`ServeFlags::store_settings`]).
 impl std::fmt::Display for ServeFlags {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let on_off = |set: bool| if set { "on" } else { "off" };
-        let sync = match self.sync {
-            SyncMode::Sync => "sync",
-            SyncMode::Periodic => "periodic",
-        };
-        write!(
-            f,
-            "durability {sync}, TLS {}",
-            on_off(self.tls_cert.is_some())
-        )?;
+        write!(f, "TLS {}", on_off(self.tls_cert.is_some()))?;
         if self.tls_client_ca.is_some() {
             f.write_str(" with client certificates")?;
         }
@@ -136,9 +129,25 @@ impl std::fmt::Display for ServeFlags {
         }
         write!(
             f,
-            ", at most {} calls at once, {} s shutdown grace, at most {} PostgreSQL connections",
-            self.max_concurrent_requests, self.shutdown_grace_secs, self.pg_max_connections
+            ", at most {} calls at once, {} s shutdown grace",
+            self.max_concurrent_requests, self.shutdown_grace_secs
         )
+    }
+}
+
+impl ServeFlags {
+    /// The flags that apply to `store`'s kind, for people: a sled store's durability, a
+    /// PostgreSQL store's connection limit.
+    pub fn store_settings(&self, store: &crate::postgres::StoreLocation) -> String {
+        match store {
+            crate::postgres::StoreLocation::Sled(_) => match self.sync {
+                SyncMode::Sync => "durability sync".to_owned(),
+                SyncMode::Periodic => "durability periodic".to_owned(),
+            },
+            crate::postgres::StoreLocation::Postgres(_) => {
+                format!("at most {} connections", self.pg_max_connections)
+            }
+        }
     }
 }
 
@@ -210,14 +219,25 @@ pub fn init_logging(format: LogFormat) {
         .with_writer(std::io::stderr);
     // A second call (several servers in one test process) keeps the first subscriber.
     let _ = match format {
+        // Colour only on a terminal, and not when NO_COLOR is set (https://no-color.org).
         LogFormat::Plain => builder
-            .with_ansi(std::io::stderr().is_terminal())
+            .with_ansi(
+                std::io::stderr().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            )
             .try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
 }
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A listener on `addr`; the error names the address (a port in use, say).
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, BoxError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}").into())
+}
 
 /// Files of a TLS server identity; with `client_ca`, clients must present a certificate it
 /// signed (mutual TLS).
@@ -377,7 +397,7 @@ where
     let Shutdown(stopping) = shutdown;
     let metrics_addr = match options.metrics_listen {
         Some(listen) => Some(crate::metrics::serve(
-            TcpListener::bind(listen).await?,
+            bind(listen).await?,
             refresh_metrics,
             &stopping,
         )?),

@@ -399,8 +399,8 @@ impl Progress {
         self.shown = Some(percent);
         let line = format!(
             "{label}: {} of {} ({percent}%)",
-            mib(self.done),
-            mib(self.total)
+            size(self.done),
+            size(self.total)
         );
         if self.terminal {
             eprint!("\r{line}");
@@ -425,8 +425,19 @@ fn entries(n: u64) -> String {
     format!("{n} {}", if n == 1 { "entry" } else { "entries" })
 }
 
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+/// A size for people, in the largest unit it has one of: "61 bytes", "12.5 KiB", "3.0 GiB".
+fn size(bytes: u64) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
 }
 
 /// `adk.admin.v1.AdminService` over a store.
@@ -527,15 +538,18 @@ pub enum AdminCommand {
         /// File holding a bearer token granted every app.
         #[arg(long)]
         token_file: Option<PathBuf>,
-        /// CA certificate (PEM) for an https endpoint.
-        #[arg(long)]
-        ca: Option<PathBuf>,
+        /// CA certificate (PEM) of an `https://` endpoint.
+        #[arg(long, alias = "ca")]
+        ca_cert: Option<PathBuf>,
     },
     /// Restore a snapshot file into a fresh data directory (the server must not be running on
     /// it). Nothing is left behind when the restore fails.
     Restore {
+        /// The snapshot file (written by `snapshot`).
         #[arg(long)]
         input: PathBuf,
+        /// The data directory to create: it must not exist or be empty. Start the server on it
+        /// afterwards.
         #[arg(long)]
         data_dir: PathBuf,
         /// Accept a snapshot of the first format, which does not say which service took it.
@@ -552,8 +566,8 @@ impl AdminCommand {
                 endpoint,
                 output,
                 token_file,
-                ca,
-            } => download(&endpoint, &output, token_file, ca)
+                ca_cert,
+            } => download(&endpoint, &output, token_file, ca_cert)
                 .await
                 .map(|(of, bytes)| {
                     format!(
@@ -588,6 +602,24 @@ impl AdminCommand {
     }
 }
 
+/// A failed Snapshot call, for people: what answers at `endpoint` when it is not gRPC.
+fn call_failed(endpoint: &str, status: &Status) -> String {
+    use std::error::Error as _;
+    let message = status.message();
+    match status.source() {
+        // A status made of a transport failure after connecting, not one the server sent: what
+        // answered does not speak gRPC (an HTTP/1 server's answer to HTTP/2 shows as a broken
+        // frame, a cancelled call or a broken pipe, whichever the client notices first).
+        Some(_) => format!(
+            "the server at {endpoint} does not speak gRPC ({message}): is it an HTTP/1 server?"
+        ),
+        None => format!(
+            "the server at {endpoint} answered {:?}: {message}",
+            status.code()
+        ),
+    }
+}
+
 /// `restore` from the file at `input`, with progress.
 fn restore_file(
     expect: Expect<'_>,
@@ -608,7 +640,15 @@ async fn download(
     token_file: Option<PathBuf>,
     ca: Option<PathBuf>,
 ) -> Result<(String, u64), crate::server::BoxError> {
-    let mut channel = Channel::from_shared(endpoint.to_owned())?;
+    // Like grpcurl and runner-client, a scheme-less endpoint means http://, or https:// with a CA.
+    let url = if endpoint.contains("://") {
+        endpoint.to_owned()
+    } else if ca.is_some() {
+        format!("https://{endpoint}")
+    } else {
+        format!("http://{endpoint}")
+    };
+    let mut channel = Channel::from_shared(url)?;
     if let Some(ca) = ca {
         let pem = std::fs::read(&ca).map_err(|e| format!("cannot read {}: {e}", ca.display()))?;
         channel = channel.tls_config(
@@ -629,7 +669,11 @@ async fn download(
             .insert("authorization", format!("Bearer {}", token.trim()).parse()?);
     }
     let mut client = adk_proto::admin::v1::admin_service_client::AdminServiceClient::new(channel);
-    let mut stream = client.snapshot(request).await?.into_inner();
+    let mut stream = client
+        .snapshot(request)
+        .await
+        .map_err(|status| call_failed(endpoint, &status))?
+        .into_inner();
     // The first chunk is the header: it names the service and the size of what follows.
     let start = stream
         .next()
@@ -660,4 +704,18 @@ async fn download(
     partial.persist(output)?;
     progress.finish();
     Ok((header.service, progress.done))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size;
+
+    #[test]
+    fn sizes_are_shown_in_a_unit_that_shows_them() {
+        assert_eq!(size(61), "61 bytes");
+        assert_eq!(size(12_800), "12.5 KiB");
+        assert_eq!(size(5 << 20), "5.0 MiB");
+        assert_eq!(size(3 << 30), "3.0 GiB");
+        assert_eq!(size(4096 << 30), "4096.0 GiB");
+    }
 }

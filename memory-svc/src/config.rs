@@ -59,8 +59,10 @@ pub struct Config {
     #[arg(long)]
     pub session_token_file: Option<PathBuf>,
 
-    /// CA certificate (PEM) to verify an `https://` session endpoint with.
-    #[arg(long)]
+    /// CA certificate (PEM) of an `https://` session endpoint.
+    // Spelled like runner-client's --ca-cert; the environment variable keeps its name
+    // (MEMORY_SVC_SESSION_CA), and so does the old flag, as a hidden alias.
+    #[arg(long = "session-ca-cert", alias = "session-ca")]
     pub session_ca: Option<PathBuf>,
 
     /// Sentence-embedding model: `none` (no model), `local:DIR` (a sentence-transformers folder
@@ -156,10 +158,11 @@ impl std::fmt::Display for Config {
             self.listen,
             match self.store() {
                 store @ StoreLocation::Postgres(_) => format!(
-                    "{store:?} (posting cache {})",
+                    "{store:?} ({}, posting cache {})",
+                    self.serve.store_settings(&store),
                     adk_common::server::human_bytes(self.posting_cache_bytes)
                 ),
-                store => format!("{store:?}"),
+                store => format!("{store:?} ({})", self.serve.store_settings(&store)),
             },
             self.session_endpoint,
             adk_common::server::human_bytes(self.max_request_bytes),
@@ -256,6 +259,39 @@ impl Config {
             detect_language: true,
             serve: ServeFlags::default(),
             admin: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use adk_common::snapshot::AdminCommand;
+    use clap::Parser;
+
+    use super::Config;
+
+    #[test]
+    fn ca_certificates_are_spelled_ca_cert_and_the_old_spellings_still_work() {
+        for flag in ["--session-ca-cert", "--session-ca"] {
+            let config = Config::try_parse_from(["memory-svc", flag, "ca.pem"]).unwrap();
+            assert_eq!(config.session_ca.unwrap().to_str(), Some("ca.pem"));
+        }
+        for flag in ["--ca-cert", "--ca"] {
+            let config = Config::try_parse_from([
+                "memory-svc",
+                "snapshot",
+                "--endpoint",
+                "127.0.0.1:50052",
+                "--output",
+                "out.snap",
+                flag,
+                "ca.pem",
+            ])
+            .unwrap();
+            let Some(AdminCommand::Snapshot { ca_cert, .. }) = config.admin else {
+                panic!("a snapshot command: {:?}", config.admin);
+            };
+            assert_eq!(ca_cert.unwrap().to_str(), Some("ca.pem"));
         }
     }
 }

@@ -10,7 +10,6 @@ use adk_common::{
     server::{spawn, BoxError, Running, Shutdown},
 };
 use adk_proto::memory::v1::memory_service_server::MemoryServiceServer;
-use tokio::net::TcpListener;
 
 use crate::{
     backfill,
@@ -125,7 +124,7 @@ async fn serve<S: MemoryStore + Clone>(
                 .spawn(async move { jobs::work(&memories, &generator, &stopping).await });
         }
     }
-    let listener = TcpListener::bind(config.listen).await?;
+    let listener = adk_common::server::bind(config.listen).await?;
     let service = MemoryServiceServer::new(MemoryGrpc::new(memories))
         .max_decoding_message_size(config.max_request_bytes);
     spawn(

@@ -136,6 +136,8 @@ async fn restore_refuses_other_snapshots_and_leaves_nothing_behind_when_it_fails
         "{}",
         stderr(&restored)
     );
+    // Sizes in a unit that shows them: a small snapshot is not "0.0 MiB of 0.0 MiB".
+    assert!(!stderr(&restored).contains("0.0 "), "{}", stderr(&restored));
     let running = memory_svc::server::start(Config::ephemeral(
         target.clone(),
         "http://127.0.0.1:9".into(),

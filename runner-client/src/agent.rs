@@ -1,5 +1,6 @@
 //! The [`Agent`] trait the runner drives.
 
+use adk_proto::session::v1::Event;
 use async_trait::async_trait;
 
 use crate::{error::Result, invocation::InvocationContext};
@@ -18,6 +19,12 @@ pub trait Agent: Send + Sync {
     /// saved (through the final event's state delta).
     fn output_key(&self) -> Option<&str> {
         None
+    }
+
+    /// Whether the runner keeps `event` of the session in memory when it remembers sessions
+    /// (`remember_sessions`). Every event by default, as ADK's `add_session_to_memory` does.
+    fn remembers(&self, _event: &Event) -> bool {
+        true
     }
 
     /// Runs one turn. The user's message is already stored; see

@@ -12,9 +12,10 @@ use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, delete_memory_request::Target,
         memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest, DeleteMemoryRequest,
-        EventList, GenerateMemoriesRequest, GenerateOptions, GenerationJob, ListMemoriesRequest,
-        ListMemoriesResponse, ListMemoryRevisionsRequest, MemoryEntry, MemoryRevision,
-        SearchMemoryRequest, SearchMode, SessionRef,
+        EventList, GenerateMemoriesRequest, GenerateOptions, GenerationJob,
+        GetGenerationJobRequest, ListMemoriesRequest, ListMemoriesResponse,
+        ListMemoryRevisionsRequest, MemoryEntry, MemoryKind, MemoryRevision, SearchMemoryRequest,
+        SearchMode, SessionRef,
     },
     session::v1::{
         session_service_client::SessionServiceClient, AppendEventRequest, AppendEventResponse,
@@ -30,7 +31,7 @@ use tonic::{
     Code, Request, Status, Streaming,
 };
 
-use crate::error::{Result, RunnerError};
+use crate::error::{Result, RunnerError, NO_SUCH_HOST};
 
 /// Largest message accepted from or sent to a service: well above the largest event
 /// session-svc accepts (`--max-event-bytes`, 16 MiB by default), so that a page of events
@@ -123,6 +124,15 @@ impl Remote {
                 rpc,
             };
         }
+        // The connection was made (a transport error, not a status a server sent) and the
+        // answer was not HTTP/2.
+        if status.source().is_some() && status.message().starts_with("h2 protocol error") {
+            return RunnerError::NotGrpc {
+                service: self.service,
+                endpoint: self.endpoint.clone(),
+                reason: status.message().to_owned(),
+            };
+        }
         match unreachable_reason(&status) {
             Some(reason) => RunnerError::Unreachable {
                 service: self.service,
@@ -189,6 +199,14 @@ fn unreachable_reason(status: &Status) -> Option<String> {
     let mut source = status.source()?;
     let mut reason = source.to_string();
     loop {
+        // hyper-util's connector: the name did not resolve (the I/O error under it is the
+        // resolver's "failed to lookup address information: ...").
+        if source.to_string() == "dns error" {
+            let detail = source.source().map(|e| e.to_string()).unwrap_or_default();
+            return Some(format!(
+                "{NO_SUCH_HOST} (the name does not resolve: {detail})"
+            ));
+        }
         if let Some(io) = source.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind::*;
             return Some(match io.kind() {
@@ -625,6 +643,34 @@ impl MemoryClient {
             .entries)
     }
 
+    /// [`Self::add_session`] with the session's events given: only these are in memory then.
+    pub async fn add_session_events(
+        &self,
+        app: &str,
+        user: &str,
+        session: &str,
+        events: Vec<Event>,
+    ) -> Result<u32> {
+        let request = AddSessionToMemoryRequest {
+            source: Some(Source::Session(Session {
+                id: session.to_owned(),
+                app_name: app.to_owned(),
+                user_id: user.to_owned(),
+                events,
+                ..Default::default()
+            })),
+            generate: None,
+        };
+        Ok(self
+            .client
+            .clone()
+            .add_session_to_memory(self.remote.request(request))
+            .await
+            .map_err(|s| self.remote.error("AddSessionToMemory", s))?
+            .into_inner()
+            .entries)
+    }
+
     /// Has memory-svc generate memories of the (app, user) from `source`: queued (see
     /// [`MemoryClient::job`]), or run before answering with `wait`.
     pub async fn generate(
@@ -665,6 +711,21 @@ impl MemoryClient {
             })
     }
 
+    /// The generation job `job_id` of the (app, user), as it stands.
+    pub async fn job(&self, app: &str, user: &str, job_id: &str) -> Result<GenerationJob> {
+        let request = GetGenerationJobRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            job_id: job_id.to_owned(),
+        };
+        self.client
+            .clone()
+            .get_generation_job(self.remote.request(request))
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| self.remote.error("GetGenerationJob", s))
+    }
+
     /// Every change generation made to the (app, user)'s memories (to `memory_id` only, when
     /// given), oldest first.
     pub async fn revisions(
@@ -700,10 +761,22 @@ impl MemoryClient {
 
     /// Every memory of the (app, user), in ingestion order.
     pub async fn list(&self, app: &str, user: &str) -> Result<Vec<MemoryEntry>> {
+        self.list_of_kind(app, user, MemoryKind::Unspecified).await
+    }
+
+    /// [`Self::list`], of one kind only (`Unspecified`: both kinds).
+    pub async fn list_of_kind(
+        &self,
+        app: &str,
+        user: &str,
+        kind: MemoryKind,
+    ) -> Result<Vec<MemoryEntry>> {
         let mut memories = Vec::new();
         let mut page_token = String::new();
         loop {
-            let page = self.page(app, user, LIST_PAGE, page_token).await?;
+            let page = self
+                .page_of_kind(app, user, LIST_PAGE, page_token, kind)
+                .await?;
             memories.extend(page.memories);
             if page.next_page_token.is_empty() {
                 return Ok(memories);
@@ -720,12 +793,24 @@ impl MemoryClient {
         page_size: i32,
         page_token: String,
     ) -> Result<ListMemoriesResponse> {
+        self.page_of_kind(app, user, page_size, page_token, MemoryKind::Unspecified)
+            .await
+    }
+
+    async fn page_of_kind(
+        &self,
+        app: &str,
+        user: &str,
+        page_size: i32,
+        page_token: String,
+        kind: MemoryKind,
+    ) -> Result<ListMemoriesResponse> {
         let request = ListMemoriesRequest {
             app_name: app.to_owned(),
             user_id: user.to_owned(),
             page_size,
             page_token,
-            kind: 0,
+            kind: kind.into(),
         };
         self.client
             .clone()

@@ -4,8 +4,11 @@ use tonic::Code;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
-    /// Nothing answered at the service's address (refused, timed out, not gRPC...).
-    #[error("cannot reach {service} at {endpoint}: {reason} — is it running?")]
+    /// Nothing answered at the service's address (refused, timed out, no such host...).
+    #[error(
+        "cannot reach {service} at {endpoint}: {reason}{}",
+        running_hint(reason)
+    )]
     Unreachable {
         service: &'static str,
         endpoint: String,
@@ -20,6 +23,18 @@ pub enum RunnerError {
         rpc: &'static str,
         code: Code,
         message: String,
+    },
+
+    /// Something answers at the service's address, but not in gRPC: it broke HTTP/2 (an HTTP/1
+    /// server answers plain HTTP/2 with bytes that are not HTTP/2 frames).
+    #[error(
+        "the server at {endpoint} does not speak gRPC ({reason}): an HTTP/1 server answers \
+         there, not {service}"
+    )]
+    NotGrpc {
+        service: &'static str,
+        endpoint: String,
+        reason: String,
     },
 
     /// Another server answers at the service's address: it does not know the service's calls.
@@ -84,3 +99,16 @@ pub enum RunnerError {
 }
 
 pub type Result<T, E = RunnerError> = std::result::Result<T, E>;
+
+/// What to check when a service cannot be reached: whether it runs, unless the address does
+/// not even resolve (then the name is what is wrong).
+fn running_hint(reason: &str) -> &'static str {
+    if reason.starts_with(NO_SUCH_HOST) {
+        ""
+    } else {
+        " — is it running?"
+    }
+}
+
+/// The start of [`RunnerError::Unreachable`]'s reason when the host name does not resolve.
+pub(crate) const NO_SUCH_HOST: &str = "no such host";

@@ -3,9 +3,8 @@
 
 mod cli;
 
-use std::process::ExitCode;
+use std::{io::IsTerminal, process::ExitCode};
 
-use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
@@ -15,12 +14,19 @@ async fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour())
         .init();
-    match cli::run(cli::Cli::parse()).await {
+    match cli::run(cli::Cli::from_env()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("runner-client: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether log lines are coloured: only on a terminal, and not when `NO_COLOR` is set to
+/// anything (https://no-color.org).
+fn colour() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

@@ -191,9 +191,21 @@ impl Runner {
         ctx.stream.finish().await?;
         if let Some(memory) = &self.memory {
             if self.remember {
-                memory
-                    .add_session(&self.app_name, &user_id, &session_id)
-                    .await?;
+                if ctx.events.iter().all(|e| self.agent.remembers(e)) {
+                    memory
+                        .add_session(&self.app_name, &user_id, &session_id)
+                        .await?;
+                } else {
+                    let kept = ctx
+                        .events
+                        .iter()
+                        .filter(|e| self.agent.remembers(e))
+                        .cloned()
+                        .collect();
+                    memory
+                        .add_session_events(&self.app_name, &user_id, &session_id, kept)
+                        .await?;
+                }
             }
             if self.generate {
                 let turn = ctx.events.split_off(earlier.min(ctx.events.len()));

@@ -308,6 +308,18 @@ async fn watch_prints_events_as_they_are_appended() {
 #[tokio::test]
 async fn a_service_that_is_down_is_named_with_a_hint_and_a_failure_status() {
     let s = servers().await;
+    let unknown = "http://no-such-host.invalid:50051";
+    let nameless = output(cli(unknown, &s.memory_endpoint).args(["sessions", "list"])).await;
+    assert!(!nameless.ok);
+    assert!(
+        nameless.stderr.starts_with(&format!(
+            "runner-client: cannot reach session-svc at {unknown}: no such host (the name does \
+             not resolve: "
+        )) && !nameless.stderr.contains("is it running"),
+        "{}",
+        nameless.stderr
+    );
+
     let down = output(cli(NOWHERE, &s.memory_endpoint).args(["sessions", "list"])).await;
     assert!(!down.ok);
     assert_eq!(
@@ -377,9 +389,40 @@ async fn endpoints_without_a_scheme_and_the_wrong_service_at_an_endpoint() {
 }
 
 #[tokio::test]
+async fn an_http1_server_at_an_endpoint_is_named() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Answers as web servers answer HTTP/2's preface.
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut connection in listener.incoming().flatten() {
+            let _ = connection.read(&mut [0u8; 1024]);
+            let _ = connection.write_all(
+                b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+        }
+    });
+    let endpoint = format!("http://{addr}");
+    let wrong = output(cli(&endpoint, NOWHERE).args(["sessions", "list"])).await;
+    assert!(!wrong.ok);
+    assert_eq!(
+        wrong.stderr.trim(),
+        format!(
+            "runner-client: the server at {endpoint} does not speak gRPC: an HTTP/1 server \
+             answers there (\"HTTP/1.1 400 Bad Request\"), not session-svc"
+        )
+    );
+}
+
+#[tokio::test]
 async fn memory_list_and_delete() {
     let s = servers().await;
-    for (session, text) in [("a", "I like tea."), ("b", "I live in Lyon.")] {
+    for (session, text) in [
+        ("a", "I like tea."),
+        ("b", "I live in Lyon."),
+        ("b", "I cycle to work."),
+        ("c", "I read at night."),
+    ] {
         ok(s.cli()
             .args(["--session", session, "run", "--remember", text]))
         .await;
@@ -389,7 +432,8 @@ async fn memory_list_and_delete() {
         .iter()
         .map(|m| m["session_id"].as_str().unwrap())
         .collect();
-    assert_eq!(sessions, ["a", "a", "b", "b"], "{listed:?}");
+    // The recall agent's acknowledgements are not remembered.
+    assert_eq!(sessions, ["a", "b", "b", "c"], "{listed:?}");
     let people = ok(s.cli().args(["memory", "list"])).await;
     let first_id = listed[0]["id"].as_str().unwrap();
     assert_eq!(
@@ -426,6 +470,23 @@ async fn help_lists_a_commands_own_flags_first_and_completions_are_printed() {
     let help = ok(cli(NOWHERE, NOWHERE).args(["run", "--help"])).await;
     let model = help.find("--model <MODEL>").expect("run takes --model");
     assert!(model < help.find("Global options:").unwrap(), "{help}");
+
+    // The console takes endpoints and a CA certificate, and nothing else of the global flags.
+    let help = ok(cli(NOWHERE, NOWHERE).args(["console", "--help"])).await;
+    for used in [
+        "--listen",
+        "--apps",
+        "--session-endpoint",
+        "--memory-endpoint",
+        "--ca-cert",
+    ] {
+        assert!(help.contains(used), "{used} missing: {help}");
+    }
+    for unused in ["--token-file", "--app ", "--user", "--session ", "--json"] {
+        assert!(!help.contains(unused), "{unused} listed: {help}");
+    }
+    let help = ok(cli(NOWHERE, NOWHERE).args(["completions", "--help"])).await;
+    assert!(!help.contains("Global options"), "{help}");
 
     let bash = ok(cli(NOWHERE, NOWHERE).args(["completions", "bash"])).await;
     assert!(bash.contains("complete -F _runner__client"), "{bash}");
@@ -609,14 +670,46 @@ async fn memory_generate_then_a_later_turn_updates_a_fact_with_a_revision() {
             ),
         ])],
     );
-    let generated = ok(cli().args(["--session", "trip", "memory", "generate"])).await;
-    assert!(
-        generated
-            .trim()
-            .ends_with("succeeded: 2 added, 0 updated, 0 deleted, 0 already known"),
-        "{generated}"
+    // Queued, then waited for with `memory job --wait`.
+    let queued = ok(cli().args([
+        "--session",
+        "trip",
+        "memory",
+        "generate",
+        "--no-wait",
+        "--json",
+    ]))
+    .await;
+    let job = json_lines(&queued)[0]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let generated = ok(cli().args(["memory", "job", &job, "--wait"])).await;
+    assert_eq!(
+        generated.trim(),
+        format!("job {job}: succeeded: 2 added, 0 updated, 0 deleted, 0 already known")
     );
-    let listed = json_lines(&ok(cli().args(["memory", "list", "--json"])).await);
+    // The turn was not added to memory: the generated facts are all there is.
+    let raw = output(cli().args(["memory", "list", "--kind", "raw"])).await;
+    assert!(raw.ok && raw.stdout.is_empty(), "{}", raw.stdout);
+    let found = ok(cli().args([
+        "memory",
+        "search",
+        "--kind",
+        "generated",
+        "--json",
+        "window seats",
+    ]))
+    .await;
+    assert_eq!(
+        json_lines(&found)[0]["content"]["parts"][0]["text"],
+        "Alice prefers window seats."
+    );
+    let found = ok(cli().args(["memory", "search", "--kind", "raw", "window seats"])).await;
+    assert!(found.is_empty(), "{found}");
+    let listed =
+        json_lines(&ok(cli().args(["memory", "list", "--kind", "generated", "--json"])).await);
+    assert_eq!(listed.len(), 2, "{listed:?}");
     let seats = listed
         .iter()
         .find(|m| m["content"]["parts"][0]["text"] == "Alice prefers window seats.")
@@ -670,5 +763,122 @@ async fn memory_generate_then_a_later_turn_updates_a_fact_with_a_revision() {
                 "{seats}  updated  \"Alice prefers window seats.\" -> \"Alice prefers aisle seats.\""
             ),
         ]
+    );
+}
+
+#[tokio::test]
+async fn logs_written_to_a_file_hold_no_colour_codes() {
+    let s = servers().await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let path = dir.path().join("err.txt");
+    let file = std::fs::File::create(&path).unwrap();
+    let status = s
+        .cli()
+        .args(["sessions", "list"])
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::null())
+        .stderr(file)
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success());
+    let logged = std::fs::read_to_string(&path).unwrap();
+    assert!(logged.contains("DEBUG"), "debug lines are logged: {logged}");
+    assert!(
+        !logged.contains('\u{1b}'),
+        "escape codes in a file: {logged:?}"
+    );
+}
+
+#[tokio::test]
+async fn watch_waits_for_a_session_that_does_not_exist_yet_when_asked() {
+    let s = servers().await;
+    let missing = output(s.cli().args(["--session", "later", "watch"])).await;
+    assert!(!missing.ok);
+    assert_eq!(
+        missing.stderr.trim(),
+        "runner-client: session later not found (watch --wait waits for it to be created)"
+    );
+
+    let mut watcher = s
+        .cli()
+        .args(["--session", "later", "watch", "--wait", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("watch starts");
+    // Told it waits before the session exists: the session is created only after that.
+    let mut stderr = BufReader::new(watcher.stderr.take().expect("piped")).lines();
+    let said = tokio::time::timeout(Duration::from_secs(20), stderr.next_line())
+        .await
+        .expect("watch says it waits")
+        .unwrap();
+    assert_eq!(
+        said.as_deref(),
+        Some("runner-client: session later does not exist yet; waiting for it")
+    );
+    ok(s.cli().args(["--session", "later", "run", "Hello."])).await;
+    let mut lines = BufReader::new(watcher.stdout.take().expect("piped")).lines();
+    let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("the first event arrives")
+        .unwrap()
+        .expect("watch still running");
+    let first: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(first["sequence"], 1);
+    assert_eq!(first["author"], "user");
+}
+
+#[tokio::test]
+async fn memory_list_says_what_tool_call_entries_hold() {
+    let s = servers().await;
+    ok(s.cli().args(["--session", "a", "run", "I live in Lyon."])).await;
+    ok(s.cli().args(["--session", "a", "run", "Where do I live?"])).await;
+    // The whole session, as ADK's add_session_to_memory stores it.
+    ok(s.cli().args(["--session", "a", "memory", "add-session"])).await;
+    let people = ok(s.cli().args(["memory", "list"])).await;
+    let texts: Vec<&str> = people
+        .lines()
+        .map(|line| {
+            let (_id, rest) = line.split_once("  ").unwrap();
+            rest.trim_end_matches("  (session a)")
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "user: I live in Lyon.",
+            "recall: Noted.",
+            "user: Where do I live?",
+            "recall: [call load_memory {\"query\":\"Where do I live?\"}]",
+            "recall: [load_memory returned 0 memories]",
+            "recall: I don't remember anything about that.",
+        ],
+        "{people}"
+    );
+}
+
+#[tokio::test]
+async fn the_recall_agent_remembers_no_acknowledgement_or_tool_call() {
+    let s = servers().await;
+    for text in ["I live in Lyon.", "Where do I live?"] {
+        ok(s.cli().args(["--session", "a", "run", "--remember", text])).await;
+    }
+    let people = ok(s.cli().args(["memory", "list"])).await;
+    let texts: Vec<&str> = people
+        .lines()
+        .map(|line| {
+            let (_id, rest) = line.split_once("  ").unwrap();
+            rest.trim_end_matches("  (session a)")
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "user: I live in Lyon.",
+            "user: Where do I live?",
+            "recall: You told me: \"I live in Lyon.\"",
+        ],
+        "{people}"
     );
 }

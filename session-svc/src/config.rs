@@ -48,11 +48,12 @@ pub struct Config {
 /// The configuration for people, as the startup log shows it.
 impl std::fmt::Display for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let store = self.store();
         write!(
             f,
-            "listen {}, store {:?}, events up to {}, change feed kept {} s, ",
+            "listen {}, store {store:?} ({}), events up to {}, change feed kept {} s, ",
             self.listen,
-            self.store(),
+            self.serve.store_settings(&store),
             adk_common::server::human_bytes(self.max_event_bytes),
             self.change_retention_secs
         )?;
@@ -91,5 +92,32 @@ impl Config {
             serve: ServeFlags::default(),
             admin: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use adk_common::postgres::StoreLocation;
+
+    use super::Config;
+
+    #[test]
+    fn the_startup_log_names_only_the_settings_of_the_store_in_use() {
+        let sled = Config::ephemeral(PathBuf::from("/data")).to_string();
+        assert!(
+            sled.contains("store sled:/data (durability sync)"),
+            "{sled}"
+        );
+        assert!(!sled.contains("connections"), "{sled}");
+
+        let postgres = Config {
+            store: Some(StoreLocation::Postgres("postgres://adk@db/adk".into())),
+            ..Config::ephemeral(PathBuf::from("/data"))
+        }
+        .to_string();
+        assert!(postgres.contains("(at most 16 connections)"), "{postgres}");
+        assert!(!postgres.contains("durability"), "{postgres}");
     }
 }

@@ -10,7 +10,6 @@ use adk_common::{
     server::{spawn, BoxError, Running, Shutdown, Stopping},
 };
 use adk_proto::session::v1::session_service_server::SessionServiceServer;
-use tokio::net::TcpListener;
 
 use crate::{
     config::Config,
@@ -77,7 +76,7 @@ async fn serve<S: SessionStore>(
     hooks: StoreHooks,
 ) -> Result<Running, BoxError> {
     let authenticator = config.serve.authenticator()?;
-    let listener = TcpListener::bind(config.listen).await?;
+    let listener = adk_common::server::bind(config.listen).await?;
     let change_retention = Duration::from_secs(config.change_retention_secs);
     let shutdown = Shutdown::new();
     let stopping = shutdown.signal();

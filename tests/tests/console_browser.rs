@@ -169,6 +169,21 @@ async fn click(browser: &Client, css: &str) {
         .expect("clicks");
 }
 
+/// Fails if the page shows a JavaScript non-value ("null", "undefined") as text: a child or
+/// field the page forgot to leave out.
+async fn no_stray_values(browser: &Client, page: &str) {
+    let text = browser
+        .execute("return document.body.innerText", vec![])
+        .await
+        .expect("reads the page");
+    let text = text.as_str().unwrap_or_default();
+    let stray: Vec<&str> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| matches!(*word, "null" | "undefined" | "NaN"))
+        .collect();
+    assert!(stray.is_empty(), "the {page} page shows {stray:?}:\n{text}");
+}
+
 /// Signs in from a fresh load of the start page.
 async fn sign_in(browser: &Client, console: &str, token: &str) {
     go(browser, &format!("{console}/?sign-in")).await;
@@ -227,6 +242,13 @@ async fn the_console_in_a_browser() {
     // Signing in: the services require tokens, so the console asks for one.
     go(&browser, &format!("{console}/")).await;
     text_of(&browser, "#login h1").await;
+    no_stray_values(&browser, "sign-in").await;
+    // A plain prompt, not the services' refusal of a call without a token.
+    let prompt = text_of(&browser, "#login").await;
+    assert!(
+        prompt.contains("sign in with the bearer token") && !prompt.contains("Unauthenticated"),
+        "{prompt}"
+    );
     screenshot(&browser, "sign-in").await;
     sign_in(&browser, &console, OPS_TOKEN).await;
     until(
@@ -238,12 +260,15 @@ async fn the_console_in_a_browser() {
     .await;
     until_text(&browser, "#apps a", "a").await;
     until_text(&browser, "#apps a", "b").await;
+    no_stray_values(&browser, "home").await;
 
     // Apps → users → sessions → a session.
     click(&browser, "#apps a[href='#/app/a']").await;
     until_text(&browser, "#users a", "alice").await;
+    no_stray_values(&browser, "app").await;
     click(&browser, "#users a[href='#/app/a/user/alice']").await;
     until_text(&browser, "#sessions a", "s1").await;
+    no_stray_values(&browser, "user").await;
     click(&browser, "#sessions a").await;
     until_text(&browser, "#events .text", "What is my favourite project?").await;
 
@@ -335,6 +360,7 @@ async fn the_console_in_a_browser() {
         .append("a", "alice", "s1", text_event("user", "live hello"))
         .await;
     until_text(&browser, "#events .text", "live hello").await;
+    no_stray_values(&browser, "session").await;
     assert_eq!(
         browser
             .execute("return window.notReloaded", vec![])
@@ -382,6 +408,7 @@ async fn the_console_in_a_browser() {
         "newest first, nothing twice"
     );
     screenshot(&browser, "feed").await;
+    no_stray_values(&browser, "feed").await;
 
     // Memory: ranked search results.
     go(&browser, &format!("{console}/#/app/a/user/alice/memory")).await;
@@ -425,6 +452,7 @@ async fn the_console_in_a_browser() {
     );
     assert!(ranked.iter().all(|r| r.1 > 0.0), "scores shown: {ranked:?}");
     screenshot(&browser, "memory-search").await;
+    no_stray_values(&browser, "memory").await;
 
     // Deleting needs a confirmation: cancelling deletes nothing.
     click(&browser, "#memories tr[data-id='m-food'] .delete-entry").await;
@@ -514,6 +542,7 @@ async fn the_console_in_a_browser() {
     .await;
     assert_eq!(browser.execute(rows, vec![]).await.unwrap(), json!(100));
     screenshot(&browser, "big-session").await;
+    no_stray_values(&browser, "big session").await;
 
     // 1,000 sessions: newest first, paged, filtered by id prefix and user.
     let ids: Vec<usize> = (0..1000).collect();
@@ -556,6 +585,7 @@ async fn the_console_in_a_browser() {
         json!(50)
     );
     screenshot(&browser, "sessions").await;
+    no_stray_values(&browser, "sessions").await;
     // Sessions created in the same concurrent batch have no set order: touch one to know
     // which is the newest of user-7's.
     fixture
@@ -573,6 +603,52 @@ async fn the_console_in_a_browser() {
     );
     go(&browser, &format!("{console}/#/app/a")).await;
     until_text(&browser, "#figures .figure", "1002").await;
+    no_stray_values(&browser, "app figures").await;
+
+    // Every list says when it has nothing in it.
+    fixture.create("a", "alice", "quiet", json!({})).await;
+    for (page, says) in [
+        (
+            "#/app/nope",
+            "App nope has no sessions yet (an app exists once a session is created in it).",
+        ),
+        (
+            "#/app/a?prefix=zzz",
+            "No user of a has an id starting with \"zzz\".",
+        ),
+        ("#/app/a/user/nobody", "User nobody has no sessions in a."),
+        ("#/app/nope/sessions", "App nope has no sessions yet."),
+        (
+            "#/app/nope/feed",
+            "No activity yet: events of nope appear here, newest first, as they are appended.",
+        ),
+        (
+            "#/app/a/user/nobody/memory",
+            "User nobody has no memories in a.",
+        ),
+        (
+            "#/app/a/user/alice/session/quiet",
+            "No events yet: they appear here as they are appended.",
+        ),
+    ] {
+        go(&browser, &format!("{console}/{page}")).await;
+        until_text(&browser, ".empty", says).await;
+        no_stray_values(&browser, page).await;
+    }
+    // The empty session fills as events are appended.
+    until_text(&browser, "#live-status", "live").await;
+    fixture
+        .append("a", "alice", "quiet", text_event("user", "first words"))
+        .await;
+    until_text(&browser, "#events .text", "first words").await;
+    until(
+        &browser,
+        "the empty state gone",
+        "return !document.querySelector('#events .empty')",
+        vec![],
+    )
+    .await;
+    screenshot(&browser, "empty-states").await;
 
     // A token scoped to app `a` does not see app `b` through the console.
     click(&browser, "#logout").await;
@@ -620,6 +696,7 @@ async fn the_console_in_a_browser() {
         .unwrap();
     assert!(!shown.as_str().unwrap_or_default().contains(B_SECRET));
     screenshot(&browser, "scoped-token").await;
+    no_stray_values(&browser, "refusal").await;
 
     browser.close().await.expect("closes the browser");
 }

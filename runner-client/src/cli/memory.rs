@@ -1,28 +1,38 @@
-//! `memory search|add-session|generate|revisions|list|delete`.
+//! `memory search|add-session|generate|job|revisions|list|delete`.
 
-use adk_proto::memory::v1::{GenerationState, MemoryEntry, RevisionAction, SearchMode};
-use runner_client::{event::content_text, json, GenerateSource, MemoryTarget};
+use std::time::Duration;
+
+use adk_proto::memory::v1::{
+    GenerationJob, GenerationState, MemoryEntry, MemoryKind, RevisionAction, SearchMemoryRequest,
+    SearchMode,
+};
+use runner_client::{json, GenerateSource, MemoryTarget};
 use serde_json::json;
 
 use super::{output, Cli, CliError};
 
-/// `memory search QUERY [--mode MODE] [--language CODE]`: the user's best matching memories,
-/// best first.
+/// How often `memory job --wait` asks for the job again.
+const JOB_POLL: Duration = Duration::from_millis(500);
+
+/// `memory search QUERY [--mode MODE] [--language CODE] [--kind KIND]`: the user's best
+/// matching memories, best first.
 pub(super) async fn search(
     cli: &Cli,
     query: &str,
     mode: SearchMode,
     language: Option<&str>,
+    kind: MemoryKind,
 ) -> Result<(), CliError> {
-    let memories = (cli.memory()?)
-        .search_with(
-            &cli.app,
-            cli.user(),
-            query,
-            language.unwrap_or_default(),
-            mode,
-        )
-        .await?;
+    let request = SearchMemoryRequest {
+        app_name: cli.app.clone(),
+        user_id: cli.user().to_owned(),
+        query: query.to_owned(),
+        language: language.unwrap_or_default().to_owned(),
+        mode: mode.into(),
+        kind: kind.into(),
+        ..Default::default()
+    };
+    let memories = cli.memory()?.search_request(request).await?;
     for memory in &memories {
         if cli.json {
             output::json_line(&json::memory_entry(memory))?;
@@ -58,6 +68,30 @@ pub(super) async fn generate(cli: &Cli, wait: bool) -> Result<(), CliError> {
     let job = (cli.memory()?)
         .generate(&cli.app, cli.user(), source, wait)
         .await?;
+    print_job(cli, &job)
+}
+
+/// `memory job ID [--wait]`: the job as it stands, or once it has finished.
+pub(super) async fn job(cli: &Cli, id: &str, wait: bool) -> Result<(), CliError> {
+    let memory = cli.memory()?;
+    let mut job = memory.job(&cli.app, cli.user(), id).await?;
+    while wait && !finished(&job) {
+        tokio::time::sleep(JOB_POLL).await;
+        job = memory.job(&cli.app, cli.user(), id).await?;
+    }
+    print_job(cli, &job)
+}
+
+/// Whether the job has succeeded or failed for good.
+fn finished(job: &GenerationJob) -> bool {
+    matches!(
+        GenerationState::try_from(job.state),
+        Ok(GenerationState::Succeeded | GenerationState::Failed)
+    )
+}
+
+/// A job's state and, once it has finished, what it did.
+fn print_job(cli: &Cli, job: &GenerationJob) -> Result<(), CliError> {
     let state = GenerationState::try_from(job.state)
         .map_or("unknown", |s| {
             s.as_str_name().trim_start_matches("GENERATION_STATE_")
@@ -68,13 +102,18 @@ pub(super) async fn generate(cli: &Cli, wait: bool) -> Result<(), CliError> {
             "job_id": job.id, "state": state, "added": job.added, "updated": job.updated,
             "deleted": job.deleted, "kept": job.kept, "error": job.error,
         }))?;
-    } else if wait {
+    } else if !finished(job) {
+        output::line(&format!(
+            "job {} is {state} (`memory job {} --wait` waits for it)",
+            job.id, job.id
+        ))?;
+    } else if job.error.is_empty() {
         output::line(&format!(
             "job {}: {state}: {} added, {} updated, {} deleted, {} already known",
             job.id, job.added, job.updated, job.deleted, job.kept
         ))?;
     } else {
-        output::line(&format!("job {} is queued", job.id))?;
+        output::line(&format!("job {}: {state}: {}", job.id, job.error))?;
     }
     Ok(())
 }
@@ -112,9 +151,11 @@ pub(super) async fn revisions(cli: &Cli, id: Option<&str>) -> Result<(), CliErro
     Ok(())
 }
 
-/// `memory list`: every memory of the user, oldest first.
-pub(super) async fn list(cli: &Cli) -> Result<(), CliError> {
-    let memories = cli.memory()?.list(&cli.app, cli.user()).await?;
+/// `memory list [--kind KIND]`: every memory of the user (of that kind), oldest first.
+pub(super) async fn list(cli: &Cli, kind: MemoryKind) -> Result<(), CliError> {
+    let memories = (cli.memory()?)
+        .list_of_kind(&cli.app, cli.user(), kind)
+        .await?;
     for memory in &memories {
         if cli.json {
             output::json_line(&json::memory_entry(memory))?;
@@ -151,12 +192,13 @@ pub(super) async fn delete(cli: &Cli, id: Option<&str>, all: bool) -> Result<(),
     Ok(())
 }
 
-/// A memory for people: `author: text  (session id)`.
+/// A memory for people: `author: text  (session id)`; an entry of a tool call or result says
+/// so (`[call load_memory {...}]`), as `watch` shows such events.
 fn memory_line(memory: &MemoryEntry) -> String {
     let text = memory
         .content
         .as_ref()
-        .map(|c| content_text(c, " "))
+        .map(output::content_summary)
         .unwrap_or_default();
     let author = if memory.author.is_empty() {
         String::new()

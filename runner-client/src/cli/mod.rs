@@ -10,8 +10,9 @@ mod watch;
 
 use std::path::PathBuf;
 
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use runner_client::{clients::services_at, Access, MemoryClient, RunnerError, SessionClient};
+use tonic::Code;
 
 /// Failures of a command; the library's [`runner_client::RunnerError`] for service and agent
 /// failures, I/O errors for the terminal.
@@ -171,6 +172,10 @@ enum Command {
         /// before giving up, in seconds.
         #[arg(long, default_value_t = 60)]
         give_up_after: u64,
+        /// Wait for the session to be created if it does not exist yet (without it, watching
+        /// a session that does not exist fails at once).
+        #[arg(long, conflicts_with = "app_feed")]
+        wait: bool,
     },
     /// List, show or delete sessions.
     Sessions {
@@ -222,6 +227,27 @@ impl From<Mode> for adk_proto::memory::v1::SearchMode {
     }
 }
 
+/// `memory list --kind`, `memory search --kind`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Kind {
+    /// Both kinds.
+    All,
+    /// Ingested events and direct writes.
+    Raw,
+    /// Facts written by generation.
+    Generated,
+}
+
+impl From<Kind> for adk_proto::memory::v1::MemoryKind {
+    fn from(kind: Kind) -> Self {
+        match kind {
+            Kind::All => Self::Unspecified,
+            Kind::Raw => Self::Raw,
+            Kind::Generated => Self::Generated,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum MemoryCommand {
     /// Search the memory of --user.
@@ -235,24 +261,41 @@ enum MemoryCommand {
         /// The query's language as an ISO 639-1 code ("de"), instead of the detected one.
         #[arg(long)]
         language: Option<String>,
+        /// Which memories to search.
+        #[arg(long, value_enum, default_value_t = Kind::All)]
+        kind: Kind,
     },
     /// Add (or refresh) the --session in memory.
     AddSession,
     /// Generate memories from the --session: facts extracted by memory-svc's generation model
     /// and consolidated with the user's earlier ones. Waits for the job unless --no-wait.
     Generate {
-        /// Queue the job and print it, without waiting for it.
+        /// Queue the job and print it, without waiting for it (`memory job` follows it).
         #[arg(long)]
         no_wait: bool,
     },
-    /// The changes generation made to --user's memories (to the memory --id only, if given),
+    /// A generation job of --user (as `generate --no-wait` printed it): its state, or with
+    /// --wait its outcome once it has finished.
+    Job {
+        /// The job's id.
+        id: String,
+        /// Wait for the job to succeed or fail.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// The changes generation made to --user's memories (to one memory only, with --id),
     /// oldest first.
     Revisions {
+        /// Only the changes to the memory with this id.
         #[arg(long)]
         id: Option<String>,
     },
     /// The memories of --user, in the order they were added.
-    List,
+    List {
+        /// Which memories to list.
+        #[arg(long, value_enum, default_value_t = Kind::All)]
+        kind: Kind,
+    },
     /// Delete memories of --user: the one with --id, all of them with --all, otherwise those
     /// that came from the --session.
     Delete {
@@ -265,7 +308,52 @@ enum MemoryCommand {
     },
 }
 
+/// The global flags a command does not use, by argument id: accepted anywhere (they are
+/// global), but left out of the command's help and completions.
+const UNUSED_GLOBALS: &[(&str, &[&str])] = &[
+    // Browsers sign in with their own token, and choose apps, users and sessions on the page.
+    ("console", &["token_file", "app", "user", "session", "json"]),
+    (
+        "completions",
+        &[
+            "session_endpoint",
+            "memory_endpoint",
+            "token_file",
+            "ca_cert",
+            "app",
+            "user",
+            "session",
+            "json",
+        ],
+    ),
+];
+
+/// The command line, each command's help and completions listing only the flags it uses.
+pub fn command() -> clap::Command {
+    let mut command = Cli::command();
+    // Building copies the global flags into every subcommand, where they can then be hidden.
+    command.build();
+    for &(name, unused) in UNUSED_GLOBALS {
+        command = command.mut_subcommand(name, |sub| {
+            sub.mut_args(|arg| {
+                if unused.contains(&arg.get_id().as_str()) {
+                    arg.hide(true)
+                } else {
+                    arg
+                }
+            })
+        });
+    }
+    command
+}
+
 impl Cli {
+    /// The command line of this process (see [`command`]).
+    pub fn from_env() -> Self {
+        let matches = command().get_matches();
+        Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+
     /// The token and CA certificate the flags point to.
     fn access(&self) -> Result<Access, CliError> {
         let read = |path: &PathBuf| {
@@ -336,8 +424,9 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
             after_sequence,
             partial,
             give_up_after,
+            wait,
             ..
-        } => watch::session(cli, *after_sequence, *partial, *give_up_after).await,
+        } => watch::session(cli, *after_sequence, *partial, *give_up_after, *wait).await,
         Command::Sessions { command } => match command {
             SessionsCommand::List => sessions::list(cli).await,
             SessionsCommand::Get => sessions::get(cli).await,
@@ -348,46 +437,122 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
                 query,
                 mode,
                 language,
-            } => memory::search(cli, query, (*mode).into(), language.as_deref()).await,
+                kind,
+            } => {
+                let (mode, kind) = ((*mode).into(), (*kind).into());
+                memory::search(cli, query, mode, language.as_deref(), kind).await
+            }
             MemoryCommand::AddSession => memory::add_session(cli).await,
             MemoryCommand::Generate { no_wait } => memory::generate(cli, !no_wait).await,
             MemoryCommand::Revisions { id } => memory::revisions(cli, id.as_deref()).await,
-            MemoryCommand::List => memory::list(cli).await,
+            MemoryCommand::Job { id, wait } => memory::job(cli, id, *wait).await,
+            MemoryCommand::List { kind } => memory::list(cli, (*kind).into()).await,
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,
         },
-        Command::Completions { shell } => {
-            // Generated in memory: written to stdout directly, a closed pipe would panic.
-            let mut script = Vec::new();
-            clap_complete::generate(*shell, &mut Cli::command(), "runner-client", &mut script);
-            Ok(output::bytes(&script)?)
-        }
+        Command::Completions { shell } => Ok(output::bytes(&completions(*shell))?),
         Command::Console(args) => console::serve(cli, args).await,
     }
 }
 
-/// `e`, with the services that do answer when the server at an address is not the one
-/// expected there.
-async fn explain(cli: &Cli, e: CliError) -> CliError {
-    let Some(RunnerError::WrongService { endpoint, .. }) = e.downcast_ref::<RunnerError>() else {
-        return e;
-    };
-    let Ok(access) = cli.access() else {
-        return e;
-    };
-    match services_at(endpoint, &access).await {
-        Some(services) => {
-            let named: Vec<String> = services
-                .iter()
-                .filter(|s| !s.starts_with("grpc."))
-                .map(|s| match known_server(s) {
-                    Some(server) => format!("{s} ({server})"),
-                    None => s.clone(),
-                })
-                .collect();
-            format!("{e}; it offers {}", named.join(", ")).into()
-        }
-        None => e,
+/// The name completion scripts complete.
+const BIN: &str = "runner-client";
+
+/// The completion script for `shell`. Generated in memory: written to stdout directly, a closed
+/// pipe would panic.
+fn completions(shell: clap_complete::Shell) -> Vec<u8> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command(), BIN, &mut script);
+    if shell == clap_complete::Shell::Bash {
+        script = fix_bash_labels(&script);
     }
+    script
+}
+
+/// clap_complete's bash script (up to 4.6.11 at least, clap-rs/clap#6421) names the state of a
+/// subcommand `runner__client__subcmd__memory` where it walks the words, but labels the `case`
+/// arm that completes it `runner__subcmd__client__subcmd__memory` (the program name's hyphen
+/// escaped as a subcommand separator): no arm matches, so nothing after the program name was
+/// completed. The arms are relabelled to the names the walk builds.
+fn fix_bash_labels(script: &[u8]) -> Vec<u8> {
+    const SEPARATOR: &str = "__subcmd__";
+    let walked = format!("{}{SEPARATOR}", BIN.replace('-', "__"));
+    let labelled = format!("{}{SEPARATOR}", BIN.replace('-', SEPARATOR));
+    String::from_utf8_lossy(script)
+        .replace(&labelled, &walked)
+        .into_bytes()
+}
+
+/// `e`, with what answers at the address when it is not the server expected there: the
+/// services another gRPC server offers, or the status line of an HTTP/1 server.
+async fn explain(cli: &Cli, e: CliError) -> CliError {
+    match e.downcast_ref::<RunnerError>() {
+        Some(RunnerError::WrongService { endpoint, .. }) => {
+            let Ok(access) = cli.access() else {
+                return e;
+            };
+            match services_at(endpoint, &access).await {
+                Some(services) => {
+                    let named: Vec<String> = services
+                        .iter()
+                        .filter(|s| !s.starts_with("grpc."))
+                        .map(|s| match known_server(s) {
+                            Some(server) => format!("{s} ({server})"),
+                            None => s.clone(),
+                        })
+                        .collect();
+                    format!("{e}; it offers {}", named.join(", ")).into()
+                }
+                None => e,
+            }
+        }
+        // How an HTTP/1 server's answer to HTTP/2 shows depends on a race in the client (a
+        // broken frame, a cancelled call, a broken pipe): asking it in HTTP/1 says what it is.
+        Some(
+            RunnerError::NotGrpc {
+                service, endpoint, ..
+            }
+            | RunnerError::Service {
+                service,
+                endpoint,
+                code: Code::Internal | Code::Unknown | Code::Cancelled,
+                ..
+            },
+        ) => match http1_status_line(endpoint).await {
+            Some(line) => format!(
+                "the server at {endpoint} does not speak gRPC: an HTTP/1 server answers there \
+                 ({line:?}), not {service}"
+            )
+            .into(),
+            None => e,
+        },
+        _ => e,
+    }
+}
+
+/// The status line an HTTP/1 server at the plain-text `endpoint` answers a request with, if
+/// one does (within a second).
+async fn http1_status_line(endpoint: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let authority = match endpoint.split_once("://") {
+        Some(("http", rest)) => rest,
+        Some(_) => return None,
+        None => endpoint,
+    };
+    let authority = authority.split('/').next()?;
+    let ask = async {
+        let mut stream = tokio::net::TcpStream::connect(authority).await.ok()?;
+        let request = format!("HEAD / HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut answer = vec![0u8; 256];
+        let n = stream.read(&mut answer).await.ok()?;
+        let answer = String::from_utf8_lossy(&answer[..n]).into_owned();
+        let line = answer.lines().next()?.to_owned();
+        line.starts_with("HTTP/1.").then_some(line)
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(1), ask)
+        .await
+        .ok()
+        .flatten()
 }
 
 /// The server of this project that offers `service`.
@@ -406,6 +571,7 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
+        command().debug_assert();
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use adk_proto::session::v1::{part::Data, Event, Part};
+use adk_proto::session::v1::{part::Data, Content, Event, Part};
 use runner_client::json;
 use serde_json::Value;
 
@@ -52,6 +52,16 @@ pub(crate) fn event_line(event: &Event) -> String {
         format!("#{}", event.sequence)
     };
     format!("{sequence} {}: {}", event.author, summary(event, true))
+}
+
+/// What a content holds, for people: its text, tool calls and results.
+pub(crate) fn content_summary(content: &Content) -> String {
+    content
+        .parts
+        .iter()
+        .filter_map(|p| part_summary(p, true))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// What an event holds, for people: its text, tool calls and results, and state delta.

@@ -4,7 +4,8 @@
 //! A stream that breaks after it was open (the server restarts, say: a stopping server ends its
 //! streams so that clients reconnect) is opened again with backoff, resuming after the last
 //! event printed, and stderr says so. After `--give-up-after` seconds without a stream the
-//! command fails. A stream that cannot be opened in the first place fails at once.
+//! command fails. A stream that cannot be opened in the first place fails at once; with
+//! `--wait`, a session that does not exist yet is waited for instead.
 
 use std::time::{Duration, Instant};
 
@@ -18,21 +19,27 @@ use tonic::Code;
 
 use super::{output, Cli, CliError};
 
+/// How often `--wait` looks for the session again.
+const WAIT_POLL: Duration = Duration::from_millis(250);
+
 /// The first wait before reconnecting; each failed attempt doubles it, up to [`MAX_DELAY`].
 const FIRST_DELAY: Duration = Duration::from_millis(200);
 const MAX_DELAY: Duration = Duration::from_secs(5);
 
-/// `watch`: the session's stored events after `after_sequence`, then live ones.
+/// `watch`: the session's stored events after `after_sequence`, then live ones; with `wait`,
+/// once the session exists.
 pub(super) async fn session(
     cli: &Cli,
     after_sequence: u64,
     partial: bool,
     give_up_after: u64,
+    wait: bool,
 ) -> Result<(), CliError> {
     let sessions = cli.sessions()?;
     let session_id = cli.required_session()?.to_owned();
     let mut last = after_sequence;
     let mut reconnect = Reconnect::new(give_up_after);
+    let mut waiting = false;
     loop {
         let request = WatchSessionRequest {
             app_name: cli.app.clone(),
@@ -48,6 +55,19 @@ pub(super) async fn session(
                     .wait(&e.to_string(), &format!("after #{last}"))
                     .await?;
                 continue;
+            }
+            Err(RunnerError::SessionNotFound { .. }) if wait => {
+                if !waiting {
+                    waiting = true;
+                    eprintln!(
+                        "runner-client: session {session_id} does not exist yet; waiting for it"
+                    );
+                }
+                tokio::time::sleep(WAIT_POLL).await;
+                continue;
+            }
+            Err(e @ RunnerError::SessionNotFound { .. }) => {
+                return Err(format!("{e} (watch --wait waits for it to be created)").into())
             }
             Err(e) => return Err(e.into()),
         };

@@ -33,14 +33,21 @@ function el(tag, props, ...children) {
     else node.setAttribute(key, value);
   }
   for (const child of children.flat()) {
-    if (child === null || child === undefined || child === false) continue;
+    if (isAbsent(child)) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
   return node;
 }
 
+// Skipped children: what `cond ? el(...) : null` gives when `cond` is false.
+function isAbsent(child) {
+  return child === null || child === undefined || child === false;
+}
+
+// Replaces the page's content, spreading arrays; absent children are skipped (`replaceChildren`
+// would show them as the text "null").
 function show(...nodes) {
-  view.replaceChildren(...nodes);
+  view.replaceChildren(...nodes.flat().filter((node) => !isAbsent(node)));
 }
 
 function enc(s) {
@@ -90,14 +97,20 @@ function post(path, body) {
   });
 }
 
+// What a page shows where a list has nothing in it.
+function empty(text) {
+  return el("p", { class: "muted empty", text });
+}
+
 function errorBox(error) {
   return el("p", { class: "error", role: "alert", text: error.message || String(error) });
 }
 
-// Shows what failed: the sign-in form when the services want a token.
+// Shows what failed: the sign-in form when the services want a token (the services' own
+// refusal, "missing bearer token", is for programs, not for a person opening the console).
 function failed(error) {
   if (error instanceof ApiError && error.status === 401) {
-    showLogin(error.message);
+    showLogin();
   } else {
     show(errorBox(error));
   }
@@ -110,7 +123,7 @@ function setCrumbs(parts) {
 
 // ---- sign-in ----
 
-function showLogin(message) {
+function showLogin() {
   setCrumbs([]);
   const input = el("input", { type: "password", id: "token", autocomplete: "off", size: 40, required: true });
   const problem = el("p", { class: "error", hidden: true });
@@ -127,7 +140,6 @@ function showLogin(message) {
   } },
   el("h1", { text: "Sign in" }),
   el("p", { class: "muted", text: "The services require a token: sign in with the bearer token you would give them. The console shows what that token may see." }),
-  message ? el("p", { class: "muted", text: message }) : null,
   el("label", {}, "Token ", input), " ",
   el("button", { class: "primary", type: "submit", text: "Sign in" }),
   problem);
@@ -240,12 +252,16 @@ async function appPage(app, params) {
     nav,
     el("h2", { text: "Users" }),
     el("form", { class: "inline", onsubmit: (e) => { e.preventDefault(); go(1); } }, filter, el("button", { type: "submit", text: "Filter" })),
-    pager(data.table, go),
-    el("table", { id: "users" },
-      el("thead", {}, el("tr", {}, ["User", "Sessions", "Events", "Last update"].map((h) => el("th", { text: h })))),
-      el("tbody", {}, data.table.rows.map((u) => el("tr", {},
-        el("td", {}, link(`#/app/${enc(app)}/user/${enc(u.user_id)}`, u.user_id)),
-        el("td", { text: u.sessions }), el("td", { text: u.events }), el("td", { text: time(u.last_update_time) }))))));
+    data.table.total === 0
+      ? empty(prefix
+        ? `No user of ${app} has an id starting with "${prefix}".`
+        : `App ${app} has no sessions yet (an app exists once a session is created in it).`)
+      : [pager(data.table, go),
+        el("table", { id: "users" },
+          el("thead", {}, el("tr", {}, ["User", "Sessions", "Events", "Last update"].map((h) => el("th", { text: h })))),
+          el("tbody", {}, data.table.rows.map((u) => el("tr", {},
+            el("td", {}, link(`#/app/${enc(app)}/user/${enc(u.user_id)}`, u.user_id)),
+            el("td", { text: u.sessions }), el("td", { text: u.events }), el("td", { text: time(u.last_update_time) })))))]);
 }
 
 async function sessionsPage(app, user, params) {
@@ -263,13 +279,17 @@ async function sessionsPage(app, user, params) {
     user !== null ? el("div", { class: "toolbar" }, link(`#/app/${enc(app)}/user/${enc(user)}/memory`, "Memory of this user")) : null,
     el("form", { class: "inline", onsubmit: (e) => { e.preventDefault(); go(1); } }, userInput, prefixInput, el("button", { type: "submit", text: "Filter" })),
     data.truncated ? el("p", { class: "muted", text: "Only the first sessions were read: the list is partial." }) : null,
-    pager(data.table, go),
-    el("table", { id: "sessions" },
-      el("thead", {}, el("tr", {}, ["Session", "User", "Events", "Last update", "Created"].map((h) => el("th", { text: h })))),
-      el("tbody", {}, data.table.rows.map((s) => el("tr", {},
-        el("td", {}, link(`#/app/${enc(app)}/user/${enc(s.user_id)}/session/${enc(s.id)}`, s.id)),
-        el("td", { text: s.user_id }), el("td", { text: s.events }),
-        el("td", { text: time(s.last_update_time) }), el("td", { text: time(s.create_time) }))))));
+    data.table.total === 0
+      ? empty(prefix || (user === null && userFilter)
+        ? "No session matches the filter."
+        : user === null ? `App ${app} has no sessions yet.` : `User ${user} has no sessions in ${app}.`)
+      : [pager(data.table, go),
+        el("table", { id: "sessions" },
+          el("thead", {}, el("tr", {}, ["Session", "User", "Events", "Last update", "Created"].map((h) => el("th", { text: h })))),
+          el("tbody", {}, data.table.rows.map((s) => el("tr", {},
+            el("td", {}, link(`#/app/${enc(app)}/user/${enc(s.user_id)}/session/${enc(s.id)}`, s.id)),
+            el("td", { text: s.user_id }), el("td", { text: s.events }),
+            el("td", { text: time(s.last_update_time) }), el("td", { text: time(s.create_time) })))))]);
 }
 
 // One part of an event's content.
@@ -338,7 +358,8 @@ async function sessionPage(app, user, id, params) {
   const events = await api(`${path}/events?page=${page}`);
   const stateBox = el("div", { class: "state", id: "state" });
   renderState(stateBox, s.state);
-  const list = el("div", { id: "events" }, events.events.map(renderEvent));
+  const noEvents = empty("No events yet: they appear here as they are appended.");
+  const list = el("div", { id: "events" }, events.events.length ? events.events.map(renderEvent) : noEvents);
   const partials = new Map();
   const status = el("span", { id: "live-status", class: "badge off", text: "connecting" });
   const pageInfo = el("span", { class: "page-info" });
@@ -378,6 +399,7 @@ async function sessionPage(app, user, id, params) {
     }
     applyDelta(s.state, (e.actions || {}).state_delta);
     renderState(stateBox, s.state);
+    noEvents.remove();
     if (page === pages()) list.append(renderEvent(e));
     else {
       newer.replaceChildren(link(`${base}?page=${pages()}`, "Newer events: go to the last page"));
@@ -393,6 +415,7 @@ async function sessionPage(app, user, id, params) {
     const text = (previous ? previous.dataset.text : "") + ((e.content && e.content.parts) || []).map((p) => p.text || "").join("");
     const row = renderEvent({ ...e, content: { parts: [{ text }] } });
     row.dataset.text = text;
+    noEvents.remove();
     if (previous) previous.replaceWith(row);
     else list.append(row);
     partials.set(key, row);
@@ -434,11 +457,12 @@ function feedPage(app) {
     kept = { cursor: "", items: [] };
   }
   const status = el("span", { id: "live-status", class: "badge off", text: "connecting" });
-  const list = el("div", { id: "feed", class: "feed" }, kept.items.map(feedRow));
+  const quiet = empty(`No activity yet: events of ${app} appear here, newest first, as they are appended.`);
+  const list = el("div", { id: "feed", class: "feed" }, kept.items.length ? kept.items.map(feedRow) : quiet);
   show(
     el("h1", { text: `Live activity of ${app}` }),
     el("div", { class: "toolbar" }, status,
-      el("button", { type: "button", text: "Clear", onclick: () => { kept = { cursor: kept.cursor, items: [] }; sessionStorage.setItem(key, JSON.stringify(kept)); list.replaceChildren(); } })),
+      el("button", { type: "button", text: "Clear", onclick: () => { kept = { cursor: kept.cursor, items: [] }; sessionStorage.setItem(key, JSON.stringify(kept)); list.replaceChildren(quiet); } })),
     list);
   closeLive();
   live = new EventSource(`/api/apps/${enc(app)}/feed${query({ cursor: kept.cursor })}`);
@@ -450,6 +474,7 @@ function feedPage(app) {
     kept.items.unshift(item);
     kept.items.length = Math.min(kept.items.length, FEED_KEPT);
     sessionStorage.setItem(key, JSON.stringify(kept));
+    quiet.remove();
     list.prepend(feedRow(item));
     while (list.childElementCount > FEED_KEPT) list.lastElementChild.remove();
   });
@@ -461,8 +486,9 @@ function feedPage(app) {
   });
 }
 
+// A memory's text; an entry of a tool call or result says so, as the feed does.
 function memoryText(m) {
-  return ((m.content && m.content.parts) || []).map((p) => p.text || "").join(" ");
+  return ((m.content && m.content.parts) || []).map((p) => p.text || (p.function_call ? `[call ${p.function_call.name || ""}]` : p.function_response ? `[response ${p.function_response.name || ""}]` : "")).join(" ");
 }
 
 async function memoryPage(app, user, params) {
@@ -503,9 +529,11 @@ async function memoryPage(app, user, params) {
       el("div", { class: "pager" },
         el("button", { type: "button", text: "‹ Previous", disabled: tokens.length <= 1, onclick: () => { tokens.pop(); loadList(tokens[tokens.length - 1]); } }),
         el("button", { type: "button", text: "Next ›", disabled: !page.next_page_token, onclick: () => { tokens.push(page.next_page_token); loadList(page.next_page_token); } })),
-      el("table", { id: "memories" },
-        el("thead", {}, el("tr", {}, ["Text", "Author", "Time", "Session", ""].map((h) => el("th", { text: h })))),
-        el("tbody", {}, page.memories.map((m) => row(m)))));
+      page.memories.length === 0 && tokens.length <= 1
+        ? empty(`User ${user} has no memories in ${app}.`)
+        : el("table", { id: "memories" },
+          el("thead", {}, el("tr", {}, ["Text", "Author", "Time", "Session", ""].map((h) => el("th", { text: h })))),
+          el("tbody", {}, page.memories.map((m) => row(m)))));
   }
 
   const q = el("input", { id: "search-q", placeholder: "words to look for", required: true, value: params.get("q") || "" });
@@ -518,8 +546,12 @@ async function memoryPage(app, user, params) {
   async function runSearch() {
     try {
       const found = await api(`${path}/search${query(lastSearch)}`);
+      if (found.memories.length === 0) {
+        results.replaceChildren(empty("Nothing in memory matches."));
+        return;
+      }
       results.replaceChildren(
-        el("p", { class: "muted", text: `${found.memories.length} results, best first` }),
+        el("p", { class: "muted", text: `${found.memories.length} ${found.memories.length === 1 ? "result" : "results"}, best first` }),
         el("table", { id: "results" },
           el("thead", {}, el("tr", {}, ["#", "Score", "Text", "Author", "Time", "Session", ""].map((h) => el("th", { text: h })))),
           el("tbody", {}, found.memories.map((m, i) => row(m, i + 1)))));
