@@ -1,6 +1,6 @@
 //! The HTTP front door: MCP over streamable HTTP at `/mcp`, behind bearer-token
 //! authentication, with the MCP spec's Host and Origin checks (no DNS rebinding, no calls from
-//! foreign web pages).
+//! foreign web pages), and `/healthz` for probes.
 
 use std::{io, net::SocketAddr, sync::Arc};
 
@@ -9,6 +9,7 @@ use axum::{
     extract::{Request, State},
     http::{header, HeaderValue, StatusCode},
     middleware::{self, Next},
+    routing::get,
     response::{IntoResponse, Response},
     Router,
 };
@@ -125,6 +126,8 @@ fn router(
     Router::new()
         .nest_service("/mcp", mcp)
         .layer(middleware::from_fn_with_state(authenticator, authenticate))
+        // Outside authentication: what probes and load balancers ask.
+        .route("/healthz", get(|| async { "ok\n" }))
 }
 
 /// Turns the bearer token into the request's [`Caller`], or answers 401 with the challenge
