@@ -65,16 +65,25 @@ impl Mcp {
 
     async fn search(&self, id: u64, user: &str, query: String) -> Result<()> {
         let arguments = json!({"query": query, "limit": 10, "app_name": APP, "user_id": user});
-        self.call(id, "tools/call", json!({"name": "search_memory", "arguments": arguments}))
-            .await
-            .map(drop)
+        self.call(
+            id,
+            "tools/call",
+            json!({"name": "search_memory", "arguments": arguments}),
+        )
+        .await
+        .map(drop)
     }
 }
 
 pub async fn mcp(ctx: &Ctx, report: &mut Report, entries: u64, clients: usize) -> Result<()> {
     let session = Server::spawn(ctx, "session-svc", &[]).await?;
     let session_endpoint = format!("http://{}", session.addr);
-    let memory = Server::spawn(ctx, "memory-svc", &["--session-endpoint", &session_endpoint]).await?;
+    let memory = Server::spawn(
+        ctx,
+        "memory-svc",
+        &["--session-endpoint", &session_endpoint],
+    )
+    .await?;
     let memory_endpoint = format!("http://{}", memory.addr);
     let gateway = Server::spawn_stateless(
         ctx,
@@ -100,7 +109,10 @@ pub async fn mcp(ctx: &Ctx, report: &mut Report, entries: u64, clients: usize) -
     let class = QueryClass::ALL[0];
     let grpc = Arc::new(memory_clients(&memory, 1));
     let counter = Arc::new(AtomicU64::new(0));
-    let label = format!("SearchMemory over gRPC among {entries} entries ({})", class.label());
+    let label = format!(
+        "SearchMemory over gRPC among {entries} entries ({})",
+        class.label()
+    );
     let row = {
         let (corpus, counter) = (corpus.clone(), counter.clone());
         drive(ctx, &label, 1, &memory, move |_| {
@@ -175,7 +187,11 @@ pub async fn mcp(ctx: &Ctx, report: &mut Report, entries: u64, clients: usize) -
     memory.stop().await;
     session.stop().await;
     if let Some(first) = errors.first() {
-        return Err(format!("{} of {clients} MCP clients failed; first: {first}", errors.len()).into());
+        return Err(format!(
+            "{} of {clients} MCP clients failed; first: {first}",
+            errors.len()
+        )
+        .into());
     }
     Ok(())
 }

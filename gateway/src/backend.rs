@@ -40,8 +40,7 @@ impl Backend {
     }
 
     pub fn sessions(&self) -> SessionServiceClient<Channel> {
-        SessionServiceClient::new(self.session.clone())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        SessionServiceClient::new(self.session.clone()).max_decoding_message_size(MAX_MESSAGE_BYTES)
     }
 
     pub fn memory(&self) -> MemoryServiceClient<Channel> {
@@ -52,9 +51,10 @@ impl Backend {
     pub fn request<T>(&self, caller: &Caller, message: T) -> Result<Request<T>, GatewayError> {
         let mut request = Request::new(message);
         if let Some(token) = caller.token.as_deref().or(self.own_token.as_deref()) {
-            let value: MetadataValue<Ascii> = format!("Bearer {}", token.trim())
-                .parse()
-                .map_err(|_| GatewayError::Denied("the token is not a valid header value".into()))?;
+            let value: MetadataValue<Ascii> =
+                format!("Bearer {}", token.trim()).parse().map_err(|_| {
+                    GatewayError::Denied("the token is not a valid header value".into())
+                })?;
             request.metadata_mut().insert("authorization", value);
         }
         Ok(request)

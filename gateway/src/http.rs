@@ -6,15 +6,19 @@ use std::{io, net::SocketAddr, sync::Arc};
 
 use adk_common::auth::Authenticator;
 use axum::{
+    body::Body,
     extract::{Request, State},
-    http::{header, HeaderValue, StatusCode},
+    http::{header, HeaderValue, Method, StatusCode},
     middleware::{self, Next},
-    routing::get,
     response::{IntoResponse, Response},
+    routing::get,
     Router,
 };
-use rmcp::transport::streamable_http_server::{
-    session::never::NeverSessionManager, StreamableHttpServerConfig, StreamableHttpService,
+use rmcp::{
+    model::ClientJsonRpcMessage,
+    transport::streamable_http_server::{
+        session::never::NeverSessionManager, StreamableHttpServerConfig, StreamableHttpService,
+    },
 };
 use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
@@ -70,12 +74,10 @@ pub async fn start(http: &Http, backend: Backend) -> Result<Running, StartError>
             addr: http.listen,
             source,
         })?;
-    let addr = listener
-        .local_addr()
-        .map_err(|source| StartError::Listen {
-            addr: http.listen,
-            source,
-        })?;
+    let addr = listener.local_addr().map_err(|source| StartError::Listen {
+        addr: http.listen,
+        source,
+    })?;
     let stop = CancellationToken::new();
     let router = router(http, backend, authenticator.clone(), stop.child_token());
     let shutdown = stop.clone();
@@ -125,9 +127,47 @@ fn router(
     );
     Router::new()
         .nest_service("/mcp", mcp)
+        .layer(middleware::from_fn(jsonrpc_errors))
         .layer(middleware::from_fn_with_state(authenticator, authenticate))
         // Outside authentication: what probes and load balancers ask.
         .route("/healthz", get(|| async { "ok\n" }))
+}
+
+/// Answers a POST whose body is not a JSON-RPC message with a JSON-RPC error (400, as the
+/// streamable HTTP transport asks), where the SDK would answer with plain text: `-32700` for
+/// text that is not JSON, `-32600` for JSON that is not a request, notification or response.
+/// A body over [`MAX_BODY_BYTES`] is `413`.
+async fn jsonrpc_errors(request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request body is too large\n",
+        )
+            .into_response();
+    };
+    let refusal = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Err(e) => Some((-32700, format!("Parse error: {e}"), serde_json::Value::Null)),
+        Ok(value) => match serde_json::from_value::<ClientJsonRpcMessage>(value.clone()) {
+            Err(e) => Some((
+                -32600,
+                format!("Invalid Request: {e}"),
+                value.get("id").cloned().unwrap_or_default(),
+            )),
+            Ok(_) => None,
+        },
+    };
+    if let Some((code, message, id)) = refusal {
+        let error = serde_json::json!({
+            "jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}
+        });
+        return (StatusCode::BAD_REQUEST, axum::Json(error)).into_response();
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
 }
 
 /// Turns the bearer token into the request's [`Caller`], or answers 401 with the challenge
@@ -148,7 +188,10 @@ async fn authenticate(
             None => r#"Bearer realm="adk-gateway""#,
             Some(_) => r#"Bearer realm="adk-gateway", error="invalid_token""#,
         };
-        let mut response = (StatusCode::UNAUTHORIZED, "a valid bearer token is required\n")
+        let mut response = (
+            StatusCode::UNAUTHORIZED,
+            "a valid bearer token is required\n",
+        )
             .into_response();
         response.headers_mut().insert(
             header::WWW_AUTHENTICATE,

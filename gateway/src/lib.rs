@@ -34,7 +34,9 @@ pub fn access(services: &config::Services) -> Result<Access, std::io::Error> {
 }
 
 /// The connections the flags name.
-pub fn backend(services: &config::Services) -> Result<backend::Backend, Box<dyn std::error::Error>> {
+pub fn backend(
+    services: &config::Services,
+) -> Result<backend::Backend, Box<dyn std::error::Error>> {
     let access = access(services)?;
     Ok(backend::Backend::connect(
         &services.session_endpoint,

@@ -88,7 +88,10 @@ async fn rpc(url: &str, token: Option<&str>, body: Value) -> (StatusCode, Value)
     let response = request.send().await.unwrap();
     let status = response.status();
     let text = response.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
 
 fn call(name: &str, arguments: Value) -> Value {
@@ -111,9 +114,16 @@ async fn a_missing_token_is_401_with_a_challenge() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
-    let challenge = response.headers()[header::WWW_AUTHENTICATE].to_str().unwrap();
+    let challenge = response.headers()[header::WWW_AUTHENTICATE]
+        .to_str()
+        .unwrap();
     assert!(challenge.starts_with("Bearer "), "{challenge}");
-    let (status, _) = rpc(&stack.url, Some("no-such-token"), call("list_apps", json!({}))).await;
+    let (status, _) = rpc(
+        &stack.url,
+        Some("no-such-token"),
+        call("list_apps", json!({})),
+    )
+    .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
 
@@ -134,7 +144,10 @@ async fn a_user_token_acts_for_its_user_only() {
         call("search_memory", json!({"query": "enamel pins"})),
     )
     .await;
-    assert!(text(&found).contains("Alice collects enamel pins"), "{found}");
+    assert!(
+        text(&found).contains("Alice collects enamel pins"),
+        "{found}"
+    );
     assert_eq!(
         found["result"]["structuredContent"]["memories"][0]["id"],
         added["result"]["structuredContent"]["id"]
@@ -165,7 +178,10 @@ async fn a_user_token_acts_for_its_user_only() {
     let (_, bobs) = rpc(
         &stack.url,
         Some("ops-token-0004"),
-        call("list_memories", json!({"app_name": "demo", "user_id": "bob"})),
+        call(
+            "list_memories",
+            json!({"app_name": "demo", "user_id": "bob"}),
+        ),
     )
     .await;
     assert_eq!(bobs["result"]["structuredContent"]["memories"], json!([]));
@@ -176,10 +192,7 @@ async fn a_token_of_several_apps_or_users_must_name_them() {
     let stack = stack().await;
     let team = Some("team-token-0003");
     let (_, no_app) = rpc(&stack.url, team, call("list_memories", json!({}))).await;
-    assert!(
-        text(&no_app).contains("app_name is required"),
-        "{no_app}"
-    );
+    assert!(text(&no_app).contains("app_name is required"), "{no_app}");
     let (_, no_user) = rpc(
         &stack.url,
         team,
@@ -190,7 +203,10 @@ async fn a_token_of_several_apps_or_users_must_name_them() {
     let (_, named) = rpc(
         &stack.url,
         team,
-        call("list_memories", json!({"app_name": "demo", "user_id": "bob"})),
+        call(
+            "list_memories",
+            json!({"app_name": "demo", "user_id": "bob"}),
+        ),
     )
     .await;
     assert_eq!(named["result"]["isError"], Value::Null, "{named}");
@@ -204,7 +220,10 @@ async fn list_apps_shows_only_the_tokens_apps() {
         let (_, created) = rpc(
             &stack.url,
             ops,
-            call("create_session", json!({"app_name": app, "user_id": "alice"})),
+            call(
+                "create_session",
+                json!({"app_name": app, "user_id": "alice"}),
+            ),
         )
         .await;
         assert_eq!(created["result"]["isError"], Value::Null, "{created}");
@@ -214,7 +233,12 @@ async fn list_apps_shows_only_the_tokens_apps() {
         all["result"]["structuredContent"]["app_names"],
         json!(["demo", "secret"])
     );
-    let (_, alices) = rpc(&stack.url, Some("alice-token-0001"), call("list_apps", json!({}))).await;
+    let (_, alices) = rpc(
+        &stack.url,
+        Some("alice-token-0001"),
+        call("list_apps", json!({})),
+    )
+    .await;
     assert_eq!(
         alices["result"]["structuredContent"]["app_names"],
         json!(["demo"])
@@ -225,7 +249,10 @@ async fn list_apps_shows_only_the_tokens_apps() {
 async fn no_tokens_beyond_loopback_is_refused_at_start() {
     let stack = stack().await;
     let refused = start(&http("0.0.0.0:0", None), stack.backend.clone()).await;
-    assert!(matches!(refused, Err(StartError::Unauthenticated(_))), "{refused:?}");
+    assert!(
+        matches!(refused, Err(StartError::Unauthenticated(_))),
+        "{refused:?}"
+    );
     let mut allowed = http("0.0.0.0:0", None);
     allowed.allow_unauthenticated = true;
     start(&allowed, stack.backend.clone())
@@ -234,9 +261,12 @@ async fn no_tokens_beyond_loopback_is_refused_at_start() {
         .stop()
         .await
         .unwrap();
-    let with_tokens = start(&http("0.0.0.0:0", Some(stack.tokens.clone())), stack.backend.clone())
-        .await
-        .unwrap();
+    let with_tokens = start(
+        &http("0.0.0.0:0", Some(stack.tokens.clone())),
+        stack.backend.clone(),
+    )
+    .await
+    .unwrap();
     with_tokens.stop().await.unwrap();
 }
 

@@ -1,14 +1,51 @@
 //! The arguments of each tool and of the prompt: what their JSON schemas say (the doc comments
 //! are the descriptions a model reads), checked here before any service is asked.
 
-use schemars::JsonSchema;
-use serde::Deserialize;
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{de::DeserializeOwned, Deserialize, Deserializer};
 
 use crate::error::GatewayError;
 
 /// Longest text a tool accepts (a memory, a turn, a query): a larger argument is refused
 /// before anything is written.
 pub const MAX_TEXT_BYTES: usize = 32 << 10;
+
+/// A tool's arguments, whose errors name the offending argument (`filters.after: invalid
+/// type: integer `3`, expected a string`) so that a model can correct its call; the schema is
+/// the arguments' own.
+#[derive(Debug)]
+pub struct Named<T>(pub T);
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Named<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde_path_to_error::deserialize(deserializer)
+            .map(Named)
+            .map_err(|e| {
+                let path = e.path().to_string();
+                let inner = e.into_inner();
+                match path.as_str() {
+                    "." => inner,
+                    _ => serde::de::Error::custom(format!("{path}: {inner}")),
+                }
+            })
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Named<T> {
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::json_schema(generator)
+    }
+}
 
 /// Whose data a call touches. Both may be left out when the caller's token allows one app
 /// (or one user); a token limited to one user always acts for that user.

@@ -14,8 +14,8 @@ use rmcp::{
         CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
         GetPromptResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
         ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
-        PromptMessage, ProtocolVersion, Role, ReadResourceRequestParams,
-        ReadResourceResponse, ServerCapabilities, ServerConfig,
+        PromptMessage, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Role,
+        ServerCapabilities, ServerConfig,
     },
     service::RequestContext,
     ErrorData, RoleServer, ServerHandler,
@@ -124,11 +124,10 @@ impl Gateway {
             tools::memories_text(&found, "(nothing relevant remembered)"),
             a.question
         );
-        Ok(GetPromptResult::new(vec![PromptMessage::new_text(
-            Role::User,
-            text,
-        )])
-        .with_description("The memories relevant to the question, then the question"))
+        Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                .with_description("The memories relevant to the question, then the question"),
+        )
     }
 }
 
@@ -141,7 +140,10 @@ impl ServerHandler for Gateway {
                 .enable_prompts()
                 .build(),
         )
-        .with_server_info(Implementation::new("adk-gateway", env!("CARGO_PKG_VERSION")))
+        .with_server_info(Implementation::new(
+            "adk-gateway",
+            env!("CARGO_PKG_VERSION"),
+        ))
         .with_instructions(
             "Durable memory and conversation sessions. Before answering, search_memory for \
              what you may know about the user; when the user tells you something worth \

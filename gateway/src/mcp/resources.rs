@@ -4,11 +4,11 @@
 //! outright, so it is checked against the caller's grant like any tool argument.
 
 use adk_proto::memory::v1::ListMemoriesRequest;
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use rmcp::model::{
     ListResourcesResult, PaginatedRequestParams, ReadResourceResult, Resource, ResourceContents,
     ResourceTemplate,
 };
-use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use super::{tools, Gateway};
 use crate::{caller::Caller, error::GatewayError};
@@ -114,8 +114,11 @@ impl Gateway {
                 continue;
             };
             resources.push(
-                Resource::new(uri(&app, &scope.user, "memory"), format!("memory of {}", scope.user))
-                    .with_mime_type("text/plain"),
+                Resource::new(
+                    uri(&app, &scope.user, "memory"),
+                    format!("memory of {}", scope.user),
+                )
+                .with_mime_type("text/plain"),
             );
             let request = adk_proto::session::v1::ListSessionsRequest {
                 app_name: scope.app.clone(),
@@ -193,7 +196,11 @@ mod tests {
 
     #[test]
     fn uris_round_trip_and_never_alias() {
-        let u = uri("a/b", "ali ce", &format!("sessions/{}", percent_encode("s%1")));
+        let u = uri(
+            "a/b",
+            "ali ce",
+            &format!("sessions/{}", percent_encode("s%1")),
+        );
         assert_eq!(u, "adk://apps/a%2Fb/users/ali%20ce/sessions/s%251");
         assert_eq!(
             parse(&u),

@@ -22,7 +22,10 @@ use rmcp::{
 use runner_client::{event::content_text, event::text_part, json};
 use serde_json::{json, Value};
 
-use super::{args, args::Kind, args::Mode, Gateway};
+use super::{
+    args::{self, Kind, Mode, Named},
+    Gateway,
+};
 use crate::{caller::Caller, error::GatewayError};
 
 /// The tool only listed when memory-svc has a generation model.
@@ -51,7 +54,7 @@ impl Gateway {
     )]
     async fn search_memory(
         &self,
-        Parameters(a): Parameters<args::SearchMemory>,
+        Parameters(Named(a)): Parameters<Named<args::SearchMemory>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
         let caller = self.caller(&ctx)?;
@@ -64,10 +67,12 @@ impl Gateway {
         }))
     }
 
-    #[tool(description = "Remember a fact about the user for later conversations. Returns the new memory's id.")]
+    #[tool(
+        description = "Remember a fact about the user for later conversations. Returns the new memory's id."
+    )]
     async fn add_memory(
         &self,
-        Parameters(a): Parameters<args::AddMemory>,
+        Parameters(Named(a)): Parameters<Named<args::AddMemory>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
         let caller = self.caller(&ctx)?;
@@ -80,13 +85,14 @@ impl Gateway {
     )]
     async fn list_memories(
         &self,
-        Parameters(a): Parameters<args::ListMemories>,
+        Parameters(Named(a)): Parameters<Named<args::ListMemories>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
         let caller = self.caller(&ctx)?;
         answer(
             async {
-                let scope = caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+                let scope =
+                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
                 let request = ListMemoriesRequest {
                     app_name: scope.app,
                     user_id: scope.user,
@@ -124,13 +130,14 @@ impl Gateway {
     )]
     async fn delete_memory(
         &self,
-        Parameters(a): Parameters<args::DeleteMemory>,
+        Parameters(Named(a)): Parameters<Named<args::DeleteMemory>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
         let caller = self.caller(&ctx)?;
         answer(
             async {
-                let scope = caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+                let scope =
+                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
                 let request = DeleteMemoryRequest {
                     app_name: scope.app,
                     user_id: scope.user,
@@ -156,10 +163,12 @@ impl Gateway {
         )
     }
 
-    #[tool(description = "Extract lasting facts about the user from conversation text or a stored session, and merge them into the user's memory (adding, updating or removing facts).")]
+    #[tool(
+        description = "Extract lasting facts about the user from conversation text or a stored session, and merge them into the user's memory (adding, updating or removing facts)."
+    )]
     async fn generate_memories(
         &self,
-        Parameters(a): Parameters<args::GenerateMemories>,
+        Parameters(Named(a)): Parameters<Named<args::GenerateMemories>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
         let caller = self.caller(&ctx)?;
@@ -172,13 +181,14 @@ impl Gateway {
     )]
     async fn list_sessions(
         &self,
-        Parameters(a): Parameters<args::ListSessions>,
+        Parameters(Named(a)): Parameters<Named<args::ListSessions>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
         let caller = self.caller(&ctx)?;
         answer(
             async {
-                let scope = caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+                let scope =
+                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
                 let request = ListSessionsRequest {
                     app_name: scope.app,
                     user_id: Some(scope.user),
@@ -230,13 +240,14 @@ impl Gateway {
     )]
     async fn get_session(
         &self,
-        Parameters(a): Parameters<args::GetSession>,
+        Parameters(Named(a)): Parameters<Named<args::GetSession>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
         let caller = self.caller(&ctx)?;
         answer(
             async {
-                let scope = caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+                let scope =
+                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
                 let recent = a.num_recent_events.unwrap_or(20);
                 let session = self
                     .read_session(&caller, &scope.app, &scope.user, &a.session_id, recent)
@@ -247,16 +258,19 @@ impl Gateway {
         )
     }
 
-    #[tool(description = "Start a new session (conversation) for the user, optionally with an initial state.")]
+    #[tool(
+        description = "Start a new session (conversation) for the user, optionally with an initial state."
+    )]
     async fn create_session(
         &self,
-        Parameters(a): Parameters<args::CreateSession>,
+        Parameters(Named(a)): Parameters<Named<args::CreateSession>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
         let caller = self.caller(&ctx)?;
         answer(
             async {
-                let scope = caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+                let scope =
+                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
                 let request = CreateSessionRequest {
                     app_name: scope.app,
                     user_id: scope.user,
@@ -286,13 +300,14 @@ impl Gateway {
     #[tool(description = "Add a text turn to a session: what the user or the agent said.")]
     async fn append_event(
         &self,
-        Parameters(a): Parameters<args::AppendEvent>,
+        Parameters(Named(a)): Parameters<Named<args::AppendEvent>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
         let caller = self.caller(&ctx)?;
         answer(
             async {
-                let scope = caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+                let scope =
+                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
                 let author = args::text("author", &a.author)?;
                 let role = if author == "user" { "user" } else { "model" };
                 let request = AppendEventRequest {
@@ -336,7 +351,7 @@ impl Gateway {
     )]
     async fn list_apps(
         &self,
-        Parameters(_): Parameters<args::ListApps>,
+        Parameters(Named(_)): Parameters<Named<args::ListApps>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
         let caller = self.caller(&ctx)?;
@@ -595,7 +610,10 @@ pub(super) fn session_text(s: &Session) -> String {
             s.last_sequence,
             time_text(s.last_update_time.as_ref())
         ),
-        format!("State: {}", if s.state.is_empty() { "{}" } else { &s.state }),
+        format!(
+            "State: {}",
+            if s.state.is_empty() { "{}" } else { &s.state }
+        ),
     ];
     for e in &s.events {
         let text = e

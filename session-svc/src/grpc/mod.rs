@@ -12,9 +12,10 @@ use adk_common::{
 use adk_proto::session::v1::{
     session_service_server::SessionService, watch_session_response::Change, AppendEventRequest,
     AppendEventResponse, CreateSessionRequest, DeleteSessionRequest, GetAppStateRequest,
-    GetSessionRequest, GetUserStateRequest, ListAppsRequest, ListAppsResponse, ListEventsRequest, ListEventsResponse,
-    ListSessionsRequest, ListSessionsResponse, Session, SessionDeleted, StateResponse,
-    WatchEventsRequest, WatchEventsResponse, WatchSessionRequest, WatchSessionResponse,
+    GetSessionRequest, GetUserStateRequest, ListAppsRequest, ListAppsResponse, ListEventsRequest,
+    ListEventsResponse, ListSessionsRequest, ListSessionsResponse, Session, SessionDeleted,
+    StateResponse, WatchEventsRequest, WatchEventsResponse, WatchSessionRequest,
+    WatchSessionResponse,
 };
 use tokio::sync::mpsc;
 use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
