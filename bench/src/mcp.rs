@@ -34,6 +34,8 @@ struct Mcp {
 
 impl Mcp {
     fn new(addr: &str) -> Result<Self> {
+        // reqwest is built without a TLS provider of its own (plain HTTP here, all the same).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         Ok(Self {
             http: reqwest::Client::builder().tcp_nodelay(true).build()?,
             url: format!("http://{addr}/mcp"),

@@ -15,13 +15,10 @@ pub mod error;
 pub mod http;
 pub mod mcp;
 
-use std::path::Path;
-
 use runner_client::Access;
 
 /// How to reach the services, from the flags.
 pub fn access(services: &config::Services) -> Result<Access, std::io::Error> {
-    let read = |path: &Path| std::fs::read(path);
     let token = services
         .token_file
         .as_deref()
@@ -29,7 +26,7 @@ pub fn access(services: &config::Services) -> Result<Access, std::io::Error> {
         .transpose()?;
     Ok(Access {
         token,
-        ca_pem: services.ca_cert.as_deref().map(read).transpose()?,
+        ca_pem: services.ca_cert.as_deref().map(std::fs::read).transpose()?,
     })
 }
 

@@ -75,9 +75,16 @@ async fn stack() -> Stack {
     }
 }
 
+/// An HTTP client (reqwest is built here without a TLS provider of its own: ring's, as the
+/// rest of the workspace uses).
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 /// One JSON-RPC request with `token`; the HTTP status and the parsed reply (if JSON).
 async fn rpc(url: &str, token: Option<&str>, body: Value) -> (StatusCode, Value) {
-    let mut request = reqwest::Client::new()
+    let mut request = client()
         .post(url)
         .header(header::ACCEPT, "application/json, text/event-stream")
         .header("mcp-protocol-version", VERSION)
@@ -106,7 +113,7 @@ fn text(reply: &Value) -> &str {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_token_is_401_with_a_challenge() {
     let stack = stack().await;
-    let response = reqwest::Client::new()
+    let response = client()
         .post(&stack.url)
         .header(header::ACCEPT, "application/json, text/event-stream")
         .json(&call("list_apps", json!({})))
@@ -137,7 +144,7 @@ async fn a_user_token_acts_for_its_user_only() {
         call("add_memory", json!({"text": "Alice collects enamel pins"})),
     )
     .await;
-    assert_eq!(added["result"]["isError"], Value::Null, "{added}");
+    assert_eq!(added["result"]["isError"], false, "{added}");
     let (_, found) = rpc(
         &stack.url,
         alice,
@@ -209,7 +216,7 @@ async fn a_token_of_several_apps_or_users_must_name_them() {
         ),
     )
     .await;
-    assert_eq!(named["result"]["isError"], Value::Null, "{named}");
+    assert_eq!(named["result"]["isError"], false, "{named}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -226,7 +233,7 @@ async fn list_apps_shows_only_the_tokens_apps() {
             ),
         )
         .await;
-        assert_eq!(created["result"]["isError"], Value::Null, "{created}");
+        assert_eq!(created["result"]["isError"], false, "{created}");
     }
     let (_, all) = rpc(&stack.url, ops, call("list_apps", json!({}))).await;
     assert_eq!(
@@ -273,7 +280,7 @@ async fn no_tokens_beyond_loopback_is_refused_at_start() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_origin_is_refused() {
     let mut stack = stack().await;
-    let response = reqwest::Client::new()
+    let response = client()
         .post(&stack.url)
         .header(header::ACCEPT, "application/json, text/event-stream")
         .header(header::ORIGIN, "https://evil.example")

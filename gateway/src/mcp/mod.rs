@@ -30,7 +30,7 @@ use crate::{backend::Backend, caller::Caller, error::GatewayError};
 const MAX_ARGUMENT_BYTES: usize = 64 << 10;
 
 /// How many memories `memory_context` puts in front of a question.
-const CONTEXT_MEMORIES: i32 = 10;
+const CONTEXT_MEMORIES: u32 = 10;
 
 /// The MCP protocol versions served: the sessionless 2026-07-28 and the versions with an
 /// `initialize` handshake that clients still speak.
@@ -110,7 +110,7 @@ impl Gateway {
     ) -> Result<GetPromptResult, GatewayError> {
         let search = args::SearchMemory {
             query: a.question.clone(),
-            limit: Some(CONTEXT_MEMORIES as u32),
+            limit: Some(CONTEXT_MEMORIES),
             mode: None,
             filters: None,
             scope: args::ScopeArgs {

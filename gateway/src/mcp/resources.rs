@@ -52,10 +52,7 @@ enum Target {
 /// Parses a resource URI; its segments are percent-encoded.
 fn parse(uri: &str) -> Option<Target> {
     let rest = uri.strip_prefix(SCHEME)?;
-    let segments: Vec<String> = rest
-        .split('/')
-        .map(|s| percent_decode(s))
-        .collect::<Option<_>>()?;
+    let segments: Vec<String> = rest.split('/').map(percent_decode).collect::<Option<_>>()?;
     match segments.as_slice() {
         [app, users, user, sessions, session] if users == "users" && sessions == "sessions" => {
             Some(Target::Session {
