@@ -824,8 +824,9 @@ pub async fn sweeping_ends_the_watches_of_expired_sessions<S: SessionStore>(stor
 
 pub(crate) async fn lists_the_apps_with_sessions(store: impl SessionStore) {
     assert!(store.apps().await.unwrap().is_empty());
-    // Names that share a prefix, or hold the key encoding's escape byte, stay apart.
-    for app in ["b", "a", "a\0", "ab", "a"] {
+    // Names that share a prefix, or extend it with bytes below and above the next app's, stay
+    // apart.
+    for app in ["b", "a", "a/b", "a-", "ab", "a"] {
         for user in ["u1", "u2"] {
             let key = SessionKey {
                 app_name: app.into(),
@@ -837,7 +838,7 @@ pub(crate) async fn lists_the_apps_with_sessions(store: impl SessionStore) {
             }
         }
     }
-    assert_eq!(store.apps().await.unwrap(), ["a", "a\0", "ab", "b"]);
+    assert_eq!(store.apps().await.unwrap(), ["a", "a-", "a/b", "ab", "b"]);
     for user in ["u1", "u2"] {
         let key = SessionKey {
             app_name: "ab".into(),
@@ -846,5 +847,5 @@ pub(crate) async fn lists_the_apps_with_sessions(store: impl SessionStore) {
         };
         store.delete(&key).await.unwrap();
     }
-    assert_eq!(store.apps().await.unwrap(), ["a", "a\0", "b"]);
+    assert_eq!(store.apps().await.unwrap(), ["a", "a-", "a/b", "b"]);
 }
