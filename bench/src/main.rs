@@ -11,6 +11,7 @@
 mod bounded;
 mod contention;
 mod load;
+mod mcp;
 mod recall;
 mod server;
 mod soak;
@@ -183,6 +184,15 @@ enum Scenario {
     },
     /// Idle RSS of freshly started servers.
     Idle,
+    /// search_memory through the gateway (MCP over streamable HTTP) beside SearchMemory over
+    /// gRPC, one at a time, at `entries` memories; then `clients` MCP clients at once, each on
+    /// its own connection (initialize, tools/list, 5 searches), which must all succeed.
+    Mcp {
+        #[arg(long, default_value_t = 10_000)]
+        entries: u64,
+        #[arg(long, default_value_t = 200)]
+        clients: usize,
+    },
     /// session-svc's RSS over time under a mixed load on a store larger than its sled cache
     /// (see bounded.rs). Not part of `all`.
     Bounded {
@@ -451,6 +461,10 @@ async fn run(cli: Cli) -> Result<()> {
             contention::search_under_ingest(&ctx, &mut report, entries, ingesters, batch).await?
         }
         Scenario::Idle => idle(&ctx, &mut report).await?,
+        Scenario::Mcp { entries, clients } => {
+            let entries = shrink(q, vec![entries], 2000)[0];
+            mcp::mcp(&ctx, &mut report, entries, clients).await?
+        }
         Scenario::Bounded {
             sessions,
             events,

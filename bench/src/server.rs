@@ -37,21 +37,26 @@ impl Server {
         cgroup: Option<&Path>,
     ) -> Result<Self> {
         let dir = tempfile::Builder::new().prefix("adk-bench-").tempdir()?;
-        let mut s = Self::start(ctx, name, args, dir.path(), cgroup).await?;
+        let mut s = Self::start(ctx, name, args, Some(dir.path()), cgroup).await?;
         s._dir = Some(dir);
         Ok(s)
     }
 
     /// Starts `name` on an existing data directory (kept by the caller).
     pub async fn spawn_in(ctx: &Ctx, name: &str, args: &[&str], data_dir: &Path) -> Result<Self> {
-        Self::start(ctx, name, args, data_dir, None).await
+        Self::start(ctx, name, args, Some(data_dir), None).await
+    }
+
+    /// Starts `name`, a server that keeps no data (the gateway).
+    pub async fn spawn_stateless(ctx: &Ctx, name: &str, args: &[&str]) -> Result<Self> {
+        Self::start(ctx, name, args, None, None).await
     }
 
     async fn start(
         ctx: &Ctx,
         name: &str,
         args: &[&str],
-        data_dir: &Path,
+        data_dir: Option<&Path>,
         cgroup: Option<&Path>,
     ) -> Result<Self> {
         let bin = ctx.bin_dir.join(name);
@@ -74,13 +79,12 @@ impl Server {
             }
             None => Command::new(&bin),
         };
-        command
-            .arg("--listen")
-            .arg("127.0.0.1:0")
-            .arg("--data-dir")
-            .arg(data_dir);
-        if let Some(url) = &ctx.postgres {
-            command.arg("--store").arg(schema_for(url, data_dir).await?);
+        command.arg("--listen").arg("127.0.0.1:0");
+        if let Some(data_dir) = data_dir {
+            command.arg("--data-dir").arg(data_dir);
+            if let Some(url) = &ctx.postgres {
+                command.arg("--store").arg(schema_for(url, data_dir).await?);
+            }
         }
         let mut child = command
             .args(args)
@@ -114,7 +118,7 @@ impl Server {
             addr,
             pid,
             child,
-            data_dir: data_dir.to_owned(),
+            data_dir: data_dir.map(Path::to_owned).unwrap_or_default(),
             _dir: None,
         })
     }

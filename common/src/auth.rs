@@ -95,6 +95,16 @@ impl Grant {
         }
     }
 
+    /// The apps the token may use (`None`: every app).
+    pub fn apps(&self) -> Option<&[String]> {
+        self.apps.as_deref()
+    }
+
+    /// The users of those apps the token may use (`None`: every user).
+    pub fn users(&self) -> Option<&[String]> {
+        self.users.as_deref()
+    }
+
     /// Checks that the token may access everything (whole-store operations such as backups).
     pub fn check_everything(&self) -> Result<(), Status> {
         if self.apps.is_none() && self.users.is_none() {
@@ -207,6 +217,21 @@ impl Authenticator {
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Arc::new(tokens);
         Ok(count)
+    }
+
+    /// The grant of a bearer token (the text after `Bearer `), for servers that authenticate
+    /// outside gRPC (the gateway's HTTP front door): `None` when tokens are required and
+    /// `token` is absent or unknown; without a tokens file, [`Grant::all`].
+    pub fn authenticate(&self, token: Option<&str>) -> Option<Grant> {
+        match &self.tokens {
+            None => Some(Grant::all()),
+            Some(source) => Self::lookup(source, token?.trim()),
+        }
+    }
+
+    /// Whether a tokens file is in force.
+    pub fn is_required(&self) -> bool {
+        self.tokens.is_some()
     }
 
     /// The grant of `token`: its hash is compared with every known one, each comparison in

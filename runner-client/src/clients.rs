@@ -150,6 +150,13 @@ impl Remote {
     }
 }
 
+/// A channel to the service at `endpoint` with `access`'s TLS settings, connecting lazily, for
+/// callers that make their own gRPC clients over it (the gateway presents each caller's token
+/// on each call, over one connection).
+pub fn channel(endpoint: &str, access: &Access) -> Result<Channel> {
+    Remote::channel("service", endpoint, access).map(|(_, channel)| channel)
+}
+
 /// `endpoint` with a scheme: as given when it has one, else `https://` when a CA certificate
 /// is given and `http://` otherwise.
 fn with_scheme(endpoint: &str, access: &Access) -> String {

@@ -471,6 +471,13 @@ impl<S: SessionStore> Sessions<S> {
         let app_name = identifier("app_name", &req.app_name)?;
         Ok(state::object(&self.store.app_state(app_name).await?))
     }
+
+    /// The apps with sessions that `visible` admits (the caller's token), in byte order.
+    pub async fn apps(&self, visible: impl Fn(&str) -> bool) -> Result<Vec<String>> {
+        let mut apps = self.store.apps().await?;
+        apps.retain(|app| visible(app));
+        Ok(apps)
+    }
 }
 
 /// The byte budget a read asked for (`max_reply_event_bytes`), if any.

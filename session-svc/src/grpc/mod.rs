@@ -12,9 +12,10 @@ use adk_common::{
 use adk_proto::session::v1::{
     session_service_server::SessionService, watch_session_response::Change, AppendEventRequest,
     AppendEventResponse, CreateSessionRequest, DeleteSessionRequest, GetAppStateRequest,
-    GetSessionRequest, GetUserStateRequest, ListEventsRequest, ListEventsResponse,
-    ListSessionsRequest, ListSessionsResponse, Session, SessionDeleted, StateResponse,
-    WatchEventsRequest, WatchEventsResponse, WatchSessionRequest, WatchSessionResponse,
+    GetSessionRequest, GetUserStateRequest, ListAppsRequest, ListAppsResponse, ListEventsRequest,
+    ListEventsResponse, ListSessionsRequest, ListSessionsResponse, Session, SessionDeleted,
+    StateResponse, WatchEventsRequest, WatchEventsResponse, WatchSessionRequest,
+    WatchSessionResponse,
 };
 use tokio::sync::mpsc;
 use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
@@ -202,6 +203,18 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         let (request, span) = admit(request, "GetAppState")?;
         let state = traced(span, self.sessions.app_state(request)).await?;
         Ok(Response::new(StateResponse { state }))
+    }
+
+    async fn list_apps(
+        &self,
+        request: Request<ListAppsRequest>,
+    ) -> Result<Response<ListAppsResponse>, Status> {
+        // Spans every app, so no single scope to admit: the caller's grant filters the list.
+        let grant = grant(&request)?.clone();
+        let span = tracing::info_span!("rpc", method = "ListApps", token = grant.name);
+        let visible = |app: &str| grant.check_app(app).is_ok();
+        let app_names = traced(span, self.sessions.apps(visible)).await?;
+        Ok(Response::new(ListAppsResponse { app_names }))
     }
 }
 

@@ -35,6 +35,7 @@ macro_rules! session_store_suite {
             sweeps_expired_sessions,
             create_answers_with_the_session_even_if_it_has_expired,
             sweeping_ends_the_watches_of_expired_sessions,
+            lists_the_apps_with_sessions,
         );
     };
     (@tests () $open:expr; $($test:ident,)*) => {$(
@@ -826,4 +827,32 @@ pub async fn sweeping_ends_the_watches_of_expired_sessions<S: SessionStore>(stor
         .expect("the sweep ends the watch");
     assert_eq!(change.unwrap().unwrap(), SessionChange::Deleted);
     assert!(watch.recv().await.is_none(), "nothing follows the deletion");
+}
+
+pub(crate) async fn lists_the_apps_with_sessions(store: impl SessionStore) {
+    assert!(store.apps().await.unwrap().is_empty());
+    // Names that share a prefix, or extend it with bytes below and above the next app's, stay
+    // apart.
+    for app in ["b", "a", "a/b", "a-", "ab", "a"] {
+        for user in ["u1", "u2"] {
+            let key = SessionKey {
+                app_name: app.into(),
+                user_id: user.into(),
+                session_id: format!("s-{user}"),
+            };
+            if store.get(&key, EventWindow::NONE).await.unwrap().is_none() {
+                create(&store, &key, 1).await;
+            }
+        }
+    }
+    assert_eq!(store.apps().await.unwrap(), ["a", "a-", "a/b", "ab", "b"]);
+    for user in ["u1", "u2"] {
+        let key = SessionKey {
+            app_name: "ab".into(),
+            user_id: user.into(),
+            session_id: format!("s-{user}"),
+        };
+        store.delete(&key).await.unwrap();
+    }
+    assert_eq!(store.apps().await.unwrap(), ["a", "a-", "a/b", "b"]);
 }

@@ -197,6 +197,10 @@ pub trait SessionStore: Clone + Send + Sync + 'static {
     /// The app scope's entries, keys without prefix.
     fn app_state(&self, app_name: &str) -> impl Future<Output = Result<Vec<Entry>>> + Send;
 
+    /// The names of the apps that have at least one stored session, in byte order. Costs one
+    /// lookup per app, whatever the number of sessions.
+    fn apps(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
+
     /// Changes other processes make to the store, when it is shared (`None`: only this process
     /// writes, and the domain already knows every change). Whatever listens for them runs until
     /// `stopping`, and shutdown waits for it to end.

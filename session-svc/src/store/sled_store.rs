@@ -735,6 +735,21 @@ impl SessionStore for SledStore {
     async fn app_state(&self, app_name: &str) -> Result<Vec<Entry>> {
         scan_entries(&self.app_state, app_prefix(app_name).as_bytes())
     }
+
+    async fn apps(&self) -> Result<Vec<String>> {
+        // Session keys start with the app: read one key, then skip past that app's keys.
+        let mut apps = Vec::new();
+        let mut from = Vec::new();
+        while let Some(entry) = self.sessions.range(from..).next() {
+            let (key, _) = entry?;
+            let app = KeyReader::new(&key)
+                .str()
+                .ok_or_else(|| SessionError::corrupt("unreadable session key"))?;
+            from = prefix_end(app_prefix(&app).as_bytes());
+            apps.push(app);
+        }
+        Ok(apps)
+    }
 }
 
 impl Snapshotter for SledStore {

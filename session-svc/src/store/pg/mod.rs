@@ -524,10 +524,29 @@ impl SessionStore for PgStore {
         shared_entries(&client, APP_STATE, &[&app_name]).await
     }
 
+    async fn apps(&self) -> Result<Vec<String>> {
+        let client = self.pool.get().await?;
+        let rows = client.query(APPS, &[]).await?;
+        rows.iter()
+            .map(|row| row.try_get(0).map_err(Into::into))
+            .collect()
+    }
+
     fn notices(&self, stopping: &Stopping) -> Result<Option<mpsc::UnboundedReceiver<Notice>>> {
         notify::notices(&self.url, &self.channel, stopping)
     }
 }
+
+/// The distinct apps of `sessions`, walking its primary key from one app to the next (a loose
+/// index scan) rather than reading every session.
+const APPS: &str = "WITH RECURSIVE apps(app_name) AS (
+        (SELECT app_name FROM sessions ORDER BY app_name LIMIT 1)
+        UNION ALL
+        SELECT (SELECT s.app_name FROM sessions s WHERE s.app_name > apps.app_name
+                ORDER BY s.app_name LIMIT 1)
+        FROM apps WHERE apps.app_name IS NOT NULL
+    )
+    SELECT app_name FROM apps WHERE app_name IS NOT NULL";
 
 /// Sequences and positions are `bigint`; values past `i64::MAX` cannot occur in practice and
 /// are clamped rather than wrapped.

@@ -1,0 +1,247 @@
+//! The arguments of each tool and of the prompt: what their JSON schemas say (the doc comments
+//! are the descriptions a model reads), checked here before any service is asked.
+
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{de::DeserializeOwned, Deserialize, Deserializer};
+
+use crate::error::GatewayError;
+
+/// Longest text a tool accepts (a memory, a turn, a query): a larger argument is refused
+/// before anything is written.
+pub const MAX_TEXT_BYTES: usize = 32 << 10;
+
+/// A tool's arguments, whose errors name the offending argument (`filters.after: invalid
+/// type: integer `3`, expected a string`) so that a model can correct its call; the schema is
+/// the arguments' own.
+#[derive(Debug)]
+pub struct Named<T>(pub T);
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Named<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde_path_to_error::deserialize(deserializer)
+            .map(Named)
+            .map_err(|e| {
+                let path = e.path().to_string();
+                let inner = e.into_inner();
+                match path.as_str() {
+                    "." => inner,
+                    _ => serde::de::Error::custom(format!("{path}: {inner}")),
+                }
+            })
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Named<T> {
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::json_schema(generator)
+    }
+}
+
+/// Whose data a call touches. Both may be left out when the caller's token allows one app
+/// (or one user); a token limited to one user always acts for that user.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct ScopeArgs {
+    /// The agent app; optional when your token allows only one.
+    pub app_name: Option<String>,
+    /// The user whose memory or sessions to use; optional when your token acts for one user.
+    pub user_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Matching words (BM25).
+    Keyword,
+    /// Similar meaning (needs an embedding model on the server).
+    Semantic,
+    /// Both, fused.
+    Hybrid,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Memories written directly or ingested from conversations.
+    Raw,
+    /// Facts the server generated from conversations.
+    Generated,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct Filters {
+    /// Only memories by this author (e.g. "user").
+    pub author: Option<String>,
+    /// Only memories from this time on (RFC 3339, e.g. "2026-01-31T00:00:00Z").
+    pub after: Option<String>,
+    /// Only memories before this time (RFC 3339).
+    pub before: Option<String>,
+    /// Only raw or only generated memories (default: both).
+    pub kind: Option<Kind>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchMemory {
+    /// What to look for, in plain words (a question works).
+    pub query: String,
+    /// How many memories to return, best first: 1 to 100 (default 10).
+    pub limit: Option<u32>,
+    /// How to rank (default: hybrid when the server has an embedding model, else keyword).
+    pub mode: Option<Mode>,
+    pub filters: Option<Filters>,
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AddMemory {
+    /// The fact to remember, as a self-contained sentence ("Alice drinks her coffee black").
+    pub text: String,
+    /// Optional JSON object stored with the memory and returned with it.
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Who said it (default "user").
+    pub author: Option<String>,
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListMemories {
+    /// Memories per page: 1 to 100 (default 20).
+    pub page_size: Option<u32>,
+    /// The `next_page_token` of the previous page, to read on.
+    pub page_token: Option<String>,
+    /// Only raw or only generated memories (default: both).
+    pub kind: Option<Kind>,
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DeleteMemory {
+    /// The memory's id, as search_memory or list_memories show it. It is never added again.
+    pub memory_id: String,
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GenerateMemories {
+    /// Conversation text to extract facts from (give this or session_id).
+    pub text: Option<String>,
+    /// A stored session to extract facts from (give this or text).
+    pub session_id: Option<String>,
+    /// Wait for the facts to be written (default true); false returns the queued job.
+    pub wait: Option<bool>,
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListSessions {
+    /// Sessions per page: 1 to 100 (default 20).
+    pub page_size: Option<u32>,
+    /// The `next_page_token` of the previous page, to read on.
+    pub page_token: Option<String>,
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GetSession {
+    pub session_id: String,
+    /// Only the last N events (default 20; 0 for none).
+    pub num_recent_events: Option<u32>,
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CreateSession {
+    /// The new session's id (default: a fresh one).
+    pub session_id: Option<String>,
+    /// Initial state, a JSON object (`app:` and `user:` keys are shared, `temp:` keys dropped).
+    pub state: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AppendEvent {
+    pub session_id: String,
+    /// Who speaks: "user" for the person, or the agent's name.
+    pub author: String,
+    /// What was said.
+    pub text: String,
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListApps {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemoryContext {
+    /// The question or task the memories should help with.
+    pub question: String,
+    /// The agent app (when your token allows several).
+    pub app_name: Option<String>,
+    /// The user (when your token acts for several).
+    pub user_id: Option<String>,
+}
+
+/// `text` when it is not empty and within [`MAX_TEXT_BYTES`].
+pub fn text<'a>(field: &'static str, text: &'a str) -> Result<&'a str, GatewayError> {
+    if text.trim().is_empty() {
+        return Err(GatewayError::Invalid {
+            field,
+            why: "must not be empty".into(),
+        });
+    }
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(GatewayError::Invalid {
+            field,
+            why: format!(
+                "is {} bytes; at most {MAX_TEXT_BYTES} are accepted",
+                text.len()
+            ),
+        });
+    }
+    Ok(text)
+}
+
+/// A page size or limit within 1..=100 (`None`: the service's default).
+pub fn count(field: &'static str, value: Option<u32>) -> Result<i32, GatewayError> {
+    match value {
+        None => Ok(0),
+        Some(n @ 1..=100) => Ok(n as i32),
+        Some(n) => Err(GatewayError::Invalid {
+            field,
+            why: format!("{n} is outside 1 to 100"),
+        }),
+    }
+}
+
+/// An RFC 3339 time.
+pub fn time(
+    field: &'static str,
+    value: Option<&str>,
+) -> Result<Option<prost_types::Timestamp>, GatewayError> {
+    value
+        .map(|v| {
+            v.parse().map_err(|_| GatewayError::Invalid {
+                field,
+                why: format!("{v:?} is not an RFC 3339 time such as 2026-01-31T00:00:00Z"),
+            })
+        })
+        .transpose()
+}

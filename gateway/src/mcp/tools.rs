@@ -1,0 +1,627 @@
+//! The tools: each one resolves whose data it touches ([`Caller::scope`]), makes one or two
+//! calls to the services, and answers with text a model reads well plus the same result as
+//! structured content.
+
+use adk_proto::{
+    memory::v1::{
+        delete_memory_request::Target, generate_memories_request::Source, AddMemoryRequest,
+        DeleteMemoryRequest, EventList, GenerateMemoriesRequest, GenerateOptions,
+        ListMemoriesRequest, MemoryEntry, MemoryKind, SearchMemoryRequest, SearchMode, SessionRef,
+    },
+    session::v1::{
+        AppendEventRequest, Content, CreateSessionRequest, Event, GetSessionRequest,
+        ListAppsRequest, ListSessionsRequest, Session,
+    },
+};
+use rmcp::{
+    handler::server::{router::tool::ToolRouter, wrapper::Parameters},
+    model::{CallToolResult, ContentBlock},
+    service::RequestContext,
+    tool, tool_router, ErrorData, RoleServer,
+};
+use runner_client::{event::content_text, event::text_part, json};
+use serde_json::{json, Value};
+
+use super::{
+    args::{self, Kind, Mode, Named},
+    Gateway,
+};
+use crate::{caller::Caller, error::GatewayError};
+
+/// The tool only listed when memory-svc has a generation model.
+pub const GENERATE_MEMORIES: &str = "generate_memories";
+
+type ToolResult = Result<CallToolResult, ErrorData>;
+
+/// A finished tool call: `text` for the model, `structured` for programs; a failure is a tool
+/// result with `isError`, so the model reads why.
+fn answer(result: Result<(String, Value), GatewayError>) -> ToolResult {
+    Ok(match result {
+        Ok((text, structured)) => {
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            result.structured_content = Some(structured);
+            result
+        }
+        Err(e) => e.into_tool_result(),
+    })
+}
+
+#[tool_router(vis = "pub(super)")]
+impl Gateway {
+    #[tool(
+        description = "Search the user's long-term memory for what is relevant to a query. Returns the best matches first, each with its id, text, author and time.",
+        annotations(read_only_hint = true)
+    )]
+    async fn search_memory(
+        &self,
+        Parameters(Named(a)): Parameters<Named<args::SearchMemory>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> ToolResult {
+        let caller = self.caller(&ctx)?;
+        answer(self.search(&caller, &a).await.map(|(scope_text, found)| {
+            let text = memories_text(&found, &format!("No memories match {:?}.", a.query));
+            (
+                format!("{scope_text}\n{text}"),
+                json!({"memories": found.iter().map(json::memory_entry).collect::<Vec<_>>()}),
+            )
+        }))
+    }
+
+    #[tool(
+        description = "Remember a fact about the user for later conversations. Returns the new memory's id."
+    )]
+    async fn add_memory(
+        &self,
+        Parameters(Named(a)): Parameters<Named<args::AddMemory>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> ToolResult {
+        let caller = self.caller(&ctx)?;
+        answer(self.add_memory_call(&caller, a).await)
+    }
+
+    #[tool(
+        description = "List the user's memories, oldest first, a page at a time.",
+        annotations(read_only_hint = true)
+    )]
+    async fn list_memories(
+        &self,
+        Parameters(Named(a)): Parameters<Named<args::ListMemories>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> ToolResult {
+        let caller = self.caller(&ctx)?;
+        answer(
+            async {
+                let scope =
+                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+                let request = ListMemoriesRequest {
+                    app_name: scope.app,
+                    user_id: scope.user,
+                    page_size: args::count("page_size", a.page_size)?,
+                    page_token: a.page_token.unwrap_or_default(),
+                    kind: kind(a.kind) as i32,
+                };
+                let page = self
+                    .backend
+                    .memory()
+                    .list_memories(self.backend.request(&caller, request)?)
+                    .await
+                    .map_err(|s| GatewayError::service("memory-svc", "ListMemories", s))?
+                    .into_inner();
+                let mut text = memories_text(&page.memories, "No memories.");
+                if !page.next_page_token.is_empty() {
+                    text.push_str(&format!(
+                        "\nMore: call again with page_token {:?}.",
+                        page.next_page_token
+                    ));
+                }
+                let structured = json!({
+                    "memories": page.memories.iter().map(json::memory_entry).collect::<Vec<_>>(),
+                    "next_page_token": page.next_page_token,
+                });
+                Ok((text, structured))
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        description = "Forget one memory of the user, by id. It is never added again.",
+        annotations(destructive_hint = true, idempotent_hint = true)
+    )]
+    async fn delete_memory(
+        &self,
+        Parameters(Named(a)): Parameters<Named<args::DeleteMemory>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> ToolResult {
+        let caller = self.caller(&ctx)?;
+        answer(
+            async {
+                let scope =
+                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+                let request = DeleteMemoryRequest {
+                    app_name: scope.app,
+                    user_id: scope.user,
+                    target: Some(Target::MemoryId(
+                        args::text("memory_id", &a.memory_id)?.to_owned(),
+                    )),
+                };
+                let deleted = self
+                    .backend
+                    .memory()
+                    .delete_memory(self.backend.request(&caller, request)?)
+                    .await
+                    .map_err(|s| GatewayError::service("memory-svc", "DeleteMemory", s))?
+                    .into_inner()
+                    .deleted;
+                let text = match deleted {
+                    0 => format!("No memory has id {:?}; nothing was deleted.", a.memory_id),
+                    _ => format!("Deleted memory {:?}.", a.memory_id),
+                };
+                Ok((text, json!({"deleted": deleted})))
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        description = "Extract lasting facts about the user from conversation text or a stored session, and merge them into the user's memory (adding, updating or removing facts)."
+    )]
+    async fn generate_memories(
+        &self,
+        Parameters(Named(a)): Parameters<Named<args::GenerateMemories>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> ToolResult {
+        let caller = self.caller(&ctx)?;
+        answer(self.generate_call(&caller, a).await)
+    }
+
+    #[tool(
+        description = "List the user's sessions (conversations), least recently updated first, without their events.",
+        annotations(read_only_hint = true)
+    )]
+    async fn list_sessions(
+        &self,
+        Parameters(Named(a)): Parameters<Named<args::ListSessions>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> ToolResult {
+        let caller = self.caller(&ctx)?;
+        answer(
+            async {
+                let scope =
+                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+                let request = ListSessionsRequest {
+                    app_name: scope.app,
+                    user_id: Some(scope.user),
+                    page_size: args::count("page_size", a.page_size)?,
+                    page_token: a.page_token.unwrap_or_default(),
+                };
+                let page = self
+                    .backend
+                    .sessions()
+                    .list_sessions(self.backend.request(&caller, request)?)
+                    .await
+                    .map_err(|s| GatewayError::service("session-svc", "ListSessions", s))?
+                    .into_inner();
+                let mut text = if page.sessions.is_empty() {
+                    "No sessions.".to_owned()
+                } else {
+                    page.sessions
+                        .iter()
+                        .map(|s| {
+                            format!(
+                                "- {} ({} events, updated {})",
+                                s.id,
+                                s.last_sequence,
+                                time_text(s.last_update_time.as_ref())
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                };
+                if !page.next_page_token.is_empty() {
+                    text.push_str(&format!(
+                        "\nMore: call again with page_token {:?}.",
+                        page.next_page_token
+                    ));
+                }
+                let structured = json!({
+                    "sessions": page.sessions.iter().map(json::session).collect::<Vec<_>>(),
+                    "next_page_token": page.next_page_token,
+                });
+                Ok((text, structured))
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        description = "Read a session: its state and its most recent events.",
+        annotations(read_only_hint = true)
+    )]
+    async fn get_session(
+        &self,
+        Parameters(Named(a)): Parameters<Named<args::GetSession>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> ToolResult {
+        let caller = self.caller(&ctx)?;
+        answer(
+            async {
+                let scope =
+                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+                let recent = a.num_recent_events.unwrap_or(20);
+                let session = self
+                    .read_session(&caller, &scope.app, &scope.user, &a.session_id, recent)
+                    .await?;
+                Ok((session_text(&session), json::session(&session)))
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        description = "Start a new session (conversation) for the user, optionally with an initial state."
+    )]
+    async fn create_session(
+        &self,
+        Parameters(Named(a)): Parameters<Named<args::CreateSession>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> ToolResult {
+        let caller = self.caller(&ctx)?;
+        answer(
+            async {
+                let scope =
+                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+                let request = CreateSessionRequest {
+                    app_name: scope.app,
+                    user_id: scope.user,
+                    session_id: a.session_id.unwrap_or_default(),
+                    state: a
+                        .state
+                        .map(|s| Value::Object(s).to_string())
+                        .unwrap_or_default(),
+                    ..Default::default()
+                };
+                let session = self
+                    .backend
+                    .sessions()
+                    .create_session(self.backend.request(&caller, request)?)
+                    .await
+                    .map_err(|s| GatewayError::service("session-svc", "CreateSession", s))?
+                    .into_inner();
+                Ok((
+                    format!("Created session {:?}.", session.id),
+                    json::session(&session),
+                ))
+            }
+            .await,
+        )
+    }
+
+    #[tool(description = "Add a text turn to a session: what the user or the agent said.")]
+    async fn append_event(
+        &self,
+        Parameters(Named(a)): Parameters<Named<args::AppendEvent>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> ToolResult {
+        let caller = self.caller(&ctx)?;
+        answer(
+            async {
+                let scope =
+                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+                let author = args::text("author", &a.author)?;
+                let role = if author == "user" { "user" } else { "model" };
+                let request = AppendEventRequest {
+                    app_name: scope.app,
+                    user_id: scope.user,
+                    session_id: a.session_id.clone(),
+                    event: Some(Event {
+                        author: author.to_owned(),
+                        invocation_id: format!("mcp-{}", uuid::Uuid::new_v4()),
+                        content: Some(Content {
+                            role: Some(role.into()),
+                            parts: vec![text_part(args::text("text", &a.text)?)],
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                };
+                let appended = self
+                    .backend
+                    .sessions()
+                    .append_event(self.backend.request(&caller, request)?)
+                    .await
+                    .map_err(|s| GatewayError::service("session-svc", "AppendEvent", s))?
+                    .into_inner();
+                let event = appended.event.unwrap_or_default();
+                Ok((
+                    format!(
+                        "Appended event {} to session {:?}.",
+                        event.sequence, a.session_id
+                    ),
+                    json::event(&event),
+                ))
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        description = "List the agent apps your token may use.",
+        annotations(read_only_hint = true)
+    )]
+    async fn list_apps(
+        &self,
+        Parameters(Named(_)): Parameters<Named<args::ListApps>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> ToolResult {
+        let caller = self.caller(&ctx)?;
+        answer(self.apps(&caller).await.map(|apps| {
+            let text = if apps.is_empty() {
+                "No apps have sessions yet.".to_owned()
+            } else {
+                apps.join("\n")
+            };
+            (text, json!({"app_names": apps}))
+        }))
+    }
+}
+
+impl Gateway {
+    pub(super) fn router() -> ToolRouter<Self> {
+        Self::tool_router()
+    }
+
+    /// The apps with sessions the caller's token may use.
+    pub(super) async fn apps(&self, caller: &Caller) -> Result<Vec<String>, GatewayError> {
+        let mut apps = self
+            .backend
+            .sessions()
+            .list_apps(self.backend.request(caller, ListAppsRequest {})?)
+            .await
+            .map_err(|s| GatewayError::service("session-svc", "ListApps", s))?
+            .into_inner()
+            .app_names;
+        apps.retain(|app| caller.grant().check_app(app).is_ok());
+        Ok(apps)
+    }
+
+    /// A search, with a line saying whose memory was searched.
+    pub(super) async fn search(
+        &self,
+        caller: &Caller,
+        a: &args::SearchMemory,
+    ) -> Result<(String, Vec<MemoryEntry>), GatewayError> {
+        let scope = caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+        let filters = a.filters.as_ref();
+        let request = SearchMemoryRequest {
+            app_name: scope.app.clone(),
+            user_id: scope.user.clone(),
+            query: args::text("query", &a.query)?.to_owned(),
+            limit: args::count("limit", a.limit)?,
+            after_timestamp: args::time("filters.after", filters.and_then(|f| f.after.as_deref()))?,
+            before_timestamp: args::time(
+                "filters.before",
+                filters.and_then(|f| f.before.as_deref()),
+            )?,
+            author: filters.and_then(|f| f.author.clone()).unwrap_or_default(),
+            mode: match a.mode {
+                None => SearchMode::Unspecified,
+                Some(Mode::Keyword) => SearchMode::Keyword,
+                Some(Mode::Semantic) => SearchMode::Semantic,
+                Some(Mode::Hybrid) => SearchMode::Hybrid,
+            } as i32,
+            kind: kind(filters.and_then(|f| f.kind)) as i32,
+            ..Default::default()
+        };
+        let found = self
+            .backend
+            .memory()
+            .search_memory(self.backend.request(caller, request)?)
+            .await
+            .map_err(|s| GatewayError::service("memory-svc", "SearchMemory", s))?
+            .into_inner()
+            .memories;
+        Ok((
+            format!(
+                "Memories of user {:?} in app {:?} for {:?}:",
+                scope.user, scope.app, a.query
+            ),
+            found,
+        ))
+    }
+
+    async fn add_memory_call(
+        &self,
+        caller: &Caller,
+        a: args::AddMemory,
+    ) -> Result<(String, Value), GatewayError> {
+        let scope = caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+        let author = a.author.unwrap_or_else(|| "user".to_owned());
+        let request = AddMemoryRequest {
+            app_name: scope.app,
+            user_id: scope.user,
+            memories: vec![MemoryEntry {
+                content: Some(Content {
+                    role: Some(if author == "user" { "user" } else { "model" }.into()),
+                    parts: vec![text_part(args::text("text", &a.text)?)],
+                }),
+                author: args::text("author", &author)?.to_owned(),
+                custom_metadata: a
+                    .metadata
+                    .map(|m| Value::Object(m).to_string())
+                    .unwrap_or_default(),
+                ..Default::default()
+            }],
+            custom_metadata: String::new(),
+        };
+        let ids = self
+            .backend
+            .memory()
+            .add_memory(self.backend.request(caller, request)?)
+            .await
+            .map_err(|s| GatewayError::service("memory-svc", "AddMemory", s))?
+            .into_inner()
+            .ids;
+        let id = ids.into_iter().next().unwrap_or_default();
+        Ok((format!("Remembered (id {id:?})."), json!({"id": id})))
+    }
+
+    async fn generate_call(
+        &self,
+        caller: &Caller,
+        a: args::GenerateMemories,
+    ) -> Result<(String, Value), GatewayError> {
+        let scope = caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+        let source = match (a.text.as_deref(), a.session_id.as_deref()) {
+            (Some(text), None) => Source::Events(EventList {
+                events: vec![Event {
+                    id: uuid::Uuid::new_v4().to_string(),
+                    author: "user".into(),
+                    invocation_id: format!("mcp-{}", uuid::Uuid::new_v4()),
+                    content: Some(Content {
+                        role: Some("user".into()),
+                        parts: vec![text_part(args::text("text", text)?)],
+                    }),
+                    timestamp: Some(std::time::SystemTime::now().into()),
+                    ..Default::default()
+                }],
+            }),
+            (None, Some(session)) => Source::SessionRef(SessionRef {
+                app_name: scope.app.clone(),
+                user_id: scope.user.clone(),
+                session_id: session.to_owned(),
+            }),
+            _ => {
+                return Err(GatewayError::Invalid {
+                    field: "text",
+                    why: "give exactly one of text and session_id".into(),
+                })
+            }
+        };
+        let request = GenerateMemoriesRequest {
+            app_name: scope.app,
+            user_id: scope.user,
+            source: Some(source),
+            options: Some(GenerateOptions {
+                wait: a.wait.unwrap_or(true),
+                ..Default::default()
+            }),
+        };
+        let job = self
+            .backend
+            .memory()
+            .generate_memories(self.backend.request(caller, request)?)
+            .await
+            .map_err(|s| GatewayError::service("memory-svc", "GenerateMemories", s))?
+            .into_inner()
+            .job
+            .unwrap_or_default();
+        Ok((
+            format!(
+                "Generation job {}: {} added, {} updated, {} deleted, {} kept.",
+                job.id, job.added, job.updated, job.deleted, job.kept
+            ),
+            json!({"job_id": job.id, "state": job.state().as_str_name(), "added": job.added,
+                   "updated": job.updated, "deleted": job.deleted, "kept": job.kept}),
+        ))
+    }
+
+    /// A session with its last `recent` events.
+    pub(super) async fn read_session(
+        &self,
+        caller: &Caller,
+        app: &str,
+        user: &str,
+        session: &str,
+        recent: u32,
+    ) -> Result<Session, GatewayError> {
+        let request = GetSessionRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            session_id: args::text("session_id", session)?.to_owned(),
+            num_recent_events: Some(recent as i32),
+            ..Default::default()
+        };
+        match self
+            .backend
+            .sessions()
+            .get_session(self.backend.request(caller, request)?)
+            .await
+        {
+            Ok(found) => Ok(found.into_inner()),
+            Err(s) if s.code() == tonic::Code::NotFound => Err(GatewayError::NotFound(format!(
+                "session {session:?} of user {user:?} in app {app:?}"
+            ))),
+            Err(s) => Err(GatewayError::service("session-svc", "GetSession", s)),
+        }
+    }
+}
+
+fn kind(kind: Option<Kind>) -> MemoryKind {
+    match kind {
+        None => MemoryKind::Unspecified,
+        Some(Kind::Raw) => MemoryKind::Raw,
+        Some(Kind::Generated) => MemoryKind::Generated,
+    }
+}
+
+pub(super) fn time_text(t: Option<&prost_types::Timestamp>) -> String {
+    t.map(ToString::to_string).unwrap_or_else(|| "-".into())
+}
+
+/// Memories one per line: id, author, time, score (search results) and text.
+pub(super) fn memories_text(memories: &[MemoryEntry], none: &str) -> String {
+    if memories.is_empty() {
+        return none.to_owned();
+    }
+    memories
+        .iter()
+        .map(|m| {
+            let text = m
+                .content
+                .as_ref()
+                .map(|c| content_text(c, " "))
+                .unwrap_or_default();
+            let score = if m.score > 0.0 {
+                format!(", score {:.3}", m.score)
+            } else {
+                String::new()
+            };
+            format!(
+                "- [{}] {} ({}, {}{score})",
+                m.id,
+                text,
+                m.author,
+                time_text(m.timestamp.as_ref())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A session as a model reads it: state, then its events one per line.
+pub(super) fn session_text(s: &Session) -> String {
+    let mut lines = vec![
+        format!(
+            "Session {:?} of user {:?} in app {:?}: {} events, last updated {}.",
+            s.id,
+            s.user_id,
+            s.app_name,
+            s.last_sequence,
+            time_text(s.last_update_time.as_ref())
+        ),
+        format!(
+            "State: {}",
+            if s.state.is_empty() { "{}" } else { &s.state }
+        ),
+    ];
+    for e in &s.events {
+        let text = e
+            .content
+            .as_ref()
+            .map(|c| content_text(c, " "))
+            .unwrap_or_default();
+        lines.push(format!("{}. {}: {}", e.sequence, e.author, text));
+    }
+    lines.join("\n")
+}

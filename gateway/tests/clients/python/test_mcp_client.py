@@ -1,0 +1,195 @@
+"""The Python MCP SDK against the real gateway and services: over streamable HTTP (the
+sessionless 2026-07-28 protocol and the handshake versions) and over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import TextContent, TextResourceContents
+
+from conftest import TOKENS, Stack
+
+EXPECTED_TOOLS = {
+    "search_memory",
+    "add_memory",
+    "list_memories",
+    "delete_memory",
+    "list_sessions",
+    "get_session",
+    "create_session",
+    "append_event",
+    "list_apps",
+}
+
+
+def http_client(stack: Stack, token: str, **kwargs: Any) -> Client:
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    return Client(streamable_http_client(stack.url, http_client=http), **kwargs)
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(str(c.text) for c in result.content if getattr(c, "text", None) is not None)
+
+
+async def round_trip(client: Client, user: str) -> None:
+    """Lists the tools, adds a memory, finds it, reads a session resource, deletes the memory."""
+    tools = await client.list_tools()
+    assert {t.name for t in tools.tools} == EXPECTED_TOOLS
+    search = next(t for t in tools.tools if t.name == "search_memory")
+    assert search.input_schema["required"] == ["query"]
+    assert {"query", "limit", "mode", "filters", "app_name", "user_id"} <= set(
+        search.input_schema["properties"]
+    )
+
+    fact = f"{user} keeps a {uuid.uuid4().hex[:8]} bonsai on the windowsill"
+    added = await client.call_tool("add_memory", {"text": fact})
+    assert not added.is_error, text_of(added)
+    memory_id = added.structured_content["id"]
+
+    found = await client.call_tool("search_memory", {"query": "bonsai windowsill", "limit": 5})
+    assert not found.is_error, text_of(found)
+    assert [m["id"] for m in found.structured_content["memories"]] == [memory_id]
+    assert fact in text_of(found)
+
+    session_id = f"s-{uuid.uuid4().hex[:8]}"
+    created = await client.call_tool("create_session", {"session_id": session_id})
+    assert not created.is_error, text_of(created)
+    appended = await client.call_tool(
+        "append_event", {"session_id": session_id, "author": "user", "text": "Water the bonsai on Sundays."}
+    )
+    assert not appended.is_error, text_of(appended)
+    resource = await client.read_resource(f"adk://apps/demo/users/{user}/sessions/{session_id}")
+    contents = resource.contents[0]
+    assert isinstance(contents, TextResourceContents)
+    assert "1. user: Water the bonsai on Sundays." in contents.text
+
+    prompt = await client.get_prompt("memory_context", {"question": "Where is the bonsai?"})
+    message = prompt.messages[0].content
+    assert isinstance(message, TextContent)
+    assert fact in message.text
+
+    deleted = await client.call_tool("delete_memory", {"memory_id": memory_id})
+    assert deleted.structured_content == {"deleted": 1}
+    again = await client.call_tool("search_memory", {"query": "bonsai windowsill"})
+    assert again.structured_content["memories"] == []
+
+
+def test_streamable_http_2026(stack: Stack) -> None:
+    async def run() -> None:
+        async with http_client(stack, TOKENS["alice"]) as client:
+            assert client.session.protocol_version == "2026-07-28"
+            await round_trip(client, "alice")
+
+    asyncio.run(run())
+
+
+def test_streamable_http_handshake(stack: Stack) -> None:
+    async def run() -> None:
+        async with http_client(stack, TOKENS["alice"], mode="legacy") as client:
+            assert client.session.protocol_version == "2025-11-25"
+            await round_trip(client, "alice")
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18"])
+def test_older_protocol_versions(stack: Stack, version: str) -> None:
+    """A client of an older revision gets that revision, and its calls work without a session."""
+    headers = {
+        "Authorization": f"Bearer {TOKENS['alice']}",
+        "Accept": "application/json, text/event-stream",
+    }
+    with httpx2.Client(headers=headers, timeout=30) as http:
+        init = http.post(
+            stack.url,
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": version,
+                    "capabilities": {},
+                    "clientInfo": {"name": "old-client", "version": "1"},
+                },
+            },
+        )
+        assert init.status_code == 200, init.text
+        assert init.json()["result"]["protocolVersion"] == version
+        call = http.post(
+            stack.url,
+            headers={"MCP-Protocol-Version": version},
+            json={
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "add_memory", "arguments": {"text": f"Alice speaks MCP {version}"}},
+            },
+        )
+        assert call.status_code == 200, call.text
+        result = call.json()["result"]
+        assert result.get("isError") is not True, result
+        listed = http.post(
+            stack.url,
+            headers={"MCP-Protocol-Version": version},
+            json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+        )
+        assert {t["name"] for t in listed.json()["result"]["tools"]} == EXPECTED_TOOLS
+        memory_id = result["structuredContent"]["id"]
+        http.post(
+            stack.url,
+            headers={"MCP-Protocol-Version": version},
+            json={
+                "jsonrpc": "2.0",
+                "id": 4,
+                "method": "tools/call",
+                "params": {"name": "delete_memory", "arguments": {"memory_id": memory_id}},
+            },
+        ).raise_for_status()
+
+
+def test_stdio(stack: Stack) -> None:
+    params = StdioServerParameters(
+        command=str(stack.gateway),
+        args=[
+            "mcp",
+            "--stdio",
+            "--app",
+            "demo",
+            "--user",
+            "carol",
+            "--session-endpoint",
+            stack.session_endpoint,
+            "--memory-endpoint",
+            stack.memory_endpoint,
+            "--token-file",
+            str(stack.ops_token_file),
+        ],
+    )
+
+    async def run() -> None:
+        async with Client(params) as client:
+            await round_trip(client, "carol")
+
+    asyncio.run(run())
+
+
+def test_typescript_sdk(stack: Stack) -> None:
+    """The TypeScript SDK's test (typescript/src), against this stack."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "typescript"
+    env = {**os.environ, "GATEWAY_URL": stack.url, "GATEWAY_TOKEN": TOKENS["alice"]}
+    run = subprocess.run(
+        ["node", "--test", "dist/"], check=False, cwd=folder, env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "# pass 1" in run.stdout, run.stdout
