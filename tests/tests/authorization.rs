@@ -20,7 +20,8 @@ use adk_proto::{
     },
     session::v1::{
         session_service_client::SessionServiceClient, DeleteSessionRequest, Event,
-        GetAppStateRequest, GetUserStateRequest, ListEventsRequest, ListSessionsRequest, Session,
+        GetAppStateRequest, GetUserStateRequest, ListAppsRequest, ListEventsRequest, ListSessionsRequest,
+        Session,
         WatchEventsRequest,
     },
 };
@@ -69,6 +70,9 @@ enum Scope {
     App,
     /// The whole store (snapshots): only a token for every app may.
     Store,
+    /// A listing filtered by the caller's grant (the apps it may see): any known token may ask
+    /// (what each sees is tests/tests/list_apps.rs's concern).
+    Granted,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -82,11 +86,12 @@ impl Scope {
     /// Each caller (its token, or none) and what it must get.
     fn cases(self) -> Vec<(Option<&'static str>, Expect)> {
         use Expect::*;
-        let mut cases = vec![
-            (None, Unauthenticated),
-            (Some(UNKNOWN), Unauthenticated),
-            (Some(APP_B), Denied),
-        ];
+        let mut cases = vec![(None, Unauthenticated), (Some(UNKNOWN), Unauthenticated)];
+        if self == Scope::Granted {
+            cases.extend([(Some(APP_B), Allowed), (Some(ALICE), Allowed)]);
+            return cases;
+        }
+        cases.push((Some(APP_B), Denied));
         cases.extend(match self {
             Scope::User => vec![(Some(BOB), Denied), (Some(ALICE), Allowed)],
             Scope::AllUsers => vec![(Some(ALICE), Denied), (Some(APP_A), Allowed)],
@@ -96,6 +101,7 @@ impl Scope {
                 (Some(APP_A), Denied),
                 (Some(OPS), Allowed),
             ],
+            Scope::Granted => Vec::new(),
         });
         cases
     }
@@ -372,6 +378,17 @@ fn rows() -> Vec<Row> {
                         app_name: APP.into(),
                     };
                     c.sessions().get_app_state(request).await.map(drop)
+                })
+            },
+        ),
+        row(
+            "adk.session.v1.SessionService/ListApps",
+            "",
+            Granted,
+            |c, _| {
+                Box::pin(async move {
+                    let request = ListAppsRequest {};
+                    c.sessions().list_apps(request).await.map(drop)
                 })
             },
         ),
