@@ -3,7 +3,7 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use adk_common::{postgres::StoreLocation, server::ServeFlags, snapshot::AdminCommand};
+use adk_common::{postgres::StoreLocation, serve::flags::ServeFlags, sled::snapshot::AdminCommand};
 use clap::Parser;
 
 use crate::{
@@ -157,12 +157,12 @@ impl std::fmt::Display for Config {
             match self.store() {
                 store @ StoreLocation::Postgres(_) => format!(
                     "{store:?} (posting cache {})",
-                    adk_common::server::human_bytes(self.posting_cache_bytes)
+                    adk_common::serve::flags::human_bytes(self.posting_cache_bytes)
                 ),
                 store => format!("{store:?}"),
             },
             self.session_endpoint,
-            adk_common::server::human_bytes(self.max_request_bytes),
+            adk_common::serve::flags::human_bytes(self.max_request_bytes),
             self.default_language.0.map_or("none", Language::code),
             if self.detect_language {
                 ""
@@ -170,7 +170,7 @@ impl std::fmt::Display for Config {
                 " (language detection off)"
             },
             self.embedder,
-            adk_common::server::human_bytes(self.vector_cache_bytes),
+            adk_common::serve::flags::human_bytes(self.vector_cache_bytes),
             self.generator,
             self.serve
         )
@@ -180,7 +180,7 @@ impl std::fmt::Display for Config {
 impl Config {
     /// The command line (with environment fallbacks) of this process.
     pub fn from_env() -> Self {
-        adk_common::server::parse_flags("MEMORY_SVC")
+        adk_common::serve::flags::parse_flags("MEMORY_SVC")
     }
 
     /// Where data lives: `--store` (with `--pg-ca-file`), else the sled database in

@@ -1,13 +1,16 @@
 //! Assembles the memory server: opens the store (sled or PostgreSQL) and serves the memory
-//! service with that store's hooks (see [`adk_common::hooks`] and [`adk_common::server::spawn`]).
+//! service with that store's hooks (see [`adk_common::serve::hooks`] and [`adk_common::serve::spawn`]).
 
 use std::sync::Arc;
 
 use adk_common::{
-    cache::SledCache,
-    hooks::{SledBacked, StoreHooks},
     postgres::StoreLocation,
-    server::{spawn, BoxError, Running, Shutdown},
+    serve::hooks::{SledBacked, StoreHooks},
+    serve::spawn,
+    serve::Running,
+    sled::cache::SledCache,
+    stopping::Shutdown,
+    BoxError,
 };
 use adk_proto::memory::v1::memory_service_server::MemoryServiceServer;
 use tokio::net::TcpListener;

@@ -3,7 +3,7 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use adk_common::{postgres::StoreLocation, server::ServeFlags, snapshot::AdminCommand};
+use adk_common::{postgres::StoreLocation, serve::flags::ServeFlags, sled::snapshot::AdminCommand};
 use clap::Parser;
 
 /// gRPC session service for agents: sessions, ordered events and scoped state, kept in sled
@@ -53,7 +53,7 @@ impl std::fmt::Display for Config {
             "listen {}, store {:?}, events up to {}, change feed kept {} s, ",
             self.listen,
             self.store(),
-            adk_common::server::human_bytes(self.max_event_bytes),
+            adk_common::serve::flags::human_bytes(self.max_event_bytes),
             self.change_retention_secs
         )?;
         match self.default_session_ttl_secs {
@@ -67,7 +67,7 @@ impl std::fmt::Display for Config {
 impl Config {
     /// The command line (with environment fallbacks) of this process.
     pub fn from_env() -> Self {
-        adk_common::server::parse_flags("SESSION_SVC")
+        adk_common::serve::flags::parse_flags("SESSION_SVC")
     }
 
     /// Where data lives: `--store` (with `--pg-ca-file`), else the sled database in

@@ -70,7 +70,7 @@ storage_failures!(
     adk_common::postgres::PgError,
     tokio_postgres::Error,
     deadpool_postgres::PoolError,
-    adk_common::durability::FlushError
+    adk_common::sled::durability::FlushError
 );
 
 pub type Result<T, E = SessionError> = std::result::Result<T, E>;

@@ -1,13 +1,17 @@
 //! Assembles the session server: opens the store (sled or PostgreSQL) and serves the session
-//! service with that store's hooks (see [`adk_common::hooks`] and [`adk_common::server::spawn`]).
+//! service with that store's hooks (see [`adk_common::serve::hooks`] and [`adk_common::serve::spawn`]).
 
 use std::{sync::Arc, time::Duration};
 
 use adk_common::{
-    cache::SledCache,
-    hooks::{SledBacked, StoreHooks},
     postgres::StoreLocation,
-    server::{spawn, BoxError, Running, Shutdown, Stopping},
+    serve::hooks::{SledBacked, StoreHooks},
+    serve::spawn,
+    serve::Running,
+    sled::cache::SledCache,
+    stopping::Shutdown,
+    stopping::Stopping,
+    BoxError,
 };
 use adk_proto::session::v1::session_service_server::SessionServiceServer;
 use tokio::net::TcpListener;

@@ -25,8 +25,8 @@ use session_svc::{config::Config, server};
 use tempfile::TempDir;
 use tonic::transport::Channel;
 
-pub use adk_common::durability::SyncMode;
 use adk_common::postgres::StoreLocation;
+pub use adk_common::sled::durability::SyncMode;
 
 /// The variable naming the PostgreSQL database the suites run against.
 pub const POSTGRES_VAR: &str = "ADK_TEST_POSTGRES";
@@ -182,7 +182,7 @@ pub async fn sessions_json(
 pub struct SessionServer {
     pub addr: std::net::SocketAddr,
     pub client: SessionServiceClient<Channel>,
-    running: Option<adk_common::server::Running>,
+    running: Option<adk_common::serve::Running>,
     dir: Dir,
 }
 
@@ -327,7 +327,7 @@ impl SessionServer {
 pub struct MemoryServer {
     pub addr: std::net::SocketAddr,
     pub client: MemoryServiceClient<Channel>,
-    running: Option<adk_common::server::Running>,
+    running: Option<adk_common::serve::Running>,
     dir: Dir,
     session_endpoint: String,
 }

@@ -14,7 +14,7 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use adk_common::server::Stopping;
+use adk_common::stopping::Stopping;
 use adk_common::storage::StorageErrorKind;
 use adk_proto::{
     memory::v1::{GenerationState, MemoryKind, RevisionAction, SearchMemoryRequest},

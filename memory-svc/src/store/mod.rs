@@ -178,7 +178,7 @@ storage_failures!(
     adk_common::postgres::PgError,
     tokio_postgres::Error,
     deadpool_postgres::PoolError,
-    adk_common::durability::FlushError
+    adk_common::sled::durability::FlushError
 );
 
 impl StoreError {

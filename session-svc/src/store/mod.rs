@@ -13,7 +13,7 @@ pub mod token;
 
 use std::future::Future;
 
-use adk_common::server::Stopping;
+use adk_common::stopping::Stopping;
 use adk_proto::session::v1::{Event, Session};
 use prost_types::Timestamp;
 use tokio::sync::mpsc;

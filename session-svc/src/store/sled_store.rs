@@ -1,7 +1,7 @@
 //! The embedded store: sessions in sled.
 //!
 //! # Layout
-//! Keys are [`adk_common::keys::Key`]s, so no identifier can alias another and prefix scans
+//! Keys are [`adk_common::sled::keys::Key`]s, so no identifier can alias another and prefix scans
 //! stay inside one app, user or session.
 //!
 //! | tree            | key                                  | value                        |
@@ -36,9 +36,11 @@ use std::{
 };
 
 use adk_common::{
-    durability::{GroupCommit, SyncMode},
-    keys::{prefix_end, Key, KeyReader},
-    snapshot::{SnapshotError, Snapshotter, WriteGate},
+    sled::durability::{GroupCommit, SyncMode},
+    sled::keys::{prefix_end, Key, KeyReader},
+    sled::snapshot::SnapshotError,
+    sled::snapshot::Snapshotter,
+    sled::snapshot::WriteGate,
 };
 use adk_proto::session::v1::{Event, Session};
 use metrics::gauge;
@@ -147,10 +149,10 @@ pub struct SledStore {
 }
 
 impl SledStore {
-    /// Uses the session trees of an open database (see [`adk_common::cache::SledCache::open`]).
+    /// Uses the session trees of an open database (see [`adk_common::sled::cache::SledCache::open`]).
     /// Must be called inside a tokio runtime.
     pub fn from_db(db: sled::Db, sync: SyncMode) -> Result<Self> {
-        adk_common::versions::open_sled(&db, "session store", FORMAT)?;
+        adk_common::sled::open(&db, "session store", FORMAT)?;
         let trees = appender::AppendTrees {
             sessions: db.open_tree("sessions")?,
             events: db.open_tree("events")?,

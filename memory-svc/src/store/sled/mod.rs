@@ -85,9 +85,11 @@ use std::{
 };
 
 use adk_common::{
-    durability::{GroupCommit, SyncMode},
-    keys::{prefix_end, Key},
-    snapshot::{SnapshotError, Snapshotter, WriteGate},
+    sled::durability::{GroupCommit, SyncMode},
+    sled::keys::{prefix_end, Key},
+    sled::snapshot::SnapshotError,
+    sled::snapshot::Snapshotter,
+    sled::snapshot::WriteGate,
     storage::{StorageError, StorageErrorKind},
 };
 use metrics::gauge;

@@ -53,7 +53,7 @@
 //! position: a lost notification delays an event, never loses it, and after a reconnection
 //! every watcher reads again.
 
-use adk_common::{postgres, server::Stopping, storage::StorageErrorKind};
+use adk_common::{postgres, stopping::Stopping, storage::StorageErrorKind};
 use adk_proto::session::v1::{Event, Session};
 use deadpool_postgres::{GenericClient, Pool, Transaction};
 use prost::Message;

@@ -1,6 +1,6 @@
 //! The contract suite on sled, each test on a fresh database in a temporary directory.
 
-use adk_common::durability::SyncMode;
+use adk_common::sled::durability::SyncMode;
 
 use super::{super::contract::session_store_suite, SledStore};
 
@@ -19,7 +19,7 @@ session_store_suite!(open());
 async fn a_conversion_cut_short_carries_on() {
     use std::collections::BTreeMap;
 
-    use adk_common::keys::Key;
+    use adk_common::sled::keys::Key;
     use prost::Message;
 
     use super::{super::EventWindow, SessionKey, SessionRecord, SessionStore};
@@ -39,7 +39,7 @@ async fn a_conversion_cut_short_carries_on() {
     };
     {
         let db = sled::open(dir.path()).unwrap();
-        adk_common::versions::open_sled(&db, "session store", 2).unwrap();
+        adk_common::sled::open(&db, "session store", 2).unwrap();
         let sessions = db.open_tree("sessions").unwrap();
         let old = db.open_tree("session_state").unwrap();
         sessions

@@ -9,7 +9,6 @@ use std::{
     path::{Path, PathBuf},
     pin::Pin,
     sync::Arc,
-    time::Duration,
 };
 
 use adk_proto::admin::v1::admin_service_server::AdminServiceServer;
@@ -17,10 +16,9 @@ use tokio::sync::watch;
 use tonic::service::{interceptor::InterceptedService, Routes};
 
 use crate::{
-    auth::Authenticator,
-    cache::SledCache,
-    server::BoxError,
-    snapshot::{AdminGrpc, Snapshotter},
+    serve::{admin::AdminGrpc, auth::Authenticator},
+    sled::{cache::SledCache, snapshot::Snapshotter},
+    BoxError,
 };
 
 /// The gRPC name of the AdminService, for reflection.
@@ -102,44 +100,5 @@ impl StoreHooks {
             admin: None,
             lock_file: None,
         }
-    }
-}
-
-/// How long shutdown waits for a sled database's lock once the server and its store have
-/// stopped. Only sled's own I/O threads may still hold the database then, for moments; a wait
-/// this long means a handle was not dropped.
-const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Resolves once no handle of this process holds the sled database locking `lock_file`.
-///
-/// Dropping the last handle does not release the lock at once: sled's I/O threads finish with
-/// their own references right after waking the flush that waited for them. So this waits for
-/// the lock itself (a blocking lock taken and given back at once) rather than guessing when
-/// they are done.
-pub async fn released(lock_file: PathBuf) -> Result<(), BoxError> {
-    let shown = lock_file.display().to_string();
-    let waiting = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-        use fs2::FileExt;
-        let file = match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&lock_file)
-        {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        // Named in full: std's own File::unlock is newer than this crate's minimum Rust.
-        FileExt::lock_exclusive(&file)?;
-        FileExt::unlock(&file)
-    });
-    match tokio::time::timeout(RELEASE_TIMEOUT, waiting).await {
-        Ok(joined) => Ok(joined??),
-        Err(_) => Err(format!(
-            "{shown} is still locked {} s after the store closed: a handle on the database \
-             outlived the server",
-            RELEASE_TIMEOUT.as_secs()
-        )
-        .into()),
     }
 }
