@@ -20,7 +20,7 @@ use crate::{
     config::Config,
     grpc::SessionGrpc,
     sessions::{Limits, Sessions},
-    store::{pg::PgStore, sled_store::SledStore, SessionStore},
+    store::{pg::PgSessionStore, sled::SledSessionStore, SessionStore},
 };
 
 /// Room above `max_event_bytes` for the rest of a request; larger messages are refused by the
@@ -42,12 +42,13 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
                 format!("cannot open the data directory {}: {e}", dir.display())
             };
             let db = cache.open(&dir).map_err(|e| cannot_open(&e))?;
-            let store = SledStore::from_db(db, config.serve.sync).map_err(|e| cannot_open(&e))?;
+            let store =
+                SledSessionStore::from_db(db, config.serve.sync).map_err(|e| cannot_open(&e))?;
             let hooks = StoreHooks::sled(store.clone(), cache, &dir);
             serve(config, store, hooks).await
         }
         StoreLocation::Postgres(url) => {
-            let store = PgStore::open(&url, config.serve.pg_max_connections)
+            let store = PgSessionStore::open(&url, config.serve.pg_max_connections)
                 .await
                 .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
             let pool = store.clone();
@@ -57,15 +58,15 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
     }
 }
 
-impl SledBacked for SledStore {
+impl SledBacked for SledSessionStore {
     const SERVICE: &'static str = "session-svc";
 
     fn record_size(&self) {
-        SledStore::record_size(self)
+        SledSessionStore::record_size(self)
     }
 
     fn failures(&self) -> tokio::sync::watch::Receiver<Option<Arc<str>>> {
-        SledStore::failures(self)
+        SledSessionStore::failures(self)
     }
 
     async fn flush(&self) -> Result<(), BoxError> {

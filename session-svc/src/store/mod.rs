@@ -1,14 +1,14 @@
 //! Storage of sessions, events and scoped state.
 //!
-//! [`SessionStore`] is what the domain ([`crate::sessions`]) talks to. [`sled_store::SledStore`]
-//! is the embedded implementation (one process); [`pg::PgStore`] keeps sessions in
+//! [`SessionStore`] is what the domain ([`crate::sessions`]) talks to. [`sled::SledSessionStore`]
+//! is the embedded implementation (one process); [`pg::PgSessionStore`] keeps sessions in
 //! PostgreSQL, shared by any number of replicas. Every method that writes is atomic and durable
 //! when it returns. The tests in [`contract`] pin the behaviour both must share, and run on both.
 
 #[cfg(test)]
 mod contract;
 pub mod pg;
-pub mod sled_store;
+pub mod sled;
 pub mod token;
 
 use std::future::Future;

@@ -13,17 +13,17 @@ use super::{
     super::contract::session_store_suite,
     schema::MIGRATIONS,
     write::{WRITE_APP_STATE, WRITE_USER_STATE},
-    PgStore,
+    PgSessionStore,
 };
 use crate::{
     state::{Entry, ScopedDelta},
     store::{Append, EventWindow, NewSession, SessionKey, SessionStore},
 };
 
-async fn open() -> Option<((), PgStore)> {
+async fn open() -> Option<((), PgSessionStore)> {
     let url = adk_tests::postgres_url()?;
     let url = adk_tests::fresh_schema(&url).await;
-    Some(((), PgStore::open(&url, 8).await.unwrap()))
+    Some(((), PgSessionStore::open(&url, 8).await.unwrap()))
 }
 
 session_store_suite!(open());
@@ -68,7 +68,7 @@ fn append_of(id: &str, delta: ScopedDelta) -> Append {
     }
 }
 
-async fn state(store: &PgStore, key: &SessionKey) -> serde_json::Value {
+async fn state(store: &PgSessionStore, key: &SessionKey) -> serde_json::Value {
     let session = store.get(key, EventWindow::NONE).await.unwrap().unwrap();
     serde_json::from_str(&session.state).unwrap()
 }
@@ -93,7 +93,7 @@ async fn a_writer_of_shared_keys_waits_for_no_other() {
         return;
     };
     let url = adk_tests::fresh_schema(&url).await;
-    let store = PgStore::open(&url, 4).await.unwrap();
+    let store = PgSessionStore::open(&url, 4).await.unwrap();
     let (a, b) = (key("a"), key("b"));
     store.create(new_session(&a, shared("0"))).await.unwrap();
     store
@@ -166,7 +166,7 @@ async fn a_version_1_schema_is_migrated_with_its_state() {
         .unwrap();
     drop(pool);
 
-    let store = PgStore::open(&url, 2).await.unwrap();
+    let store = PgSessionStore::open(&url, 2).await.unwrap();
     let entries = |pairs: &[(&str, &str)]| -> Vec<Entry> {
         pairs
             .iter()

@@ -2,12 +2,12 @@
 
 use adk_common::sled::durability::SyncMode;
 
-use super::{super::contract::session_store_suite, SledStore};
+use super::{super::contract::session_store_suite, SledSessionStore};
 
-async fn open() -> Option<(tempfile::TempDir, SledStore)> {
+async fn open() -> Option<(tempfile::TempDir, SledSessionStore)> {
     let dir = tempfile::tempdir().unwrap();
     let db = sled::open(dir.path()).unwrap();
-    Some((dir, SledStore::from_db(db, SyncMode::Sync).unwrap()))
+    Some((dir, SledSessionStore::from_db(db, SyncMode::Sync).unwrap()))
 }
 
 session_store_suite!(open());
@@ -22,7 +22,7 @@ async fn a_conversion_cut_short_carries_on() {
     use adk_common::sled::keys::Key;
     use prost::Message;
 
-    use super::{super::EventWindow, SessionKey, SessionRecord, SessionStore};
+    use super::{super::EventWindow, records::SessionRecord, SessionKey, SessionStore};
 
     let dir = tempfile::tempdir().unwrap();
     let key = |id: &str| Key::new().str("app").str("user").str(id);
@@ -60,7 +60,7 @@ async fn a_conversion_cut_short_carries_on() {
         db.flush().unwrap();
     }
     let db = sled::open(dir.path()).unwrap();
-    let store = SledStore::from_db(db.clone(), SyncMode::Sync).unwrap();
+    let store = SledSessionStore::from_db(db.clone(), SyncMode::Sync).unwrap();
     let state = |id: &str| {
         let store = store.clone();
         let key = SessionKey {
