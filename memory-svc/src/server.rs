@@ -125,7 +125,7 @@ async fn serve<S: MemoryStore + Clone>(
                 (memories.clone(), generator.clone(), shutdown.signal());
             shutdown
                 .signal()
-                .spawn(async move { jobs::work(&memories, &generator, &stopping).await });
+                .spawn(async move { jobs::work(&*memories, &generator, &stopping).await });
         }
     }
     let listener = TcpListener::bind(config.listen).await?;
