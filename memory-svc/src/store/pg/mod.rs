@@ -17,6 +17,7 @@ mod blocks;
 mod cache;
 mod generation;
 mod schema;
+mod scopes;
 mod search;
 #[cfg(test)]
 mod tests;
@@ -51,7 +52,7 @@ pub use self::cache::DEFAULT_BYTES as DEFAULT_POSTING_CACHE_BYTES;
 /// A scope's version, from its `memory_scopes` row: the id of the transaction that last wrote
 /// the row (`xmin`, read as text), and its next seq in case transaction ids wrapped around.
 /// Every transaction that changes a scope's entries, blocks or vectors holds the scope's lock,
-/// taken by rewriting that row ([`write::lock`]), so a version names one state of the scope;
+/// taken by rewriting that row ([`scopes::lock`]), so a version names one state of the scope;
 /// a rolled-back transaction leaves the committed version as it was. `also` is hashed in (what
 /// else a cached copy depends on).
 fn scope_version(xmin: &str, next_seq: i64, also: impl std::hash::Hash) -> u64 {

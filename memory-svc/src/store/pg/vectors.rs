@@ -108,7 +108,7 @@ pub(super) async fn put(
     scope: Scope<'_>,
     vectors: &[(Unembedded, Vec<f32>)],
 ) -> Result<usize> {
-    super::write::lock(tx, scope).await?;
+    super::scopes::lock(tx, scope).await?;
     let seqs: Vec<i64> = vectors.iter().map(|(u, _)| db_int(u.seq)).collect();
     let rows = tx
         .query(
