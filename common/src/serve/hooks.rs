@@ -5,6 +5,7 @@
 //! committed before it is acknowledged).
 
 use std::{
+    fmt,
     future::Future,
     path::{Path, PathBuf},
     pin::Pin,
@@ -16,8 +17,8 @@ use tokio::sync::watch;
 use tonic::service::{interceptor::InterceptedService, Routes};
 
 use crate::{
-    serve::{admin::AdminGrpc, auth::Authenticator},
-    sled::{cache::SledCache, snapshot::Snapshotter},
+    serve::{admin::AdminGrpc, auth::Authenticator, flags::ServeFlags},
+    sled::{cache::SledCache, durability::SyncMode, snapshot::Snapshotter},
     BoxError,
 };
 
@@ -34,6 +35,51 @@ pub trait SledBacked: Snapshotter + Clone {
     fn failures(&self) -> watch::Receiver<Option<Arc<str>>>;
     /// Makes every acknowledged write durable; the server calls it once it has stopped.
     fn flush(&self) -> impl Future<Output = Result<(), BoxError>> + Send;
+}
+
+/// A store on a PostgreSQL database.
+pub trait PgBacked: Clone + Send + Sync + 'static {
+    /// Publishes the connection pool's gauges.
+    fn record_pool(&self);
+    /// Becomes `Some(reason)` while the database cannot be reached (see
+    /// [`crate::postgres::health`]).
+    fn health(&self) -> watch::Receiver<Option<Arc<str>>>;
+}
+
+/// Opens the sled database in `dir` with the page cache `flags` ask for, and the store `open`
+/// makes of it (with the flags' durability): the store and its hooks.
+pub fn open_sled<S, E>(
+    dir: &Path,
+    flags: &ServeFlags,
+    open: impl FnOnce(sled::Db, SyncMode) -> Result<S, E>,
+) -> Result<(S, StoreHooks), BoxError>
+where
+    S: SledBacked,
+    E: fmt::Display,
+{
+    let cache = SledCache::choose(flags.cache_bytes);
+    let cannot_open =
+        |e: &dyn fmt::Display| format!("cannot open the data directory {}: {e}", dir.display());
+    let db = cache.open(dir).map_err(|e| cannot_open(&e))?;
+    let store = open(db, flags.sync).map_err(|e| cannot_open(&e))?;
+    let hooks = StoreHooks::sled(store.clone(), cache, dir);
+    Ok((store, hooks))
+}
+
+/// The PostgreSQL store `opening` opens: the store and its hooks.
+pub async fn open_postgres<S, E>(
+    opening: impl Future<Output = Result<S, E>>,
+) -> Result<(S, StoreHooks), BoxError>
+where
+    S: PgBacked,
+    E: fmt::Display,
+{
+    let store = opening
+        .await
+        .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
+    let pool = store.clone();
+    let hooks = StoreHooks::postgres(move || pool.record_pool(), store.health());
+    Ok((store, hooks))
 }
 
 /// The AdminService of a store, ready to be routed beside the main service.

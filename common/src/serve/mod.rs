@@ -9,7 +9,7 @@
 //! - [`load`]: load shedding beyond a concurrency limit.
 //! - [`hooks`]: what a server needs from its store (sled or PostgreSQL), built once per kind.
 //! - [`admin`]: the AdminService streaming a sled store's snapshots.
-//! - this module: [`spawn`] (serving beside the rest), [`run_until_signal`].
+//! - this module: [`spawn`] and [`start`] (serving beside the rest), [`run_until_signal`].
 
 pub mod admin;
 pub mod auth;
@@ -41,7 +41,7 @@ use tonic_reflection::server::{
 use crate::{
     serve::{
         auth::{Authenticator, TokensFileError},
-        flags::{ServeOptions, TlsFiles},
+        flags::{ServeFlags, ServeOptions, TlsFiles},
         hooks::StoreHooks,
     },
     stopping::Shutdown,
@@ -81,6 +81,40 @@ impl Running {
     pub fn reload_tokens(&self) -> Result<usize, TokensFileError> {
         self.authenticator.reload()
     }
+}
+
+/// Binds `listen` and serves `service` there, as [`spawn`] does, behind the tokens (if any) and
+/// with the options of `flags`.
+pub async fn start<S>(
+    listen: SocketAddr,
+    flags: &ServeFlags,
+    service: S,
+    shutdown: Shutdown,
+    store: StoreHooks,
+) -> Result<Running, BoxError>
+where
+    S: Service<
+            http::Request<Body>,
+            Response = http::Response<Body>,
+            Error = std::convert::Infallible,
+        > + NamedService
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let authenticator = flags.authenticator()?;
+    let listener = TcpListener::bind(listen).await?;
+    spawn(
+        listener,
+        service,
+        authenticator,
+        flags.options(),
+        shutdown,
+        store,
+    )
+    .await
 }
 
 /// Serves `service` behind `authenticator` on `listener`, beside `grpc.health.v1.Health`
