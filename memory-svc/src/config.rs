@@ -16,12 +16,6 @@ use crate::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DefaultLanguage(pub Option<Language>);
 
-impl Default for DefaultLanguage {
-    fn default() -> Self {
-        Self(Some(Language::English))
-    }
-}
-
 fn parse_language(s: &str) -> Result<DefaultLanguage, UnknownLanguage> {
     match s {
         "none" => Ok(DefaultLanguage(None)),
@@ -232,30 +226,11 @@ impl Config {
 
     /// Defaults for `data_dir`, listening on an ephemeral loopback port (tests, scripts).
     pub fn ephemeral(data_dir: PathBuf, session_endpoint: String) -> Self {
-        Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            data_dir,
-            store: None,
-            session_endpoint,
-            max_request_bytes: 64 << 20,
-            session_token_file: None,
-            session_ca: None,
-            embedder: EmbedderSpec::None,
-            embedder_model: None,
-            embedder_api_key_env: "OPENAI_API_KEY".into(),
-            vector_cache_bytes: crate::store::vector_cache::DEFAULT_BYTES,
-            posting_cache_bytes: crate::store::pg::DEFAULT_POSTING_CACHE_BYTES,
-            generator: GeneratorSpec::None,
-            generator_model: None,
-            generator_api_key_env: "OPENAI_API_KEY".into(),
-            generator_topics: None,
-            generator_workers: 2,
-            generator_lease_seconds: 300,
-            generator_job_retention_seconds: DEFAULT_JOB_RETENTION_SECONDS,
-            default_language: DefaultLanguage::default(),
-            detect_language: true,
-            serve: ServeFlags::default(),
-            admin: None,
-        }
+        // The flags' defaults, written once in their attributes.
+        let mut config = Self::parse_from(["memory-svc"]);
+        config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+        config.data_dir = data_dir;
+        config.session_endpoint = session_endpoint;
+        config
     }
 }

@@ -81,15 +81,10 @@ impl Config {
 
     /// Defaults for `data_dir`, listening on an ephemeral loopback port (tests, scripts).
     pub fn ephemeral(data_dir: PathBuf) -> Self {
-        Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            data_dir,
-            store: None,
-            max_event_bytes: 16 << 20,
-            change_retention_secs: 24 * 3600,
-            default_session_ttl_secs: 0,
-            serve: ServeFlags::default(),
-            admin: None,
-        }
+        // The flags' defaults, written once in their attributes.
+        let mut config = Self::parse_from(["session-svc"]);
+        config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+        config.data_dir = data_dir;
+        config
     }
 }

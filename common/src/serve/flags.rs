@@ -72,21 +72,14 @@ pub struct ServeFlags {
 }
 
 impl Default for ServeFlags {
+    /// The flags' own defaults (their clap attributes), as a command line without them gets.
     fn default() -> Self {
-        Self {
-            sync: SyncMode::Sync,
-            pg_max_connections: 16,
-            pg_ca_file: None,
-            cache_bytes: None,
-            metrics_listen: None,
-            tls_cert: None,
-            tls_key: None,
-            tls_client_ca: None,
-            tokens_file: None,
-            max_concurrent_requests: 1024,
-            shutdown_grace_secs: 10,
-            log_format: LogFormat::Plain,
+        #[derive(clap::Parser)]
+        struct Alone {
+            #[command(flatten)]
+            flags: ServeFlags,
         }
+        <Alone as clap::Parser>::parse_from(["server"]).flags
     }
 }
 
@@ -213,15 +206,4 @@ pub struct ServeOptions {
     pub metrics_listen: Option<SocketAddr>,
     /// Calls handled at once before shedding.
     pub max_concurrent_requests: usize,
-}
-
-impl Default for ServeOptions {
-    fn default() -> Self {
-        Self {
-            grace: Duration::from_secs(10),
-            tls: None,
-            metrics_listen: None,
-            max_concurrent_requests: 1024,
-        }
-    }
 }

@@ -449,7 +449,7 @@ mod tests {
             TcpListener::bind("127.0.0.1:0").await.unwrap(),
             service,
             Authenticator::open(),
-            ServeOptions::default(),
+            ServeFlags::default().options(),
             shutdown,
             hooks,
         )
