@@ -32,3 +32,28 @@ pub mod versions;
 
 /// An error of any kind, for the edges where only its message matters (startup, shutdown).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Implements `From` every storage failure (sled, PostgreSQL, a failed flush) for a domain error
+/// type whose variant `$variant` holds a [`storage::StorageError`]: each becomes the kind of
+/// failure it is, without naming its backend. The calling crate depends on `sled`,
+/// `tokio-postgres` and `deadpool-postgres`, as a service with both backends does.
+#[macro_export]
+macro_rules! storage_failures {
+    ($error:ty, $variant:path) => {
+        $crate::storage_failures!(
+            @each $error, $variant;
+            ::sled::Error,
+            $crate::postgres::PgError,
+            ::tokio_postgres::Error,
+            ::deadpool_postgres::PoolError,
+            $crate::sled::durability::FlushError
+        );
+    };
+    (@each $error:ty, $variant:path; $($failure:ty),*) => {$(
+        impl From<$failure> for $error {
+            fn from(e: $failure) -> Self {
+                $variant(e.into())
+            }
+        }
+    )*};
+}

@@ -154,32 +154,13 @@ pub enum StoreError {
     InvalidPageToken(#[from] PageTokenError),
     /// The storage failed; its kind says what that means for the caller.
     #[error(transparent)]
-    Storage(StorageError),
+    Storage(#[from] StorageError),
     /// The stored vectors cannot be used with the configured embedding model.
     #[error("{0}")]
     Model(String),
 }
 
-/// Every storage failure (sled, PostgreSQL, a failed flush) becomes a [`StorageError`], which
-/// says what it means without naming the backend.
-macro_rules! storage_failures {
-    ($($failure:ty),*) => {$(
-        impl From<$failure> for StoreError {
-            fn from(e: $failure) -> Self {
-                Self::Storage(e.into())
-            }
-        }
-    )*};
-}
-
-storage_failures!(
-    StorageError,
-    ::sled::Error,
-    adk_common::postgres::PgError,
-    tokio_postgres::Error,
-    deadpool_postgres::PoolError,
-    adk_common::sled::durability::FlushError
-);
+adk_common::storage_failures!(StoreError, StoreError::Storage);
 
 impl StoreError {
     /// Stored bytes that cannot be decoded; `what` says which.
