@@ -133,6 +133,25 @@ impl SearchQuery {
                 .as_ref()
                 .is_none_or(|b| time.is_some_and(|t| t < bound(b)))
     }
+
+    /// The results of a search ranked without checking the filters (postings alone ranked,
+    /// entries read for the results only, lazily: `None` for an entry no longer stored), if
+    /// they stand: every one still stored and admitted (a generated memory past its expiry is
+    /// not). `None`: the search is to be done again checking every candidate. Both stores
+    /// search this way when the query [`filters`](Self::filters) nothing.
+    pub fn unfiltered(
+        &self,
+        results: impl IntoIterator<Item = Result<Option<Hit>>>,
+    ) -> Result<Option<Vec<Hit>>> {
+        let mut hits = Vec::new();
+        for hit in results {
+            match hit? {
+                Some(hit) if self.admits(&hit.entry) => hits.push(hit),
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(hits))
+    }
 }
 
 /// What [`MemoryStore::delete`] removes.

@@ -242,15 +242,15 @@ impl MemoryStore for PgMemoryStore {
     }
 
     /// Unless the query filters by author, time or kind, postings alone are ranked and the
-    /// entries read for the results only; should one of them be a generated memory past its
-    /// expiry, the search is done again checking every candidate (as the sled store does).
+    /// entries read for the results only ([`SearchQuery::unfiltered`]).
     async fn search(&self, scope: Scope<'_>, query: &SearchQuery) -> Result<Vec<Hit>> {
-        let filtered = query.filters();
-        let hits = self.ranked(scope, query, filtered).await?;
-        if !filtered && hits.iter().any(|h| !query.admits(&h.entry)) {
-            return self.ranked(scope, query, true).await;
+        if !query.filters() {
+            let hits = self.ranked(scope, query, false).await?;
+            if let Some(hits) = query.unfiltered(hits.into_iter().map(|hit| Ok(Some(hit))))? {
+                return Ok(hits);
+            }
         }
-        Ok(hits)
+        self.ranked(scope, query, true).await
     }
 
     fn analyzer(&self) -> &Analyzer {
