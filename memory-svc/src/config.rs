@@ -6,6 +6,9 @@ use std::{net::SocketAddr, path::PathBuf};
 use adk_common::{postgres::StoreLocation, serve::flags::ServeFlags, sled::snapshot::AdminCommand};
 use clap::Parser;
 
+/// The start of the environment variable each flag falls back to (`MEMORY_SVC_DATA_DIR`, ...).
+pub const ENV_PREFIX: &str = "MEMORY_SVC";
+
 use crate::{
     analysis::{Analyzer, Language, UnknownLanguage},
     embed::{EmbedderOptions, EmbedderSpec},
@@ -174,7 +177,7 @@ impl std::fmt::Display for Config {
 impl Config {
     /// The command line (with environment fallbacks) of this process.
     pub fn from_env() -> Self {
-        adk_common::serve::flags::parse_flags("MEMORY_SVC")
+        adk_common::serve::flags::parse_flags(ENV_PREFIX)
     }
 
     /// Where data lives: `--store` (with `--pg-ca-file`), else the sled database in

@@ -6,6 +6,9 @@ use std::{net::SocketAddr, path::PathBuf};
 use adk_common::{postgres::StoreLocation, serve::flags::ServeFlags, sled::snapshot::AdminCommand};
 use clap::Parser;
 
+/// The start of the environment variable each flag falls back to (`SESSION_SVC_DATA_DIR`, ...).
+pub const ENV_PREFIX: &str = "SESSION_SVC";
+
 /// gRPC session service for agents: sessions, ordered events and scoped state, kept in sled
 /// (embedded, one process) or PostgreSQL (shared by any number of replicas).
 #[derive(Debug, Clone, Parser)]
@@ -67,7 +70,7 @@ impl std::fmt::Display for Config {
 impl Config {
     /// The command line (with environment fallbacks) of this process.
     pub fn from_env() -> Self {
-        adk_common::serve::flags::parse_flags("SESSION_SVC")
+        adk_common::serve::flags::parse_flags(ENV_PREFIX)
     }
 
     /// Where data lives: `--store` (with `--pg-ca-file`), else the sled database in

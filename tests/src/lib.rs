@@ -22,8 +22,10 @@
 //! - `fixtures`: stored data as the listings of `fixtures/` spell it.
 //! - `metrics`: reading `/metrics`.
 //! - [`chat_model`], [`pg_cluster`]: a stand-in chat model, a throwaway PostgreSQL cluster.
+//! - [`flag_docs`]: the flag reference of `docs/operations.md` checked against the flags.
 
 pub mod chat_model;
+pub mod flag_docs;
 pub mod pg_cluster;
 
 mod binaries;

@@ -147,18 +147,22 @@ impl ServeFlags {
     }
 }
 
-/// Parses a server's command line. Every long flag falls back to an environment variable named
-/// `{prefix}_{FLAG}`: `--data-dir` reads `SESSION_SVC_DATA_DIR` for prefix `SESSION_SVC`.
+/// Parses a server's command line (see [`command`]).
 pub fn parse_flags<T: clap::Parser>(prefix: &str) -> T {
-    let command = T::command().mut_args(|arg| {
+    T::from_arg_matches(&command::<T>(prefix).get_matches()).unwrap_or_else(|e| e.exit())
+}
+
+/// A server's command line, where every long flag falls back to an environment variable named
+/// `{prefix}_{FLAG}`: `--data-dir` reads `SESSION_SVC_DATA_DIR` for prefix `SESSION_SVC`.
+pub fn command<T: clap::CommandFactory>(prefix: &str) -> clap::Command {
+    T::command().mut_args(|arg| {
         if arg.get_long().is_some() && arg.get_id() != "help" && arg.get_id() != "version" {
             let name = format!("{prefix}_{}", arg.get_id().as_str().to_uppercase());
             arg.env(name)
         } else {
             arg
         }
-    });
-    T::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
+    })
 }
 
 /// How log lines are written.
