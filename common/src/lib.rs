@@ -1,37 +1,59 @@
-//! Building blocks shared by `session-svc` and `memory-svc`.
+//! Building blocks shared by `session-svc` and `memory-svc`, in folders by what needs them:
+//! serving code, sled-only code, PostgreSQL-only code, and beside them the pieces every kind of
+//! store and server uses.
 //!
 //! # Layout
-//! - [`auth`]: bearer tokens (in clear or hashed) scoped to apps and users, reloadable.
-//! - [`cache`]: the size of sled's page cache (flag, else a share of the cgroup memory limit).
-//! - [`durability`]: group commit, so concurrent writers share one flush to disk.
-//! - [`hooks`]: what a server needs from its store (sled or PostgreSQL), built once per kind.
-//! - [`keys`]: order-preserving, self-delimiting encoding of composite sled keys.
-//! - [`load`]: load shedding beyond a concurrency limit.
+//! - [`serve`]: serving a service beside health, reflection and metrics; the flags every server
+//!   has, bearer tokens, per-request access checks, load shedding, the hooks a server takes from
+//!   its store, the AdminService, stopping on a signal.
+//! - [`sled`]: the embedded database: its page cache, group commit, composite keys, online
+//!   backups (snapshot format, snapshot/restore commands), format versions, its errors.
+//! - [`postgres`]: `--store`, the connection pool (TLS: `sslmode`, `sslrootcert`), schema
+//!   migrations, the database health check, LISTEN, its errors.
+//! - [`stopping`]: the signal that tells long-running work the server is stopping.
 //! - [`metrics`]: Prometheus metrics of every RPC and the `/metrics` endpoint.
-//! - [`postgres`]: `--store`, PostgreSQL connection pool (TLS: `sslmode`, `sslrootcert`),
-//!   schema migrations, the database health check, LISTEN.
-//! - [`page`]: opaque page tokens and cursors that cannot leave the scope they were issued for.
-//! - [`snapshot`]: online backups (snapshot format, AdminService, snapshot/restore commands).
 //! - [`storage`]: storage failures by kind, mapped to gRPC status codes in one place.
-//! - [`rpc`]: per-request access checks and log spans.
-//! - [`server`]: logging setup, serving beside health and reflection, background tasks,
-//!   signals (stop, reload the tokens file).
+//! - [`versions`]: the rule refusing a store whose layout is newer than the binary knows.
+//! - [`page`]: opaque page tokens and cursors that cannot leave the scope they were issued for.
 //! - [`validate`]: checks of identifiers, JSON text fields and page sizes.
-//! - [`versions`]: the stored layout version of a store (sled format, PostgreSQL schema), and
-//!   the rule refusing one newer than the binary knows.
+//!
+//! `serve` uses `sled` and the rest; `sled` and `postgres` use only the storage-neutral modules
+//! (and `metrics`); those use nothing of the crate.
 
-pub mod auth;
-pub mod cache;
-pub mod durability;
-pub mod hooks;
-pub mod keys;
-pub mod load;
 pub mod metrics;
 pub mod page;
 pub mod postgres;
-pub mod rpc;
-pub mod server;
-pub mod snapshot;
+pub mod serve;
+pub mod sled;
+pub mod stopping;
 pub mod storage;
 pub mod validate;
 pub mod versions;
+
+/// An error of any kind, for the edges where only its message matters (startup, shutdown).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Implements `From` every storage failure (sled, PostgreSQL, a failed flush) for a domain error
+/// type whose variant `$variant` holds a [`storage::StorageError`]: each becomes the kind of
+/// failure it is, without naming its backend. The calling crate depends on `sled`,
+/// `tokio-postgres` and `deadpool-postgres`, as a service with both backends does.
+#[macro_export]
+macro_rules! storage_failures {
+    ($error:ty, $variant:path) => {
+        $crate::storage_failures!(
+            @each $error, $variant;
+            ::sled::Error,
+            $crate::postgres::PgError,
+            ::tokio_postgres::Error,
+            ::deadpool_postgres::PoolError,
+            $crate::sled::durability::FlushError
+        );
+    };
+    (@each $error:ty, $variant:path; $($failure:ty),*) => {$(
+        impl From<$failure> for $error {
+            fn from(e: $failure) -> Self {
+                $variant(e.into())
+            }
+        }
+    )*};
+}

@@ -25,7 +25,7 @@ use tonic::{
     Code,
 };
 
-use crate::server::Stopping;
+use crate::stopping::Stopping;
 
 /// Latency buckets, in seconds: sub-millisecond appends up to slow scans.
 const LATENCY_BUCKETS: [f64; 14] = [

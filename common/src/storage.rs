@@ -9,8 +9,6 @@ use std::fmt;
 
 use tonic::Code;
 
-use crate::{durability::FlushError, postgres::PgError};
-
 /// What a storage failure means to the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StorageErrorKind {
@@ -69,64 +67,9 @@ impl StorageError {
     }
 }
 
-impl From<sled::Error> for StorageError {
-    fn from(e: sled::Error) -> Self {
-        let kind = match &e {
-            sled::Error::Io(io) if io.kind() == std::io::ErrorKind::StorageFull => {
-                StorageErrorKind::Full
-            }
-            sled::Error::Corruption { .. } => StorageErrorKind::Corrupt,
-            _ => StorageErrorKind::Internal,
-        };
-        Self::new(kind, format!("storage error: {e}"))
-    }
-}
-
-impl From<PgError> for StorageError {
-    fn from(e: PgError) -> Self {
-        let kind = if e.is_unavailable() {
-            StorageErrorKind::Unavailable
-        } else if e.is_conflict() {
-            StorageErrorKind::Conflict
-        } else {
-            StorageErrorKind::Internal
-        };
-        Self::new(kind, e)
-    }
-}
-
-impl From<tokio_postgres::Error> for StorageError {
-    fn from(e: tokio_postgres::Error) -> Self {
-        PgError::from(e).into()
-    }
-}
-
-impl From<deadpool_postgres::PoolError> for StorageError {
-    fn from(e: deadpool_postgres::PoolError) -> Self {
-        PgError::from(e).into()
-    }
-}
-
-impl From<FlushError> for StorageError {
-    fn from(e: FlushError) -> Self {
-        Self::new(StorageErrorKind::Unavailable, e)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_full_disk_is_resource_exhausted_and_other_io_is_internal() {
-        let full = sled::Error::Io(std::io::Error::from(std::io::ErrorKind::StorageFull));
-        assert_eq!(
-            StorageError::from(full).kind().code(),
-            Code::ResourceExhausted
-        );
-        let other = sled::Error::Io(std::io::Error::other("boom"));
-        assert_eq!(StorageError::from(other).kind().code(), Code::Internal);
-    }
 
     #[test]
     fn corrupt_data_names_what_could_not_be_read() {

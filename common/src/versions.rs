@@ -1,10 +1,8 @@
 //! Stores written by another release. Each store records the version of its layout: a sled
-//! database its format ([`open_sled`]), a PostgreSQL schema its schema version
+//! database its format ([`crate::sled::open`]), a PostgreSQL schema its schema version
 //! ([`crate::postgres::migrate`]). One rule for both, [`check`]: a binary opens a store of its
 //! own version or older (upgrading it) and refuses a newer one, naming both versions, rather
 //! than misread it or write into it.
-
-use crate::storage::{StorageError, StorageErrorKind};
 
 /// A store at a version newer than this binary knows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,32 +30,6 @@ pub fn check(what: &str, stored: u32, supported: u32) -> Result<(), TooNew> {
     Ok(())
 }
 
-/// The sled tree holding the format version, under [`KEY`] as a big-endian u32.
-const TREE: &str = "format";
-const KEY: &[u8] = b"version";
-
-/// Checks the format version of the sled database `db` against `supported` ([`check`]), then
-/// records `supported` if the database is older, or new. The record comes before any conversion
-/// the caller then runs: from then on older binaries refuse the database even if the conversion
-/// is cut short, so conversions must carry on at the next open. A database without a record
-/// predates the records: version 1.
-pub fn open_sled(db: &sled::Db, what: &str, supported: u32) -> Result<(), StorageError> {
-    let tree = db.open_tree(TREE)?;
-    let stored = match tree.get(KEY)? {
-        None => None,
-        Some(bytes) => Some(u32::from_be_bytes(bytes.as_ref().try_into().map_err(
-            |_| StorageError::corrupt(format!("the {what}'s format version")),
-        )?)),
-    };
-    check(what, stored.unwrap_or(1), supported)
-        .map_err(|e| StorageError::new(StorageErrorKind::Internal, e))?;
-    if stored != Some(supported) {
-        tree.insert(KEY, &supported.to_be_bytes())?;
-        db.flush()?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,16 +45,5 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("up to 2"), "{text}");
-    }
-
-    #[test]
-    fn sled_records_the_version_and_refuses_a_newer_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = sled::open(dir.path()).unwrap();
-        open_sled(&db, "store", 1).unwrap();
-        open_sled(&db, "store", 2).unwrap();
-        let e = open_sled(&db, "store", 1).unwrap_err();
-        assert!(e.to_string().contains("at version 2"), "{e}");
-        assert_eq!(e.kind(), StorageErrorKind::Internal);
     }
 }

@@ -3,8 +3,11 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use adk_common::{postgres::StoreLocation, server::ServeFlags, snapshot::AdminCommand};
+use adk_common::{postgres::StoreLocation, serve::flags::ServeFlags, sled::snapshot::AdminCommand};
 use clap::Parser;
+
+/// The start of the environment variable each flag falls back to (`MEMORY_SVC_DATA_DIR`, ...).
+pub const ENV_PREFIX: &str = "MEMORY_SVC";
 
 use crate::{
     analysis::{Analyzer, Language, UnknownLanguage},
@@ -15,12 +18,6 @@ use crate::{
 /// `--default-language`: a language, or none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DefaultLanguage(pub Option<Language>);
-
-impl Default for DefaultLanguage {
-    fn default() -> Self {
-        Self(Some(Language::English))
-    }
-}
 
 fn parse_language(s: &str) -> Result<DefaultLanguage, UnknownLanguage> {
     match s {
@@ -160,12 +157,12 @@ impl std::fmt::Display for Config {
                 store @ StoreLocation::Postgres(_) => format!(
                     "{store:?} ({}, posting cache {})",
                     self.serve.store_settings(&store),
-                    adk_common::server::human_bytes(self.posting_cache_bytes)
+                    adk_common::serve::flags::human_bytes(self.posting_cache_bytes)
                 ),
                 store => format!("{store:?} ({})", self.serve.store_settings(&store)),
             },
             self.session_endpoint,
-            adk_common::server::human_bytes(self.max_request_bytes),
+            adk_common::serve::flags::human_bytes(self.max_request_bytes),
             self.default_language.0.map_or("none", Language::code),
             if self.detect_language {
                 ""
@@ -173,7 +170,7 @@ impl std::fmt::Display for Config {
                 " (language detection off)"
             },
             self.embedder,
-            adk_common::server::human_bytes(self.vector_cache_bytes),
+            adk_common::serve::flags::human_bytes(self.vector_cache_bytes),
             self.generator,
             self.serve
         )
@@ -183,7 +180,7 @@ impl std::fmt::Display for Config {
 impl Config {
     /// The command line (with environment fallbacks) of this process.
     pub fn from_env() -> Self {
-        adk_common::server::parse_flags("MEMORY_SVC")
+        adk_common::serve::flags::parse_flags(ENV_PREFIX)
     }
 
     /// Where data lives: `--store` (with `--pg-ca-file`), else the sled database in
@@ -235,31 +232,12 @@ impl Config {
 
     /// Defaults for `data_dir`, listening on an ephemeral loopback port (tests, scripts).
     pub fn ephemeral(data_dir: PathBuf, session_endpoint: String) -> Self {
-        Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            data_dir,
-            store: None,
-            session_endpoint,
-            max_request_bytes: 64 << 20,
-            session_token_file: None,
-            session_ca: None,
-            embedder: EmbedderSpec::None,
-            embedder_model: None,
-            embedder_api_key_env: "OPENAI_API_KEY".into(),
-            vector_cache_bytes: crate::store::vector_cache::DEFAULT_BYTES,
-            posting_cache_bytes: crate::store::pg::DEFAULT_POSTING_CACHE_BYTES,
-            generator: GeneratorSpec::None,
-            generator_model: None,
-            generator_api_key_env: "OPENAI_API_KEY".into(),
-            generator_topics: None,
-            generator_workers: 2,
-            generator_lease_seconds: 300,
-            generator_job_retention_seconds: DEFAULT_JOB_RETENTION_SECONDS,
-            default_language: DefaultLanguage::default(),
-            detect_language: true,
-            serve: ServeFlags::default(),
-            admin: None,
-        }
+        // The flags' defaults, written once in their attributes.
+        let mut config = Self::parse_from(["memory-svc"]);
+        config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+        config.data_dir = data_dir;
+        config.session_endpoint = session_endpoint;
+        config
     }
 }
 

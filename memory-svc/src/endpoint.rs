@@ -68,7 +68,7 @@ impl Client {
         let http = reqwest::Client::builder()
             .timeout(retry.timeout)
             .build()
-            .map_err(|e| Failure::Refused(error_chain(&e)))?;
+            .map_err(|e| Failure::Refused(format!("{:#}", anyhow::Error::new(e))))?;
         Ok(Self {
             http,
             url,
@@ -118,12 +118,12 @@ impl Client {
         let response = request
             .send()
             .await
-            .map_err(|e| Attempt::Transient(error_chain(&e)))?;
+            .map_err(|e| Attempt::Transient(format!("{:#}", anyhow::Error::new(e))))?;
         let status = response.status();
         let body = response
             .bytes()
             .await
-            .map_err(|e| Attempt::Transient(error_chain(&e)))?;
+            .map_err(|e| Attempt::Transient(format!("{:#}", anyhow::Error::new(e))))?;
         if !status.is_success() {
             let reason = format!(
                 "HTTP {status}: {}",
@@ -144,18 +144,6 @@ impl Client {
 /// Backoff before retry `attempt` (1-based): `first`, doubled each time.
 pub fn backoff(first: Duration, attempt: u32) -> Duration {
     first.saturating_mul(1 << attempt.saturating_sub(1).min(16))
-}
-
-/// An error with its causes ("error sending request: connection refused").
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The start of an answer, enough to recognise it in a message.

@@ -3,6 +3,8 @@
 //!
 //! # Layout
 //! - [`config`]: command-line flags with environment fallbacks.
+//! - [`analysis`]: text analysis: memory text and queries turned into index terms (words,
+//!   stems per language, stopwords).
 //! - [`embed`]: sentence embedders (`--embedder`): a local model or an OpenAI-compatible endpoint.
 //! - [`endpoint`]: the HTTP client of OpenAI-compatible endpoints (timeouts, retries).
 //! - [`fusion`]: hybrid ranking, keyword and semantic rankings fused.
@@ -12,10 +14,9 @@
 //! - [`grpc`]: tonic handlers (thin) and the mapping of errors to statuses.
 //! - [`memories`]: the domain: request checks and ADK's memory rules, free of transport types.
 //! - [`session_source`]: fetching sessions from session-svc for ingestion by reference.
-//! - [`text`]: the tokenizer shared by indexing and queries.
 //! - [`store`]: the storage trait, the ingestion rules both backends share, and the sled and
 //!   PostgreSQL backends.
-//! - [`server`]: assembling and running the server (health, reflection).
+//! - [`server`]: opening the store and running the server (see `adk_common::serve`).
 //! - [`error`]: the error type.
 
 pub mod analysis;

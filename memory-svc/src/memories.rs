@@ -40,7 +40,7 @@ use crate::{
     error::{MemoryError, Result},
     fusion,
     generate::{
-        jobs::{self, now_ms},
+        jobs::{self, now_ms, MemoryAccess},
         GenerateError, Generator,
     },
     session_source::SessionSource,
@@ -100,11 +100,6 @@ impl<S: MemoryStore> Memories<S> {
         self.generator.as_ref()
     }
 
-    /// Resolves once a job has been queued here since the last call (or is queued).
-    pub async fn queued(&self) {
-        self.queued.notified().await
-    }
-
     /// The same, with the `--embedder` model.
     pub fn with_embedder(self, embedder: Option<Embedder>) -> Self {
         Self { embedder, ..self }
@@ -122,7 +117,7 @@ impl<S: MemoryStore> Memories<S> {
     }
 
     /// [`Memories::write`] with the revision of a change generation made.
-    pub(crate) async fn write_changed(
+    async fn write_changed(
         &self,
         scope: Scope<'_>,
         write: Write,
@@ -510,7 +505,7 @@ impl<S: MemoryStore> Memories<S> {
         };
         let mode = SearchMode::try_from(req.mode)
             .map_err(|_| InvalidArgument::new("mode", format!("unknown mode {}", req.mode)))?;
-        let mut query = SearchQuery {
+        let query = SearchQuery {
             language,
             text: req.query,
             limit,
@@ -520,6 +515,17 @@ impl<S: MemoryStore> Memories<S> {
             generated: kind("kind", req.kind)?,
             now_ms: now_ms(),
         };
+        self.ranked(scope, query, mode).await
+    }
+
+    /// The best hits for a checked `query`, ranked as `mode` says.
+    async fn ranked(
+        &self,
+        scope: Scope<'_>,
+        mut query: SearchQuery,
+        mode: SearchMode,
+    ) -> Result<Vec<Hit>> {
+        let limit = query.limit;
         let embedder = match (mode, &self.embedder) {
             (SearchMode::Keyword, _) | (SearchMode::Unspecified, None) => {
                 return Ok(self.store.search(scope, &query).await?)
@@ -608,6 +614,33 @@ fn scope<'a>(
         app_name: identifier(app_field, app_name)?,
         user_id: identifier(user_field, user_id)?,
     })
+}
+
+/// What generation jobs use: the searches and writes of requests, without their checks.
+impl<S: MemoryStore> MemoryAccess for Memories<S> {
+    type Store = S;
+
+    fn store(&self) -> &S {
+        &self.store
+    }
+
+    async fn search(&self, scope: Scope<'_>, query: SearchQuery) -> Result<Vec<Hit>> {
+        self.ranked(scope, query, SearchMode::Unspecified).await
+    }
+
+    async fn write(
+        &self,
+        scope: Scope<'_>,
+        write: Write,
+        revision: Option<RevisionRecord>,
+    ) -> Result<u32> {
+        self.write_changed(scope, write, revision).await
+    }
+
+    /// Resolves once a job has been queued here since the last call (or is queued).
+    async fn queued(&self) {
+        self.queued.notified().await
+    }
 }
 
 /// The kind filter of a search or listing: `None` for both kinds, else whether generated.

@@ -1,13 +1,16 @@
 //! Assembles the memory server: opens the store (sled or PostgreSQL) and serves the memory
-//! service with that store's hooks (see [`adk_common::hooks`] and [`adk_common::server::spawn`]).
+//! service with that store's hooks (see [`adk_common::serve::hooks`] and [`adk_common::serve::start`]).
 
 use std::sync::Arc;
 
 use adk_common::{
-    cache::SledCache,
-    hooks::{SledBacked, StoreHooks},
     postgres::StoreLocation,
-    server::{spawn, BoxError, Running, Shutdown},
+    serve::{
+        hooks::{open_postgres, open_sled, PgBacked, SledBacked, StoreHooks},
+        Running,
+    },
+    stopping::Shutdown,
+    BoxError,
 };
 use adk_proto::memory::v1::memory_service_server::MemoryServiceServer;
 
@@ -43,29 +46,27 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
     }
     match config.store() {
         StoreLocation::Sled(dir) => {
-            let cache = SledCache::choose(config.serve.cache_bytes);
-            let cannot_open = |e: &dyn std::fmt::Display| {
-                format!("cannot open the data directory {}: {e}", dir.display())
-            };
-            let db = cache.open(&dir).map_err(|e| cannot_open(&e))?;
-            let store = SledMemoryStore::from_db(db, config.serve.sync, config.analyzer())
-                .map_err(|e| cannot_open(&e))?
-                .with_vector_cache(config.vector_cache_bytes);
-            let hooks = StoreHooks::sled(store.clone(), cache, &dir);
+            let analyzer = config.analyzer();
+            let (store, hooks) = open_sled(&dir, &config.serve, |db, sync| {
+                SledMemoryStore::from_db(db, sync, analyzer)
+                    .map(|store| store.with_vector_cache(config.vector_cache_bytes))
+            })?;
             let memories = Memories::new(store, sessions)
                 .with_embedder(embedder)
                 .with_generator(generator);
             serve(config, memories, hooks).await
         }
         StoreLocation::Postgres(url) => {
-            let store =
-                PgMemoryStore::open(&url, config.serve.pg_max_connections, config.analyzer())
-                    .await
-                    .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?
-                    .with_vector_cache(config.vector_cache_bytes)
-                    .with_posting_cache(config.posting_cache_bytes);
-            let pool = store.clone();
-            let hooks = StoreHooks::postgres(move || pool.record_pool(), store.health());
+            let opening =
+                PgMemoryStore::open(&url, config.serve.pg_max_connections, config.analyzer());
+            let (store, hooks) = open_postgres(async {
+                opening.await.map(|store| {
+                    store
+                        .with_vector_cache(config.vector_cache_bytes)
+                        .with_posting_cache(config.posting_cache_bytes)
+                })
+            })
+            .await?;
             let memories = Memories::new(store, sessions)
                 .with_embedder(embedder)
                 .with_generator(generator);
@@ -90,13 +91,22 @@ impl SledBacked for SledMemoryStore {
     }
 }
 
+impl PgBacked for PgMemoryStore {
+    fn record_pool(&self) {
+        PgMemoryStore::record_pool(self)
+    }
+
+    fn health(&self) -> tokio::sync::watch::Receiver<Option<Arc<str>>> {
+        PgMemoryStore::health(self)
+    }
+}
+
 /// Serves the memory service.
 async fn serve<S: MemoryStore + Clone>(
     config: Config,
     memories: Memories<S>,
     hooks: StoreHooks,
 ) -> Result<Running, BoxError> {
-    let authenticator = config.serve.authenticator()?;
     let shutdown = Shutdown::new();
     if let Some(embedder) = memories.embedder().cloned() {
         memories
@@ -121,19 +131,10 @@ async fn serve<S: MemoryStore + Clone>(
                 (memories.clone(), generator.clone(), shutdown.signal());
             shutdown
                 .signal()
-                .spawn(async move { jobs::work(&memories, &generator, &stopping).await });
+                .spawn(async move { jobs::work(&*memories, &generator, &stopping).await });
         }
     }
-    let listener = adk_common::server::bind(config.listen).await?;
     let service = MemoryServiceServer::new(MemoryGrpc::new(memories))
         .max_decoding_message_size(config.max_request_bytes);
-    spawn(
-        listener,
-        service,
-        authenticator,
-        config.serve.options(),
-        shutdown,
-        hooks,
-    )
-    .await
+    adk_common::serve::start(config.listen, &config.serve, service, shutdown, hooks).await
 }

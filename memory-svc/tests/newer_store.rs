@@ -9,7 +9,7 @@ fn the_binary_refuses_a_store_of_a_newer_format_and_exits() {
     let dir = tempfile::tempdir().unwrap();
     // What a release knowing format 1000 leaves behind when it opens the store.
     let db = sled::open(dir.path()).unwrap();
-    adk_common::versions::open_sled(&db, "memory store", 1000).unwrap();
+    adk_common::sled::open(&db, "memory store", 1000).unwrap();
     drop(db);
 
     let stderr = refused_data_dir(env!("CARGO_BIN_EXE_memory-svc"), "MEMORY_SVC_", dir.path());

@@ -2,6 +2,8 @@
 //! stderr with a non-zero exit status.
 
 mod cli;
+#[cfg(test)]
+mod flag_docs;
 
 use std::{io::IsTerminal, process::ExitCode};
 

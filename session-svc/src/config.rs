@@ -3,8 +3,11 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use adk_common::{postgres::StoreLocation, server::ServeFlags, snapshot::AdminCommand};
+use adk_common::{postgres::StoreLocation, serve::flags::ServeFlags, sled::snapshot::AdminCommand};
 use clap::Parser;
+
+/// The start of the environment variable each flag falls back to (`SESSION_SVC_DATA_DIR`, ...).
+pub const ENV_PREFIX: &str = "SESSION_SVC";
 
 /// gRPC session service for agents: sessions, ordered events and scoped state, kept in sled
 /// (embedded, one process) or PostgreSQL (shared by any number of replicas).
@@ -54,7 +57,7 @@ impl std::fmt::Display for Config {
             "listen {}, store {store:?} ({}), events up to {}, change feed kept {} s, ",
             self.listen,
             self.serve.store_settings(&store),
-            adk_common::server::human_bytes(self.max_event_bytes),
+            adk_common::serve::flags::human_bytes(self.max_event_bytes),
             self.change_retention_secs
         )?;
         match self.default_session_ttl_secs {
@@ -68,7 +71,7 @@ impl std::fmt::Display for Config {
 impl Config {
     /// The command line (with environment fallbacks) of this process.
     pub fn from_env() -> Self {
-        adk_common::server::parse_flags("SESSION_SVC")
+        adk_common::serve::flags::parse_flags(ENV_PREFIX)
     }
 
     /// Where data lives: `--store` (with `--pg-ca-file`), else the sled database in
@@ -82,16 +85,11 @@ impl Config {
 
     /// Defaults for `data_dir`, listening on an ephemeral loopback port (tests, scripts).
     pub fn ephemeral(data_dir: PathBuf) -> Self {
-        Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            data_dir,
-            store: None,
-            max_event_bytes: 16 << 20,
-            change_retention_secs: 24 * 3600,
-            default_session_ttl_secs: 0,
-            serve: ServeFlags::default(),
-            admin: None,
-        }
+        // The flags' defaults, written once in their attributes.
+        let mut config = Self::parse_from(["session-svc"]);
+        config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+        config.data_dir = data_dir;
+        config
     }
 }
 

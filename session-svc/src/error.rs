@@ -53,24 +53,6 @@ impl SessionError {
     }
 }
 
-/// Every storage failure (sled, PostgreSQL, a failed flush) becomes a [`StorageError`], which
-/// says what it means without naming the backend.
-macro_rules! storage_failures {
-    ($($failure:ty),*) => {$(
-        impl From<$failure> for SessionError {
-            fn from(e: $failure) -> Self {
-                Self::Storage(e.into())
-            }
-        }
-    )*};
-}
-
-storage_failures!(
-    ::sled::Error,
-    adk_common::postgres::PgError,
-    tokio_postgres::Error,
-    deadpool_postgres::PoolError,
-    adk_common::durability::FlushError
-);
+adk_common::storage_failures!(SessionError, SessionError::Storage);
 
 pub type Result<T, E = SessionError> = std::result::Result<T, E>;

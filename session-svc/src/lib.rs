@@ -10,7 +10,7 @@
 //! - [`store`]: the storage trait and its two implementations, sled (embedded, one process)
 //!   and PostgreSQL (shared by any number of replicas).
 //! - [`time`]: the current time and the order of protobuf timestamps.
-//! - [`server`]: assembling and running the server (health, reflection).
+//! - [`server`]: opening the store and running the server (see `adk_common::serve`).
 //! - [`error`]: the one error type.
 
 pub mod config;

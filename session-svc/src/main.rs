@@ -16,7 +16,7 @@ async fn main() -> ExitCode {
     if let Some(command) = config.admin {
         return command.run("session-svc").await;
     }
-    adk_common::server::init_logging(config.serve.log_format);
+    adk_common::serve::flags::init_logging(config.serve.log_format);
     tracing::info!("starting: {config}");
-    adk_common::server::run_until_signal("session-svc", server::start(config).await).await
+    adk_common::serve::run_until_signal("session-svc", server::start(config).await).await
 }

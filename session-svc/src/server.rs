@@ -1,13 +1,16 @@
 //! Assembles the session server: opens the store (sled or PostgreSQL) and serves the session
-//! service with that store's hooks (see [`adk_common::hooks`] and [`adk_common::server::spawn`]).
+//! service with that store's hooks (see [`adk_common::serve::hooks`] and [`adk_common::serve::start`]).
 
 use std::{sync::Arc, time::Duration};
 
 use adk_common::{
-    cache::SledCache,
-    hooks::{SledBacked, StoreHooks},
     postgres::StoreLocation,
-    server::{spawn, BoxError, Running, Shutdown, Stopping},
+    serve::{
+        hooks::{open_postgres, open_sled, PgBacked, SledBacked, StoreHooks},
+        Running,
+    },
+    stopping::{Shutdown, Stopping},
+    BoxError,
 };
 use adk_proto::session::v1::session_service_server::SessionServiceServer;
 
@@ -15,7 +18,7 @@ use crate::{
     config::Config,
     grpc::SessionGrpc,
     sessions::{Limits, Sessions},
-    store::{pg::PgStore, sled_store::SledStore, SessionStore},
+    store::{pg::PgSessionStore, sled::SledSessionStore, SessionStore},
 };
 
 /// Room above `max_event_bytes` for the rest of a request; larger messages are refused by the
@@ -32,39 +35,40 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 pub async fn start(config: Config) -> Result<Running, BoxError> {
     match config.store() {
         StoreLocation::Sled(dir) => {
-            let cache = SledCache::choose(config.serve.cache_bytes);
-            let cannot_open = |e: &dyn std::fmt::Display| {
-                format!("cannot open the data directory {}: {e}", dir.display())
-            };
-            let db = cache.open(&dir).map_err(|e| cannot_open(&e))?;
-            let store = SledStore::from_db(db, config.serve.sync).map_err(|e| cannot_open(&e))?;
-            let hooks = StoreHooks::sled(store.clone(), cache, &dir);
+            let (store, hooks) = open_sled(&dir, &config.serve, SledSessionStore::from_db)?;
             serve(config, store, hooks).await
         }
         StoreLocation::Postgres(url) => {
-            let store = PgStore::open(&url, config.serve.pg_max_connections)
-                .await
-                .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
-            let pool = store.clone();
-            let hooks = StoreHooks::postgres(move || pool.record_pool(), store.health());
+            let (store, hooks) =
+                open_postgres(PgSessionStore::open(&url, config.serve.pg_max_connections)).await?;
             serve(config, store, hooks).await
         }
     }
 }
 
-impl SledBacked for SledStore {
+impl SledBacked for SledSessionStore {
     const SERVICE: &'static str = "session-svc";
 
     fn record_size(&self) {
-        SledStore::record_size(self)
+        SledSessionStore::record_size(self)
     }
 
     fn failures(&self) -> tokio::sync::watch::Receiver<Option<Arc<str>>> {
-        SledStore::failures(self)
+        SledSessionStore::failures(self)
     }
 
     async fn flush(&self) -> Result<(), BoxError> {
         Ok(self.close().await?)
+    }
+}
+
+impl PgBacked for PgSessionStore {
+    fn record_pool(&self) {
+        PgSessionStore::record_pool(self)
+    }
+
+    fn health(&self) -> tokio::sync::watch::Receiver<Option<Arc<str>>> {
+        PgSessionStore::health(self)
     }
 }
 
@@ -75,8 +79,6 @@ async fn serve<S: SessionStore>(
     store: S,
     hooks: StoreHooks,
 ) -> Result<Running, BoxError> {
-    let authenticator = config.serve.authenticator()?;
-    let listener = adk_common::server::bind(config.listen).await?;
     let change_retention = Duration::from_secs(config.change_retention_secs);
     let shutdown = Shutdown::new();
     let stopping = shutdown.signal();
@@ -109,15 +111,7 @@ async fn serve<S: SessionStore>(
     }
     let service = SessionServiceServer::new(SessionGrpc::new(sessions))
         .max_decoding_message_size(config.max_event_bytes + REQUEST_OVERHEAD_BYTES);
-    spawn(
-        listener,
-        service,
-        authenticator,
-        config.serve.options(),
-        shutdown,
-        hooks,
-    )
-    .await
+    adk_common::serve::start(config.listen, &config.serve, service, shutdown, hooks).await
 }
 
 /// Deletes expired sessions (each second: expired ones are already invisible, this reclaims

@@ -11,7 +11,7 @@ use std::{
 };
 
 use adk_common::{
-    server::Stopping,
+    stopping::Stopping,
     validate::{identifier, page_size, page_size_up_to, timestamp, InvalidArgument},
 };
 use adk_proto::session::v1::{

@@ -699,14 +699,14 @@ fn restore(
     service: &str,
     data_dir: &std::path::Path,
     file: &std::path::Path,
-) -> Result<u64, adk_common::snapshot::SnapshotError> {
-    use adk_common::snapshot::{Expect, Progress};
+) -> Result<u64, adk_common::sled::snapshot::SnapshotError> {
+    use adk_common::{sled::snapshot::Expect, sled::snapshot::Progress};
     let expect = Expect {
         service,
         accept_unlabelled: false,
     };
     let input = std::fs::File::open(file).unwrap();
-    adk_common::snapshot::restore(expect, data_dir, input, &mut Progress::hidden())
+    adk_common::sled::snapshot::restore(expect, data_dir, input, &mut Progress::hidden())
 }
 
 /// Downloads a snapshot over AdminService into `path`.

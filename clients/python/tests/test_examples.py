@@ -5,13 +5,8 @@ HTTP server stands in for the Gemini endpoint (``GOOGLE_GEMINI_BASE_URL``)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import threading
-import time
-import urllib.error
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_registry import free_port, http
+from api_server import api_server, http
 
 from adk_grpc_services import GrpcMemoryService, GrpcSessionService
 
@@ -85,76 +80,39 @@ async def test_examples_folder_runs_under_adk_api_server(
     # A copy, so that nothing ADK writes lands in the repository.
     agents = tmp_path / "agents"
     shutil.copytree(EXAMPLES, agents, ignore=shutil.ignore_patterns("__pycache__"))
-    port = free_port()
-    log = tmp_path / "api_server.log"
     env = {
-        **os.environ,
-        "ADK_DISABLE_LOCAL_STORAGE": "1",
         "GOOGLE_GEMINI_BASE_URL": fake_gemini,
         "GOOGLE_API_KEY": "not-a-real-key",
         "GOOGLE_GENAI_USE_VERTEXAI": "0",
     }
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "google.adk.cli",
-                "api_server",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--session_service_uri",
-                f"grpc://{servers[0]}",
-                "--memory_service_uri",
-                f"grpc://{servers[1]}",
-                str(agents),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=tmp_path,
-            env=env,
-        )
-    base = f"http://127.0.0.1:{port}"
-    user = f"user-{uuid.uuid4().hex[:12]}"
+    with api_server(
+        agents,
+        session_uri=f"grpc://{servers[0]}",
+        memory_uri=f"grpc://{servers[1]}",
+        workdir=tmp_path,
+        env=env,
+    ) as base:
+        assert http("GET", f"{base}/list-apps") == ["notes"]
+        user = f"user-{uuid.uuid4().hex[:12]}"
 
-    def run(session_id: str, text: str) -> list[dict[str, Any]]:
-        http("POST", f"{base}/apps/notes/users/{user}/sessions", {"sessionId": session_id})
-        events: list[dict[str, Any]] = http(
-            "POST",
-            f"{base}/run",
-            {
-                "appName": "notes",
-                "userId": user,
-                "sessionId": session_id,
-                "newMessage": {"role": "user", "parts": [{"text": text}]},
-            },
-        )
-        return events
+        def run(session_id: str, text: str) -> list[dict[str, Any]]:
+            http("POST", f"{base}/apps/notes/users/{user}/sessions", {"sessionId": session_id})
+            events: list[dict[str, Any]] = http(
+                "POST",
+                f"{base}/run",
+                {
+                    "appName": "notes",
+                    "userId": user,
+                    "sessionId": session_id,
+                    "newMessage": {"role": "user", "parts": [{"text": text}]},
+                },
+            )
+            return events
 
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                assert http("GET", f"{base}/list-apps") == ["notes"]
-                break
-            except (urllib.error.URLError, ConnectionError):
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(
-                        f"adk api_server did not come up:\n{log.read_text(errors='replace')}"
-                    )
-                time.sleep(0.25)
         told = run("first", "My locker code is 4711.")
         assert told[-1]["content"]["parts"][0]["text"] == "Noted."
         asked = run("second", "What is my locker code?")
         assert asked[-1]["content"]["parts"][0]["text"] == "From memory: My locker code is 4711."
-    except BaseException:
-        print(log.read_text(errors="replace"))
-        raise
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
     second = await session_service.get_session(app_name="notes", user_id=user, session_id="second")
     assert second is not None

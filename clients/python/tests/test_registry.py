@@ -3,20 +3,12 @@
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
+from api_server import api_server, http
 from google.adk.cli.service_registry import ServiceRegistry, get_service_registry
 from google.adk.cli.utils.service_factory import (
     create_memory_service_from_options,
@@ -83,21 +75,6 @@ def test_malformed_uris_are_refused(uri: str) -> None:
         GrpcSessionService.from_uri(uri)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def http(method: str, url: str, body: Any = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        url, data=data, method=method, headers={"content-type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read() or b"null")
-
-
 async def test_adk_api_server_with_grpc_uris(
     tmp_path: Path,
     servers: tuple[str, str],
@@ -115,44 +92,13 @@ async def test_adk_api_server_with_grpc_uris(
         "from google.adk.agents import Agent\n"
         "root_agent = Agent(name='notes', model='gemini-2.0-flash', instruction='Take notes.')\n"
     )
-    port = free_port()
-    log = tmp_path / "api_server.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "google.adk.cli",
-                "api_server",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--session_service_uri",
-                f"grpc://{servers[0]}",
-                "--memory_service_uri",
-                f"grpc://{servers[1]}",
-                str(agents),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=tmp_path,
-            env={**os.environ, "ADK_DISABLE_LOCAL_STORAGE": "1"},
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                assert http("GET", f"{base}/list-apps") == ["notes"]
-                break
-            except (urllib.error.URLError, ConnectionError):
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(
-                        f"adk api_server did not come up:\n{log.read_text(errors='replace')}"
-                    )
-                time.sleep(0.25)
-
+    with api_server(
+        agents,
+        session_uri=f"grpc://{servers[0]}",
+        memory_uri=f"grpc://{servers[1]}",
+        workdir=tmp_path,
+    ) as base:
+        assert http("GET", f"{base}/list-apps") == ["notes"]
         # The agent folder fixes the app name; a fresh user keeps runs against one server apart.
         user = f"user-{uuid.uuid4().hex[:12]}"
         created = http(
@@ -175,9 +121,6 @@ async def test_adk_api_server_with_grpc_uris(
         assert created["state"] == {"user:lang": "en", "count": 1.0}
         http("PATCH", f"{base}/apps/notes/users/{user}/sessions/s1", {"stateDelta": {"count": 2}})
         http("PATCH", f"{base}/apps/notes/users/{user}/memory", {"sessionId": "s1"})
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
     stored = await session_service.get_session(app_name="notes", user_id=user, session_id="s1")
     assert stored is not None

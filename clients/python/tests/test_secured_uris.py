@@ -7,11 +7,6 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
-import os
-import subprocess
-import sys
-import time
-import urllib.error
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,13 +14,13 @@ from pathlib import Path
 
 import grpc
 import pytest
+from api_server import api_server, http
 from conftest import start_server
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from google.adk.cli.service_registry import ServiceRegistry
-from test_registry import free_port, http
 
 from adk_grpc_services import GrpcMemoryService, GrpcSessionService, register
 from adk_grpc_services._channel import parse_uri
@@ -260,52 +255,21 @@ async def test_adk_api_server_with_token_and_tls(
         "from google.adk.agents import Agent\n"
         "root_agent = Agent(name='notes', model='gemini-2.0-flash', instruction='Take notes.')\n"
     )
-    port = free_port()
-    log = tmp_path / "api_server.log"
     env = {
-        **os.environ,
-        "ADK_DISABLE_LOCAL_STORAGE": "1",
         "NOTES_SESSION_TOKEN": TOKEN,
         "ADK_GRPC_MEMORY_TOKEN": TOKEN,
         "ADK_GRPC_CA_FILE": str(secured.ca_file),
     }
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "google.adk.cli",
-                "api_server",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--session_service_uri",
-                f"grpcs://{secured.session}?token_env=NOTES_SESSION_TOKEN"
-                f"&ca_file={secured.ca_file}&timeout=10",
-                "--memory_service_uri",
-                f"grpcs://{secured.memory}",
-                str(agents),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=tmp_path,
-            env=env,
-        )
-    base = f"http://127.0.0.1:{port}"
     user = f"user-{uuid.uuid4().hex[:12]}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                assert http("GET", f"{base}/list-apps") == ["notes"]
-                break
-            except (urllib.error.URLError, ConnectionError):
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(
-                        f"adk api_server did not come up:\n{log.read_text(errors='replace')}"
-                    )
-                time.sleep(0.25)
+    with api_server(
+        agents,
+        session_uri=f"grpcs://{secured.session}?token_env=NOTES_SESSION_TOKEN"
+        f"&ca_file={secured.ca_file}&timeout=10",
+        memory_uri=f"grpcs://{secured.memory}",
+        workdir=tmp_path,
+        env=env,
+    ) as base:
+        assert http("GET", f"{base}/list-apps") == ["notes"]
         http(
             "POST",
             f"{base}/apps/notes/users/{user}/sessions",
@@ -322,9 +286,6 @@ async def test_adk_api_server_with_token_and_tls(
         http("PATCH", f"{base}/apps/notes/users/{user}/memory", {"sessionId": "s1"})
         listed = http("GET", f"{base}/apps/notes/users/{user}/sessions")
         assert [s["id"] for s in listed] == ["s1"]
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
     monkeypatch.setenv("TEST_TOKEN", TOKEN)
     query = f"token_env=TEST_TOKEN&ca_file={secured.ca_file}"

@@ -11,13 +11,14 @@
 
 use std::{
     collections::HashMap,
+    future::Future,
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use adk_common::server::Stopping;
+use adk_common::stopping::Stopping;
 use adk_common::storage::StorageErrorKind;
 use adk_proto::{
-    memory::v1::{GenerationState, MemoryKind, RevisionAction, SearchMemoryRequest},
+    memory::v1::{GenerationState, RevisionAction},
     session::v1::{part, Content, Event, Part},
 };
 use metrics::counter;
@@ -32,14 +33,14 @@ use crate::{
     embed::EmbedError,
     endpoint::backoff,
     error::MemoryError,
-    memories::Memories,
     store::{
-        DeleteTarget, Entry, JobRecord, Kind, MemoryStore, RevisionRecord, Scope, StoreError, Write,
+        DeleteTarget, Entry, Hit, JobRecord, Kind, MemoryStore, RevisionRecord, Scope, SearchQuery,
+        StoreError, Write,
     },
 };
 
 /// Generated memories the search offers per fact, and in all, as consolidation candidates.
-const CANDIDATES_PER_FACT: i32 = 3;
+const CANDIDATES_PER_FACT: usize = 3;
 const MAX_CANDIDATES: usize = 20;
 
 /// Expired memories removed per sweep, and finished jobs past the retention pruned per poll.
@@ -47,6 +48,35 @@ const SWEEP: usize = 100;
 
 /// The author of generated memories.
 pub const AUTHOR: &str = "memory";
+
+/// What a job needs of the memory service: its store (the job queue, expiries), a search of
+/// the user's memory with a query already checked, and the writes a job makes (with their
+/// vectors when there is an embedding model).
+pub trait MemoryAccess: Sync {
+    type Store: MemoryStore;
+
+    /// The store.
+    fn store(&self) -> &Self::Store;
+
+    /// The best hits for `query`, ranked as searches without a mode are (hybrid with an
+    /// embedding model, else by keyword).
+    fn search(
+        &self,
+        scope: Scope<'_>,
+        query: SearchQuery,
+    ) -> impl Future<Output = Result<Vec<Hit>, MemoryError>> + Send;
+
+    /// Writes `write` with the revision of the change it makes, if it is one.
+    fn write(
+        &self,
+        scope: Scope<'_>,
+        write: Write,
+        revision: Option<RevisionRecord>,
+    ) -> impl Future<Output = Result<u32, MemoryError>> + Send;
+
+    /// Resolves once a job has been queued since the last call.
+    fn queued(&self) -> impl Future<Output = ()> + Send;
+}
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
@@ -116,8 +146,8 @@ fn is_transient(e: &MemoryError) -> bool {
 
 /// Runs a claimed job and stores its outcome: succeeded, pending for a retry, or failed.
 /// Returns the job as stored and, unless it succeeded, why.
-pub async fn execute<S: MemoryStore>(
-    memories: &Memories<S>,
+pub async fn execute<M: MemoryAccess>(
+    memories: &M,
     generator: &Generator,
     mut job: JobRecord,
 ) -> (JobRecord, Option<MemoryError>) {
@@ -160,8 +190,8 @@ pub async fn execute<S: MemoryStore>(
 }
 
 /// Extraction, consolidation and the writes of one job.
-async fn run<S: MemoryStore>(
-    memories: &Memories<S>,
+async fn run<M: MemoryAccess>(
+    memories: &M,
     generator: &Generator,
     job: &JobRecord,
 ) -> Result<Counts, MemoryError> {
@@ -250,29 +280,34 @@ async fn run<S: MemoryStore>(
                 (write, revision)
             }
         };
-        memories.write_changed(scope, write, Some(revision)).await?;
+        memories.write(scope, write, Some(revision)).await?;
     }
     Ok(counts)
 }
 
 /// The generated memories of the scope the search finds for the facts, each once.
-async fn candidates<S: MemoryStore>(
-    memories: &Memories<S>,
+async fn candidates<M: MemoryAccess>(
+    memories: &M,
     job: &JobRecord,
     facts: &[Fact],
 ) -> Result<Vec<Candidate>, MemoryError> {
+    let scope = Scope {
+        app_name: &job.app_name,
+        user_id: &job.user_id,
+    };
     let mut found: Vec<Candidate> = Vec::new();
     for fact in facts {
-        let hits = memories
-            .search(SearchMemoryRequest {
-                app_name: job.app_name.clone(),
-                user_id: job.user_id.clone(),
-                query: fact.text.clone(),
-                limit: CANDIDATES_PER_FACT,
-                kind: MemoryKind::Generated as i32,
-                ..Default::default()
-            })
-            .await?;
+        let query = SearchQuery {
+            text: fact.text.clone(),
+            language: None,
+            limit: CANDIDATES_PER_FACT,
+            after: None,
+            before: None,
+            author: None,
+            generated: Some(true),
+            now_ms: now_ms(),
+        };
+        let hits = memories.search(scope, query).await?;
         for hit in hits {
             if found.len() < MAX_CANDIDATES && !found.iter().any(|c| c.memory_id == hit.entry.id) {
                 found.push(Candidate {
@@ -323,7 +358,7 @@ fn entry(
 }
 
 /// Removes the generated memories whose time has come; returns how many.
-async fn sweep<S: MemoryStore>(memories: &Memories<S>) -> Result<usize, MemoryError> {
+async fn sweep<M: MemoryAccess>(memories: &M) -> Result<usize, MemoryError> {
     let expired = memories.store().expired(now_ms(), SWEEP).await?;
     for e in &expired {
         let scope = Scope {
@@ -331,16 +366,13 @@ async fn sweep<S: MemoryStore>(memories: &Memories<S>) -> Result<usize, MemoryEr
             user_id: &e.user_id,
         };
         let write = Write::Delete(DeleteTarget::MemoryId(e.memory_id.clone()));
-        memories.write_changed(scope, write, None).await?;
+        memories.write(scope, write, None).await?;
     }
     Ok(expired.len())
 }
 
 /// Removes the finished jobs whose retention has run out; returns how many.
-async fn prune<S: MemoryStore>(
-    memories: &Memories<S>,
-    generator: &Generator,
-) -> Result<usize, MemoryError> {
+async fn prune<M: MemoryAccess>(memories: &M, generator: &Generator) -> Result<usize, MemoryError> {
     let before = now_ms().saturating_sub(duration_ms(generator.retry.retention));
     Ok(memories.store().prune_jobs(before, SWEEP).await?)
 }
@@ -349,11 +381,7 @@ async fn prune<S: MemoryStore>(
 /// runs due jobs one at a time, and between
 /// them waits for a new job or the poll interval; returns when `stopping` fires. A job it
 /// is running then is handed back to the queue, due at once.
-pub async fn work<S: MemoryStore>(
-    memories: &Memories<S>,
-    generator: &Generator,
-    stopping: &Stopping,
-) {
+pub async fn work<M: MemoryAccess>(memories: &M, generator: &Generator, stopping: &Stopping) {
     let lease = duration_ms(generator.retry.lease);
     loop {
         match sweep(memories).await {
@@ -389,7 +417,7 @@ pub async fn work<S: MemoryStore>(
 }
 
 /// Hands a job interrupted by shutdown back to the queue, due at once.
-async fn release<S: MemoryStore>(memories: &Memories<S>, mut job: JobRecord) {
+async fn release<M: MemoryAccess>(memories: &M, mut job: JobRecord) {
     job.state = GenerationState::Pending as i32;
     job.due_ms = now_ms();
     if let Err(e) = memories.store().finish(&job).await {

@@ -5,7 +5,7 @@ pub mod status;
 
 use std::sync::Arc;
 
-use adk_common::rpc::{admit, traced};
+use adk_common::serve::rpc::{admit, traced};
 use adk_proto::memory::v1::{
     memory_service_server::MemoryService, AddEventsToMemoryRequest, AddEventsToMemoryResponse,
     AddMemoryRequest, AddMemoryResponse, AddSessionToMemoryRequest, AddSessionToMemoryResponse,

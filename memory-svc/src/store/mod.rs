@@ -133,6 +133,25 @@ impl SearchQuery {
                 .as_ref()
                 .is_none_or(|b| time.is_some_and(|t| t < bound(b)))
     }
+
+    /// The results of a search ranked without checking the filters (postings alone ranked,
+    /// entries read for the results only, lazily: `None` for an entry no longer stored), if
+    /// they stand: every one still stored and admitted (a generated memory past its expiry is
+    /// not). `None`: the search is to be done again checking every candidate. Both stores
+    /// search this way when the query [`filters`](Self::filters) nothing.
+    pub fn unfiltered(
+        &self,
+        results: impl IntoIterator<Item = Result<Option<Hit>>>,
+    ) -> Result<Option<Vec<Hit>>> {
+        let mut hits = Vec::new();
+        for hit in results {
+            match hit? {
+                Some(hit) if self.admits(&hit.entry) => hits.push(hit),
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(hits))
+    }
 }
 
 /// What [`MemoryStore::delete`] removes.
@@ -154,32 +173,13 @@ pub enum StoreError {
     InvalidPageToken(#[from] PageTokenError),
     /// The storage failed; its kind says what that means for the caller.
     #[error(transparent)]
-    Storage(StorageError),
+    Storage(#[from] StorageError),
     /// The stored vectors cannot be used with the configured embedding model.
     #[error("{0}")]
     Model(String),
 }
 
-/// Every storage failure (sled, PostgreSQL, a failed flush) becomes a [`StorageError`], which
-/// says what it means without naming the backend.
-macro_rules! storage_failures {
-    ($($failure:ty),*) => {$(
-        impl From<$failure> for StoreError {
-            fn from(e: $failure) -> Self {
-                Self::Storage(e.into())
-            }
-        }
-    )*};
-}
-
-storage_failures!(
-    StorageError,
-    ::sled::Error,
-    adk_common::postgres::PgError,
-    tokio_postgres::Error,
-    deadpool_postgres::PoolError,
-    adk_common::durability::FlushError
-);
+adk_common::storage_failures!(StoreError, StoreError::Storage);
 
 impl StoreError {
     /// Stored bytes that cannot be decoded; `what` says which.

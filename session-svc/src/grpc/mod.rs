@@ -6,8 +6,8 @@ pub mod status;
 use std::{pin::Pin, sync::Arc};
 
 use adk_common::{
-    auth::grant,
-    rpc::{admit, span, traced, Scoped},
+    serve::auth::grant,
+    serve::rpc::{admit, span, traced, Scoped},
 };
 use adk_proto::session::v1::{
     session_service_server::SessionService, watch_session_response::Change, AppendEventRequest,

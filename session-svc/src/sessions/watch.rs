@@ -10,9 +10,9 @@
 use std::{collections::HashSet, time::Duration};
 
 use adk_common::{
-    keys::{Key, KeyReader},
     page,
-    server::Stopping,
+    sled::keys::{Key, KeyReader},
+    stopping::Stopping,
     storage::StorageErrorKind,
     validate::InvalidArgument,
 };

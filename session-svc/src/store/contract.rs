@@ -785,7 +785,7 @@ pub async fn sweeping_ends_the_watches_of_expired_sessions<S: SessionStore>(stor
 
     use crate::sessions::{Limits, SessionChange, Sessions};
 
-    let shutdown = adk_common::server::Shutdown::new();
+    let shutdown = adk_common::stopping::Shutdown::new();
     let sessions = Sessions::new(
         store,
         Limits {

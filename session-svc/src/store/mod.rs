@@ -1,19 +1,19 @@
 //! Storage of sessions, events and scoped state.
 //!
-//! [`SessionStore`] is what the domain ([`crate::sessions`]) talks to. [`sled_store::SledStore`]
-//! is the embedded implementation (one process); [`pg::PgStore`] keeps sessions in
+//! [`SessionStore`] is what the domain ([`crate::sessions`]) talks to. [`sled::SledSessionStore`]
+//! is the embedded implementation (one process); [`pg::PgSessionStore`] keeps sessions in
 //! PostgreSQL, shared by any number of replicas. Every method that writes is atomic and durable
 //! when it returns. The tests in [`contract`] pin the behaviour both must share, and run on both.
 
 #[cfg(test)]
 mod contract;
 pub mod pg;
-pub mod sled_store;
+pub mod sled;
 pub mod token;
 
 use std::future::Future;
 
-use adk_common::server::Stopping;
+use adk_common::stopping::Stopping;
 use adk_proto::session::v1::{Event, Session};
 use prost_types::Timestamp;
 use tokio::sync::mpsc;

@@ -17,6 +17,7 @@ mod blocks;
 mod cache;
 mod generation;
 mod schema;
+mod scopes;
 mod search;
 #[cfg(test)]
 mod tests;
@@ -51,7 +52,7 @@ pub use self::cache::DEFAULT_BYTES as DEFAULT_POSTING_CACHE_BYTES;
 /// A scope's version, from its `memory_scopes` row: the id of the transaction that last wrote
 /// the row (`xmin`, read as text), and its next seq in case transaction ids wrapped around.
 /// Every transaction that changes a scope's entries, blocks or vectors holds the scope's lock,
-/// taken by rewriting that row ([`write::lock`]), so a version names one state of the scope;
+/// taken by rewriting that row ([`scopes::lock`]), so a version names one state of the scope;
 /// a rolled-back transaction leaves the committed version as it was. `also` is hashed in (what
 /// else a cached copy depends on).
 fn scope_version(xmin: &str, next_seq: i64, also: impl std::hash::Hash) -> u64 {
@@ -241,15 +242,15 @@ impl MemoryStore for PgMemoryStore {
     }
 
     /// Unless the query filters by author, time or kind, postings alone are ranked and the
-    /// entries read for the results only; should one of them be a generated memory past its
-    /// expiry, the search is done again checking every candidate (as the sled store does).
+    /// entries read for the results only ([`SearchQuery::unfiltered`]).
     async fn search(&self, scope: Scope<'_>, query: &SearchQuery) -> Result<Vec<Hit>> {
-        let filtered = query.filters();
-        let hits = self.ranked(scope, query, filtered).await?;
-        if !filtered && hits.iter().any(|h| !query.admits(&h.entry)) {
-            return self.ranked(scope, query, true).await;
+        if !query.filters() {
+            let hits = self.ranked(scope, query, false).await?;
+            if let Some(hits) = query.unfiltered(hits.into_iter().map(|hit| Ok(Some(hit))))? {
+                return Ok(hits);
+            }
         }
-        Ok(hits)
+        self.ranked(scope, query, true).await
     }
 
     fn analyzer(&self) -> &Analyzer {

@@ -4,7 +4,7 @@
 //! transaction that changes a scope's vectors rewrites its `memory_scopes` row, which is what
 //! its cached copy is checked against ([`version`]).
 
-use adk_common::keys::Key;
+use adk_common::sled::keys::Key;
 use deadpool_postgres::{GenericClient, Transaction};
 use prost::Message;
 
@@ -108,7 +108,7 @@ pub(super) async fn put(
     scope: Scope<'_>,
     vectors: &[(Unembedded, Vec<f32>)],
 ) -> Result<usize> {
-    super::write::lock(tx, scope).await?;
+    super::scopes::lock(tx, scope).await?;
     let seqs: Vec<i64> = vectors.iter().map(|(u, _)| db_int(u.seq)).collect();
     let rows = tx
         .query(

@@ -46,7 +46,7 @@ pub(super) async fn write(
     vectors: &Vectors,
     analysis: &mut Analysis,
 ) -> Result<(u32, Option<VectorEdits>)> {
-    let stats = lock(tx, scope).await?;
+    let stats = super::scopes::lock(tx, scope).await?;
     let loaded = load(tx, scope, write, stats).await?;
     let plan = plan::plan(write, loaded, analysis);
     if plan.edits.is_empty() {
@@ -56,28 +56,6 @@ pub(super) async fn write(
     apply(tx, scope, plan.edits, stats.next_seq, plan.stats).await?;
     super::vectors::apply(tx, scope, &vector_edits).await?;
     Ok((plan.count, Some(vector_edits)))
-}
-
-/// Locks the scope (creating its row) and reads its statistics.
-pub(super) async fn lock(tx: &Transaction<'_>, scope: Scope<'_>) -> Result<Stats> {
-    let row = tx
-        .query_one(
-            "INSERT INTO memory_scopes (app_name, user_id, docs, total_len, next_seq)
-             VALUES ($1, $2, 0, 0, 1)
-             ON CONFLICT (app_name, user_id) DO UPDATE SET docs = memory_scopes.docs
-             RETURNING docs, total_len, next_seq",
-            &[&scope.app_name, &scope.user_id],
-        )
-        .await?;
-    let counter = |i| -> Result<u64> {
-        let v: i64 = row.try_get(i)?;
-        Ok(u64::try_from(v).unwrap_or(0))
-    };
-    Ok(Stats {
-        docs: counter(0)?,
-        total_len: counter(1)?,
-        next_seq: counter(2)?,
-    })
 }
 
 /// What `write` reads, in the locked scope whose statistics are `stats`.

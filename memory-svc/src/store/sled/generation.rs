@@ -6,7 +6,7 @@
 
 use std::{convert::Infallible, ops::Bound};
 
-use adk_common::keys::{prefix_end, Key, KeyReader};
+use adk_common::sled::keys::{prefix_end, Key, KeyReader};
 use adk_proto::memory::v1::GenerationState;
 use prost::Message;
 use sled::{

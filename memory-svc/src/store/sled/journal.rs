@@ -31,7 +31,7 @@ use std::{
     sync::{Mutex, MutexGuard, PoisonError},
 };
 
-use adk_common::keys::Key;
+use adk_common::sled::keys::Key;
 use metrics::counter;
 use sled::{transaction::TransactionError, Batch, IVec, Transactional};
 
@@ -401,7 +401,7 @@ impl SledMemoryStore {
 
 #[cfg(test)]
 mod tests {
-    use adk_common::durability::SyncMode;
+    use adk_common::sled::durability::SyncMode;
 
     use super::{
         super::{super::contract, records::scope_key},

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use adk_common::keys::{Key, KeyReader};
+use adk_common::sled::keys::{Key, KeyReader};
 use metrics::counter;
 use prost::Message;
 use sled::{Batch, IVec, Tree};
@@ -212,7 +212,7 @@ const FORMAT: u32 = 5;
 /// dropped it is what counts: a conversion cut short leaves it in place, and the next open
 /// starts over from cleared new trees.
 pub(super) fn migrate(db: &sled::Db, blocks: &Tree, df: &Tree) -> Result<()> {
-    adk_common::versions::open_sled(db, "memory store", FORMAT)?;
+    adk_common::sled::open(db, "memory store", FORMAT)?;
     if !db.tree_names().iter().any(|name| name == OLD_POSTINGS) {
         return Ok(());
     }

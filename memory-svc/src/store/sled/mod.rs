@@ -85,9 +85,11 @@ use std::{
 };
 
 use adk_common::{
-    durability::{GroupCommit, SyncMode},
-    keys::{prefix_end, Key},
-    snapshot::{SnapshotError, Snapshotter, WriteGate},
+    sled::durability::{GroupCommit, SyncMode},
+    sled::keys::{prefix_end, Key},
+    sled::snapshot::SnapshotError,
+    sled::snapshot::Snapshotter,
+    sled::snapshot::WriteGate,
     storage::{StorageError, StorageErrorKind},
 };
 use metrics::gauge;
@@ -356,27 +358,16 @@ impl SledMemoryStore {
     fn search_now(&self, scope: &Key, query: &SearchQuery) -> Result<Vec<Hit>> {
         let _reading = self.scans.reading(scope);
         if !query.filters() {
-            // Without filters every entry is admitted, so records are read for the results
-            // only. Searches do not lock out writers, though: if one of them was removed since
-            // its postings were read, the search is done again the way filters are applied.
+            // Searches do not lock out writers: an entry removed since its postings were read
+            // sends the search the filtering way, as an expired generated memory does.
             let ranked = self.rank(scope, query, |_| Ok(Some(())))?;
-            let mut hits = Vec::with_capacity(ranked.len());
-            // Nor are expired generated memories left out before: one among the results also
-            // sends the search the filtering way.
-            for r in &ranked {
-                let Some(record) = self.record(scope, r.seq)? else {
-                    break;
-                };
-                let entry = record.into_entry();
-                if !query.admits(&entry) {
-                    break;
-                }
-                hits.push(Hit {
-                    entry,
+            let hits = ranked.iter().map(|r| {
+                Ok(self.record(scope, r.seq)?.map(|record| Hit {
+                    entry: record.into_entry(),
                     score: r.score,
-                });
-            }
-            if hits.len() == ranked.len() {
+                }))
+            });
+            if let Some(hits) = query.unfiltered(hits)? {
                 return Ok(hits);
             }
         }

@@ -18,7 +18,7 @@ use std::{
     sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard},
 };
 
-use adk_common::keys::{Key, KeyReader};
+use adk_common::sled::keys::{Key, KeyReader};
 use metrics::gauge;
 use sled::Tree;
 

@@ -29,7 +29,7 @@
 
 use std::collections::{btree_map, BTreeMap, BTreeSet};
 
-use adk_common::keys::Key;
+use adk_common::sled::keys::Key;
 use sled::{Batch, IVec, Tree};
 
 use super::super::{maxscore, Result, StoreError};

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use adk_common::{
-    durability::SyncMode,
-    keys::{Key, KeyReader},
+    sled::durability::SyncMode,
+    sled::keys::{Key, KeyReader},
 };
 
 use super::{
@@ -118,7 +118,7 @@ async fn survives_reopening() {
     }
     // The flush at shutdown ended the flusher, which let go of the database; sled's own I/O
     // threads let go of its lock moments after the last handle is dropped.
-    adk_common::hooks::released(dir.path().join("db"))
+    adk_common::sled::released(dir.path().join("db"))
         .await
         .unwrap();
     let store = SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();

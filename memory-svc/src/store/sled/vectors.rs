@@ -3,7 +3,7 @@
 //! them). Writes change `vectors` in their own transaction (see [`super::write`]); the
 //! background embedding of older entries adds to it here. Runs on blocking threads.
 
-use adk_common::keys::{Key, KeyReader};
+use adk_common::sled::keys::{Key, KeyReader};
 use sled::{transaction::TransactionError, Batch, Transactional};
 
 use super::{

@@ -11,7 +11,7 @@ use std::{
     convert::Infallible,
 };
 
-use adk_common::keys::Key;
+use adk_common::sled::keys::Key;
 use metrics::gauge;
 use prost::Message;
 use sled::{transaction::TransactionError, Batch, IVec, Transactional, Tree};

@@ -76,7 +76,7 @@ impl OpenAiAgent {
                 .build()
                 .map_err(|e| RunnerError::InvalidEndpoint {
                     endpoint: config.endpoint.clone(),
-                    reason: error_chain(&e),
+                    reason: format!("{:#}", anyhow::Error::new(e)),
                 })?;
         Ok(Self { config, url, http })
     }
@@ -129,7 +129,7 @@ impl OpenAiAgent {
         let response = request
             .send()
             .await
-            .map_err(|e| self.error(format!("cannot reach it: {}", error_chain(&e))))?;
+            .map_err(|e| self.error(format!("cannot reach it: {:#}", anyhow::Error::new(e))))?;
         let status = response.status();
         if !status.is_success() {
             let body = response.text().await.unwrap_or_default();
@@ -140,8 +140,9 @@ impl OpenAiAgent {
         let mut decoder = sse::SseDecoder::default();
         let mut bytes = response.bytes_stream();
         while let Some(chunk) = bytes.next().await {
-            let chunk =
-                chunk.map_err(|e| self.error(format!("the stream broke: {}", error_chain(&e))))?;
+            let chunk = chunk.map_err(|e| {
+                self.error(format!("the stream broke: {:#}", anyhow::Error::new(e)))
+            })?;
             for data in decoder.push(&chunk) {
                 if self.on_chunk(ctx, &mut reply, &data).await? {
                     return Ok(reply);
@@ -258,18 +259,6 @@ fn finish_reason(reason: &str) -> String {
         "content_filter" => "SAFETY".into(),
         other => other.to_uppercase(),
     }
-}
-
-/// An error and its causes on one line: reqwest's own message rarely says what went wrong.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[async_trait]

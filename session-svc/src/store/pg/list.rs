@@ -9,7 +9,7 @@ use tokio_postgres::types::ToSql;
 
 use super::{
     read::{keep_newest, read_snapshot, record, session, shared_entries, APP_STATE, RECORD},
-    to_i64, PgStore,
+    to_i64, PgSessionStore,
 };
 use crate::{
     error::{Result, SessionError},
@@ -22,7 +22,7 @@ use crate::{
 };
 
 pub(super) async fn list(
-    store: &PgStore,
+    store: &PgSessionStore,
     app_name: &str,
     user_id: Option<&str>,
     page_size: usize,

@@ -53,7 +53,7 @@
 //! position: a lost notification delays an event, never loses it, and after a reconnection
 //! every watcher reads again.
 
-use adk_common::{postgres, server::Stopping, storage::StorageErrorKind};
+use adk_common::{postgres, stopping::Stopping, storage::StorageErrorKind};
 use adk_proto::session::v1::{Event, Session};
 use deadpool_postgres::{GenericClient, Pool, Transaction};
 use prost::Message;
@@ -98,19 +98,19 @@ use write::{remove, remove_contents, write_in_order, LOCK_SESSION, STORED_EVENT,
 
 /// Session store on a PostgreSQL database. Cheap to clone.
 #[derive(Clone)]
-pub struct PgStore {
+pub struct PgSessionStore {
     pool: Pool,
     url: String,
     channel: String,
 }
 
-impl std::fmt::Debug for PgStore {
+impl std::fmt::Debug for PgSessionStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgStore").finish_non_exhaustive()
+        f.debug_struct("PgSessionStore").finish_non_exhaustive()
     }
 }
 
-impl PgStore {
+impl PgSessionStore {
     /// Connects with at most `max_connections` and brings the schema up to date.
     pub async fn open(url: &str, max_connections: usize) -> Result<Self> {
         let pool = postgres::pool(url, max_connections)?;
@@ -368,7 +368,7 @@ impl PgStore {
     }
 }
 
-impl SessionStore for PgStore {
+impl SessionStore for PgSessionStore {
     async fn create(&self, new: NewSession) -> Result<Session> {
         postgres::retry_conflicts(|| self.try_create(&new), is_conflict).await
     }

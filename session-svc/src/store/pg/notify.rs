@@ -3,7 +3,7 @@
 
 use adk_common::{
     postgres::{self, Notification},
-    server::Stopping,
+    stopping::Stopping,
 };
 use tokio::sync::mpsc;
 

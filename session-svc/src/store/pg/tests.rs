@@ -13,16 +13,16 @@ use super::{
     super::contract::session_store_suite,
     schema::MIGRATIONS,
     write::{WRITE_APP_STATE, WRITE_USER_STATE},
-    PgStore,
+    PgSessionStore,
 };
 use crate::{
     state::{Entry, ScopedDelta},
     store::{Append, EventWindow, NewSession, SessionKey, SessionStore},
 };
 
-async fn open() -> ((), PgStore) {
+async fn open() -> ((), PgSessionStore) {
     let url = adk_tests::fresh_schema(&adk_tests::prerequisite::postgres()).await;
-    ((), PgStore::open(&url, 8).await.unwrap())
+    ((), PgSessionStore::open(&url, 8).await.unwrap())
 }
 
 session_store_suite!(open(), needs_postgres);
@@ -67,7 +67,7 @@ fn append_of(id: &str, delta: ScopedDelta) -> Append {
     }
 }
 
-async fn state(store: &PgStore, key: &SessionKey) -> serde_json::Value {
+async fn state(store: &PgSessionStore, key: &SessionKey) -> serde_json::Value {
     let session = store.get(key, EventWindow::NONE).await.unwrap().unwrap();
     serde_json::from_str(&session.state).unwrap()
 }
@@ -91,7 +91,7 @@ async fn connect(url: &str) -> tokio_postgres::Client {
 async fn a_writer_of_shared_keys_waits_for_no_other() {
     let url = adk_tests::prerequisite::postgres();
     let url = adk_tests::fresh_schema(&url).await;
-    let store = PgStore::open(&url, 4).await.unwrap();
+    let store = PgSessionStore::open(&url, 4).await.unwrap();
     let (a, b) = (key("a"), key("b"));
     store.create(new_session(&a, shared("0"))).await.unwrap();
     store
@@ -163,7 +163,7 @@ async fn a_version_1_schema_is_migrated_with_its_state() {
         .unwrap();
     drop(pool);
 
-    let store = PgStore::open(&url, 2).await.unwrap();
+    let store = PgSessionStore::open(&url, 2).await.unwrap();
     let entries = |pairs: &[(&str, &str)]| -> Vec<Entry> {
         pairs
             .iter()

@@ -1,20 +1,27 @@
-//! What both servers do the same way: logging setup, serving a service beside health,
-//! reflection and (on stores that have it) the AdminService, tracking background tasks, and
-//! stopping on a signal.
+//! Serving: a server's service beside health, reflection and (on stores that have it) the
+//! AdminService, behind tokens, metrics and load shedding; shutdown that waits for background
+//! tasks; stopping on a signal.
+//!
+//! # Layout
+//! - [`flags`]: the flags every server has, and what they turn into.
+//! - [`auth`]: bearer tokens (in clear or hashed) scoped to apps and users, reloadable.
+//! - [`rpc`]: per-request access checks and log spans.
+//! - [`load`]: load shedding beyond a concurrency limit.
+//! - [`hooks`]: what a server needs from its store (sled or PostgreSQL), built once per kind.
+//! - [`admin`]: the AdminService streaming a sled store's snapshots.
+//! - this module: [`spawn`] and [`start`] (serving beside the rest), [`run_until_signal`].
 
-use std::{
-    future::Future, io::IsTerminal, net::SocketAddr, path::PathBuf, process::ExitCode,
-    time::Duration,
-};
+pub mod admin;
+pub mod auth;
+pub mod flags;
+pub mod hooks;
+pub mod load;
+pub mod rpc;
 
-use crate::{
-    auth::{Authenticator, TokensFileError},
-    durability::SyncMode,
-    hooks::StoreHooks,
-};
+use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
+
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 use tokio_stream::{wrappers::TcpListenerStream, StreamExt as _};
-use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tonic::{
     body::Body,
     codegen::{http, Service},
@@ -23,7 +30,6 @@ use tonic::{
     transport::{Certificate, Identity, ServerTlsConfig},
 };
 use tonic_health::ServingStatus;
-
 use tonic_reflection::server::{
     v1::{ServerReflection, ServerReflectionServer},
     v1alpha::{
@@ -31,294 +37,22 @@ use tonic_reflection::server::{
         ServerReflectionServer as ServerReflectionAlphaServer,
     },
 };
-use tracing_subscriber::EnvFilter;
 
-/// Flags every server has. Each flag also reads an environment variable (see [`parse_flags`]).
-#[derive(Debug, Clone, clap::Args)]
-pub struct ServeFlags {
-    /// `sync`: reply after writes are flushed to disk (fsync). `periodic`: reply after commit
-    /// and write and fsync in the background every ~500 ms: a crash (of the process or the
-    /// machine) may lose the last moments of acknowledged writes. (sled stores only; on
-    /// PostgreSQL durability is the database's `synchronous_commit`.)
-    #[arg(long, value_enum, default_value_t)]
-    pub sync: SyncMode,
-
-    /// Connections each process opens to PostgreSQL at most (with a `postgres://` store).
-    #[arg(long, default_value_t = 16)]
-    pub pg_max_connections: usize,
-
-    /// Root certificate(s) (PEM) PostgreSQL's server certificate must chain to, for a
-    /// `postgres://` store whose connection string has no `sslrootcert` (which wins). Use with
-    /// `sslmode=verify-full` (or `verify-ca`) in the connection string; see README.md.
-    #[arg(long)]
-    pub pg_ca_file: Option<PathBuf>,
-
-    /// Capacity of sled's page cache, in bytes (sled stores only). Default: an eighth of the
-    /// container's memory limit (cgroup v2 `memory.max` or v1 `memory.limit_in_bytes`) when
-    /// there is one, else sled's default of 1 GiB. See deploy/README.md for sizing.
-    #[arg(long)]
-    pub cache_bytes: Option<u64>,
-
-    /// Serve Prometheus metrics at http://ADDR/metrics.
-    #[arg(long)]
-    pub metrics_listen: Option<SocketAddr>,
-
-    /// TLS certificate chain (PEM). With --tls-key the server accepts TLS only.
-    #[arg(long, requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-
-    /// TLS private key (PEM).
-    #[arg(long, requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
-
-    /// CA certificate (PEM): clients must present a certificate it signed (mutual TLS).
-    #[arg(long, requires = "tls_cert")]
-    pub tls_client_ca: Option<PathBuf>,
-
-    /// JSON file of bearer tokens and the apps (and users) each may access. Without it, no
-    /// authentication.
-    #[arg(long)]
-    pub tokens_file: Option<PathBuf>,
-
-    /// Calls handled at once; more are answered RESOURCE_EXHAUSTED right away (health checks
-    /// are exempt, and an open stream counts only while it is being set up).
-    #[arg(long, default_value_t = 1024)]
-    pub max_concurrent_requests: usize,
-
-    /// Seconds that in-flight calls and streams get to finish after SIGTERM.
-    #[arg(long, default_value_t = 10)]
-    pub shutdown_grace_secs: u64,
-
-    /// Log line format; the level comes from RUST_LOG (default `info`).
-    #[arg(long, value_enum, default_value_t)]
-    pub log_format: LogFormat,
-}
-
-impl Default for ServeFlags {
-    fn default() -> Self {
-        Self {
-            sync: SyncMode::Sync,
-            pg_max_connections: 16,
-            pg_ca_file: None,
-            cache_bytes: None,
-            metrics_listen: None,
-            tls_cert: None,
-            tls_key: None,
-            tls_client_ca: None,
-            tokens_file: None,
-            max_concurrent_requests: 1024,
-            shutdown_grace_secs: 10,
-            log_format: LogFormat::Plain,
-        }
-    }
-}
-
-/// The flags for people, as the startup log shows them, but for those of one kind of store
-/// (see [`ServeFlags::store_settings`]).
-impl std::fmt::Display for ServeFlags {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let on_off = |set: bool| if set { "on" } else { "off" };
-        write!(f, "TLS {}", on_off(self.tls_cert.is_some()))?;
-        if self.tls_client_ca.is_some() {
-            f.write_str(" with client certificates")?;
-        }
-        write!(f, ", tokens {}", on_off(self.tokens_file.is_some()))?;
-        match self.metrics_listen {
-            Some(addr) => write!(f, ", metrics on {addr}")?,
-            None => f.write_str(", metrics off")?,
-        }
-        write!(
-            f,
-            ", at most {} calls at once, {} s shutdown grace",
-            self.max_concurrent_requests, self.shutdown_grace_secs
-        )
-    }
-}
-
-impl ServeFlags {
-    /// The flags that apply to `store`'s kind, for people: a sled store's durability, a
-    /// PostgreSQL store's connection limit.
-    pub fn store_settings(&self, store: &crate::postgres::StoreLocation) -> String {
-        match store {
-            crate::postgres::StoreLocation::Sled(_) => match self.sync {
-                SyncMode::Sync => "durability sync".to_owned(),
-                SyncMode::Periodic => "durability periodic".to_owned(),
-            },
-            crate::postgres::StoreLocation::Postgres(_) => {
-                format!("at most {} connections", self.pg_max_connections)
-            }
-        }
-    }
-}
-
-/// A size for people: whole MiB or KiB when it is one, else bytes.
-pub fn human_bytes(bytes: usize) -> String {
-    match bytes {
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
-        b => format!("{b} bytes"),
-    }
-}
-
-impl ServeFlags {
-    pub fn options(&self) -> ServeOptions {
-        let tls = match (&self.tls_cert, &self.tls_key) {
-            (Some(cert), Some(key)) => Some(TlsFiles {
-                cert: cert.clone(),
-                key: key.clone(),
-                client_ca: self.tls_client_ca.clone(),
-            }),
-            _ => None,
-        };
-        ServeOptions {
-            grace: Duration::from_secs(self.shutdown_grace_secs),
-            tls,
-            metrics_listen: self.metrics_listen,
-            max_concurrent_requests: self.max_concurrent_requests,
-        }
-    }
-
-    pub fn authenticator(&self) -> Result<Authenticator, TokensFileError> {
-        match &self.tokens_file {
-            Some(path) => Authenticator::from_file(path),
-            None => Ok(Authenticator::open()),
-        }
-    }
-}
-
-/// Parses a server's command line. Every long flag falls back to an environment variable named
-/// `{prefix}_{FLAG}`: `--data-dir` reads `SESSION_SVC_DATA_DIR` for prefix `SESSION_SVC`.
-pub fn parse_flags<T: clap::Parser>(prefix: &str) -> T {
-    let command = T::command().mut_args(|arg| {
-        if arg.get_long().is_some() && arg.get_id() != "help" && arg.get_id() != "version" {
-            let name = format!("{prefix}_{}", arg.get_id().as_str().to_uppercase());
-            arg.env(name)
-        } else {
-            arg
-        }
-    });
-    T::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
-}
-
-/// How log lines are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    #[default]
-    Plain,
-    /// One JSON object per line, for log pipelines.
-    Json,
-}
-
-/// Installs the global `tracing` subscriber. The filter comes from `RUST_LOG` (default `info`).
-/// Logs go to stderr, so stdout carries only the "listening on" line scripts wait for.
-pub fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    // A second call (several servers in one test process) keeps the first subscriber.
-    let _ = match format {
-        // Colour only on a terminal, and not when NO_COLOR is set (https://no-color.org).
-        LogFormat::Plain => builder
-            .with_ansi(
-                std::io::stderr().is_terminal()
-                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-            )
-            .try_init(),
-        LogFormat::Json => builder.json().try_init(),
-    };
-}
-
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use crate::{
+    serve::{
+        auth::{Authenticator, TokensFileError},
+        flags::{ServeFlags, ServeOptions, TlsFiles},
+        hooks::StoreHooks,
+    },
+    stopping::Shutdown,
+    BoxError,
+};
 
 /// A listener on `addr`; the error names the address (a port in use, say).
 pub async fn bind(addr: SocketAddr) -> Result<TcpListener, BoxError> {
     TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}").into())
-}
-
-/// Files of a TLS server identity; with `client_ca`, clients must present a certificate it
-/// signed (mutual TLS).
-#[derive(Debug, Clone)]
-pub struct TlsFiles {
-    pub cert: PathBuf,
-    pub key: PathBuf,
-    pub client_ca: Option<PathBuf>,
-}
-
-/// How a server runs, beside its own service.
-#[derive(Debug, Clone)]
-pub struct ServeOptions {
-    /// How long in-flight calls and streams may run on after a shutdown request.
-    pub grace: Duration,
-    pub tls: Option<TlsFiles>,
-    /// Where to serve Prometheus `/metrics`, if anywhere.
-    pub metrics_listen: Option<SocketAddr>,
-    /// Calls handled at once before shedding.
-    pub max_concurrent_requests: usize,
-}
-
-impl Default for ServeOptions {
-    fn default() -> Self {
-        Self {
-            grace: Duration::from_secs(10),
-            tls: None,
-            metrics_listen: None,
-            max_concurrent_requests: 1024,
-        }
-    }
-}
-
-/// Tells long-running work (watch streams, stream readers, background loops) that the server is
-/// stopping, and tracks the tasks doing it, so that shutdown waits for them to end before the
-/// store is flushed and closed.
-#[derive(Debug, Clone)]
-pub struct Stopping {
-    cancel: CancellationToken,
-    tasks: TaskTracker,
-}
-
-impl Stopping {
-    /// Resolves once the server starts shutting down.
-    pub async fn wait(&self) {
-        self.cancel.cancelled().await
-    }
-
-    /// Runs `task` in the background; shutdown waits (within its grace period) for it to end,
-    /// so it must end soon after [`wait`](Self::wait) resolves.
-    pub fn spawn<F>(&self, task: F) -> JoinHandle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        self.tasks.spawn(task)
-    }
-}
-
-/// The trigger of a server's [`Stopping`] signal, and the tracker of its tasks.
-#[derive(Debug)]
-pub struct Shutdown(Stopping);
-
-impl Shutdown {
-    pub fn new() -> Self {
-        Self(Stopping {
-            cancel: CancellationToken::new(),
-            tasks: TaskTracker::new(),
-        })
-    }
-
-    /// The signal handed to the server's service before it starts.
-    pub fn signal(&self) -> Stopping {
-        self.0.clone()
-    }
-}
-
-impl Default for Shutdown {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 /// A server running in the background.
@@ -344,7 +78,7 @@ impl Running {
         // The task's end drops the service and every task's handle on the store.
         self.task.await??;
         match self.lock_file {
-            Some(lock_file) => crate::hooks::released(lock_file).await,
+            Some(lock_file) => crate::sled::released(lock_file).await,
             None => Ok(()),
         }
     }
@@ -354,6 +88,40 @@ impl Running {
     pub fn reload_tokens(&self) -> Result<usize, TokensFileError> {
         self.authenticator.reload()
     }
+}
+
+/// Binds `listen` and serves `service` there, as [`spawn`] does, behind the tokens (if any) and
+/// with the options of `flags`.
+pub async fn start<S>(
+    listen: SocketAddr,
+    flags: &ServeFlags,
+    service: S,
+    shutdown: Shutdown,
+    store: StoreHooks,
+) -> Result<Running, BoxError>
+where
+    S: Service<
+            http::Request<Body>,
+            Response = http::Response<Body>,
+            Error = std::convert::Infallible,
+        > + NamedService
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let authenticator = flags.authenticator()?;
+    let listener = bind(listen).await?;
+    spawn(
+        listener,
+        service,
+        authenticator,
+        flags.options(),
+        shutdown,
+        store,
+    )
+    .await
 }
 
 /// Serves `service` behind `authenticator` on `listener`, beside `grpc.health.v1.Health`
@@ -408,7 +176,7 @@ where
     let mut served = vec![service_name];
     if let Some(admin) = admin {
         routes = admin.add_to(routes, authenticator.clone());
-        served.push(crate::hooks::ADMIN_SERVICE);
+        served.push(hooks::ADMIN_SERVICE);
     }
     let (reflection_v1, reflection_v1alpha) = reflection(&served)?;
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -452,9 +220,7 @@ where
     let task = tokio::spawn(async move {
         let serve = builder
             .layer(crate::metrics::RpcMetricsLayer)
-            .layer(crate::load::LoadShedLayer::new(
-                options.max_concurrent_requests,
-            ))
+            .layer(load::LoadShedLayer::new(options.max_concurrent_requests))
             .add_routes(routes)
             .serve_with_incoming_shutdown(incoming, async {
                 let _ = stopped.await;
@@ -643,17 +409,21 @@ mod tests {
         Arc,
     };
 
+    use std::time::Duration;
+
     use super::*;
 
     /// A service to serve: the AdminService of a store that never has a snapshot to give.
     struct NoSnapshots;
 
-    impl crate::snapshot::Snapshotter for NoSnapshots {
+    impl crate::sled::snapshot::Snapshotter for NoSnapshots {
         async fn snapshot(
             &self,
             _: &std::path::Path,
-        ) -> Result<u64, crate::snapshot::SnapshotError> {
-            Err(crate::snapshot::SnapshotError::Format("no store".into()))
+        ) -> Result<u64, crate::sled::snapshot::SnapshotError> {
+            Err(crate::sled::snapshot::SnapshotError::Format(
+                "no store".into(),
+            ))
         }
     }
 
@@ -680,17 +450,13 @@ mod tests {
         });
         let scratch = tempfile::tempdir().unwrap();
         let service = adk_proto::admin::v1::admin_service_server::AdminServiceServer::new(
-            crate::snapshot::AdminGrpc::new(
-                "test",
-                Arc::new(NoSnapshots),
-                scratch.path().to_owned(),
-            ),
+            admin::AdminGrpc::new("test", Arc::new(NoSnapshots), scratch.path().to_owned()),
         );
         let running = spawn(
             TcpListener::bind("127.0.0.1:0").await.unwrap(),
             service,
             Authenticator::open(),
-            ServeOptions::default(),
+            ServeFlags::default().options(),
             shutdown,
             hooks,
         )

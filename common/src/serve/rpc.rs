@@ -22,7 +22,7 @@ use adk_proto::{
 use tonic::{Request, Status};
 use tracing::{Instrument, Span};
 
-use crate::auth::{grant, Grant};
+use crate::serve::auth::{grant, Grant};
 
 /// The app, user and session a request is about: what its caller's token must cover, and what
 /// its log span names.

@@ -1,5 +1,5 @@
-//! Online backups: the snapshot file format of a sled database, the `AdminService` that streams
-//! a snapshot out of a running server, and the `snapshot` / `restore` commands of both binaries.
+//! Online backups: the snapshot file format of a sled database (streamed out of a running server
+//! by [`crate::serve::admin`]), and the `snapshot` / `restore` commands of both binaries.
 //!
 //! A snapshot file is `ADKSNAP2`, a length-delimited [`Header`] naming the service that took it
 //! and the format version, then the body: length-delimited [`Record`]s (every entry of every
@@ -18,18 +18,15 @@ use std::{
     future::Future,
     io::{BufReader, BufWriter, IsTerminal, Read, Write},
     path::{Path, PathBuf},
-    pin::Pin,
     process::ExitCode,
     sync::Arc,
 };
 
-use adk_proto::admin::v1::{admin_service_server::AdminService, SnapshotChunk, SnapshotRequest};
+use adk_proto::admin::v1::SnapshotRequest;
 use prost::Message;
-use tokio::sync::{mpsc, OwnedRwLockReadGuard, RwLock, RwLockReadGuard};
-use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
-use tonic::{transport::Channel, Request, Response, Status};
-
-use crate::auth::grant;
+use tokio::sync::{OwnedRwLockReadGuard, RwLock, RwLockReadGuard};
+use tokio_stream::StreamExt;
+use tonic::{transport::Channel, Request};
 
 /// The start of a snapshot file: the magic, then a [`Header`].
 const MAGIC: &[u8; 8] = b"ADKSNAP2";
@@ -46,7 +43,7 @@ const FORMAT_VERSION: u32 = 2;
 const MAX_RECORD_BYTES: u64 = 1 << 30;
 
 /// Bytes per streamed chunk.
-const CHUNK_BYTES: usize = 256 * 1024;
+pub(crate) const CHUNK_BYTES: usize = 256 * 1024;
 
 /// Why a snapshot could not be taken or restored.
 #[derive(Debug, thiserror::Error)]
@@ -70,7 +67,7 @@ pub enum SnapshotError {
 
 /// What a snapshot file says about itself, after the magic.
 #[derive(Clone, PartialEq, prost::Message)]
-struct Header {
+pub(crate) struct Header {
     /// The service whose store it holds: `session-svc` or `memory-svc`.
     #[prost(string, tag = "1")]
     service: String,
@@ -83,7 +80,7 @@ struct Header {
 
 impl Header {
     /// The magic and this header: the first bytes of a snapshot file.
-    fn file_start(service: &str, body_bytes: u64) -> Vec<u8> {
+    pub(crate) fn file_start(service: &str, body_bytes: u64) -> Vec<u8> {
         let header = Header {
             service: service.to_owned(),
             format_version: FORMAT_VERSION,
@@ -440,90 +437,6 @@ fn size(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-/// `adk.admin.v1.AdminService` over a store.
-#[derive(Debug)]
-pub struct AdminGrpc<T> {
-    /// The service whose store this is, named in the snapshot's header.
-    service: &'static str,
-    store: Arc<T>,
-    /// Where snapshots are written before they are streamed (inside the data directory, so
-    /// they land on the same volume, which has room for a copy of the data).
-    scratch_dir: PathBuf,
-}
-
-impl<T> AdminGrpc<T> {
-    pub fn new(service: &'static str, store: Arc<T>, scratch_dir: PathBuf) -> Self {
-        Self {
-            service,
-            store,
-            scratch_dir,
-        }
-    }
-}
-
-type ChunkStream = Pin<Box<dyn Stream<Item = Result<SnapshotChunk, Status>> + Send>>;
-
-#[tonic::async_trait]
-impl<T: Snapshotter> AdminService for AdminGrpc<T> {
-    type SnapshotStream = ChunkStream;
-
-    async fn snapshot(
-        &self,
-        request: Request<SnapshotRequest>,
-    ) -> Result<Response<Self::SnapshotStream>, Status> {
-        grant(&request)?.check_everything()?;
-        let internal = |e: &dyn std::fmt::Display| {
-            tracing::error!(error = %e, "snapshot failed");
-            Status::internal(format!("snapshot failed: {e}"))
-        };
-        std::fs::create_dir_all(&self.scratch_dir).map_err(|e| internal(&e))?;
-        let file = tempfile::Builder::new()
-            .prefix("snapshot-")
-            .tempfile_in(&self.scratch_dir)
-            .map_err(|e| internal(&e))?;
-        let entries = self
-            .store
-            .snapshot(file.path())
-            .await
-            .map_err(|e| internal(&e))?;
-        let body_bytes = file.as_file().metadata().map_err(|e| internal(&e))?.len();
-        tracing::info!(entries, body_bytes, "snapshot taken");
-        let (tx, rx) = mpsc::channel(4);
-        let start = Header::file_start(self.service, body_bytes);
-        // The temporary file is removed when this task drops it, streamed or not.
-        tokio::task::spawn_blocking(move || {
-            // The header goes first, in a chunk of its own.
-            if tx.blocking_send(Ok(SnapshotChunk { data: start })).is_err() {
-                return;
-            }
-            let mut reader = match file.reopen() {
-                Ok(f) => BufReader::new(f),
-                Err(e) => {
-                    let _ = tx.blocking_send(Err(Status::internal(e.to_string())));
-                    return;
-                }
-            };
-            loop {
-                let mut data = vec![0; CHUNK_BYTES];
-                match reader.read(&mut data) {
-                    Ok(0) => return,
-                    Ok(n) => {
-                        data.truncate(n);
-                        if tx.blocking_send(Ok(SnapshotChunk { data })).is_err() {
-                            return;
-                        }
-                    }
-                    Err(e) => {
-                        let _ = tx.blocking_send(Err(Status::internal(e.to_string())));
-                        return;
-                    }
-                }
-            }
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
-    }
-}
-
 /// Backup commands of both binaries.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum AdminCommand {
@@ -621,11 +534,7 @@ fn call_failed(endpoint: &str, status: &Status) -> String {
 }
 
 /// `restore` from the file at `input`, with progress.
-fn restore_file(
-    expect: Expect<'_>,
-    input: &Path,
-    data_dir: &Path,
-) -> Result<u64, crate::server::BoxError> {
+fn restore_file(expect: Expect<'_>, input: &Path, data_dir: &Path) -> Result<u64, crate::BoxError> {
     let file = File::open(input).map_err(|e| format!("cannot open {}: {e}", input.display()))?;
     let mut progress = Progress::on_stderr("restoring", file.metadata()?.len());
     Ok(restore(expect, data_dir, file, &mut progress)?)
@@ -639,7 +548,7 @@ async fn download(
     output: &Path,
     token_file: Option<PathBuf>,
     ca: Option<PathBuf>,
-) -> Result<(String, u64), crate::server::BoxError> {
+) -> Result<(String, u64), crate::BoxError> {
     // Like grpcurl and runner-client, a scheme-less endpoint means http://, or https:// with a CA.
     let url = if endpoint.contains("://") {
         endpoint.to_owned()

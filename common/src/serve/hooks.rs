@@ -5,11 +5,11 @@
 //! committed before it is acknowledged).
 
 use std::{
+    fmt,
     future::Future,
     path::{Path, PathBuf},
     pin::Pin,
     sync::Arc,
-    time::Duration,
 };
 
 use adk_proto::admin::v1::admin_service_server::AdminServiceServer;
@@ -17,10 +17,9 @@ use tokio::sync::watch;
 use tonic::service::{interceptor::InterceptedService, Routes};
 
 use crate::{
-    auth::Authenticator,
-    cache::SledCache,
-    server::BoxError,
-    snapshot::{AdminGrpc, Snapshotter},
+    serve::{admin::AdminGrpc, auth::Authenticator, flags::ServeFlags},
+    sled::{cache::SledCache, durability::SyncMode, snapshot::Snapshotter},
+    BoxError,
 };
 
 /// The gRPC name of the AdminService, for reflection.
@@ -36,6 +35,51 @@ pub trait SledBacked: Snapshotter + Clone {
     fn failures(&self) -> watch::Receiver<Option<Arc<str>>>;
     /// Makes every acknowledged write durable; the server calls it once it has stopped.
     fn flush(&self) -> impl Future<Output = Result<(), BoxError>> + Send;
+}
+
+/// A store on a PostgreSQL database.
+pub trait PgBacked: Clone + Send + Sync + 'static {
+    /// Publishes the connection pool's gauges.
+    fn record_pool(&self);
+    /// Becomes `Some(reason)` while the database cannot be reached (see
+    /// [`crate::postgres::health`]).
+    fn health(&self) -> watch::Receiver<Option<Arc<str>>>;
+}
+
+/// Opens the sled database in `dir` with the page cache `flags` ask for, and the store `open`
+/// makes of it (with the flags' durability): the store and its hooks.
+pub fn open_sled<S, E>(
+    dir: &Path,
+    flags: &ServeFlags,
+    open: impl FnOnce(sled::Db, SyncMode) -> Result<S, E>,
+) -> Result<(S, StoreHooks), BoxError>
+where
+    S: SledBacked,
+    E: fmt::Display,
+{
+    let cache = SledCache::choose(flags.cache_bytes);
+    let cannot_open =
+        |e: &dyn fmt::Display| format!("cannot open the data directory {}: {e}", dir.display());
+    let db = cache.open(dir).map_err(|e| cannot_open(&e))?;
+    let store = open(db, flags.sync).map_err(|e| cannot_open(&e))?;
+    let hooks = StoreHooks::sled(store.clone(), cache, dir);
+    Ok((store, hooks))
+}
+
+/// The PostgreSQL store `opening` opens: the store and its hooks.
+pub async fn open_postgres<S, E>(
+    opening: impl Future<Output = Result<S, E>>,
+) -> Result<(S, StoreHooks), BoxError>
+where
+    S: PgBacked,
+    E: fmt::Display,
+{
+    let store = opening
+        .await
+        .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
+    let pool = store.clone();
+    let hooks = StoreHooks::postgres(move || pool.record_pool(), store.health());
+    Ok((store, hooks))
 }
 
 /// The AdminService of a store, ready to be routed beside the main service.
@@ -102,44 +146,5 @@ impl StoreHooks {
             admin: None,
             lock_file: None,
         }
-    }
-}
-
-/// How long shutdown waits for a sled database's lock once the server and its store have
-/// stopped. Only sled's own I/O threads may still hold the database then, for moments; a wait
-/// this long means a handle was not dropped.
-const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Resolves once no handle of this process holds the sled database locking `lock_file`.
-///
-/// Dropping the last handle does not release the lock at once: sled's I/O threads finish with
-/// their own references right after waking the flush that waited for them. So this waits for
-/// the lock itself (a blocking lock taken and given back at once) rather than guessing when
-/// they are done.
-pub async fn released(lock_file: PathBuf) -> Result<(), BoxError> {
-    let shown = lock_file.display().to_string();
-    let waiting = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-        use fs2::FileExt;
-        let file = match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&lock_file)
-        {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        // Named in full: std's own File::unlock is newer than this crate's minimum Rust.
-        FileExt::lock_exclusive(&file)?;
-        FileExt::unlock(&file)
-    });
-    match tokio::time::timeout(RELEASE_TIMEOUT, waiting).await {
-        Ok(joined) => Ok(joined??),
-        Err(_) => Err(format!(
-            "{shown} is still locked {} s after the store closed: a handle on the database \
-             outlived the server",
-            RELEASE_TIMEOUT.as_secs()
-        )
-        .into()),
     }
 }

@@ -19,7 +19,7 @@
 
 use std::{convert::Infallible, panic::AssertUnwindSafe};
 
-use adk_common::durability::{FlushError, GroupCommit};
+use adk_common::sled::durability::{FlushError, GroupCommit};
 use prost::Message;
 use prost_types::Timestamp;
 use sled::{
@@ -29,8 +29,9 @@ use sled::{
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    app_prefix, apply_shared_delta, by_time_key, by_user_time_key, decode_record, decode_u64,
-    event_key, session_key, ChangeRecord,
+    apply_shared_delta,
+    keys::{app_prefix, by_time_key, by_user_time_key, event_key, session_key},
+    records::{decode_record, decode_u64, ChangeRecord},
 };
 use crate::{
     error::{Result, SessionError},

@@ -1,13 +1,13 @@
 //! The contract suite on sled, each test on a fresh database in a temporary directory.
 
-use adk_common::durability::SyncMode;
+use adk_common::sled::durability::SyncMode;
 
-use super::{super::contract::session_store_suite, SledStore};
+use super::{super::contract::session_store_suite, SledSessionStore};
 
-async fn open() -> (tempfile::TempDir, SledStore) {
+async fn open() -> (tempfile::TempDir, SledSessionStore) {
     let dir = tempfile::tempdir().unwrap();
     let db = sled::open(dir.path()).unwrap();
-    (dir, SledStore::from_db(db, SyncMode::Sync).unwrap())
+    (dir, SledSessionStore::from_db(db, SyncMode::Sync).unwrap())
 }
 
 session_store_suite!(open());
@@ -19,10 +19,10 @@ session_store_suite!(open());
 async fn a_conversion_cut_short_carries_on() {
     use std::collections::BTreeMap;
 
-    use adk_common::keys::Key;
+    use adk_common::sled::keys::Key;
     use prost::Message;
 
-    use super::{super::EventWindow, SessionKey, SessionRecord, SessionStore};
+    use super::{super::EventWindow, records::SessionRecord, SessionKey, SessionStore};
 
     let dir = tempfile::tempdir().unwrap();
     let key = |id: &str| Key::new().str("app").str("user").str(id);
@@ -39,7 +39,7 @@ async fn a_conversion_cut_short_carries_on() {
     };
     {
         let db = sled::open(dir.path()).unwrap();
-        adk_common::versions::open_sled(&db, "session store", 2).unwrap();
+        adk_common::sled::open(&db, "session store", 2).unwrap();
         let sessions = db.open_tree("sessions").unwrap();
         let old = db.open_tree("session_state").unwrap();
         sessions
@@ -60,7 +60,7 @@ async fn a_conversion_cut_short_carries_on() {
         db.flush().unwrap();
     }
     let db = sled::open(dir.path()).unwrap();
-    let store = SledStore::from_db(db.clone(), SyncMode::Sync).unwrap();
+    let store = SledSessionStore::from_db(db.clone(), SyncMode::Sync).unwrap();
     let state = |id: &str| {
         let store = store.clone();
         let key = SessionKey {

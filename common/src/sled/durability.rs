@@ -27,6 +27,8 @@ use tokio::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::storage::{StorageError, StorageErrorKind};
+
 /// When a write counts as done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum SyncMode {
@@ -44,6 +46,13 @@ pub enum SyncMode {
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
 pub struct FlushError(Arc<str>);
+
+/// A failed flush: the store takes no more writes until a restart.
+impl From<FlushError> for StorageError {
+    fn from(e: FlushError) -> Self {
+        Self::new(StorageErrorKind::Unavailable, e)
+    }
+}
 
 type Waiter = oneshot::Sender<Result<(), FlushError>>;
 
@@ -253,7 +262,7 @@ mod tests {
         // (and sled's I/O threads have let go of the lock), the database opens again.
         drop(gc);
         drop(db);
-        crate::hooks::released(dir.path().join("db")).await.unwrap();
+        crate::sled::released(dir.path().join("db")).await.unwrap();
         let reopened = sled::open(dir.path()).unwrap();
         assert_eq!(reopened.len(), 16);
     }

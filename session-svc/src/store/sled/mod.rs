@@ -1,7 +1,7 @@
 //! The embedded store: sessions in sled.
 //!
 //! # Layout
-//! Keys are [`adk_common::keys::Key`]s, so no identifier can alias another and prefix scans
+//! Keys are [`adk_common::sled::keys::Key`]s, so no identifier can alias another and prefix scans
 //! stay inside one app, user or session.
 //!
 //! | tree            | key                                  | value                        |
@@ -19,13 +19,16 @@
 //!
 //! A session's own state (keys without a scope prefix) lives in its record, which every append
 //! rewrites anyway: a session is read with one key, a user's listing with one scan. Format 1
-//! kept it in a `session_state` tree, a key per state key; [`SledStore::from_db`] moves it.
+//! kept it in a `session_state` tree, a key per state key; [`SledSessionStore::from_db`] moves it.
 //!
 //! Every write is one sled transaction over the trees it touches, followed by a group-commit
 //! flush, so it is atomic and durable before the caller hears of it. Appends that arrive
 //! together share one transaction ([`appender`]), each still accepted or rejected on its own.
 
 mod appender;
+mod keys;
+mod migrate;
+mod records;
 #[cfg(test)]
 mod tests;
 
@@ -36,9 +39,11 @@ use std::{
 };
 
 use adk_common::{
-    durability::{GroupCommit, SyncMode},
-    keys::{prefix_end, Key, KeyReader},
-    snapshot::{SnapshotError, Snapshotter, WriteGate},
+    sled::durability::{GroupCommit, SyncMode},
+    sled::keys::{prefix_end, Key, KeyReader},
+    sled::snapshot::SnapshotError,
+    sled::snapshot::Snapshotter,
+    sled::snapshot::WriteGate,
 };
 use adk_proto::session::v1::{Event, Session};
 use metrics::gauge;
@@ -53,9 +58,20 @@ use sled::{
 };
 use tokio::sync::{mpsc, oneshot, RwLockReadGuard};
 
+use self::{
+    keys::{
+        app_prefix, by_expiry_key, by_time_key, by_user_time_key, event_key, session_key,
+        user_prefix, user_time_order,
+    },
+    migrate::move_state_into_records,
+    records::{
+        change_position, decode_record, decode_u64, scan_entries, scan_keys, session_of,
+        ChangeRecord, SessionRecord,
+    },
+};
 use super::{
     decode_event, not_found,
-    token::{self, SessionListing, SessionPlace},
+    token::{self, SessionListing},
     Append, Appended, Change, Changes, EventWindow, NewSession, Page, SessionKey, SessionStore,
 };
 use crate::{
@@ -63,55 +79,6 @@ use crate::{
     state::{self, Entry},
     time::{self, now},
 };
-
-/// What the `sessions` tree holds per session.
-#[derive(Clone, PartialEq, prost::Message)]
-struct SessionRecord {
-    /// Distinguishes a session from an earlier one of the same name that was deleted.
-    #[prost(uint64, tag = "1")]
-    incarnation: u64,
-    #[prost(message, optional, tag = "2")]
-    create_time: Option<Timestamp>,
-    #[prost(message, optional, tag = "3")]
-    last_update_time: Option<Timestamp>,
-    #[prost(uint64, tag = "4")]
-    last_sequence: u64,
-    #[prost(message, optional, tag = "5")]
-    expire_time: Option<Timestamp>,
-    /// The session's own state: JSON value text by key.
-    #[prost(btree_map = "string, string", tag = "6")]
-    state: BTreeMap<String, String>,
-}
-
-impl SessionRecord {
-    /// Applies the session scope of a delta: a shallow replace per key (S0.5).
-    fn set_state(&mut self, entries: &[Entry]) {
-        for (name, value) in entries {
-            self.state.insert(name.clone(), value.clone());
-        }
-    }
-
-    fn is_live(&self, now: &Timestamp) -> bool {
-        time::is_live(self.expire_time.as_ref(), now)
-    }
-
-    fn last_update_time(&self) -> Timestamp {
-        self.last_update_time.unwrap_or_default()
-    }
-}
-
-/// What the `changes` tree holds per committed event: where to find it.
-#[derive(Clone, PartialEq, prost::Message)]
-struct ChangeRecord {
-    #[prost(string, tag = "1")]
-    user_id: String,
-    #[prost(string, tag = "2")]
-    session_id: String,
-    #[prost(uint64, tag = "3")]
-    sequence: u64,
-    #[prost(message, optional, tag = "4")]
-    commit_time: Option<Timestamp>,
-}
 
 /// What a deletion transaction found.
 enum Removal {
@@ -128,7 +95,7 @@ const FORMAT: u32 = 2;
 
 /// Session store on a sled database.
 #[derive(Debug, Clone)]
-pub struct SledStore {
+pub struct SledSessionStore {
     db: sled::Db,
     sessions: Tree,
     events: Tree,
@@ -146,11 +113,11 @@ pub struct SledStore {
     appends: mpsc::UnboundedSender<appender::Request>,
 }
 
-impl SledStore {
-    /// Uses the session trees of an open database (see [`adk_common::cache::SledCache::open`]).
+impl SledSessionStore {
+    /// Uses the session trees of an open database (see [`adk_common::sled::cache::SledCache::open`]).
     /// Must be called inside a tokio runtime.
     pub fn from_db(db: sled::Db, sync: SyncMode) -> Result<Self> {
-        adk_common::versions::open_sled(&db, "session store", FORMAT)?;
+        adk_common::sled::open(&db, "session store", FORMAT)?;
         let trees = appender::AppendTrees {
             sessions: db.open_tree("sessions")?,
             events: db.open_tree("events")?,
@@ -386,7 +353,7 @@ impl SledStore {
     }
 }
 
-impl SessionStore for SledStore {
+impl SessionStore for SledSessionStore {
     async fn create(&self, new: NewSession) -> Result<Session> {
         let key = &new.key;
         let skey = session_key(key);
@@ -752,195 +719,10 @@ impl SessionStore for SledStore {
     }
 }
 
-impl Snapshotter for SledStore {
+impl Snapshotter for SledSessionStore {
     async fn snapshot(&self, path: &Path) -> Result<u64, SnapshotError> {
         self.gate.snapshot(&self.db, path).await
     }
-}
-
-// === keys ===
-
-fn session_key(key: &SessionKey) -> Key {
-    Key::new()
-        .str(&key.app_name)
-        .str(&key.user_id)
-        .str(&key.session_id)
-}
-
-fn app_prefix(app_name: &str) -> Key {
-    Key::new().str(app_name)
-}
-
-fn user_prefix(key: &SessionKey) -> Key {
-    Key::new().str(&key.app_name).str(&key.user_id)
-}
-
-fn event_key(skey: &Key, sequence: u64) -> Vec<u8> {
-    skey.clone().u64(sequence).into_vec()
-}
-
-/// The key of the index of an app's sessions by time (the ListSessions order, see [`token`]).
-fn by_time_key(key: &SessionKey, ts: &Timestamp) -> Key {
-    index_key(key, ts, None)
-}
-
-fn by_expiry_key(key: &SessionKey, expire: &Timestamp) -> Key {
-    Key::new()
-        .timestamp(expire)
-        .str(&key.app_name)
-        .str(&key.user_id)
-        .str(&key.session_id)
-}
-
-/// The key of the index of a user's sessions by time.
-fn by_user_time_key(key: &SessionKey, ts: &Timestamp) -> Key {
-    index_key(key, ts, Some(&key.user_id))
-}
-
-fn index_key(key: &SessionKey, ts: &Timestamp, user_id: Option<&str>) -> Key {
-    let listing = SessionListing {
-        app_name: &key.app_name,
-        user_id,
-    };
-    listing.key(&SessionPlace {
-        last_update_time: *ts,
-        user_id: key.user_id.clone(),
-        session_id: key.session_id.clone(),
-    })
-}
-
-/// A session's place in the `by_user_time` index's order, without building its key: the key
-/// holds the time (seconds, then nanos, as [`Key::timestamp`] writes them) and then the id,
-/// each encoded so that bytes sort as the values do.
-fn user_time_order<'a>(key: &'a SessionKey, record: &SessionRecord) -> (i64, i32, &'a str) {
-    let ts = record.last_update_time();
-    (ts.seconds, ts.nanos.max(0), &key.session_id)
-}
-
-// === encoding ===
-
-fn decode_record(bytes: &[u8]) -> Result<SessionRecord> {
-    SessionRecord::decode(bytes).map_err(|e| SessionError::corrupt(format!("session record: {e}")))
-}
-
-fn change_position(key: &[u8], app_prefix: &Key) -> Result<u64> {
-    KeyReader::new(&key[app_prefix.as_bytes().len()..])
-        .u64()
-        .ok_or_else(|| SessionError::corrupt("unreadable change position"))
-}
-
-fn decode_u64(bytes: &[u8]) -> Result<u64> {
-    let array =
-        <[u8; 8]>::try_from(bytes).map_err(|_| SessionError::corrupt("sequence is not 8 bytes"))?;
-    Ok(u64::from_be_bytes(array))
-}
-
-/// A session without events, from its record (with its own state) and the shared scopes' state.
-fn session_of(
-    key: &SessionKey,
-    record: &SessionRecord,
-    app_state: &[Entry],
-    user_state: &[Entry],
-) -> Session {
-    let own_state = record.state.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-    Session {
-        id: key.session_id.clone(),
-        app_name: key.app_name.clone(),
-        user_id: key.user_id.clone(),
-        state: state::merge(own_state, app_state, user_state),
-        events: Vec::new(),
-        create_time: record.create_time,
-        last_update_time: record.last_update_time,
-        last_sequence: record.last_sequence,
-        expire_time: record.expire_time,
-    }
-}
-
-/// All entries under `prefix` whose key ends with one string component (a state key).
-fn scan_entries(tree: &Tree, prefix: &[u8]) -> Result<Vec<Entry>> {
-    tree.scan_prefix(prefix)
-        .map(|kv| {
-            let (k, v) = kv?;
-            let name = KeyReader::new(&k[prefix.len()..])
-                .str()
-                .ok_or_else(|| SessionError::corrupt("unreadable state key"))?;
-            let value = state_value(&name, &v)?;
-            Ok((name, value))
-        })
-        .collect()
-}
-
-/// A stored state value: JSON text.
-fn state_value(name: &str, value: &[u8]) -> Result<String> {
-    String::from_utf8(value.to_vec())
-        .map_err(|_| SessionError::corrupt(format!("state value of {name:?}")))
-}
-
-fn scan_keys(tree: &Tree, prefix: &[u8]) -> Result<Vec<Vec<u8>>> {
-    tree.scan_prefix(prefix)
-        .keys()
-        .map(|k| Ok(k?.to_vec()))
-        .collect()
-}
-
-// === format 1 ===
-
-/// Format 1 kept each session's own state in a `session_state` tree, a key per state key
-/// (app, user, session, state key). Moves it into the records, a session per transaction that
-/// also removes what it moved, so a conversion cut short carries on at the next open; then
-/// drops the tree. State left by a session that no longer exists is dropped with it.
-fn move_state_into_records(db: &sled::Db, sessions: &Tree) -> Result<()> {
-    const OLD: &[u8] = b"session_state";
-    if !db.tree_names().iter().any(|name| name == OLD) {
-        return Ok(());
-    }
-    let old = db.open_tree(OLD)?;
-    let mut moved = 0u64;
-    while let Some(first) = old.iter().keys().next() {
-        let first = first?;
-        let mut reader = KeyReader::new(&first);
-        let (Some(app_name), Some(user_id), Some(session_id)) =
-            (reader.str(), reader.str(), reader.str())
-        else {
-            return Err(SessionError::corrupt("unreadable state key"));
-        };
-        let skey = Key::new().str(&app_name).str(&user_id).str(&session_id);
-        let mut keys = Vec::new();
-        let mut entries = Vec::new();
-        for kv in old.scan_prefix(skey.as_bytes()) {
-            let (k, v) = kv?;
-            let name = KeyReader::new(&k[skey.as_bytes().len()..])
-                .str()
-                .ok_or_else(|| SessionError::corrupt("unreadable state key"))?;
-            entries.push((name.clone(), state_value(&name, &v)?));
-            keys.push(k);
-        }
-        let done = (sessions, &old).transaction(|(sessions, old)| {
-            if let Some(bytes) = sessions.get(skey.as_bytes())? {
-                let mut record =
-                    decode_record(&bytes).map_err(ConflictableTransactionError::Abort)?;
-                record.set_state(&entries);
-                sessions.insert(skey.as_bytes(), record.encode_to_vec())?;
-            }
-            for k in &keys {
-                old.remove(k)?;
-            }
-            Ok(())
-        });
-        done.map_err(|e| match e {
-            TransactionError::Abort(e) => e,
-            TransactionError::Storage(e) => e.into(),
-        })?;
-        moved += 1;
-    }
-    drop(old);
-    db.drop_tree(OLD)?;
-    db.flush()?;
-    tracing::info!(
-        sessions = moved,
-        "moved each session's own state into its record (format 2)"
-    );
-    Ok(())
 }
 
 // === transactions ===

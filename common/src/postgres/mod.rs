@@ -24,7 +24,10 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use tls::Connection;
 
-use crate::versions;
+use crate::{
+    storage::{StorageError, StorageErrorKind},
+    versions,
+};
 
 /// Where a service keeps its data: the `--store` flag.
 #[derive(Clone, PartialEq, Eq)]
@@ -126,6 +129,32 @@ impl PgError {
             Self::Db(e) => e.code(),
             _ => None,
         }
+    }
+}
+
+/// What a PostgreSQL failure means to the caller.
+impl From<PgError> for StorageError {
+    fn from(e: PgError) -> Self {
+        let kind = if e.is_unavailable() {
+            StorageErrorKind::Unavailable
+        } else if e.is_conflict() {
+            StorageErrorKind::Conflict
+        } else {
+            StorageErrorKind::Internal
+        };
+        Self::new(kind, e)
+    }
+}
+
+impl From<tokio_postgres::Error> for StorageError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        PgError::from(e).into()
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for StorageError {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        PgError::from(e).into()
     }
 }
 
