@@ -6,7 +6,7 @@
 //! whoever launched the process: its `--token-file` goes to the services and `--app` / `--user`
 //! fill in what a call leaves out.
 
-use adk_common::auth::Grant;
+use adk_common::serve::auth::Grant;
 
 use crate::error::GatewayError;
 

@@ -4,7 +4,7 @@
 
 use std::{io, net::SocketAddr, sync::Arc};
 
-use adk_common::auth::Authenticator;
+use adk_common::serve::auth::Authenticator;
 use axum::{
     body::Body,
     extract::{Request, State},
@@ -37,7 +37,7 @@ pub enum StartError {
     )]
     Unauthenticated(SocketAddr),
     #[error(transparent)]
-    Tokens(#[from] adk_common::auth::TokensFileError),
+    Tokens(#[from] adk_common::serve::auth::TokensFileError),
     #[error("cannot listen on {addr}: {source}")]
     Listen { addr: SocketAddr, source: io::Error },
 }

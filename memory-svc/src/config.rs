@@ -243,7 +243,7 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
-    use adk_common::snapshot::AdminCommand;
+    use adk_common::sled::snapshot::AdminCommand;
     use clap::Parser;
 
     use super::Config;

@@ -26,7 +26,7 @@ use adk_proto::admin::v1::SnapshotRequest;
 use prost::Message;
 use tokio::sync::{OwnedRwLockReadGuard, RwLock, RwLockReadGuard};
 use tokio_stream::StreamExt;
-use tonic::{transport::Channel, Request};
+use tonic::{transport::Channel, Request, Status};
 
 /// The start of a snapshot file: the magic, then a [`Header`].
 const MAGIC: &[u8; 8] = b"ADKSNAP2";
