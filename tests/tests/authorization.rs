@@ -20,9 +20,8 @@ use adk_proto::{
     },
     session::v1::{
         session_service_client::SessionServiceClient, DeleteSessionRequest, Event,
-        GetAppStateRequest, GetUserStateRequest, ListAppsRequest, ListEventsRequest, ListSessionsRequest,
-        Session,
-        WatchEventsRequest,
+        GetAppStateRequest, GetUserStateRequest, ListAppsRequest, ListEventsRequest,
+        ListSessionsRequest, Session, WatchEventsRequest,
     },
 };
 use adk_tests::{
