@@ -38,7 +38,8 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// MemoryService ingests sessions and answers ranked keyword searches.
+// MemoryService ingests sessions and answers ranked searches: keyword, semantic or hybrid (see
+// SearchMode).
 type MemoryServiceClient interface {
 	// Replaces the memory entries of one session with its events that have content.
 	AddSessionToMemory(ctx context.Context, in *AddSessionToMemoryRequest, opts ...grpc.CallOption) (*AddSessionToMemoryResponse, error)
@@ -164,7 +165,8 @@ func (c *memoryServiceClient) ListMemoryRevisions(ctx context.Context, in *ListM
 // All implementations must embed UnimplementedMemoryServiceServer
 // for forward compatibility.
 //
-// MemoryService ingests sessions and answers ranked keyword searches.
+// MemoryService ingests sessions and answers ranked searches: keyword, semantic or hybrid (see
+// SearchMode).
 type MemoryServiceServer interface {
 	// Replaces the memory entries of one session with its events that have content.
 	AddSessionToMemory(context.Context, *AddSessionToMemoryRequest) (*AddSessionToMemoryResponse, error)

@@ -2332,6 +2332,88 @@ func (x *GetAppStateRequest) GetAppName() string {
 	return ""
 }
 
+// ListApps input: no fields (the caller's token decides which apps are listed).
+type ListAppsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAppsRequest) Reset() {
+	*x = ListAppsRequest{}
+	mi := &file_adk_session_v1_session_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAppsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAppsRequest) ProtoMessage() {}
+
+func (x *ListAppsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_session_v1_session_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAppsRequest.ProtoReflect.Descriptor instead.
+func (*ListAppsRequest) Descriptor() ([]byte, []int) {
+	return file_adk_session_v1_session_proto_rawDescGZIP(), []int{28}
+}
+
+// ListApps output: app names in byte order.
+type ListAppsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AppNames      []string               `protobuf:"bytes,1,rep,name=app_names,json=appNames,proto3" json:"app_names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAppsResponse) Reset() {
+	*x = ListAppsResponse{}
+	mi := &file_adk_session_v1_session_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAppsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAppsResponse) ProtoMessage() {}
+
+func (x *ListAppsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_session_v1_session_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAppsResponse.ProtoReflect.Descriptor instead.
+func (*ListAppsResponse) Descriptor() ([]byte, []int) {
+	return file_adk_session_v1_session_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListAppsResponse) GetAppNames() []string {
+	if x != nil {
+		return x.AppNames
+	}
+	return nil
+}
+
 // GetUserState / GetAppState output.
 type StateResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2343,7 +2425,7 @@ type StateResponse struct {
 
 func (x *StateResponse) Reset() {
 	*x = StateResponse{}
-	mi := &file_adk_session_v1_session_proto_msgTypes[28]
+	mi := &file_adk_session_v1_session_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2355,7 +2437,7 @@ func (x *StateResponse) String() string {
 func (*StateResponse) ProtoMessage() {}
 
 func (x *StateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_session_v1_session_proto_msgTypes[28]
+	mi := &file_adk_session_v1_session_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2368,7 +2450,7 @@ func (x *StateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateResponse.ProtoReflect.Descriptor instead.
 func (*StateResponse) Descriptor() ([]byte, []int) {
-	return file_adk_session_v1_session_proto_rawDescGZIP(), []int{28}
+	return file_adk_session_v1_session_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *StateResponse) GetState() string {
@@ -2619,9 +2701,12 @@ const file_adk_session_v1_session_proto_rawDesc = "" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\"/\n" +
 	"\x12GetAppStateRequest\x12\x19\n" +
-	"\bapp_name\x18\x01 \x01(\tR\aappName\"%\n" +
+	"\bapp_name\x18\x01 \x01(\tR\aappName\"\x11\n" +
+	"\x0fListAppsRequest\"/\n" +
+	"\x10ListAppsResponse\x12\x1b\n" +
+	"\tapp_names\x18\x01 \x03(\tR\bappNames\"%\n" +
 	"\rStateResponse\x12\x14\n" +
-	"\x05state\x18\x01 \x01(\tR\x05state2\xbb\a\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state2\x8a\b\n" +
 	"\x0eSessionService\x12N\n" +
 	"\rCreateSession\x12$.adk.session.v1.CreateSessionRequest\x1a\x17.adk.session.v1.Session\x12H\n" +
 	"\n" +
@@ -2635,7 +2720,8 @@ const file_adk_session_v1_session_proto_rawDesc = "" +
 	"\fWatchSession\x12#.adk.session.v1.WatchSessionRequest\x1a$.adk.session.v1.WatchSessionResponse0\x01\x12X\n" +
 	"\vWatchEvents\x12\".adk.session.v1.WatchEventsRequest\x1a#.adk.session.v1.WatchEventsResponse0\x01\x12R\n" +
 	"\fGetUserState\x12#.adk.session.v1.GetUserStateRequest\x1a\x1d.adk.session.v1.StateResponse\x12P\n" +
-	"\vGetAppState\x12\".adk.session.v1.GetAppStateRequest\x1a\x1d.adk.session.v1.StateResponseb\x06proto3"
+	"\vGetAppState\x12\".adk.session.v1.GetAppStateRequest\x1a\x1d.adk.session.v1.StateResponse\x12M\n" +
+	"\bListApps\x12\x1f.adk.session.v1.ListAppsRequest\x1a .adk.session.v1.ListAppsResponseb\x06proto3"
 
 var (
 	file_adk_session_v1_session_proto_rawDescOnce sync.Once
@@ -2649,7 +2735,7 @@ func file_adk_session_v1_session_proto_rawDescGZIP() []byte {
 	return file_adk_session_v1_session_proto_rawDescData
 }
 
-var file_adk_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_adk_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_adk_session_v1_session_proto_goTypes = []any{
 	(*Session)(nil),               // 0: adk.session.v1.Session
 	(*Event)(nil),                 // 1: adk.session.v1.Event
@@ -2679,20 +2765,22 @@ var file_adk_session_v1_session_proto_goTypes = []any{
 	(*WatchEventsResponse)(nil),   // 25: adk.session.v1.WatchEventsResponse
 	(*GetUserStateRequest)(nil),   // 26: adk.session.v1.GetUserStateRequest
 	(*GetAppStateRequest)(nil),    // 27: adk.session.v1.GetAppStateRequest
-	(*StateResponse)(nil),         // 28: adk.session.v1.StateResponse
-	nil,                           // 29: adk.session.v1.EventActions.ArtifactDeltaEntry
-	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 31: google.protobuf.Duration
-	(*emptypb.Empty)(nil),         // 32: google.protobuf.Empty
+	(*ListAppsRequest)(nil),       // 28: adk.session.v1.ListAppsRequest
+	(*ListAppsResponse)(nil),      // 29: adk.session.v1.ListAppsResponse
+	(*StateResponse)(nil),         // 30: adk.session.v1.StateResponse
+	nil,                           // 31: adk.session.v1.EventActions.ArtifactDeltaEntry
+	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 33: google.protobuf.Duration
+	(*emptypb.Empty)(nil),         // 34: google.protobuf.Empty
 }
 var file_adk_session_v1_session_proto_depIdxs = []int32{
 	1,  // 0: adk.session.v1.Session.events:type_name -> adk.session.v1.Event
-	30, // 1: adk.session.v1.Session.create_time:type_name -> google.protobuf.Timestamp
-	30, // 2: adk.session.v1.Session.last_update_time:type_name -> google.protobuf.Timestamp
-	30, // 3: adk.session.v1.Session.expire_time:type_name -> google.protobuf.Timestamp
+	32, // 1: adk.session.v1.Session.create_time:type_name -> google.protobuf.Timestamp
+	32, // 2: adk.session.v1.Session.last_update_time:type_name -> google.protobuf.Timestamp
+	32, // 3: adk.session.v1.Session.expire_time:type_name -> google.protobuf.Timestamp
 	2,  // 4: adk.session.v1.Event.content:type_name -> adk.session.v1.Content
 	10, // 5: adk.session.v1.Event.actions:type_name -> adk.session.v1.EventActions
-	30, // 6: adk.session.v1.Event.timestamp:type_name -> google.protobuf.Timestamp
+	32, // 6: adk.session.v1.Event.timestamp:type_name -> google.protobuf.Timestamp
 	3,  // 7: adk.session.v1.Content.parts:type_name -> adk.session.v1.Part
 	4,  // 8: adk.session.v1.Part.inline_data:type_name -> adk.session.v1.Blob
 	5,  // 9: adk.session.v1.Part.file_data:type_name -> adk.session.v1.FileData
@@ -2700,18 +2788,18 @@ var file_adk_session_v1_session_proto_depIdxs = []int32{
 	7,  // 11: adk.session.v1.Part.function_response:type_name -> adk.session.v1.FunctionResponse
 	8,  // 12: adk.session.v1.Part.executable_code:type_name -> adk.session.v1.ExecutableCode
 	9,  // 13: adk.session.v1.Part.code_execution_result:type_name -> adk.session.v1.CodeExecutionResult
-	29, // 14: adk.session.v1.EventActions.artifact_delta:type_name -> adk.session.v1.EventActions.ArtifactDeltaEntry
+	31, // 14: adk.session.v1.EventActions.artifact_delta:type_name -> adk.session.v1.EventActions.ArtifactDeltaEntry
 	11, // 15: adk.session.v1.EventActions.compaction:type_name -> adk.session.v1.EventCompaction
-	30, // 16: adk.session.v1.EventCompaction.start_timestamp:type_name -> google.protobuf.Timestamp
-	30, // 17: adk.session.v1.EventCompaction.end_timestamp:type_name -> google.protobuf.Timestamp
+	32, // 16: adk.session.v1.EventCompaction.start_timestamp:type_name -> google.protobuf.Timestamp
+	32, // 17: adk.session.v1.EventCompaction.end_timestamp:type_name -> google.protobuf.Timestamp
 	2,  // 18: adk.session.v1.EventCompaction.compacted_content:type_name -> adk.session.v1.Content
-	31, // 19: adk.session.v1.CreateSessionRequest.ttl:type_name -> google.protobuf.Duration
-	30, // 20: adk.session.v1.CreateSessionRequest.expire_time:type_name -> google.protobuf.Timestamp
-	30, // 21: adk.session.v1.GetSessionRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	33, // 19: adk.session.v1.CreateSessionRequest.ttl:type_name -> google.protobuf.Duration
+	32, // 20: adk.session.v1.CreateSessionRequest.expire_time:type_name -> google.protobuf.Timestamp
+	32, // 21: adk.session.v1.GetSessionRequest.after_timestamp:type_name -> google.protobuf.Timestamp
 	0,  // 22: adk.session.v1.ListSessionsResponse.sessions:type_name -> adk.session.v1.Session
 	1,  // 23: adk.session.v1.AppendEventRequest.event:type_name -> adk.session.v1.Event
 	1,  // 24: adk.session.v1.AppendEventResponse.event:type_name -> adk.session.v1.Event
-	30, // 25: adk.session.v1.AppendEventResponse.last_update_time:type_name -> google.protobuf.Timestamp
+	32, // 25: adk.session.v1.AppendEventResponse.last_update_time:type_name -> google.protobuf.Timestamp
 	1,  // 26: adk.session.v1.ListEventsResponse.events:type_name -> adk.session.v1.Event
 	1,  // 27: adk.session.v1.WatchSessionResponse.event:type_name -> adk.session.v1.Event
 	23, // 28: adk.session.v1.WatchSessionResponse.deleted:type_name -> adk.session.v1.SessionDeleted
@@ -2727,19 +2815,21 @@ var file_adk_session_v1_session_proto_depIdxs = []int32{
 	24, // 38: adk.session.v1.SessionService.WatchEvents:input_type -> adk.session.v1.WatchEventsRequest
 	26, // 39: adk.session.v1.SessionService.GetUserState:input_type -> adk.session.v1.GetUserStateRequest
 	27, // 40: adk.session.v1.SessionService.GetAppState:input_type -> adk.session.v1.GetAppStateRequest
-	0,  // 41: adk.session.v1.SessionService.CreateSession:output_type -> adk.session.v1.Session
-	0,  // 42: adk.session.v1.SessionService.GetSession:output_type -> adk.session.v1.Session
-	15, // 43: adk.session.v1.SessionService.ListSessions:output_type -> adk.session.v1.ListSessionsResponse
-	32, // 44: adk.session.v1.SessionService.DeleteSession:output_type -> google.protobuf.Empty
-	18, // 45: adk.session.v1.SessionService.AppendEvent:output_type -> adk.session.v1.AppendEventResponse
-	18, // 46: adk.session.v1.SessionService.AppendEvents:output_type -> adk.session.v1.AppendEventResponse
-	20, // 47: adk.session.v1.SessionService.ListEvents:output_type -> adk.session.v1.ListEventsResponse
-	22, // 48: adk.session.v1.SessionService.WatchSession:output_type -> adk.session.v1.WatchSessionResponse
-	25, // 49: adk.session.v1.SessionService.WatchEvents:output_type -> adk.session.v1.WatchEventsResponse
-	28, // 50: adk.session.v1.SessionService.GetUserState:output_type -> adk.session.v1.StateResponse
-	28, // 51: adk.session.v1.SessionService.GetAppState:output_type -> adk.session.v1.StateResponse
-	41, // [41:52] is the sub-list for method output_type
-	30, // [30:41] is the sub-list for method input_type
+	28, // 41: adk.session.v1.SessionService.ListApps:input_type -> adk.session.v1.ListAppsRequest
+	0,  // 42: adk.session.v1.SessionService.CreateSession:output_type -> adk.session.v1.Session
+	0,  // 43: adk.session.v1.SessionService.GetSession:output_type -> adk.session.v1.Session
+	15, // 44: adk.session.v1.SessionService.ListSessions:output_type -> adk.session.v1.ListSessionsResponse
+	34, // 45: adk.session.v1.SessionService.DeleteSession:output_type -> google.protobuf.Empty
+	18, // 46: adk.session.v1.SessionService.AppendEvent:output_type -> adk.session.v1.AppendEventResponse
+	18, // 47: adk.session.v1.SessionService.AppendEvents:output_type -> adk.session.v1.AppendEventResponse
+	20, // 48: adk.session.v1.SessionService.ListEvents:output_type -> adk.session.v1.ListEventsResponse
+	22, // 49: adk.session.v1.SessionService.WatchSession:output_type -> adk.session.v1.WatchSessionResponse
+	25, // 50: adk.session.v1.SessionService.WatchEvents:output_type -> adk.session.v1.WatchEventsResponse
+	30, // 51: adk.session.v1.SessionService.GetUserState:output_type -> adk.session.v1.StateResponse
+	30, // 52: adk.session.v1.SessionService.GetAppState:output_type -> adk.session.v1.StateResponse
+	29, // 53: adk.session.v1.SessionService.ListApps:output_type -> adk.session.v1.ListAppsResponse
+	42, // [42:54] is the sub-list for method output_type
+	30, // [30:42] is the sub-list for method input_type
 	30, // [30:30] is the sub-list for extension type_name
 	30, // [30:30] is the sub-list for extension extendee
 	0,  // [0:30] is the sub-list for field type_name
@@ -2781,7 +2871,7 @@ func file_adk_session_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_adk_session_v1_session_proto_rawDesc), len(file_adk_session_v1_session_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

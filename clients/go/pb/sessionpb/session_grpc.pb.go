@@ -38,6 +38,7 @@ const (
 	SessionService_WatchEvents_FullMethodName   = "/adk.session.v1.SessionService/WatchEvents"
 	SessionService_GetUserState_FullMethodName  = "/adk.session.v1.SessionService/GetUserState"
 	SessionService_GetAppState_FullMethodName   = "/adk.session.v1.SessionService/GetAppState"
+	SessionService_ListApps_FullMethodName      = "/adk.session.v1.SessionService/ListApps"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -71,6 +72,9 @@ type SessionServiceClient interface {
 	GetUserState(ctx context.Context, in *GetUserStateRequest, opts ...grpc.CallOption) (*StateResponse, error)
 	// Returns the app-scoped state (keys without the `app:` prefix).
 	GetAppState(ctx context.Context, in *GetAppStateRequest, opts ...grpc.CallOption) (*StateResponse, error)
+	// Lists the apps that have sessions, by name, limited to the apps the caller's token is
+	// granted.
+	ListApps(ctx context.Context, in *ListAppsRequest, opts ...grpc.CallOption) (*ListAppsResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -212,6 +216,16 @@ func (c *sessionServiceClient) GetAppState(ctx context.Context, in *GetAppStateR
 	return out, nil
 }
 
+func (c *sessionServiceClient) ListApps(ctx context.Context, in *ListAppsRequest, opts ...grpc.CallOption) (*ListAppsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAppsResponse)
+	err := c.cc.Invoke(ctx, SessionService_ListApps_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -243,6 +257,9 @@ type SessionServiceServer interface {
 	GetUserState(context.Context, *GetUserStateRequest) (*StateResponse, error)
 	// Returns the app-scoped state (keys without the `app:` prefix).
 	GetAppState(context.Context, *GetAppStateRequest) (*StateResponse, error)
+	// Lists the apps that have sessions, by name, limited to the apps the caller's token is
+	// granted.
+	ListApps(context.Context, *ListAppsRequest) (*ListAppsResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -285,6 +302,9 @@ func (UnimplementedSessionServiceServer) GetUserState(context.Context, *GetUserS
 }
 func (UnimplementedSessionServiceServer) GetAppState(context.Context, *GetAppStateRequest) (*StateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetAppState not implemented")
+}
+func (UnimplementedSessionServiceServer) ListApps(context.Context, *ListAppsRequest) (*ListAppsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListApps not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -480,6 +500,24 @@ func _SessionService_GetAppState_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_ListApps_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAppsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).ListApps(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_ListApps_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).ListApps(ctx, req.(*ListAppsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -518,6 +556,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetAppState",
 			Handler:    _SessionService_GetAppState_Handler,
+		},
+		{
+			MethodName: "ListApps",
+			Handler:    _SessionService_ListApps_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

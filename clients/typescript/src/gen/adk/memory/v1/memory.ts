@@ -2532,7 +2532,10 @@ export const ListMemoryRevisionsResponse: MessageFns<ListMemoryRevisionsResponse
   },
 };
 
-/** MemoryService ingests sessions and answers ranked keyword searches. */
+/**
+ * MemoryService ingests sessions and answers ranked searches: keyword, semantic or hybrid (see
+ * SearchMode).
+ */
 export type MemoryServiceService = typeof MemoryServiceService;
 export const MemoryServiceService = {
   /** Replaces the memory entries of one session with its events that have content. */

@@ -412,6 +412,15 @@ export interface GetAppStateRequest {
   appName: string;
 }
 
+/** ListApps input: no fields (the caller's token decides which apps are listed). */
+export interface ListAppsRequest {
+}
+
+/** ListApps output: app names in byte order. */
+export interface ListAppsResponse {
+  appNames: string[];
+}
+
 /** GetUserState / GetAppState output. */
 export interface StateResponse {
   /** JSON object, keys without their scope prefix. */
@@ -3499,6 +3508,104 @@ export const GetAppStateRequest: MessageFns<GetAppStateRequest> = {
   },
 };
 
+function createBaseListAppsRequest(): ListAppsRequest {
+  return {};
+}
+
+export const ListAppsRequest: MessageFns<ListAppsRequest> = {
+  encode(_: ListAppsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAppsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAppsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListAppsRequest>, I>>(base?: I): ListAppsRequest {
+    return ListAppsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListAppsRequest>, I>>(_: I): ListAppsRequest {
+    const message = createBaseListAppsRequest();
+    return message;
+  },
+};
+
+function createBaseListAppsResponse(): ListAppsResponse {
+  return { appNames: [] };
+}
+
+export const ListAppsResponse: MessageFns<ListAppsResponse> = {
+  encode(message: ListAppsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.appNames) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAppsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAppsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.appNames.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListAppsResponse>, I>>(base?: I): ListAppsResponse {
+    return ListAppsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListAppsResponse>, I>>(object: I): ListAppsResponse {
+    const message = createBaseListAppsResponse();
+    message.appNames = object.appNames?.map((e) => e) || [];
+    return message;
+  },
+};
+
 function createBaseStateResponse(): StateResponse {
   return { state: "" };
 }
@@ -3678,6 +3785,19 @@ export const SessionServiceService = {
     responseSerialize: (value: StateResponse): Buffer => Buffer.from(StateResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): StateResponse => StateResponse.decode(value),
   },
+  /**
+   * Lists the apps that have sessions, by name, limited to the apps the caller's token is
+   * granted.
+   */
+  listApps: {
+    path: "/adk.session.v1.SessionService/ListApps" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListAppsRequest): Buffer => Buffer.from(ListAppsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListAppsRequest => ListAppsRequest.decode(value),
+    responseSerialize: (value: ListAppsResponse): Buffer => Buffer.from(ListAppsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListAppsResponse => ListAppsResponse.decode(value),
+  },
 } as const;
 
 export interface SessionServiceServer extends UntypedServiceImplementation {
@@ -3712,6 +3832,11 @@ export interface SessionServiceServer extends UntypedServiceImplementation {
   getUserState: handleUnaryCall<GetUserStateRequest, StateResponse>;
   /** Returns the app-scoped state (keys without the `app:` prefix). */
   getAppState: handleUnaryCall<GetAppStateRequest, StateResponse>;
+  /**
+   * Lists the apps that have sessions, by name, limited to the apps the caller's token is
+   * granted.
+   */
+  listApps: handleUnaryCall<ListAppsRequest, ListAppsResponse>;
 }
 
 export interface SessionServiceClient extends Client {
@@ -3875,6 +4000,25 @@ export interface SessionServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: StateResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Lists the apps that have sessions, by name, limited to the apps the caller's token is
+   * granted.
+   */
+  listApps(
+    request: ListAppsRequest,
+    callback: (error: ServiceError | null, response: ListAppsResponse) => void,
+  ): ClientUnaryCall;
+  listApps(
+    request: ListAppsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListAppsResponse) => void,
+  ): ClientUnaryCall;
+  listApps(
+    request: ListAppsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListAppsResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -26,7 +26,8 @@ if _version_not_supported:
 
 
 class MemoryServiceStub:
-    """MemoryService ingests sessions and answers ranked keyword searches.
+    """MemoryService ingests sessions and answers ranked searches: keyword, semantic or hybrid (see
+    SearchMode).
     """
 
     def __init__(self, channel):
@@ -83,7 +84,8 @@ class MemoryServiceStub:
 
 
 class MemoryServiceServicer:
-    """MemoryService ingests sessions and answers ranked keyword searches.
+    """MemoryService ingests sessions and answers ranked searches: keyword, semantic or hybrid (see
+    SearchMode).
     """
 
     def AddSessionToMemory(self, request, context):
@@ -208,7 +210,8 @@ def add_MemoryServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class MemoryService:
-    """MemoryService ingests sessions and answers ranked keyword searches.
+    """MemoryService ingests sessions and answers ranked searches: keyword, semantic or hybrid (see
+    SearchMode).
     """
 
     @staticmethod

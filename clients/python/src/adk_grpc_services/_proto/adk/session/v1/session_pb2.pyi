@@ -406,6 +406,16 @@ class GetAppStateRequest(_message.Message):
     app_name: str
     def __init__(self, app_name: _Optional[str] = ...) -> None: ...
 
+class ListAppsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListAppsResponse(_message.Message):
+    __slots__ = ("app_names",)
+    APP_NAMES_FIELD_NUMBER: _ClassVar[int]
+    app_names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, app_names: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class StateResponse(_message.Message):
     __slots__ = ("state",)
     STATE_FIELD_NUMBER: _ClassVar[int]

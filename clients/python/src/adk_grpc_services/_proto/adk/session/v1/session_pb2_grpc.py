@@ -91,6 +91,11 @@ class SessionServiceStub:
                 request_serializer=adk_dot_session_dot_v1_dot_session__pb2.GetAppStateRequest.SerializeToString,
                 response_deserializer=adk_dot_session_dot_v1_dot_session__pb2.StateResponse.FromString,
                 _registered_method=True)
+        self.ListApps = channel.unary_unary(
+                '/adk.session.v1.SessionService/ListApps',
+                request_serializer=adk_dot_session_dot_v1_dot_session__pb2.ListAppsRequest.SerializeToString,
+                response_deserializer=adk_dot_session_dot_v1_dot_session__pb2.ListAppsResponse.FromString,
+                _registered_method=True)
 
 
 class SessionServiceServicer:
@@ -177,6 +182,14 @@ class SessionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListApps(self, request, context):
+        """Lists the apps that have sessions, by name, limited to the apps the caller's token is
+        granted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -234,6 +247,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.GetAppState,
                     request_deserializer=adk_dot_session_dot_v1_dot_session__pb2.GetAppStateRequest.FromString,
                     response_serializer=adk_dot_session_dot_v1_dot_session__pb2.StateResponse.SerializeToString,
+            ),
+            'ListApps': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListApps,
+                    request_deserializer=adk_dot_session_dot_v1_dot_session__pb2.ListAppsRequest.FromString,
+                    response_serializer=adk_dot_session_dot_v1_dot_session__pb2.ListAppsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -534,6 +552,33 @@ class SessionService:
             '/adk.session.v1.SessionService/GetAppState',
             adk_dot_session_dot_v1_dot_session__pb2.GetAppStateRequest.SerializeToString,
             adk_dot_session_dot_v1_dot_session__pb2.StateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListApps(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/adk.session.v1.SessionService/ListApps',
+            adk_dot_session_dot_v1_dot_session__pb2.ListAppsRequest.SerializeToString,
+            adk_dot_session_dot_v1_dot_session__pb2.ListAppsResponse.FromString,
             options,
             channel_credentials,
             insecure,
