@@ -15,6 +15,9 @@ import com.google.genai.types.Content;
 import com.google.genai.types.Part;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -46,7 +49,7 @@ import java.util.function.IntConsumer;
  * weighs on both alike.
  *
  * <p>Prints one Markdown row per measurement: workload, what was called, p50 and p99 in ms, calls
- * per second. {@code --peers-only} leaves out ADK Java's in-memory services.
+ * per second, the load average then. {@code --peers-only} leaves out ADK Java's in-memory services.
  */
 public final class ClientBench {
   private static final String APP = "bench-java";
@@ -106,7 +109,8 @@ public final class ClientBench {
   }
 
   private void run(boolean peersOnly) throws Exception {
-    System.out.println("| workload | via | p50 ms | p99 ms | calls/s |\n|---|---|---:|---:|---:|");
+    System.out.println(
+        "| workload | via | p50 ms | p99 ms | calls/s | load (1 min) |\n|---|---|---:|---:|---:|---|");
     Session big = sessionWith(sessions, EVENTS);
     String user = "search-" + System.nanoTime();
     fillMemory(user);
@@ -391,6 +395,16 @@ public final class ClientBench {
   private static void report(String workload, String via, long[] sorted, double perSecond) {
     double p50 = sorted[sorted.length / 2] / 1e6;
     double p99 = sorted[Math.min(sorted.length - 1, (int) (sorted.length * 0.99))] / 1e6;
-    System.out.printf("| %s | %s | %.3f | %.3f | %.0f |%n", workload, via, p50, p99, perSecond);
+    System.out.printf(
+        "| %s | %s | %.3f | %.3f | %.0f | %s |%n", workload, via, p50, p99, perSecond, load());
+  }
+
+  /** The 1-minute load average, where the system tells it. */
+  private static String load() {
+    try {
+      return Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
+    } catch (IOException e) {
+      return "?";
+    }
   }
 }
