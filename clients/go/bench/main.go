@@ -14,6 +14,7 @@
 //
 //	go run ./bench                         # full sizes
 //	go run ./bench -appends 200 -searches 50   # quicker
+//	go run ./bench -session-addr HOST:PORT -memory-addr HOST:PORT   # against running servers
 package main
 
 import (
@@ -54,6 +55,9 @@ var (
 	gets     = flag.Int("gets", 50, "Gets of that session")
 	entries  = flag.Int("entries", 10000, "memory entries searched")
 	searches = flag.Int("searches", 200, "searches")
+
+	sessionAddr = flag.String("session-addr", "", "a running session-svc (host:port) instead of starting one")
+	memoryAddr  = flag.String("memory-addr", "", "a running memory-svc (host:port) instead of starting one")
 )
 
 func main() {
@@ -63,8 +67,8 @@ func main() {
 	ctx := context.Background()
 	fmt.Printf("load before: %s", loadavg())
 
-	sessionServer := testserver.Start(env, "session-svc")
-	memoryServer := testserver.Start(env, "memory-svc")
+	sessionServer := running(env, *sessionAddr, "session-svc")
+	memoryServer := running(env, *memoryAddr, "memory-svc")
 	client, err := grpcsession.NewService(ctx, sessionServer.URI())
 	check(err)
 	defer client.Close()
@@ -125,6 +129,14 @@ func main() {
 		fmt.Printf("| SearchMemory, %d entries | %s | p50 %s, p99 %s |\n", *entries, m.name, p50, p99)
 	}
 	fmt.Printf("\nload after: %s", loadavg())
+}
+
+// running is the server at addr, or a server started for this run when addr is empty.
+func running(env *runEnv, addr, name string) *testserver.Server {
+	if addr != "" {
+		return &testserver.Server{Addr: addr}
+	}
+	return testserver.Start(env, name)
 }
 
 // appendRate appends n events, c writers at once, each to a session of its own.

@@ -15,161 +15,226 @@ import com.google.genai.types.Content;
 import com.google.genai.types.Part;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.function.Supplier;
+import java.util.function.IntConsumer;
 
 /**
- * Timings of the Java client against running servers, beside ADK Java's in-memory services and the
- * raw gRPC stub (loopback, bounded counts, a warmup before each measurement):
+ * Timings of the Java client against running servers, beside the raw gRPC stub and ADK Java's
+ * in-memory services (loopback, bounded counts):
  *
  * <pre>
- * java -cp ... dev.adkservices.grpc.ClientBench SESSION_HOST:PORT MEMORY_HOST:PORT
+ * java -cp ... dev.adkservices.grpc.ClientBench SESSION_HOST:PORT MEMORY_HOST:PORT [--peers-only]
  * </pre>
  *
- * Prints one line per measurement: p50 and p99 per call, and calls per second.
+ * <p>The workloads are those of the Go client's bench ({@code clients/go/bench}), so that the two
+ * (and the Python client's, {@code bench/side_by_side.py}) compare call for call: 1,000 appends at
+ * concurrency 1 and 8 (each writer its own session), 50 reads of a 1,000-event session, 200
+ * searches among one user's 10,000 memory entries of 8 words each.
+ *
+ * <p>The JIT compiles the client's paths only after thousands of calls; measured before that, an
+ * append costs 3-4 times what it costs later. So everything is first run until compiled ({@link
+ * #warmUp}), and only then measured. The client's overhead is measured as Go's bench does it: the
+ * same call through the client and through the stub alone, alternating, so that the machine's load
+ * weighs on both alike.
+ *
+ * <p>Prints one Markdown row per measurement: workload, what was called, p50 and p99 in ms, calls
+ * per second, the load average then. {@code --peers-only} leaves out ADK Java's in-memory services.
  */
 public final class ClientBench {
   private static final String APP = "bench-java";
-  private static final String[] WORDS = {
-    "garden",
-    "lisbon",
-    "river",
-    "coffee",
-    "piano",
-    "mountain",
-    "harbour",
-    "winter",
-    "library",
-    "bicycle",
-    "orchard",
-    "lantern",
-    "meadow",
-    "violin",
-    "canyon",
-    "festival"
-  };
+  private static final int APPENDS = 1000;
+  private static final int EVENTS = 1000;
+  private static final int GETS = 50;
+  private static final int ENTRIES = 10_000;
+  private static final int SEARCHES = 200;
+  // Enough calls for C2 to compile the append, read and search paths (tiered compilation's
+  // thresholds are a few thousand invocations).
+  private static final int WARMUP_APPENDS = 5000;
+  private static final int WARMUP_GETS = 50;
+  private static final int WARMUP_SEARCHES = 1000;
+  private static final List<String> VOCABULARY =
+      List.of(
+          ("lisbon porto madrid paris berlin rome vienna prague coffee tea bread cheese wine river"
+                  + " mountain beach forest city museum garden train flight hotel booking meeting"
+                  + " project deadline report budget invoice contract holiday birthday dinner lunch"
+                  + " recipe football tennis music concert guitar piano novel poem painting camera"
+                  + " phone laptop")
+              .split(" "));
 
-  private ClientBench() {}
+  private final GrpcSessionService sessions;
+  private final GrpcMemoryService memory;
+  private final SessionServiceGrpc.SessionServiceBlockingStub sessionStub;
+  private final MemoryServiceGrpc.MemoryServiceBlockingStub memoryStub;
+
+  private ClientBench(
+      GrpcSessionService sessions,
+      GrpcMemoryService memory,
+      ManagedChannel sessionChannel,
+      ManagedChannel memoryChannel) {
+    this.sessions = sessions;
+    this.memory = memory;
+    this.sessionStub = SessionServiceGrpc.newBlockingStub(sessionChannel);
+    this.memoryStub = MemoryServiceGrpc.newBlockingStub(memoryChannel);
+  }
 
   public static void main(String[] args) throws Exception {
     String sessionTarget = args[0];
     String memoryTarget = args[1];
+    boolean peersOnly = Arrays.asList(args).contains("--peers-only");
+    ManagedChannel sessionChannel =
+        NettyChannelBuilder.forTarget(sessionTarget)
+            .usePlaintext()
+            .maxInboundMessageSize(64 << 20)
+            .build();
+    ManagedChannel memoryChannel =
+        NettyChannelBuilder.forTarget(memoryTarget).usePlaintext().build();
     try (GrpcSessionService sessions = GrpcSessionService.fromUri("grpc://" + sessionTarget);
         GrpcMemoryService memory = GrpcMemoryService.fromUri("grpc://" + memoryTarget)) {
-      ManagedChannel sessionChannel =
-          NettyChannelBuilder.forTarget(sessionTarget)
-              .usePlaintext()
-              .maxInboundMessageSize(64 << 20)
-              .build();
-      ManagedChannel memoryChannel =
-          NettyChannelBuilder.forTarget(memoryTarget).usePlaintext().build();
-      InMemorySessionService inMemory = new InMemorySessionService();
-
-      appends("append c=1", sessions, 1, 300);
-      appends("append c=1 (ADK InMemorySessionService)", inMemory, 1, 300);
-      appends("append c=8", sessions, 8, 150);
-
-      Session big = sessionWith(sessions, 1000);
-      Session bigInMemory = sessionWith(inMemory, 1000);
-      SessionOuterClass.GetSessionRequest raw =
-          SessionOuterClass.GetSessionRequest.newBuilder()
-              .setAppName(APP)
-              .setUserId(big.userId())
-              .setSessionId(big.id())
-              .build();
-      SessionServiceGrpc.SessionServiceBlockingStub sessionStub =
-          SessionServiceGrpc.newBlockingStub(sessionChannel);
-      double[] get =
-          interleaved(
-              "getSession 1000 events",
-              40,
-              () -> sessionStub.getSession(raw),
-              () ->
-                  sessions.getSession(APP, big.userId(), big.id(), Optional.empty()).blockingGet());
-      System.out.printf(
-          "getSession 1000 events: client overhead over the raw stub, p50 %.2f ms%n",
-          get[1] - get[0]);
-      SessionOuterClass.Session reply = sessionStub.getSession(raw);
-      time(
-          "getSession 1000 events: the client's mapping alone (in process)",
-          100,
-          () -> EventMapping.sessionFromProto(reply, reply.getEventsList()));
-      time(
-          "getSession 1000 events: ADK InMemorySessionService",
-          40,
-          () ->
-              inMemory
-                  .getSession(APP, bigInMemory.userId(), bigInMemory.id(), Optional.empty())
-                  .blockingGet());
-
-      String user = "search-" + System.nanoTime();
-      fillMemory(MemoryServiceGrpc.newBlockingStub(memoryChannel), user, 10_000);
-      InMemoryMemoryService inMemoryMemory = new InMemoryMemoryService();
-      fillInMemory(inMemoryMemory, user, 10_000);
-      MemoryServiceGrpc.MemoryServiceBlockingStub memoryStub =
-          MemoryServiceGrpc.newBlockingStub(memoryChannel);
-      String[] queries = {"lisbon coffee", "piano winter", "river harbour", "meadow violin"};
-      int[] next = {0};
-      Supplier<String> query = () -> queries[next[0]++ % queries.length];
-      double[] search =
-          interleaved(
-              "searchMemory over 10,000 entries",
-              200,
-              () ->
-                  memoryStub.searchMemory(
-                      Memory.SearchMemoryRequest.newBuilder()
-                          .setAppName(APP)
-                          .setUserId(user)
-                          .setQuery(query.get())
-                          .build()),
-              () -> memory.searchMemory(APP, user, query.get()).blockingGet());
-      System.out.printf(
-          "searchMemory: client overhead over the raw stub, p50 %.2f ms%n", search[1] - search[0]);
-      time(
-          "searchMemory over 10,000 entries: ADK InMemoryMemoryService",
-          20,
-          () -> inMemoryMemory.searchMemory(APP, user, query.get()).blockingGet());
+      new ClientBench(sessions, memory, sessionChannel, memoryChannel).run(peersOnly);
+    } finally {
       sessionChannel.shutdownNow();
       memoryChannel.shutdownNow();
     }
   }
 
-  private static Event turn(int i) {
+  private void run(boolean peersOnly) throws Exception {
+    System.out.println(
+        "| workload | via | p50 ms | p99 ms | calls/s | load (1 min) |\n|---|---|---:|---:|---:|---|");
+    Session big = sessionWith(sessions, EVENTS);
+    String user = "search-" + System.nanoTime();
+    fillMemory(user);
+    Random random = new Random(7);
+    String[] queries = new String[SEARCHES];
+    for (int i = 0; i < queries.length; i++) {
+      queries[i] = word(random) + " " + word(random);
+    }
+    warmUp(big, user, queries);
+
+    appends("appends c=1", "Java client", sessions, 1, APPENDS);
+    appends("appends c=8", "Java client", sessions, 8, APPENDS / 8);
+    appendOverhead();
+    SessionOuterClass.GetSessionRequest raw = getRequest(big);
+    interleaved(
+        "getSession 1,000 events",
+        GETS,
+        i -> sessionStub.getSession(raw),
+        i -> getSession(sessions, big));
+    interleaved(
+        "searchMemory 10,000 entries",
+        SEARCHES,
+        i -> memoryStub.searchMemory(searchRequest(user, queries[i % queries.length])),
+        i -> memory.searchMemory(APP, user, queries[i % queries.length]).blockingGet());
+    SessionOuterClass.Session reply = sessionStub.getSession(raw);
+    time(
+        "getSession 1,000 events",
+        "Java client's mapping alone (in process)",
+        100,
+        i -> EventMapping.sessionFromProto(reply, reply.getEventsList()));
+    if (peersOnly) {
+      return;
+    }
+    InMemorySessionService inMemory = new InMemorySessionService();
+    appends("appends c=1", "ADK Java InMemorySessionService", inMemory, 1, APPENDS);
+    Session bigInMemory = sessionWith(inMemory, EVENTS);
+    time(
+        "getSession 1,000 events",
+        "ADK Java InMemorySessionService",
+        GETS,
+        i -> getSession(inMemory, bigInMemory));
+    InMemoryMemoryService inMemoryMemory = new InMemoryMemoryService();
+    fillInMemory(inMemoryMemory, user);
+    time(
+        "searchMemory 10,000 entries",
+        "ADK Java InMemoryMemoryService",
+        20,
+        i -> inMemoryMemory.searchMemory(APP, user, queries[i % queries.length]).blockingGet());
+  }
+
+  /** Runs every measured path, client and stub, until the JIT has compiled it. */
+  private void warmUp(Session big, String user, String[] queries) throws Exception {
+    Session scratch = sessions.createSession(APP, "warmup").blockingGet();
+    for (int i = 0; i < WARMUP_APPENDS; i++) {
+      sessions.appendEvent(scratch, event(i)).blockingGet();
+    }
+    appendOverhead(WARMUP_APPENDS / 4, null);
+    SessionOuterClass.GetSessionRequest raw = getRequest(big);
+    for (int i = 0; i < WARMUP_GETS; i++) {
+      sessionStub.getSession(raw);
+      getSession(sessions, big);
+    }
+    for (int i = 0; i < WARMUP_SEARCHES; i++) {
+      String query = queries[i % queries.length];
+      memoryStub.searchMemory(searchRequest(user, query));
+      memory.searchMemory(APP, user, query).blockingGet();
+    }
+  }
+
+  private static Session getSession(BaseSessionService service, Session session) {
+    Session read =
+        service
+            .getSession(session.appName(), session.userId(), session.id(), Optional.empty())
+            .blockingGet();
+    if (read == null || read.events().size() != EVENTS) {
+      throw new IllegalStateException("short read of session " + session.id());
+    }
+    return read;
+  }
+
+  private static SessionOuterClass.GetSessionRequest getRequest(Session session) {
+    return SessionOuterClass.GetSessionRequest.newBuilder()
+        .setAppName(APP)
+        .setUserId(session.userId())
+        .setSessionId(session.id())
+        .setMaxReplyEventBytes(4 << 20)
+        .build();
+  }
+
+  private static Memory.SearchMemoryRequest searchRequest(String user, String query) {
+    return Memory.SearchMemoryRequest.newBuilder()
+        .setAppName(APP)
+        .setUserId(user)
+        .setQuery(query)
+        .build();
+  }
+
+  /** An event as the Go client's bench writes it. */
+  private static Event event(int i) {
+    boolean user = i % 2 == 0;
     return Event.builder()
-        .id(null)
-        .invocationId("inv-" + i / 4)
-        .author(i % 2 == 0 ? "user" : "model")
+        .id(Event.generateEventId())
+        .invocationId("inv-" + i / 2)
+        .author(user ? "user" : "assistant")
         .content(
-            Content.fromParts(
-                Part.fromText(
-                    "turn "
-                        + i
-                        + ": "
-                        + WORDS[i % WORDS.length]
-                        + " and more text of a usual length for a chat turn")))
-        .actions(EventActions.builder().stateDelta(Map.of("turns", i)).build())
+            Content.builder()
+                .role(user ? "user" : "model")
+                .parts(
+                    Part.fromText(
+                        "Message "
+                            + i
+                            + ": the quick brown fox jumps over the lazy dog near the river bank."))
+                .build())
+        .actions(EventActions.builder().stateDelta(Map.of("turn", i)).build())
         .build();
   }
 
   /** c writers, each appending n events to its own session. */
-  private static void appends(String name, BaseSessionService service, int c, int n)
+  private static void appends(String workload, String via, BaseSessionService service, int c, int n)
       throws Exception {
     ExecutorService pool = Executors.newFixedThreadPool(c);
     List<Session> own = new ArrayList<>();
     for (int w = 0; w < c; w++) {
-      own.add(service.createSession(APP, "append-" + System.nanoTime()).blockingGet());
-    }
-    for (int w = 0; w < c; w++) {
-      for (int i = 0; i < 20; i++) {
-        service.appendEvent(own.get(w), turn(i)).blockingGet();
-      }
+      own.add(service.createSession(APP, "writer-" + w).blockingGet());
     }
     long[][] latencies = new long[c][n];
     long start = System.nanoTime();
@@ -181,7 +246,7 @@ public final class ClientBench {
               () -> {
                 for (int i = 0; i < n; i++) {
                   long t = System.nanoTime();
-                  service.appendEvent(own.get(writer), turn(i)).blockingGet();
+                  service.appendEvent(own.get(writer), event(i)).blockingGet();
                   latencies[writer][i] = System.nanoTime() - t;
                 }
               }));
@@ -191,113 +256,155 @@ public final class ClientBench {
     }
     double seconds = (System.nanoTime() - start) / 1e9;
     long[] all = Arrays.stream(latencies).flatMapToLong(Arrays::stream).sorted().toArray();
-    report(name, all, c * n / seconds);
+    report(workload, via, all, c * n / seconds);
     pool.shutdown();
   }
 
+  /** Appends at c=1 through the stub alone and through the client, alternating. */
+  private void appendOverhead() {
+    appendOverhead(APPENDS / 4, "append c=1, alternating");
+  }
+
+  private void appendOverhead(int n, String workload) {
+    Session viaStub = sessions.createSession(APP, "raw").blockingGet();
+    Session viaClient = sessions.createSession(APP, "raw").blockingGet();
+    long[] stubTimes = new long[n];
+    long[] clientTimes = new long[n];
+    long sequence = 0;
+    for (int i = 0; i < n; i++) {
+      SessionOuterClass.AppendEventRequest request =
+          SessionOuterClass.AppendEventRequest.newBuilder()
+              .setAppName(APP)
+              .setUserId(viaStub.userId())
+              .setSessionId(viaStub.id())
+              .setEvent(EventMapping.toProto(event(i)))
+              .setExpectedLastSequence(sequence)
+              .build();
+      long t = System.nanoTime();
+      sequence = sessionStub.appendEvent(request).getLastSequence();
+      stubTimes[i] = System.nanoTime() - t;
+      Event event = event(i);
+      t = System.nanoTime();
+      sessions.appendEvent(viaClient, event).blockingGet();
+      clientTimes[i] = System.nanoTime() - t;
+    }
+    if (workload != null) {
+      reportPair(workload, stubTimes, clientTimes);
+    }
+  }
+
   private static Session sessionWith(BaseSessionService service, int events) {
-    Session session = service.createSession(APP, "big-" + System.nanoTime()).blockingGet();
+    Session session = service.createSession(APP, "reader").blockingGet();
     for (int i = 0; i < events; i++) {
-      service.appendEvent(session, turn(i)).blockingGet();
+      service.appendEvent(session, event(i)).blockingGet();
     }
     return session;
   }
 
-  private static void fillMemory(
-      MemoryServiceGrpc.MemoryServiceBlockingStub stub, String user, int n) {
-    for (int batch = 0; batch < n; batch += 1000) {
+  /** The Go bench's memory: 100 sessions of 100 entries, 8 words each from its vocabulary. */
+  private void fillMemory(String user) {
+    Random random = new Random(1);
+    for (int s = 0; s < ENTRIES / 100; s++) {
       Memory.AddMemoryRequest.Builder request =
           Memory.AddMemoryRequest.newBuilder().setAppName(APP).setUserId(user);
-      for (int i = batch; i < batch + 1000; i++) {
+      for (int i = 0; i < 100; i++) {
         request.addMemories(
             Memory.MemoryEntry.newBuilder()
-                .setId("m" + i)
+                .setId("m-" + s + "-" + i)
                 .setAuthor("user")
                 .setContent(
                     SessionOuterClass.Content.newBuilder()
                         .setRole("user")
-                        .addParts(SessionOuterClass.Part.newBuilder().setText(sentence(i)))));
+                        .addParts(
+                            SessionOuterClass.Part.newBuilder()
+                                .setText(entryText(new Random(s * 100L + i))))));
       }
-      stub.addMemory(request.build());
+      memoryStub.addMemory(request.build());
     }
   }
 
-  private static void fillInMemory(BaseMemoryService memory, String user, int n) {
+  private static void fillInMemory(BaseMemoryService memory, String user) {
     Session session = Session.builder("memory-source").appName(APP).userId(user).build();
-    for (int i = 0; i < n; i++) {
-      session
-          .events()
-          .add(
-              Event.builder()
-                  .id("m" + i)
-                  .author("user")
-                  .content(Content.fromParts(Part.fromText(sentence(i))))
-                  .build());
+    for (int s = 0; s < ENTRIES / 100; s++) {
+      for (int i = 0; i < 100; i++) {
+        session
+            .events()
+            .add(
+                Event.builder()
+                    .id("m-" + s + "-" + i)
+                    .author("user")
+                    .content(Content.fromParts(Part.fromText(entryText(new Random(s * 100L + i)))))
+                    .build());
+      }
     }
     memory.addSessionToMemory(session).blockingAwait();
   }
 
-  private static String sentence(int i) {
-    return "entry "
-        + i
-        + " mentions "
-        + WORDS[i % WORDS.length]
-        + " "
-        + WORDS[(i / 16) % WORDS.length]
-        + " and "
-        + WORDS[(i / 256) % WORDS.length];
+  private static String entryText(Random random) {
+    List<String> words = new ArrayList<>(8);
+    for (int w = 0; w < 8; w++) {
+      words.add(word(random));
+    }
+    return String.join(" ", words);
   }
 
-  /**
-   * Times the raw stub call and the client's call alternately, {@code n} of each after a warmup, so
-   * that both see the same load; returns both p50s in ms.
-   */
-  private static double[] interleaved(String name, int n, Runnable raw, Runnable client) {
-    for (int i = 0; i < Math.max(5, n / 5); i++) {
-      raw.run();
-      client.run();
-    }
-    long[] rawTimes = new long[n];
+  private static String word(Random random) {
+    return VOCABULARY.get(random.nextInt(VOCABULARY.size()));
+  }
+
+  /** The stub's call and the client's, alternating, {@code n} of each. */
+  private static void interleaved(String workload, int n, IntConsumer stub, IntConsumer client) {
+    long[] stubTimes = new long[n];
     long[] clientTimes = new long[n];
     for (int i = 0; i < n; i++) {
       long t = System.nanoTime();
-      raw.run();
-      rawTimes[i] = System.nanoTime() - t;
+      stub.accept(i);
+      stubTimes[i] = System.nanoTime() - t;
       t = System.nanoTime();
-      client.run();
+      client.accept(i);
       clientTimes[i] = System.nanoTime() - t;
     }
-    Arrays.sort(rawTimes);
-    Arrays.sort(clientTimes);
-    double rawSeconds = Arrays.stream(rawTimes).sum() / 1e9;
-    double clientSeconds = Arrays.stream(clientTimes).sum() / 1e9;
-    return new double[] {
-      report(name + ": raw stub", rawTimes, n / rawSeconds),
-      report(name + ": client", clientTimes, n / clientSeconds)
-    };
+    reportPair(workload, stubTimes, clientTimes);
   }
 
-  /** Warms up, then times {@code n} calls; returns the p50 in ms. */
-  private static double time(String name, int n, Runnable call) {
+  private static void reportPair(String workload, long[] stubTimes, long[] clientTimes) {
+    double stubSeconds = Arrays.stream(stubTimes).sum() / 1e9;
+    double clientSeconds = Arrays.stream(clientTimes).sum() / 1e9;
+    Arrays.sort(stubTimes);
+    Arrays.sort(clientTimes);
+    report(workload, "Java stub (alternating)", stubTimes, stubTimes.length / stubSeconds);
+    report(workload, "Java client (alternating)", clientTimes, clientTimes.length / clientSeconds);
+  }
+
+  private static void time(String workload, String via, int n, IntConsumer call) {
     for (int i = 0; i < Math.max(5, n / 5); i++) {
-      call.run();
+      call.accept(i);
     }
     long[] latencies = new long[n];
     long start = System.nanoTime();
     for (int i = 0; i < n; i++) {
       long t = System.nanoTime();
-      call.run();
+      call.accept(i);
       latencies[i] = System.nanoTime() - t;
     }
     double seconds = (System.nanoTime() - start) / 1e9;
     Arrays.sort(latencies);
-    return report(name, latencies, n / seconds);
+    report(workload, via, latencies, n / seconds);
   }
 
-  private static double report(String name, long[] sorted, double perSecond) {
+  private static void report(String workload, String via, long[] sorted, double perSecond) {
     double p50 = sorted[sorted.length / 2] / 1e6;
     double p99 = sorted[Math.min(sorted.length - 1, (int) (sorted.length * 0.99))] / 1e6;
-    System.out.printf("%-60s p50 %8.3f ms  p99 %8.3f ms  %8.0f/s%n", name, p50, p99, perSecond);
-    return p50;
+    System.out.printf(
+        "| %s | %s | %.3f | %.3f | %.0f | %s |%n", workload, via, p50, p99, perSecond, load());
+  }
+
+  /** The 1-minute load average, where the system tells it. */
+  private static String load() {
+    try {
+      return Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
+    } catch (IOException e) {
+      return "?";
+    }
   }
 }
