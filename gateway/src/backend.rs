@@ -3,7 +3,7 @@
 
 use adk_proto::{
     memory::v1::memory_service_client::MemoryServiceClient,
-    session::v1::session_service_client::SessionServiceClient,
+    session::v1::{session_service_client::SessionServiceClient, ListAppsRequest},
 };
 use runner_client::{clients::channel, Access};
 use tonic::{
@@ -11,6 +11,7 @@ use tonic::{
     transport::Channel,
     Request,
 };
+use tonic_health::pb::health_client::HealthClient;
 
 use crate::{caller::Caller, error::GatewayError};
 
@@ -22,6 +23,8 @@ const MAX_MESSAGE_BYTES: usize = 64 << 20;
 pub struct Backend {
     session: Channel,
     memory: Channel,
+    session_endpoint: String,
+    memory_endpoint: String,
     /// The gateway's own token (`--token-file`), for callers that bring none.
     own_token: Option<String>,
 }
@@ -35,6 +38,8 @@ impl Backend {
         Ok(Self {
             session: channel(session_endpoint, access)?,
             memory: channel(memory_endpoint, access)?,
+            session_endpoint: session_endpoint.to_owned(),
+            memory_endpoint: memory_endpoint.to_owned(),
             own_token: access.token.clone(),
         })
     }
@@ -45,6 +50,39 @@ impl Backend {
 
     pub fn memory(&self) -> MemoryServiceClient<Channel> {
         MemoryServiceClient::new(self.memory.clone()).max_decoding_message_size(MAX_MESSAGE_BYTES)
+    }
+
+    /// Each service's name, gRPC service name, address and health client (the health
+    /// service needs no token).
+    pub fn health(&self) -> [(&'static str, &'static str, &str, HealthClient<Channel>); 2] {
+        [
+            (
+                "session-svc",
+                "adk.session.v1.SessionService",
+                &self.session_endpoint,
+                HealthClient::new(self.session.clone()),
+            ),
+            (
+                "memory-svc",
+                "adk.memory.v1.MemoryService",
+                &self.memory_endpoint,
+                HealthClient::new(self.memory.clone()),
+            ),
+        ]
+    }
+
+    /// The apps with sessions the caller may use: what session-svc's ListApps answers for
+    /// the caller's token, within the caller's grant.
+    pub async fn apps(&self, caller: &Caller) -> Result<Vec<String>, GatewayError> {
+        let mut apps = self
+            .sessions()
+            .list_apps(self.request(caller, ListAppsRequest {})?)
+            .await
+            .map_err(|s| GatewayError::service("session-svc", "ListApps", s))?
+            .into_inner()
+            .app_names;
+        apps.retain(|app| caller.grant().check_app(app).is_ok());
+        Ok(apps)
     }
 
     /// `message` as a request carrying the caller's token, or the gateway's own.

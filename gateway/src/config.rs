@@ -1,12 +1,12 @@
 //! The gateway's flags: where the services are and how to reach them (the same settings
-//! `runner-client` takes), where to listen, and who may call.
+//! `runner-client` takes), where to listen, and who may call (over MCP and in the console).
 
 use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
-/// Serve session-svc's and memory-svc's sessions and memory to any MCP client: streamable
-/// HTTP at /mcp, or stdio with `gateway mcp --stdio`.
+/// Serve session-svc's and memory-svc's sessions and memory to any MCP client (streamable
+/// HTTP at /mcp, or stdio with `gateway mcp --stdio`) and to people (the web console at /).
 #[derive(Debug, Parser)]
 #[command(name = "gateway", version = adk_version::version!())]
 pub struct Cli {
@@ -67,8 +67,9 @@ pub struct Http {
     pub listen: SocketAddr,
 
     /// The services' tokens file (the same JSON): MCP callers must present one of its tokens
-    /// as `Authorization: Bearer`, which decides the apps and users they reach and is passed
-    /// on to the services. Without it, callers are not authenticated.
+    /// as `Authorization: Bearer`, and browsers sign in to the console with one; it decides the
+    /// apps and users they reach and is passed on to the services. Without it, callers are not
+    /// authenticated.
     #[arg(long, env = "GATEWAY_TOKENS_FILE")]
     pub tokens_file: Option<PathBuf>,
 
@@ -82,8 +83,9 @@ pub struct Http {
     #[arg(long, env = "GATEWAY_ALLOWED_HOSTS", value_delimiter = ',')]
     pub allowed_hosts: Vec<String>,
 
-    /// Browser origins (scheme://host:port) allowed to call /mcp, comma-separated. Requests
-    /// with any other `Origin` header are refused (403); requests without one are served.
+    /// Browser origins (scheme://host:port) allowed to call the gateway besides its own (the
+    /// console's page), comma-separated. Requests with any other `Origin` header are refused
+    /// (403); requests without one are served.
     #[arg(long, env = "GATEWAY_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub allowed_origins: Vec<String>,
 

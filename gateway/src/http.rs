@@ -1,6 +1,6 @@
-//! The HTTP front door: MCP over streamable HTTP at `/mcp`, behind bearer-token
-//! authentication, with the MCP spec's Host and Origin checks (no DNS rebinding, no calls from
-//! foreign web pages), and `/healthz` for probes.
+//! The HTTP front door on one listener: MCP over streamable HTTP at `/mcp` (bearer tokens),
+//! the web console at `/` (signed-in browsers, [`crate::console`]), both behind the same Host
+//! and Origin checks ([`crate::guard`]), and `/healthz` for probes.
 
 use std::{io, net::SocketAddr, sync::Arc};
 
@@ -23,7 +23,13 @@ use rmcp::{
 use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
 
-use crate::{backend::Backend, caller::Caller, config::Http, mcp::Gateway};
+use crate::{
+    backend::Backend,
+    config::Http,
+    console,
+    guard::{front_door, Guard},
+    mcp::Gateway,
+};
 
 /// Largest request body `/mcp` reads: a batch of tool calls at their largest, with room.
 const MAX_BODY_BYTES: usize = 1 << 20;
@@ -79,7 +85,10 @@ pub async fn start(http: &Http, backend: Backend) -> Result<Running, StartError>
         source,
     })?;
     let stop = CancellationToken::new();
-    let router = router(http, backend, authenticator.clone(), stop.child_token());
+    let guard = Guard::new(http, authenticator.clone());
+    let router = router(guard, backend, stop.child_token())
+        // The console counts a browser's live views by its address before it signs in.
+        .into_make_service_with_connect_info::<SocketAddr>();
     let shutdown = stop.clone();
     let task = tokio::spawn(async move {
         axum::serve(listener, router)
@@ -94,42 +103,32 @@ pub async fn start(http: &Http, backend: Backend) -> Result<Running, StartError>
     })
 }
 
-fn router(
-    http: &Http,
-    backend: Backend,
-    authenticator: Authenticator,
-    stop: CancellationToken,
-) -> Router {
-    let mut config = StreamableHttpServerConfig::default()
+fn router(guard: Guard, backend: Backend, stop: CancellationToken) -> Router {
+    let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(stop)
         // Every request stands alone (the 2026-07-28 protocol is sessionless; older clients
         // are answered the same way), so any replica can serve any request.
         .with_legacy_session_mode(false)
         .with_json_response(true)
-        .with_max_request_body_bytes(MAX_BODY_BYTES);
-    config = if http.listen.ip().is_loopback() || !http.allowed_hosts.is_empty() {
-        let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".into(), "::1".into()];
-        hosts.extend(http.allowed_hosts.iter().cloned());
-        config.with_allowed_hosts(hosts)
-    } else {
-        // Beyond loopback without named hosts: tokens (required there) protect it instead.
-        config.disable_allowed_hosts()
-    };
-    config = if http.allowed_origins.is_empty() {
-        config.enforce_origin_validation()
-    } else {
-        config.with_allowed_origins(http.allowed_origins.iter().cloned())
-    };
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        // Host and Origin are checked for every route by `front_door`.
+        .disable_allowed_hosts()
+        .disable_allowed_origins();
+    let mcp_backend = backend.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(Gateway::new(backend.clone(), None)),
+        move || Ok(Gateway::new(mcp_backend.clone(), None)),
         Arc::new(NeverSessionManager::default()),
         config,
     );
-    Router::new()
+    let mcp = Router::new()
         .nest_service("/mcp", mcp)
         .layer(middleware::from_fn(jsonrpc_errors))
-        .layer(middleware::from_fn_with_state(authenticator, authenticate))
-        // Outside authentication: what probes and load balancers ask.
+        .layer(middleware::from_fn_with_state(guard.clone(), authenticate));
+    Router::new()
+        .merge(mcp)
+        .merge(console::router(guard.clone(), backend))
+        .layer(middleware::from_fn_with_state(guard, front_door))
+        // Outside the checks: what probes and load balancers ask, by any name.
         .route("/healthz", get(|| async { "ok\n" }))
 }
 
@@ -172,18 +171,14 @@ async fn jsonrpc_errors(request: Request, next: Next) -> Response {
 
 /// Turns the bearer token into the request's [`Caller`], or answers 401 with the challenge
 /// MCP clients expect.
-async fn authenticate(
-    State(authenticator): State<Authenticator>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+async fn authenticate(State(guard): State<Guard>, mut request: Request, next: Next) -> Response {
     let token = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(|t| t.trim().to_owned());
-    let Some(grant) = authenticator.authenticate(token.as_deref()) else {
+    let Some(caller) = guard.caller(token.as_deref()) else {
         let challenge = match token {
             None => r#"Bearer realm="adk-gateway""#,
             Some(_) => r#"Bearer realm="adk-gateway", error="invalid_token""#,
@@ -199,10 +194,6 @@ async fn authenticate(
         );
         return response;
     };
-    // With tokens on, the caller's own token goes on to the services, which check it again.
-    let passed_on = token.filter(|_| authenticator.is_required());
-    request
-        .extensions_mut()
-        .insert(Caller::with_token(grant, passed_on));
+    request.extensions_mut().insert(caller);
     next.run(request).await
 }

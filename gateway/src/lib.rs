@@ -1,17 +1,22 @@
-//! One front door to session-svc and memory-svc for agents that speak the Model Context
-//! Protocol: their memory and sessions as MCP tools, resources and a prompt, over streamable
-//! HTTP (`/mcp`, [`http`]) or stdio (`gateway mcp --stdio`).
+//! One HTTP front door to session-svc and memory-svc: their memory and sessions as MCP tools,
+//! resources and a prompt for agents that speak the Model Context Protocol, over streamable
+//! HTTP (`/mcp`) or stdio (`gateway mcp --stdio`), and the web console for people (`/`).
 //!
 //! - [`config`]: the flags;
+//! - [`http`]: the listener and its routes;
+//! - [`guard`]: the Host and Origin checks and the bearer token's caller, for every route;
 //! - [`caller`]: who calls, and the one rule deciding whose data a call touches;
 //! - [`backend`]: the connections to the services, each call carrying its caller's token;
 //! - [`mcp`]: the MCP server (tools, resources, prompt);
+//! - [`console`]: the web console;
 //! - [`error`]: the gateway's errors and how they reach MCP clients.
 
 pub mod backend;
 pub mod caller;
 pub mod config;
+pub mod console;
 pub mod error;
+pub mod guard;
 pub mod http;
 pub mod mcp;
 

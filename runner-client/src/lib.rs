@@ -33,13 +33,11 @@
 //! - `append_stream`: the turn's one `AppendEvents` stream.
 //! - [`json`]: protobuf messages as JSON, for output and for the model.
 //! - [`error`]: [`RunnerError`], the crate's one error type.
-//! - [`console`]: the web console served by `runner-client console`.
 
 pub mod agent;
 pub mod agents;
 mod append_stream;
 pub mod clients;
-pub mod console;
 pub mod error;
 pub mod event;
 pub mod invocation;

@@ -2,10 +2,10 @@
 //! store, and offers small builders for requests.
 //!
 //! Where a suite lives: a suite that boots one program and talks only to it lives in that
-//! program's crate (`session-svc/tests/`, `memory-svc/tests/`, `runner-client/tests/`); a
-//! suite that needs several programs (both services, replicas, the runner or the console with
-//! its servers), or the stored fixtures of `fixtures/`, lives here in `tests/`. Every suite
-//! boots its servers through this harness.
+//! program's crate (`session-svc/tests/`, `memory-svc/tests/`, `runner-client/tests/`), and
+//! the gateway's suites (MCP and the console) in `gateway/tests/`; a suite that needs several
+//! programs (both services, replicas, the runner with its servers), or the stored fixtures of
+//! `fixtures/`, lives here in `tests/`. Every suite boots its servers through this harness.
 //!
 //! The store is a sled database in a temporary directory, or, when the environment variable
 //! `ADK_TEST_POSTGRES` holds a PostgreSQL connection string, a fresh schema in that database

@@ -106,7 +106,7 @@ impl Gateway {
         _page: Option<PaginatedRequestParams>,
     ) -> Result<ListResourcesResult, GatewayError> {
         let mut resources = Vec::new();
-        for app in self.apps(caller).await? {
+        for app in self.backend.apps(caller).await? {
             let Ok(scope) = caller.scope(Some(&app), None) else {
                 continue;
             };

@@ -10,7 +10,7 @@ use adk_proto::{
     },
     session::v1::{
         AppendEventRequest, Content, CreateSessionRequest, Event, GetSessionRequest,
-        ListAppsRequest, ListSessionsRequest, Session,
+        ListSessionsRequest, Session,
     },
 };
 use rmcp::{
@@ -355,7 +355,7 @@ impl Gateway {
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
         let caller = self.caller(&ctx)?;
-        answer(self.apps(&caller).await.map(|apps| {
+        answer(self.backend.apps(&caller).await.map(|apps| {
             let text = if apps.is_empty() {
                 "No apps have sessions yet.".to_owned()
             } else {
@@ -369,20 +369,6 @@ impl Gateway {
 impl Gateway {
     pub(super) fn router() -> ToolRouter<Self> {
         Self::tool_router()
-    }
-
-    /// The apps with sessions the caller's token may use.
-    pub(super) async fn apps(&self, caller: &Caller) -> Result<Vec<String>, GatewayError> {
-        let mut apps = self
-            .backend
-            .sessions()
-            .list_apps(self.backend.request(caller, ListAppsRequest {})?)
-            .await
-            .map_err(|s| GatewayError::service("session-svc", "ListApps", s))?
-            .into_inner()
-            .app_names;
-        apps.retain(|app| caller.grant().check_app(app).is_ok());
-        Ok(apps)
     }
 
     /// A search, with a line saying whose memory was searched.

@@ -1,7 +1,6 @@
 //! The command line: flags (each with an environment-variable fallback), subcommands, and the
 //! dispatch to their handlers. Handlers only translate between the terminal and the library.
 
-mod console;
 mod memory;
 mod output;
 mod sessions;
@@ -193,8 +192,6 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Serve the web console: browse sessions and memory, follow live activity.
-    Console(console::ConsoleArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -310,23 +307,19 @@ enum MemoryCommand {
 
 /// The global flags a command does not use, by argument id: accepted anywhere (they are
 /// global), but left out of the command's help and completions.
-const UNUSED_GLOBALS: &[(&str, &[&str])] = &[
-    // Browsers sign in with their own token, and choose apps, users and sessions on the page.
-    ("console", &["token_file", "app", "user", "session", "json"]),
-    (
-        "completions",
-        &[
-            "session_endpoint",
-            "memory_endpoint",
-            "token_file",
-            "ca_cert",
-            "app",
-            "user",
-            "session",
-            "json",
-        ],
-    ),
-];
+const UNUSED_GLOBALS: &[(&str, &[&str])] = &[(
+    "completions",
+    &[
+        "session_endpoint",
+        "memory_endpoint",
+        "token_file",
+        "ca_cert",
+        "app",
+        "user",
+        "session",
+        "json",
+    ],
+)];
 
 /// The command line, each command's help and completions listing only the flags it uses.
 pub fn command() -> clap::Command {
@@ -450,7 +443,6 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,
         },
         Command::Completions { shell } => Ok(output::bytes(&completions(*shell))?),
-        Command::Console(args) => console::serve(cli, args).await,
     }
 }
 

@@ -1,5 +1,6 @@
-//! What the console suites share: both services requiring tokens, the console in front of
-//! them, gRPC clients presenting a token, and the data the pages show.
+//! What the console suites share: both services requiring tokens, the gateway binary in front
+//! of them with the same tokens file, gRPC clients presenting a token, and the data the pages
+//! show.
 
 use std::net::SocketAddr;
 
@@ -50,6 +51,8 @@ pub type Memories = MemoryServiceClient<InterceptedService<Channel, Bearer>>;
 pub struct Fixture {
     pub session: SessionServer,
     _memory: MemoryServer,
+    /// The gateway process, killed when the fixture is dropped.
+    _gateway: tokio::process::Child,
     pub console: SocketAddr,
     pub sessions: Sessions,
     pub memories: Memories,
@@ -57,8 +60,8 @@ pub struct Fixture {
 }
 
 impl Fixture {
-    /// Both services (tokens required, session-svc with `/metrics`) and the console listing
-    /// apps `a` and `b`, with [`Fixture::seed`] data.
+    /// Both services (tokens required, session-svc with `/metrics`) and the gateway serving
+    /// the console on a free loopback port, with [`Fixture::seed`] data.
     pub async fn start() -> Self {
         // reqwest (used to talk HTTP to the console and /metrics) needs a TLS provider even
         // for plain HTTP; ring is the one tonic already links. Another test may have done it.
@@ -79,19 +82,17 @@ impl Fixture {
         let endpoint = format!("http://{}", session.addr);
         let memory =
             MemoryServer::start_with(&endpoint, |c| c.serve.tokens_file = Some(tokens)).await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("binds");
-        let running = runner_client::console::spawn(
-            listener,
-            runner_client::console::Config {
-                session_endpoint: endpoint,
-                memory_endpoint: format!("http://{}", memory.addr),
-                ca_pem: None,
-                apps: vec!["a".into(), "b".into()],
-            },
-        )
-        .expect("the console starts");
+        let (gateway, console) = start_gateway(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--session-endpoint",
+            &endpoint,
+            "--memory-endpoint",
+            &format!("http://{}", memory.addr),
+            "--tokens-file",
+            &dir.path().join("tokens.json").display().to_string(),
+        ])
+        .await;
         let bearer = Bearer(format!("Bearer {OPS_TOKEN}").parse().expect("header value"));
         let channel = |addr: SocketAddr| {
             Channel::from_shared(format!("http://{addr}"))
@@ -101,7 +102,8 @@ impl Fixture {
         let fixture = Fixture {
             sessions: SessionServiceClient::with_interceptor(channel(session.addr), bearer.clone()),
             memories: MemoryServiceClient::with_interceptor(channel(memory.addr), bearer),
-            console: running.addr,
+            console,
+            _gateway: gateway,
             session,
             _memory: memory,
             _dir: dir,
@@ -251,4 +253,29 @@ impl Fixture {
         )
         .unwrap_or_else(|| panic!("session-svc reports no in-flight gauge of {method}"))
     }
+}
+
+/// Starts the gateway binary with `flags` and waits for its ready line: the process and the
+/// address it listens on.
+async fn start_gateway(flags: &[&str]) -> (tokio::process::Child, SocketAddr) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .args(flags)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the gateway starts");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let line = tokio::io::BufReader::new(stdout)
+        .lines()
+        .next_line()
+        .await
+        .expect("reads the gateway's output")
+        .expect("the gateway prints its ready line");
+    // "gateway listening on <addr>"
+    let addr = line
+        .strip_prefix("gateway listening on ")
+        .and_then(|addr| addr.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    (child, addr)
 }

@@ -1,7 +1,7 @@
-//! The web console's HTTP API against real servers that require tokens: signing in, what a
-//! scoped token may see, writes that must come from the page, the loopback host check, and the
-//! bound on live views per browser. (The page itself is tested in a real browser by
-//! `console_browser.rs`.)
+//! The web console's HTTP API, served by the gateway binary in front of real servers that
+//! require tokens: signing in, what a scoped token may see, writes that must come from the
+//! page, the Host and Origin checks it shares with `/mcp`, and the bound on live views per
+//! browser. (The page itself is tested in a real browser by `console_browser.rs`.)
 
 mod console_fixture;
 
@@ -275,9 +275,9 @@ async fn search_filters_reach_the_service() {
 }
 
 #[tokio::test]
-async fn on_loopback_the_console_answers_only_to_loopback_names() {
+async fn the_console_and_mcp_share_the_host_and_origin_checks() {
     let fixture = Fixture::start().await;
-    let browser = Browser::new(&fixture);
+    let mut browser = Browser::new(&fixture);
     let port = fixture.console.port();
     for host in [
         format!("localhost:{port}"),
@@ -291,14 +291,53 @@ async fn on_loopback_the_console_answers_only_to_loopback_names() {
             .await;
         assert_eq!(response.expect("GET").status(), StatusCode::OK, "{host}");
     }
-    // What a page of another site reaches through DNS rebinding.
+    // What a page of another site reaches through DNS rebinding, on either route.
+    for path in ["/api/apps", "/mcp"] {
+        let response = browser
+            .request(reqwest::Method::GET, path)
+            .header(header::HOST, format!("rebound.example:{port}"))
+            .send()
+            .await
+            .expect("GET");
+        assert_eq!(response.status(), StatusCode::MISDIRECTED_REQUEST, "{path}");
+    }
+    // The page's own origin may write; a foreign page may not, even with the write header.
+    browser.sign_in(OPS_TOKEN).await;
+    let delete = "/api/apps/a/users/alice/memories/delete";
+    for (path, body) in [
+        ("/api/login", json!({ "token": OPS_TOKEN })),
+        (delete, json!({"memory_id": "m-food"})),
+    ] {
+        let response = browser
+            .request(reqwest::Method::POST, path)
+            .header("x-console-write", "1")
+            .header(header::ORIGIN, "https://evil.example")
+            .json(&body)
+            .send()
+            .await
+            .expect("POST");
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{path}");
+    }
     let response = browser
-        .request(reqwest::Method::GET, "/api/apps")
-        .header(header::HOST, format!("rebound.example:{port}"))
+        .request(reqwest::Method::POST, "/mcp")
+        .header(header::ORIGIN, "https://evil.example")
+        .header(header::AUTHORIZATION, format!("Bearer {OPS_TOKEN}"))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
         .send()
         .await
-        .expect("GET");
-    assert_eq!(response.status(), StatusCode::MISDIRECTED_REQUEST);
+        .expect("POST /mcp");
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    assert_eq!(fixture.memory_ids().await.len(), 4, "nothing was deleted");
+    let response = browser
+        .request(reqwest::Method::POST, delete)
+        .header("x-console-write", "1")
+        .header(header::ORIGIN, fixture.url())
+        .json(&json!({"memory_id": "m-food"}))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(fixture.memory_ids().await.len(), 3);
     let page = browser
         .request(reqwest::Method::GET, "/")
         .send()
@@ -323,7 +362,7 @@ async fn live_views_are_bounded_per_browser_and_end_with_the_connection() {
     browser.sign_in(OPS_TOKEN).await;
     let session = "/api/apps/a/users/alice/sessions/s1/live";
     let mut open = Vec::new();
-    for _ in 0..runner_client::console::live::MAX_PER_BROWSER {
+    for _ in 0..gateway::console::live::MAX_PER_BROWSER {
         let (text, response) = browser.first_message(session).await;
         assert!(text.starts_with("event: event"), "{text}");
         open.push(response);

@@ -30,8 +30,9 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_stream::{Stream, StreamExt};
 
+use runner_client::json;
+
 use super::{error::ConsoleError, logins::Caller, Console};
-use crate::json;
 
 /// Live views one browser may hold open.
 pub const MAX_PER_BROWSER: usize = 4;
@@ -155,9 +156,9 @@ pub async fn session(
         after_sequence: q.after,
         include_partial: true,
     };
-    let stream = match caller.backend.session.watch_session(request).await {
+    let stream = match caller.calls().watch_session(request).await {
         Ok(stream) => stream,
-        Err(e) => return failure(e.into()),
+        Err(e) => return failure(ConsoleError::Service(e)),
     };
     let events = stream.map(move |change| {
         Ok(match change {
@@ -208,9 +209,9 @@ pub async fn feed(
         user_id: q.user,
         cursor,
     };
-    let stream = match caller.backend.session.watch_events(request).await {
+    let stream = match caller.calls().watch_events(request).await {
         Ok(stream) => stream,
-        Err(e) => return failure(e.into()),
+        Err(e) => return failure(ConsoleError::Service(e)),
     };
     let events = stream.map(move |item| {
         Ok(match item {

@@ -106,8 +106,8 @@ function errorBox(error) {
   return el("p", { class: "error", role: "alert", text: error.message || String(error) });
 }
 
-// Shows what failed: the sign-in form when the services want a token (the services' own
-// refusal, "missing bearer token", is for programs, not for a person opening the console).
+// Shows what failed: the sign-in form when the gateway wants a token (its refusal is for
+// programs, not for a person opening the console).
 function failed(error) {
   if (error instanceof ApiError && error.status === 401) {
     showLogin();
@@ -139,7 +139,7 @@ function showLogin() {
     }
   } },
   el("h1", { text: "Sign in" }),
-  el("p", { class: "muted", text: "The services require a token: sign in with the bearer token you would give them. The console shows what that token may see." }),
+  el("p", { class: "muted", text: "This gateway requires a token: sign in with the bearer token you would give the services. The console shows what that token may see." }),
   el("label", {}, "Token ", input), " ",
   el("button", { class: "primary", type: "submit", text: "Sign in" }),
   problem);
@@ -217,7 +217,7 @@ async function homePage() {
     el("h1", { text: "Apps" }),
     apps.apps.length
       ? el("ul", { id: "apps" }, apps.apps.map((a) => el("li", {}, link(`#/app/${enc(a)}`, a))))
-      : el("p", { class: "muted", text: "No apps listed (start the console with --apps) or none this token may see." }),
+      : el("p", { class: "muted", text: "No apps with sessions that this token may see." }),
     el("form", { class: "inline", onsubmit: (e) => { e.preventDefault(); location.hash = `#/app/${enc(open.value.trim())}`; } },
       el("label", {}, "Open an app by name ", open), el("button", { type: "submit", text: "Open" })));
 }

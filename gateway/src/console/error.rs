@@ -9,21 +9,29 @@ use axum::{
 use serde_json::json;
 use tonic::Code;
 
-use crate::RunnerError;
+use crate::error::GatewayError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
-    /// A service call failed (or the service is not there).
+    /// A service call failed, or the caller may not make it.
     #[error(transparent)]
-    Service(#[from] RunnerError),
+    Service(#[from] GatewayError),
 
     /// A query parameter or body field the console cannot use.
     #[error("invalid {field}: {reason}")]
     BadRequest { field: &'static str, reason: String },
 
-    /// The signed-in token is unknown to the services.
-    #[error("the services do not accept this token")]
+    /// A token the gateway does not know (not in its tokens file).
+    #[error("the gateway does not accept this token")]
     UnknownToken,
+
+    /// A request without a signed-in token, where the gateway requires one.
+    #[error("sign in with a token first")]
+    SignInRequired,
+
+    /// Signing in to a gateway that authenticates no one (no tokens file).
+    #[error("this gateway runs without a tokens file: there is nothing to sign in to")]
+    NoSignIn,
 
     /// A write without the console's own request header (not sent by the page: cross-site).
     #[error("writes must come from the console page (header x-console-write missing)")]
@@ -40,18 +48,21 @@ pub enum ConsoleError {
 impl IntoResponse for ConsoleError {
     fn into_response(self) -> Response {
         let (status, code) = match &self {
-            ConsoleError::Service(RunnerError::Service { code, .. }) => {
+            ConsoleError::Service(GatewayError::Service { code, .. }) => {
                 (http_status(*code), code_name(*code))
             }
-            ConsoleError::Service(RunnerError::Unreachable { .. }) => {
-                (StatusCode::BAD_GATEWAY, "UNAVAILABLE")
+            ConsoleError::Service(GatewayError::Denied(_)) => {
+                (StatusCode::FORBIDDEN, "PERMISSION_DENIED")
             }
-            ConsoleError::Service(RunnerError::SessionNotFound { .. }) => {
+            ConsoleError::Service(GatewayError::NotFound(_)) => {
                 (StatusCode::NOT_FOUND, "NOT_FOUND")
             }
-            ConsoleError::Service(_) => (StatusCode::BAD_GATEWAY, "INTERNAL"),
-            ConsoleError::BadRequest { .. } => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
-            ConsoleError::UnknownToken => (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),
+            ConsoleError::Service(GatewayError::Missing { .. } | GatewayError::Invalid { .. })
+            | ConsoleError::BadRequest { .. }
+            | ConsoleError::NoSignIn => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+            ConsoleError::UnknownToken | ConsoleError::SignInRequired => {
+                (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED")
+            }
             ConsoleError::CrossSite => (StatusCode::FORBIDDEN, "CROSS_SITE"),
             ConsoleError::TooManyLiveViews { .. } => {
                 (StatusCode::TOO_MANY_REQUESTS, "RESOURCE_EXHAUSTED")

@@ -1,10 +1,13 @@
 //! The JSON API the page reads: apps, users, sessions, a session's state and events, memory,
 //! health. Handlers only translate between HTTP and [`super::backend`]; entities are rendered
-//! by [`crate::json`].
+//! by [`runner_client::json`].
 
 use std::{collections::BTreeMap, str::FromStr, sync::Arc};
 
-use adk_proto::{memory::v1::SearchMemoryRequest, session::v1::Session};
+use adk_proto::{
+    memory::v1::{delete_memory_request::Target, SearchMemoryRequest},
+    session::v1::Session,
+};
 use axum::{
     extract::{Path, Query, State},
     http::HeaderMap,
@@ -14,13 +17,14 @@ use prost_types::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use runner_client::json;
+
 use super::{
-    backend::EVENTS_PAGE,
+    backend::{self, EVENTS_PAGE},
     error::ConsoleError,
     logins::{check_write, Caller},
     Console,
 };
-use crate::{json, MemoryTarget};
 
 /// Rows per page of the users and sessions tables.
 const ROWS_PAGE: usize = 50;
@@ -39,7 +43,7 @@ type ApiResult = Result<Json<Value>, ConsoleError>;
 
 /// `GET /api/health`: both services' health and the console's own figures.
 pub async fn health(State(console): State<Arc<Console>>) -> Json<Value> {
-    let services = console.services.health().await;
+    let services = backend::health(&console.backend).await;
     Json(json!({
         "services": services,
         "live_views": console.live.open(),
@@ -47,15 +51,9 @@ pub async fn health(State(console): State<Arc<Console>>) -> Json<Value> {
     }))
 }
 
-/// `GET /api/apps`: the apps the console was told about that this token may see.
-pub async fn apps(State(console): State<Arc<Console>>, caller: Caller) -> ApiResult {
-    let mut visible = Vec::new();
-    for app in &console.apps {
-        if caller.backend.app_visible(app).await? {
-            visible.push(app.clone());
-        }
-    }
-    Ok(Json(json!({ "apps": visible })))
+/// `GET /api/apps`: the apps this token may see (session-svc's ListApps).
+pub async fn apps(caller: Caller) -> ApiResult {
+    Ok(Json(json!({ "apps": caller.calls().apps().await? })))
 }
 
 #[derive(Deserialize)]
@@ -76,9 +74,8 @@ async fn sessions_newest_first(
     user: Option<&str>,
 ) -> Result<(Vec<Session>, bool), ConsoleError> {
     let (mut sessions, truncated) = caller
-        .backend
-        .session
-        .list_up_to(app, user, MAX_SESSIONS_READ)
+        .calls()
+        .sessions_up_to(app, user, MAX_SESSIONS_READ)
         .await?;
     let key = |s: &Session| {
         let t = s.last_update_time.unwrap_or_default();
@@ -209,7 +206,7 @@ pub async fn session(
     caller: Caller,
     Path((app, user, id)): Path<(String, String, String)>,
 ) -> ApiResult {
-    let s = caller.backend.find_session(&app, &user, &id).await?;
+    let s = caller.calls().session(&app, &user, &id).await?;
     Ok(Json(json!({
         "id": s.id, "app_name": s.app_name, "user_id": s.user_id,
         "create_time": s.create_time.map(|t| t.to_string()),
@@ -235,7 +232,7 @@ pub async fn events(
 ) -> ApiResult {
     let page = q.page.unwrap_or(1).max(1);
     let after = (page - 1).saturating_mul(u64::from(EVENTS_PAGE));
-    let events = caller.backend.events(&app, &user, &id, after).await?;
+    let events = caller.calls().events(&app, &user, &id, after).await?;
     Ok(Json(
         json!({"page": page, "events": events.iter().map(json::event).collect::<Vec<_>>()}),
     ))
@@ -255,9 +252,8 @@ pub async fn memories(
 ) -> ApiResult {
     let first = q.page_token.is_empty();
     let page = caller
-        .backend
-        .memory
-        .page(&app, &user, MEMORIES_PAGE, q.page_token)
+        .calls()
+        .memories(&app, &user, MEMORIES_PAGE, q.page_token)
         .await?;
     // The user's figure, counted along with the first page.
     let total = if first {
@@ -277,7 +273,7 @@ async fn count_memories(caller: &Caller, app: &str, user: &str) -> Result<Value,
     let mut counted = 0;
     let mut token = String::new();
     loop {
-        let page = caller.backend.memory.page(app, user, 100, token).await?;
+        let page = caller.calls().memories(app, user, 100, token).await?;
         counted += page.memories.len();
         if page.next_page_token.is_empty() {
             return Ok(json!(counted));
@@ -331,7 +327,7 @@ pub async fn search(
         author: q.author,
         ..Default::default()
     };
-    let found = caller.backend.memory.search_request(request).await?;
+    let found = caller.calls().search(request).await?;
     // Scores ride along even when 0, unlike in json::memory_entry.
     let rows: Vec<Value> = found
         .iter()
@@ -362,8 +358,8 @@ pub async fn delete_memory(
 ) -> ApiResult {
     check_write(&headers)?;
     let target = match (form.memory_id, form.session_id) {
-        (Some(id), None) if !id.is_empty() => MemoryTarget::Id(id),
-        (None, Some(id)) if !id.is_empty() => MemoryTarget::Session(id),
+        (Some(id), None) if !id.is_empty() => Target::MemoryId(id),
+        (None, Some(id)) if !id.is_empty() => Target::SessionId(id),
         _ => {
             return Err(ConsoleError::BadRequest {
                 field: "memory_id",
@@ -371,6 +367,6 @@ pub async fn delete_memory(
             })
         }
     };
-    let deleted = caller.backend.memory.delete(&app, &user, target).await?;
+    let deleted = caller.calls().delete_memory(&app, &user, target).await?;
     Ok(Json(json!({ "deleted": deleted })))
 }

@@ -1,8 +1,10 @@
 //! Who is asking: a browser signs in by posting its bearer token once; the console keeps the
 //! token on the server side and hands the browser a random login id in an `HttpOnly`,
 //! `SameSite=Strict` cookie. The token never reaches a URL, the page's scripts or storage.
-//! Every API call is made with the caller's token (none before signing in, which is all an
-//! open deployment needs).
+//! Each request's caller is what the gateway makes of that token ([`Guard::caller`], as for
+//! `/mcp`), checked again on every request, so a token taken out of the tokens file stops
+//! working at once. Without a tokens file nobody signs in and every browser is the gateway's
+//! own caller.
 
 use std::{
     collections::HashMap,
@@ -20,7 +22,8 @@ use axum::{
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{backend::Backend, error::ConsoleError, Console};
+use super::{backend::Calls, error::ConsoleError, Console};
+use crate::caller::Caller as Identity;
 
 /// The cookie holding the login id.
 const COOKIE: &str = "adk_console";
@@ -88,11 +91,22 @@ fn login_id(headers: &HeaderMap) -> Option<&str> {
         .find_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='))
 }
 
-/// The browser behind a request: its calls to the services, and a key for per-browser limits.
+/// The browser behind a request: who it is to the services, and a key for per-browser limits.
 pub struct Caller {
-    pub backend: Backend,
+    console: Arc<Console>,
+    identity: Identity,
     /// The login id, or the peer address before signing in.
     pub key: String,
+}
+
+impl Caller {
+    /// This browser's calls to the services.
+    pub fn calls(&self) -> Calls<'_> {
+        Calls {
+            backend: &self.console.backend,
+            caller: &self.identity,
+        }
+    }
 }
 
 impl FromRequestParts<Arc<Console>> for Caller {
@@ -104,6 +118,16 @@ impl FromRequestParts<Arc<Console>> for Caller {
     ) -> Result<Self, Self::Rejection> {
         let login = login_id(&parts.headers).map(str::to_owned);
         let token = login.as_deref().and_then(|id| console.logins.token(id));
+        let identity = match &token {
+            Some(token) => console
+                .guard
+                .caller(Some(token))
+                .ok_or(ConsoleError::UnknownToken)?,
+            None => console
+                .guard
+                .caller(None)
+                .ok_or(ConsoleError::SignInRequired)?,
+        };
         let key = match (&login, &token) {
             (Some(id), Some(_)) => id.clone(),
             _ => parts
@@ -112,7 +136,8 @@ impl FromRequestParts<Arc<Console>> for Caller {
                 .map_or_else(|| "unknown".to_owned(), |c| c.0.ip().to_string()),
         };
         Ok(Caller {
-            backend: console.services.acting_for(token.as_deref())?,
+            console: console.clone(),
+            identity,
             key,
         })
     }
@@ -132,7 +157,7 @@ pub struct LoginForm {
     token: String,
 }
 
-/// `POST /api/login {"token": "..."}`: checks the services know the token, then sets the cookie.
+/// `POST /api/login {"token": "..."}`: checks the gateway knows the token, then sets the cookie.
 pub async fn login(
     State(console): State<Arc<Console>>,
     headers: HeaderMap,
@@ -146,12 +171,10 @@ pub async fn login(
             reason: "a bearer token is printable ASCII without spaces".into(),
         });
     }
-    if !console
-        .services
-        .acting_for(Some(&token))?
-        .token_is_known()
-        .await?
-    {
+    if !console.guard.authenticator().is_required() {
+        return Err(ConsoleError::NoSignIn);
+    }
+    if console.guard.caller(Some(&token)).is_none() {
         return Err(ConsoleError::UnknownToken);
     }
     let id = console.logins.add(token);

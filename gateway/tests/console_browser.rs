@@ -1,5 +1,5 @@
 //! The web console in a real headless browser (Chromium driven over WebDriver by
-//! chromedriver), against real servers booted in-process: signing in, browsing, live follow,
+//! chromedriver), served by the gateway binary in front of real servers: signing in, browsing, live follow,
 //! the activity feed, memory search and deletion, escaping of hostile text, scoped tokens, and
 //! large sessions and apps. Screenshots go to `target/console-screenshots/`; with
 //! `ADK_CONSOLE_UPDATE_DOCS=1` the session view also replaces `docs/console.png`.

@@ -1,0 +1,251 @@
+//! The console's calls to session-svc and memory-svc, each made as the browser's
+//! [`Caller`] (its token goes on to the services, which decide what it may see), over the
+//! gateway's one connection to each service.
+
+use adk_proto::{
+    memory::v1::{
+        delete_memory_request::Target, DeleteMemoryRequest, ListMemoriesRequest,
+        ListMemoriesResponse, MemoryEntry, SearchMemoryRequest,
+    },
+    session::v1::{
+        Event, GetSessionRequest, ListEventsRequest, ListSessionsRequest, Session,
+        WatchEventsRequest, WatchEventsResponse, WatchSessionRequest, WatchSessionResponse,
+    },
+};
+use tokio_stream::{Stream, StreamExt};
+use tonic::Code;
+use tonic_health::pb::{health_check_response::ServingStatus, HealthCheckRequest};
+
+use crate::{backend::Backend, caller::Caller, error::GatewayError};
+
+/// Events per ListEvents page (the service's maximum).
+pub const EVENTS_PAGE: u32 = 100;
+
+/// Sessions per ListSessions page (the service's maximum).
+const SESSIONS_PAGE: i32 = 100;
+
+type Result<T> = std::result::Result<T, GatewayError>;
+
+/// One service's answer to a health check.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Health {
+    pub service: &'static str,
+    pub endpoint: String,
+    /// SERVING, NOT_SERVING, ... or UNREACHABLE.
+    pub status: String,
+    /// What went wrong, when the check failed.
+    pub error: Option<String>,
+    pub millis: u128,
+}
+
+/// The gRPC health of both services.
+pub async fn health(backend: &Backend) -> Vec<Health> {
+    let checks = backend
+        .health()
+        .map(|(service, grpc_name, endpoint, mut client)| {
+            let endpoint = endpoint.to_owned();
+            async move {
+                let start = std::time::Instant::now();
+                let answer = client
+                    .check(HealthCheckRequest {
+                        service: grpc_name.to_owned(),
+                    })
+                    .await;
+                let (status, error) = match answer {
+                    Ok(response) => {
+                        let status = ServingStatus::try_from(response.into_inner().status)
+                            .unwrap_or(ServingStatus::Unknown);
+                        (status.as_str_name().to_owned(), None)
+                    }
+                    Err(s) if s.code() == Code::Unavailable => {
+                        ("UNREACHABLE".to_owned(), Some(s.message().to_owned()))
+                    }
+                    Err(s) => ("ERROR".to_owned(), Some(s.message().to_owned())),
+                };
+                Health {
+                    service,
+                    endpoint,
+                    status,
+                    error,
+                    millis: start.elapsed().as_millis(),
+                }
+            }
+        });
+    let [session, memory] = checks;
+    let (session, memory) = tokio::join!(session, memory);
+    vec![session, memory]
+}
+
+/// The calls of one browser.
+pub struct Calls<'a> {
+    pub backend: &'a Backend,
+    pub caller: &'a Caller,
+}
+
+impl Calls<'_> {
+    /// The apps this browser may see.
+    pub async fn apps(&self) -> Result<Vec<String>> {
+        self.backend.apps(self.caller).await
+    }
+
+    /// The app's sessions (of one user if given), in the service's order, up to the page that
+    /// reaches `cap`: at most `cap` of them, and whether there were more.
+    pub async fn sessions_up_to(
+        &self,
+        app: &str,
+        user: Option<&str>,
+        cap: usize,
+    ) -> Result<(Vec<Session>, bool)> {
+        let mut sessions = Vec::new();
+        let mut page_token = String::new();
+        loop {
+            let request = ListSessionsRequest {
+                app_name: app.to_owned(),
+                user_id: user.map(str::to_owned),
+                page_size: SESSIONS_PAGE,
+                page_token,
+            };
+            let page = self
+                .backend
+                .sessions()
+                .list_sessions(self.backend.request(self.caller, request)?)
+                .await
+                .map_err(|s| GatewayError::service("session-svc", "ListSessions", s))?
+                .into_inner();
+            sessions.extend(page.sessions);
+            if page.next_page_token.is_empty() {
+                return Ok((sessions, false));
+            }
+            if sessions.len() >= cap {
+                sessions.truncate(cap);
+                return Ok((sessions, true));
+            }
+            page_token = page.next_page_token;
+        }
+    }
+
+    /// The session with its merged state and no events.
+    pub async fn session(&self, app: &str, user: &str, id: &str) -> Result<Session> {
+        let request = GetSessionRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            session_id: id.to_owned(),
+            num_recent_events: Some(0),
+            ..Default::default()
+        };
+        self.backend
+            .sessions()
+            .get_session(self.backend.request(self.caller, request)?)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| not_found_or(id, "GetSession", s))
+    }
+
+    /// Up to [`EVENTS_PAGE`] stored events with a sequence above `after`.
+    pub async fn events(&self, app: &str, user: &str, id: &str, after: u64) -> Result<Vec<Event>> {
+        let request = ListEventsRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            session_id: id.to_owned(),
+            after_sequence: after,
+            page_size: EVENTS_PAGE as i32,
+            ..Default::default()
+        };
+        self.backend
+            .sessions()
+            .list_events(self.backend.request(self.caller, request)?)
+            .await
+            .map(|page| page.into_inner().events)
+            .map_err(|s| not_found_or(id, "ListEvents", s))
+    }
+
+    /// Stored events above the request's sequence, then live appends and partial events.
+    pub async fn watch_session(
+        &self,
+        request: WatchSessionRequest,
+    ) -> Result<impl Stream<Item = Result<WatchSessionResponse>> + Send + 'static> {
+        let id = request.session_id.clone();
+        let stream = self
+            .backend
+            .sessions()
+            .watch_session(self.backend.request(self.caller, request)?)
+            .await
+            .map_err(|s| not_found_or(&id, "WatchSession", s))?
+            .into_inner();
+        Ok(stream
+            .map(|item| item.map_err(|s| GatewayError::service("session-svc", "WatchSession", s))))
+    }
+
+    /// Every committed event of an app (of one user if the request names one).
+    pub async fn watch_events(
+        &self,
+        request: WatchEventsRequest,
+    ) -> Result<impl Stream<Item = Result<WatchEventsResponse>> + Send + 'static> {
+        let stream = self
+            .backend
+            .sessions()
+            .watch_events(self.backend.request(self.caller, request)?)
+            .await
+            .map_err(|s| GatewayError::service("session-svc", "WatchEvents", s))?
+            .into_inner();
+        Ok(stream
+            .map(|item| item.map_err(|s| GatewayError::service("session-svc", "WatchEvents", s))))
+    }
+
+    /// One page of the user's memories, in ingestion order, after `page_token`.
+    pub async fn memories(
+        &self,
+        app: &str,
+        user: &str,
+        page_size: i32,
+        page_token: String,
+    ) -> Result<ListMemoriesResponse> {
+        let request = ListMemoriesRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            page_size,
+            page_token,
+            kind: 0,
+        };
+        self.backend
+            .memory()
+            .list_memories(self.backend.request(self.caller, request)?)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| GatewayError::service("memory-svc", "ListMemories", s))
+    }
+
+    /// Ranked results of `request`, best first.
+    pub async fn search(&self, request: SearchMemoryRequest) -> Result<Vec<MemoryEntry>> {
+        self.backend
+            .memory()
+            .search_memory(self.backend.request(self.caller, request)?)
+            .await
+            .map(|found| found.into_inner().memories)
+            .map_err(|s| GatewayError::service("memory-svc", "SearchMemory", s))
+    }
+
+    /// Deletes the user's memories `target` names; how many there were.
+    pub async fn delete_memory(&self, app: &str, user: &str, target: Target) -> Result<u32> {
+        let request = DeleteMemoryRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            target: Some(target),
+        };
+        self.backend
+            .memory()
+            .delete_memory(self.backend.request(self.caller, request)?)
+            .await
+            .map(|deleted| deleted.into_inner().deleted)
+            .map_err(|s| GatewayError::service("memory-svc", "DeleteMemory", s))
+    }
+}
+
+/// NOT_FOUND about the session `id`, or what the service said.
+fn not_found_or(id: &str, rpc: &'static str, status: tonic::Status) -> GatewayError {
+    if status.code() == Code::NotFound {
+        GatewayError::NotFound(format!("session {id:?}"))
+    } else {
+        GatewayError::service("session-svc", rpc, status)
+    }
+}
