@@ -39,7 +39,8 @@ impl MemoryClient {
         Ok(Self::over(remote, channel))
     }
 
-    /// A client on a connection made already (see [`SessionClient::over`]).
+    /// A client on a connection made already (see
+    /// [`SessionClient::over`](super::SessionClient::over)).
     pub(crate) fn over(remote: Remote, channel: Channel) -> Self {
         let client = MemoryServiceClient::new(channel)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
