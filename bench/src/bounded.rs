@@ -20,8 +20,13 @@ use std::{
 use adk_proto::session::v1::{GetSessionRequest, ListEventsRequest};
 
 use crate::{
-    append_request, create_session, load::drive, server::Server, session_clients, stream_appends,
-    template_event, text::Corpus, Ctx, Result, APP,
+    appends::stream_appends,
+    ctx::Ctx,
+    load::drive,
+    requests::{append_request, create_session, session_clients, template_event},
+    server::Server,
+    text::Corpus,
+    Result, APP,
 };
 
 /// What the `bounded` scenario runs.

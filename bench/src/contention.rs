@@ -14,11 +14,12 @@ use tonic::transport::Channel;
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
 use crate::{
+    ctx::Ctx,
     load::{drive, Report, Row},
-    memory_clients, memory_events,
+    requests::{memory_clients, memory_events},
     server::Server,
     text::{Corpus, QueryClass},
-    BoxError, Ctx, Result, APP,
+    BoxError, Result, APP,
 };
 
 /// The searched user.

@@ -1,5 +1,6 @@
 //! Closed-loop load: `concurrency` workers each issue one operation at a time for a warm-up and
-//! then a measured period; latencies go to an HDR histogram (microseconds).
+//! then a measured period; latencies go to an HDR histogram (microseconds). Each result is a
+//! [`Row`] of the run's [`Report`], with the machine's load average beside it.
 
 use std::{
     future::Future,
@@ -10,7 +11,7 @@ use std::{
 
 use hdrhistogram::Histogram;
 
-use crate::{server::Server, BoxError, Ctx, Result};
+use crate::{ctx::Ctx, server::Server, BoxError, Result};
 
 pub fn new_hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 600_000_000, 3).expect("histogram bounds")
@@ -113,7 +114,7 @@ impl Row {
             max_us: hist.max(),
             rss_kb,
             hwm_kb,
-            load: crate::loadavg(),
+            load: loadavg(),
         }
     }
 
@@ -131,7 +132,7 @@ impl Row {
             max_us: 0,
             rss_kb,
             hwm_kb,
-            load: crate::loadavg(),
+            load: loadavg(),
         }
     }
 
@@ -169,6 +170,18 @@ impl Row {
             "peak_rss_kb": self.hwm_kb, "loadavg": self.load,
         })
     }
+}
+
+/// The 1, 5 and 15 minute load averages of the machine (empty where there are none).
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Prints the load average at `when` (the start or end of a run).
+pub fn print_load(when: &str) {
+    println!("# load average at {when}: {}", loadavg());
 }
 
 fn ms(us: u64) -> String {

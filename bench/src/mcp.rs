@@ -13,11 +13,13 @@ use std::{
 use serde_json::{json, Value};
 
 use crate::{
-    load::{self, drive, Row},
-    memory_clients, search_request,
+    ctx::Ctx,
+    ingest::{load_memory, Texts},
+    load::{self, drive, Report, Row},
+    requests::{memory_clients, search_request},
     server::Server,
     text::{Corpus, QueryClass},
-    Ctx, Report, Result, Texts, APP,
+    Result, APP,
 };
 
 /// The protocol version the raw JSON-RPC requests name (with an `initialize`, as the clients
@@ -105,7 +107,7 @@ pub async fn mcp(ctx: &Ctx, report: &mut Report, entries: u64, clients: usize) -
         Arc::new(move |i| corpus.memory_text(i))
     };
     let user = "searcher";
-    crate::load_memory(&memory, &texts, user, 0..entries, 100, 4).await?;
+    load_memory(&memory, &texts, user, 0..entries, 100, 4).await?;
 
     // The same queries, one at a time, first straight to memory-svc, then through the gateway.
     let class = QueryClass::ALL[0];

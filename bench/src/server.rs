@@ -12,7 +12,7 @@ use tokio::{
     process::{Child, Command},
 };
 
-use crate::{Ctx, Result};
+use crate::{ctx::Ctx, Result};
 
 pub struct Server {
     pub addr: String,

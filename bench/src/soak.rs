@@ -35,13 +35,16 @@ use tokio::time::MissedTickBehavior;
 use tonic::transport::Channel;
 
 use crate::{
-    append_request,
     bounded::dir_bytes,
-    create_session, load, loadavg, memory_clients, memory_events,
+    ctx::Ctx,
+    load::{self, loadavg},
+    requests::{
+        append_request, create_session, memory_clients, memory_events, session_clients,
+        template_event,
+    },
     server::{rss_kb_of, Server},
-    session_clients, template_event,
     text::{Corpus, QueryClass},
-    BoxError, Ctx, Result, APP,
+    BoxError, Result, APP,
 };
 
 /// What the soak runs.

@@ -17,8 +17,8 @@
 //! - [`page`]: opaque page tokens and cursors that cannot leave the scope they were issued for.
 //! - [`validate`]: checks of identifiers, JSON text fields and page sizes.
 //!
-//! `serve` uses `sled` and the rest; `sled` and `postgres` use only the storage-neutral modules
-//! (and `metrics`); those use nothing of the crate.
+//! `serve` uses `sled` and the rest; `sled` and `postgres` use only the storage-neutral modules;
+//! of those, only `metrics` uses another (`stopping`).
 
 pub mod metrics;
 pub mod page;

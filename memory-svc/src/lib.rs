@@ -1,5 +1,6 @@
 //! memory-svc: a gRPC memory service with the semantics of Google ADK's MemoryService,
-//! answering ranked (BM25), multilingual keyword searches from a persistent index.
+//! answering ranked (BM25), multilingual keyword searches from a persistent index, semantic and
+//! hybrid searches with an embedding model, and generating memories with a chat model.
 //!
 //! # Layout
 //! - [`config`]: command-line flags with environment fallbacks.

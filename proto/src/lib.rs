@@ -1,4 +1,4 @@
-//! Generated Rust types, clients and server traits for the two gRPC packages:
+//! Generated Rust types, clients and server traits for the three gRPC packages:
 //! `adk.session.v1` (session-svc), `adk.memory.v1` (memory-svc) and `adk.admin.v1` (both).
 //!
 //! The `.proto` files beside this crate are the contract; this crate only compiles them. Without

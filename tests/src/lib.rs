@@ -21,6 +21,9 @@
 //! - `requests`: builders of requests, events and entries.
 //! - `fixtures`: stored data as the listings of `fixtures/` spell it.
 //! - `metrics`: reading `/metrics`.
+//! - [`auth`]: callers with bearer tokens, and every RPC of the contract.
+//! - [`live`]: knowing when a watch is live.
+//! - [`prerequisite`]: what a test needs from the machine, and how a missing one shows.
 //! - [`chat_model`], [`pg_cluster`]: a stand-in chat model, a throwaway PostgreSQL cluster.
 //! - [`flag_docs`]: the flag reference of `docs/operations.md` checked against the flags.
 

@@ -25,7 +25,7 @@ use adk_proto::{
 };
 use tonic::transport::Channel;
 
-use crate::{load, server::Server, Ctx, Result};
+use crate::{ctx::Ctx, load, server::Server, Result};
 use corpus::{Corpus, Record, Split, Turn};
 use metrics::{Scored, Summary, KS};
 
@@ -380,7 +380,7 @@ impl Results {
             "all_but_paraphrase": summary(&self.keyword),
             "search_p50_us": self.p50.as_micros() as u64,
             "search_p99_us": self.p99.as_micros() as u64,
-            "loadavg": crate::loadavg(),
+            "loadavg": load::loadavg(),
         })
     }
 }

@@ -2,7 +2,7 @@
 //! sides, so a query naming a word finds every entry that was indexed under it.
 //!
 //! - [`segment`] cuts text into words (UAX #29, lowercased, NFC) and runs of unspaced scripts
-//!   (Han, Kana, Hangul), which become their characters and bigrams, as before.
+//!   (Han, Kana, Hangul), which become their characters and bigrams.
 //! - Each word is reduced to its Snowball stem in the text's [`Language`] ("injured", "injury"
 //!   → "injur"), so forms of one word match. The language is the one detected in the text when
 //!   detection is confident (a sentence or more), else the server's default; with no language

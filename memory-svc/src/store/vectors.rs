@@ -1,8 +1,8 @@
 //! Entry embeddings, once for both stores: which vectors a write stores, keeps or drops, how a
 //! vector is encoded, and the exact nearest-neighbour ranking of a scope's vectors.
 //!
-//! An entry's vector is the embedding of its text ([`index::text_of`] its content; an entry
-//! without text has none). It is computed before the write that stores the entry, by the
+//! An entry's vector is the embedding of its text ([`super::index::text_of`] its content; an
+//! entry without text has none). It is computed before the write that stores the entry, by the
 //! caller, and committed in the same transaction ([`Vectors`], [`edits`]). Vectors live beside
 //! the entries (a sled tree, a PostgreSQL table) keyed by (app, user, seq), written and removed
 //! with their entry. An entry rewritten in place with the same text keeps its vector.

@@ -4,7 +4,7 @@
 //! is made from it, and its edits become batches committed as one transaction over all trees.
 //! Every commit bumps the scope's `Stats::generation`; the transaction checks it is still the
 //! one the load saw, and if another write got in between, the write is loaded and planned
-//! again. This runs on a blocking thread (see [`SledMemoryStore::write`]).
+//! again. This runs on a blocking thread (see [`super::SledMemoryStore::blocking`]).
 
 use std::{
     collections::{btree_map::Entry, BTreeMap, BTreeSet},

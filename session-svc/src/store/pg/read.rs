@@ -136,11 +136,11 @@ pub(super) async fn read_snapshot(
         .await?)
 }
 
-/// A user's state: every version of each key, in the order [`newest`] folds.
+/// A user's state: every version of each key, in the order [`keep_newest`] folds.
 pub(super) const USER_STATE: &str = "SELECT key, value FROM user_state
      WHERE app_name = $1 AND user_id = $2 ORDER BY key, version";
 
-/// An app's state: every version of each key, in the order [`newest`] folds.
+/// An app's state: every version of each key, in the order [`keep_newest`] folds.
 pub(super) const APP_STATE: &str =
     "SELECT key, value FROM app_state WHERE app_name = $1 ORDER BY key, version";
 

@@ -28,7 +28,8 @@ pub(super) fn event_key(skey: &Key, sequence: u64) -> Vec<u8> {
     skey.clone().u64(sequence).into_vec()
 }
 
-/// The key of the index of an app's sessions by time (the ListSessions order, see [`token`]).
+/// The key of the index of an app's sessions by time (the ListSessions order, see
+/// [`crate::store::token`]).
 pub(super) fn by_time_key(key: &SessionKey, ts: &Timestamp) -> Key {
     index_key(key, ts, None)
 }
