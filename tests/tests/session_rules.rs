@@ -18,6 +18,7 @@ fn list_request(app: &str, user: Option<&str>, page_size: i32, token: &str) -> L
         user_id: user.map(Into::into),
         page_size,
         page_token: token.into(),
+        ..Default::default()
     }
 }
 
