@@ -1473,8 +1473,8 @@ type ListSessionsRequest struct {
 	// Sessions of the listing skipped before the first page (default 0; negative is
 	// INVALID_ARGUMENT). Later pages resume after their page_token and ignore it.
 	Offset int32 `protobuf:"varint,6,opt,name=offset,proto3" json:"offset,omitempty"`
-	// Also count the listing's sessions into total_size. Counting reads the whole listing (its
-	// index, not its state), so a page costs more the more sessions the listing holds.
+	// Also count the listing's sessions into total_size. Counting walks the whole listing (each
+	// session's place and expiry, not its state), so it costs in proportion to its size.
 	IncludeTotalSize bool `protobuf:"varint,7,opt,name=include_total_size,json=includeTotalSize,proto3" json:"include_total_size,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache

@@ -311,8 +311,8 @@ export interface ListSessionsRequest {
    */
   offset: number;
   /**
-   * Also count the listing's sessions into total_size. Counting reads the whole listing (its
-   * index, not its state), so a page costs more the more sessions the listing holds.
+   * Also count the listing's sessions into total_size. Counting walks the whole listing (each
+   * session's place and expiry, not its state), so it costs in proportion to its size.
    */
   includeTotalSize: boolean;
 }
