@@ -163,6 +163,7 @@ pub async fn list(ctx: &Ctx, report: &mut Report, counts: &[u64], c: usize) -> R
                     user_id: None,
                     page_size: 20,
                     page_token: tokens.last().unwrap().clone(),
+                    ..Default::default()
                 })
                 .await?
                 .into_inner();
@@ -201,6 +202,7 @@ pub async fn list(ctx: &Ctx, report: &mut Report, counts: &[u64], c: usize) -> R
                                 user_id: user.map(str::to_owned),
                                 page_size: 20,
                                 page_token: token,
+                                ..Default::default()
                             })
                             .await?
                             .into_inner();

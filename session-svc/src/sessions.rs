@@ -17,7 +17,7 @@ use adk_common::{
 use adk_proto::session::v1::{
     AppendEventRequest, CreateSessionRequest, DeleteSessionRequest, Event, GetAppStateRequest,
     GetSessionRequest, GetUserStateRequest, ListEventsRequest, ListSessionsRequest, Session,
-    WatchEventsRequest, WatchSessionRequest,
+    SessionOrder as RequestedOrder, WatchEventsRequest, WatchSessionRequest,
 };
 use prost::Message;
 use prost_types::Timestamp;
@@ -30,7 +30,7 @@ use crate::{
     state::{self, Delta, ScopedDelta},
     store::{
         not_found, Append, Appended, EventWindow, NewSession, Notice, Page, SessionKey,
-        SessionStore,
+        SessionOrder, SessionPage, SessionQuery, SessionStore,
     },
     time::{is_before, now},
 };
@@ -196,27 +196,45 @@ impl<S: SessionStore> Sessions<S> {
     }
 
     /// S4: sessions of an app, or of one user when `user_id` is present (even empty).
-    pub async fn list(&self, req: ListSessionsRequest) -> Result<Page<Session>> {
+    pub async fn list(&self, req: ListSessionsRequest) -> Result<SessionPage> {
         let app_name = identifier("app_name", &req.app_name)?;
         let page_size = page_size_up_to("page_size", req.page_size, MAX_SESSIONS_PAGE)?;
-        match req.user_id.as_deref() {
+        let offset = usize::try_from(req.offset)
+            .map_err(|_| InvalidArgument::new("offset", "must not be negative"))?;
+        let order = match RequestedOrder::try_from(req.order) {
+            Ok(RequestedOrder::Unspecified | RequestedOrder::OldestFirst) => {
+                SessionOrder::OldestFirst
+            }
+            Ok(RequestedOrder::NewestFirst) => SessionOrder::NewestFirst,
+            Err(_) => {
+                return Err(InvalidArgument::new("order", "is not a known SessionOrder").into())
+            }
+        };
+        let user_id = match req.user_id.as_deref() {
             // No session can belong to an empty user id, since create refuses one.
-            Some("") => Ok(Page {
-                items: Vec::new(),
-                next_page_token: String::new(),
-            }),
-            Some(user) => {
-                let user = identifier("user_id", user)?;
-                self.store
-                    .list(app_name, Some(user), page_size, &req.page_token)
-                    .await
+            Some("") => {
+                return Ok(SessionPage {
+                    page: Page {
+                        items: Vec::new(),
+                        next_page_token: String::new(),
+                    },
+                    total_size: req.include_total_size.then_some(0),
+                })
             }
-            None => {
-                self.store
-                    .list(app_name, None, page_size, &req.page_token)
-                    .await
-            }
-        }
+            Some(user) => Some(identifier("user_id", user)?),
+            None => None,
+        };
+        self.store
+            .list(SessionQuery {
+                app_name,
+                user_id,
+                order,
+                offset,
+                page_size,
+                page_token: &req.page_token,
+                count: req.include_total_size,
+            })
+            .await
     }
 
     /// S5: idempotent; app and user state are kept.

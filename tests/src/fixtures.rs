@@ -71,6 +71,7 @@ pub async fn sessions_json(
                 user_id: Some((*user).into()),
                 page_size: 1000,
                 page_token: String::new(),
+                ..Default::default()
             })
             .await
             .expect("list_sessions")

@@ -95,6 +95,7 @@ async fn malformed_requests_get_clear_statuses_and_change_nothing() {
                 user_id: None,
                 page_size: 5,
                 page_token: token.into(),
+                ..Default::default()
             })
             .await;
         assert!(
@@ -129,6 +130,7 @@ async fn malformed_requests_get_clear_statuses_and_change_nothing() {
                 user_id: None,
                 page_size: size,
                 page_token: String::new(),
+                ..Default::default()
             })
             .await;
         assert_eq!(r.unwrap_err().code(), Code::InvalidArgument);

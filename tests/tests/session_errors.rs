@@ -115,6 +115,7 @@ async fn reads_refuse_bad_arguments() {
         user_id: None,
         page_size,
         page_token: page_token.into(),
+        ..Default::default()
     };
     assert_status(
         c.list_sessions(list(-1, "", "app")).await,

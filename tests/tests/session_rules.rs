@@ -3,7 +3,7 @@
 use adk_proto::session::v1::{
     part::Data, Blob, Content, DeleteSessionRequest, Event, EventActions, EventCompaction,
     FunctionCall, FunctionResponse, GetAppStateRequest, GetUserStateRequest, ListEventsRequest,
-    ListSessionsRequest, Part,
+    ListSessionsRequest, ListSessionsResponse, Part, SessionOrder,
 };
 use adk_tests::{
     append_request, create_request, delta_event, get_request, json, text_event, ts, SessionServer,
@@ -18,6 +18,7 @@ fn list_request(app: &str, user: Option<&str>, page_size: i32, token: &str) -> L
         user_id: user.map(Into::into),
         page_size,
         page_token: token.into(),
+        ..Default::default()
     }
 }
 
@@ -305,6 +306,91 @@ async fn s4_4_s6_8_list_order_follows_last_update_time_even_backwards() {
         .await
         .unwrap();
     assert_eq!(ids(listed.into_inner()), ["x", "y", "z"]);
+}
+
+/// ADK TypeScript's listSessions: newest first, from an offset, with the listing's size.
+#[tokio::test]
+async fn s4_4_newest_first_from_an_offset_with_the_total_size() {
+    let srv = SessionServer::start().await;
+    // s1..s4 updated at 4, 3, 3, 1 seconds: s2 and s3 tie, and stay in id order.
+    for (id, second) in [("s1", 4), ("s2", 3), ("s3", 3), ("s4", 1)] {
+        srv.create("app", "u", id, json!({})).await;
+        let mut e = text_event("user", "hello");
+        e.timestamp = Some(ts(second * 1_000));
+        srv.append("app", "u", id, e).await;
+    }
+    srv.create("app", "other", "s5", json!({})).await;
+    let list = |user: Option<&str>, order: SessionOrder, offset: i32, page_size: i32| {
+        let mut client = srv.client.clone();
+        let request = ListSessionsRequest {
+            order: order.into(),
+            offset,
+            include_total_size: true,
+            ..list_request("app", user, page_size, "")
+        };
+        async move { client.list_sessions(request).await }
+    };
+    let ids =
+        |r: &ListSessionsResponse| r.sessions.iter().map(|s| s.id.clone()).collect::<Vec<_>>();
+
+    let newest = list(Some("u"), SessionOrder::NewestFirst, 0, 0)
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(ids(&newest), ["s1", "s2", "s3", "s4"]);
+    assert_eq!(newest.total_size, Some(4));
+    let page = list(Some("u"), SessionOrder::NewestFirst, 1, 2)
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(ids(&page), ["s2", "s3"]);
+    assert_eq!(page.total_size, Some(4));
+    // The next page resumes after the token; the offset is not applied again.
+    let rest = srv
+        .client
+        .clone()
+        .list_sessions(ListSessionsRequest {
+            order: SessionOrder::NewestFirst.into(),
+            offset: 1,
+            ..list_request("app", Some("u"), 2, &page.next_page_token)
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(ids(&rest), ["s4"]);
+    assert_eq!(rest.total_size, None, "counted only when asked for");
+    let oldest = list(None, SessionOrder::Unspecified, 2, 0)
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(ids(&oldest), ["s3", "s1", "s5"]);
+    assert_eq!(oldest.total_size, Some(5));
+    let beyond = list(None, SessionOrder::OldestFirst, 9, 0)
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(beyond.sessions.is_empty());
+    assert_eq!(beyond.total_size, Some(5));
+
+    let negative = list(Some("u"), SessionOrder::NewestFirst, -1, 0)
+        .await
+        .unwrap_err();
+    assert_eq!(negative.code(), Code::InvalidArgument);
+    assert!(
+        negative.message().contains("offset"),
+        "{}",
+        negative.message()
+    );
+    let mut unknown = srv.client.clone();
+    let unknown = unknown
+        .list_sessions(ListSessionsRequest {
+            order: 7,
+            ..list_request("app", None, 0, "")
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), Code::InvalidArgument);
+    assert!(unknown.message().contains("order"), "{}", unknown.message());
 }
 
 #[tokio::test]

@@ -24,8 +24,23 @@ const PRESERVED_PATHS = new Set([
   "route",
 ]);
 
-const snakeKey = (key: string): string => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-const camelKey = (key: string): string => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+// Most keys are one word: they are returned as they are, without a regular expression.
+const snakeKey = (key: string): string =>
+  key.toLowerCase() === key ? key : key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+// ADK's own field names recur in every event: their camelCase spelling is remembered (up to a
+// bound, as keys in `extra` are anyone's).
+const camelKeys = new Map<string, string>();
+function camelKey(key: string): string {
+  if (!key.includes("_")) {
+    return key;
+  }
+  let camel = camelKeys.get(key);
+  if (camel === undefined) {
+    camel = key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+    if (camelKeys.size < 1024) camelKeys.set(key, camel);
+  }
+  return camel;
+}
 
 /** Sets an own property, also for the key `__proto__` (assignment would re-parent the object). */
 export function setOwn(target: JsonObject, key: string, value: unknown): void {

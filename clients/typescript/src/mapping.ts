@@ -23,17 +23,20 @@ import type {
 import { dumps, dumpsObject, isObject, loadsObject, merge, setOwn, toCamel, toSnake, type JsonObject } from "./json.js";
 import { toMillis, toTimestamp } from "./timestamps.js";
 
-const EVENT_OPTIONAL_STRINGS = ["branch", "error_code", "error_message", "model_version", "finish_reason"] as const;
-const EVENT_OPTIONAL_BOOLS = ["partial", "turn_complete", "interrupted"] as const;
-const EVENT_JSON = ["custom_metadata", "usage_metadata", "grounding_metadata", "citation_metadata"] as const;
-const ACTIONS_OPTIONAL_STRINGS = ["transfer_to_agent", "transfer_reason", "rewind_before_invocation_id"] as const;
-const ACTIONS_OPTIONAL_BOOLS = ["skip_summarization", "escalate", "end_of_agent"] as const;
-// EventActions maps ADK always has (createEventActions makes them {}): "" on the wire when empty.
-const ACTIONS_JSON = ["state_delta", "requested_auth_configs", "requested_tool_confirmations"] as const;
-
 type Camel<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
 const camel = <S extends string>(name: S): Camel<S> =>
   name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()) as Camel<S>;
+/** Each snake_case name with its camelCase spelling (the message's field), worked out once. */
+const named = <S extends string>(names: readonly S[]): readonly (readonly [S, Camel<S>])[] =>
+  names.map((name) => [name, camel(name)] as const);
+
+const EVENT_OPTIONAL_STRINGS = named(["branch", "error_code", "error_message", "model_version", "finish_reason"]);
+const EVENT_OPTIONAL_BOOLS = named(["partial", "turn_complete", "interrupted"]);
+const EVENT_JSON = named(["custom_metadata", "usage_metadata", "grounding_metadata", "citation_metadata"]);
+const ACTIONS_OPTIONAL_STRINGS = named(["transfer_to_agent", "transfer_reason", "rewind_before_invocation_id"]);
+const ACTIONS_OPTIONAL_BOOLS = named(["skip_summarization", "escalate", "end_of_agent"]);
+// EventActions maps ADK always has (createEventActions makes them {}): "" on the wire when empty.
+const ACTIONS_JSON = named(["state_delta", "requested_auth_configs", "requested_tool_confirmations"]);
 
 /** Takes `data[name]` out of `data` when `accept` says it fits a typed field. */
 function take<T>(data: JsonObject, name: string, accept: (value: unknown) => value is T): T | undefined {
@@ -77,15 +80,15 @@ export function eventToProto(event: Event): EventMessage {
     sequence: 0,
     extra: "",
   };
-  for (const name of EVENT_OPTIONAL_STRINGS) {
-    message[camel(name)] = take(data, name, isString);
+  for (const [name, field] of EVENT_OPTIONAL_STRINGS) {
+    message[field] = take(data, name, isString);
   }
-  for (const name of EVENT_OPTIONAL_BOOLS) {
-    message[camel(name)] = take(data, name, isBool);
+  for (const [name, field] of EVENT_OPTIONAL_BOOLS) {
+    message[field] = take(data, name, isBool);
   }
-  for (const name of EVENT_JSON) {
+  for (const [name, field] of EVENT_JSON) {
     const value = take(data, name, isObject);
-    message[camel(name)] = value === undefined ? "" : dumps(value, `Event.${camel(name)}`);
+    message[field] = value === undefined ? "" : dumps(value, `Event.${field}`);
   }
   const timestamp = take(data, "timestamp", isNumber);
   message.timestamp = timestamp === undefined ? undefined : toTimestamp(timestamp);
@@ -117,14 +120,14 @@ function actionsMessage(data: JsonObject): EventActions {
     extra: "",
     removedStateKeys: [],
   };
-  for (const name of ACTIONS_OPTIONAL_STRINGS) {
-    message[camel(name)] = take(data, name, isString);
+  for (const [name, field] of ACTIONS_OPTIONAL_STRINGS) {
+    message[field] = take(data, name, isString);
   }
-  for (const name of ACTIONS_OPTIONAL_BOOLS) {
-    message[camel(name)] = take(data, name, isBool);
+  for (const [name, field] of ACTIONS_OPTIONAL_BOOLS) {
+    message[field] = take(data, name, isBool);
   }
-  for (const name of ACTIONS_JSON) {
-    message[camel(name)] = dumpsObject(take(data, name, isObject), `EventActions.${camel(name)}`);
+  for (const [name, field] of ACTIONS_JSON) {
+    message[field] = dumpsObject(take(data, name, isObject), `EventActions.${field}`);
   }
   const agentState = take(data, "agent_state", isObject);
   message.agentState = agentState === undefined ? "" : dumps(agentState, "EventActions.agentState");
@@ -273,17 +276,17 @@ export function eventFromProto(message: EventMessage): Event {
   if (message.author !== "") {
     data["author"] = message.author;
   }
-  for (const name of EVENT_OPTIONAL_STRINGS) {
-    const value = message[camel(name)];
+  for (const [name, field] of EVENT_OPTIONAL_STRINGS) {
+    const value = message[field];
     if (value !== undefined) data[name] = value;
   }
-  for (const name of EVENT_OPTIONAL_BOOLS) {
-    const value = message[camel(name)];
+  for (const [name, field] of EVENT_OPTIONAL_BOOLS) {
+    const value = message[field];
     if (value !== undefined) data[name] = value;
   }
-  for (const name of EVENT_JSON) {
-    const text = message[camel(name)];
-    if (text !== "") data[name] = loadsObject(text, `Event.${camel(name)}`);
+  for (const [name, field] of EVENT_JSON) {
+    const text = message[field];
+    if (text !== "") data[name] = loadsObject(text, `Event.${field}`);
   }
   if (message.timestamp !== undefined) {
     data["timestamp"] = toMillis(message.timestamp);
@@ -301,16 +304,16 @@ export function eventFromProto(message: EventMessage): Event {
 
 function actionsData(message: EventActions): JsonObject {
   const data: JsonObject = {};
-  for (const name of ACTIONS_OPTIONAL_STRINGS) {
-    const value = message[camel(name)];
+  for (const [name, field] of ACTIONS_OPTIONAL_STRINGS) {
+    const value = message[field];
     if (value !== undefined) data[name] = value;
   }
-  for (const name of ACTIONS_OPTIONAL_BOOLS) {
-    const value = message[camel(name)];
+  for (const [name, field] of ACTIONS_OPTIONAL_BOOLS) {
+    const value = message[field];
     if (value !== undefined) data[name] = value;
   }
-  for (const name of ACTIONS_JSON) {
-    data[name] = loadsObject(message[camel(name)], `EventActions.${camel(name)}`);
+  for (const [name, field] of ACTIONS_JSON) {
+    data[name] = loadsObject(message[field], `EventActions.${field}`);
   }
   if (message.agentState !== "") {
     data["agent_state"] = loadsObject(message.agentState, "EventActions.agentState");

@@ -42,6 +42,7 @@ import {
   type AppendEventRequest as AppendEventMessage,
   type GetSessionRequest as GetSessionMessage,
   type ListSessionsRequest as ListSessionsMessage,
+  SessionOrder,
   type Session as SessionMessage,
   type WatchEventsResponse,
   type WatchSessionResponse,
@@ -219,9 +220,9 @@ export class GrpcSessionService extends BaseSessionService {
 
   /**
    * Lists sessions as ADK's services do: `order` by last update time (ties by id), a page of
-   * `limit` from `offset` or `page`, and the totals. The wire has no count and pages in one
-   * order only, so the whole listing (sessions without events) is read, 1,000 a call, and
-   * ordered and sliced here: see the README on what that costs.
+   * `limit` from `offset` or `page`, and the totals. The server orders, skips and counts: a
+   * page of `limit` sessions is one call (one per 1,000 sessions of a larger limit), whatever
+   * the number of sessions the listing holds.
    */
   override async listSessions({
     appName,
@@ -231,56 +232,72 @@ export class GrpcSessionService extends BaseSessionService {
     page,
     order,
   }: ListSessionsRequest): Promise<ListSessionsResponse> {
-    const all = await this.listAll(appName, userId);
-    if (order === "asc") {
-      all.sort((a, b) => a.lastUpdateTime - b.lastUpdateTime || compareIds(a.id, b.id));
-    } else if (order === "desc") {
-      all.sort((a, b) => b.lastUpdateTime - a.lastUpdateTime || compareIds(a.id, b.id));
-    }
-    const totalItems = all.length;
+    const wireOrder =
+      order === "desc" ? SessionOrder.SESSION_ORDER_NEWEST_FIRST : SessionOrder.SESSION_ORDER_OLDEST_FIRST;
     if (limit === undefined) {
-      return {
-        sessions: offset ? all.slice(offset) : all,
-        page: 1,
-        limit: totalItems,
-        totalItems,
-        totalPages: totalItems === 0 ? 0 : 1,
-      };
+      // Everything from `offset`: the total is what was read, plus what was skipped.
+      const { sessions, total } = await this.listFrom(appName, userId, wireOrder, offset ?? 0, undefined);
+      const totalItems = offset ? total : sessions.length;
+      return { sessions, page: 1, limit: totalItems, totalItems, totalPages: totalItems === 0 ? 0 : 1 };
     }
     const start = page !== undefined ? (page - 1) * limit : (offset ?? 0);
+    const { sessions, total } = await this.listFrom(appName, userId, wireOrder, start, limit);
     return {
-      sessions: all.slice(start, start + limit),
+      sessions,
       page: page ?? (limit === 0 ? 1 : Math.floor(start / limit) + 1),
       limit,
-      totalItems,
-      totalPages: limit === 0 ? 0 : Math.ceil(totalItems / limit),
+      totalItems: total,
+      totalPages: limit === 0 ? 0 : Math.ceil(total / limit),
     };
   }
 
-  private async listAll(appName: string, userId: string | undefined): Promise<Session[]> {
+  /**
+   * Up to `most` sessions (all when undefined) of a listing from `offset` on, and the number
+   * of sessions in the whole listing, counted by the server when an offset or a limit makes
+   * what is read fall short of it.
+   */
+  private async listFrom(
+    appName: string,
+    userId: string | undefined,
+    order: SessionOrder,
+    offset: number,
+    most: number | undefined,
+  ): Promise<{ sessions: Session[]; total: number }> {
     if (!appName) {
-      return [];
+      return { sessions: [], total: 0 };
     }
     // A session updated while paging shows up again further on; its later place is its
     // current one.
     const found = new Map<string, Session>();
+    let total: number | undefined;
     let pageToken = "";
     do {
-      const request: ListSessionsMessage = { appName, userId, pageSize: SESSIONS_PAGE_SIZE, pageToken };
+      const wanted = most === undefined ? SESSIONS_PAGE_SIZE : Math.min(most - found.size, SESSIONS_PAGE_SIZE);
+      const request: ListSessionsMessage = {
+        appName,
+        userId,
+        // The wire's 0 means its default size; a limit of 0 still needs a call for the total.
+        pageSize: Math.max(wanted, 1),
+        pageToken,
+        order,
+        offset: pageToken === "" ? Math.min(offset, INT32_MAX) : 0,
+        includeTotalSize: pageToken === "" && (offset !== 0 || most !== undefined),
+      };
       let reply;
       try {
         reply = await invoke(this.client.listSessions.bind(this.client), request, this.settings);
       } catch (e) {
         throw translate(e, "ListSessions");
       }
-      for (const message of reply.sessions) {
+      total ??= reply.totalSize;
+      for (const message of reply.sessions.slice(0, wanted)) {
         const key = JSON.stringify([message.userId, message.id]);
         found.delete(key);
         found.set(key, this.session(message));
       }
       pageToken = reply.nextPageToken;
-    } while (pageToken !== "");
-    return [...found.values()];
+    } while (pageToken !== "" && (most === undefined || found.size < most));
+    return { sessions: [...found.values()], total: total ?? found.size };
   }
 
   override async deleteSession({ appName, userId, sessionId }: DeleteSessionRequest): Promise<void> {
@@ -496,9 +513,4 @@ export class GrpcSessionService extends BaseSessionService {
  */
 function namesASession(appName: string, userId: string, sessionId: string): boolean {
   return Boolean(appName && userId && sessionId && sessionId.trim());
-}
-
-/** Ids in code-unit order, as `localeCompare` would not be stable across machines. */
-function compareIds(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

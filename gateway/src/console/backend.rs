@@ -104,6 +104,7 @@ impl Calls<'_> {
                 user_id: user.map(str::to_owned),
                 page_size: SESSIONS_PAGE,
                 page_token,
+                ..Default::default()
             };
             let page = self
                 .backend

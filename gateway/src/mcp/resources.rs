@@ -122,6 +122,7 @@ impl Gateway {
                 user_id: Some(scope.user.clone()),
                 page_size: LISTED_SESSIONS,
                 page_token: String::new(),
+                ..Default::default()
             };
             let sessions = self
                 .backend

@@ -194,6 +194,7 @@ impl Gateway {
                     user_id: Some(scope.user),
                     page_size: args::count("page_size", a.page_size)?,
                     page_token: a.page_token.unwrap_or_default(),
+                    ..Default::default()
                 };
                 let page = self
                     .backend

@@ -209,6 +209,7 @@ impl SessionClient {
                 user_id: user.map(str::to_owned),
                 page_size: LIST_PAGE,
                 page_token,
+                ..Default::default()
             };
             let page = self
                 .client

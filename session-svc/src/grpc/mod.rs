@@ -70,10 +70,13 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         request: Request<ListSessionsRequest>,
     ) -> Result<Response<ListSessionsResponse>, Status> {
         let (request, span) = admit(request, "ListSessions")?;
-        let page = traced(span, self.sessions.list(request)).await?;
+        let listed = traced(span, self.sessions.list(request)).await?;
         Ok(Response::new(ListSessionsResponse {
-            sessions: page.items,
-            next_page_token: page.next_page_token,
+            sessions: listed.page.items,
+            next_page_token: listed.page.next_page_token,
+            total_size: listed
+                .total_size
+                .map(|n| i32::try_from(n).unwrap_or(i32::MAX)),
         }))
     }
 

@@ -9,7 +9,10 @@ use adk_proto::session::v1::{Event, Session};
 use prost_types::Timestamp;
 use serde_json::{json, Value};
 
-use super::{Append, Changes, EventWindow, NewSession, Page, SessionKey, SessionStore};
+use super::{
+    Append, Changes, EventWindow, NewSession, Page, SessionKey, SessionOrder, SessionQuery,
+    SessionStore,
+};
 use crate::{error::SessionError, state::ScopedDelta};
 
 /// Declares one `#[tokio::test]` per contract test, each on the store `$open` gives: an async
@@ -28,6 +31,7 @@ macro_rules! session_store_suite {
             state_scopes_merge,
             shared_keys_keep_the_last_write,
             lists_sessions_in_order_and_pages,
+            lists_sessions_newest_first_from_an_offset_with_a_count,
             listed_sessions_carry_their_own_state,
             lists_events_in_pages,
             delete_keeps_app_and_user_state,
@@ -138,6 +142,18 @@ fn ids(events: &[Event]) -> Vec<&str> {
 
 fn state_of(session: &Session) -> Value {
     serde_json::from_str(&session.state).unwrap()
+}
+
+/// A page of a listing in the default order, without offset or count.
+async fn list_page(
+    store: &impl SessionStore,
+    app_name: &str,
+    user_id: Option<&str>,
+    page_size: usize,
+    page_token: &str,
+) -> crate::error::Result<Page<Session>> {
+    let query = SessionQuery::page(app_name, user_id, page_size, page_token);
+    Ok(store.list(query).await?.page)
 }
 
 /// Every page of a listing, following its tokens; each page holds at most `page_size` items.
@@ -380,7 +396,7 @@ pub async fn shared_keys_keep_the_last_write<S: SessionStore>(store: S) {
             );
         }
     }
-    let listed = store.list(APP, Some("user"), 10, "").await.unwrap();
+    let listed = list_page(&store, APP, Some("user"), 10, "").await.unwrap();
     assert_eq!(listed.items.len(), sessions.len());
     for session in &listed.items {
         assert_eq!(state_of(session), json!({"app:k": 8, "user:k": 8}));
@@ -415,7 +431,7 @@ pub async fn lists_sessions_in_order_and_pages<S: SessionStore>(store: S) {
         async move {
             pages(page_size, |token| {
                 let store = store.clone();
-                async move { store.list(APP, user, page_size, &token).await }
+                async move { list_page(&store, APP, user, page_size, &token).await }
             })
             .await
         }
@@ -458,11 +474,103 @@ pub async fn lists_sessions_in_order_and_pages<S: SessionStore>(store: S) {
     assert!(names(
         &pages(10, |token| {
             let store = store.clone();
-            async move { store.list("other-app", None, 10, &token).await }
+            async move { list_page(&store, "other-app", None, 10, &token).await }
         })
         .await
     )
     .is_empty());
+}
+
+pub async fn lists_sessions_newest_first_from_an_offset_with_a_count<S: SessionStore>(store: S) {
+    // Three sessions updated at once (300), which stay ordered by (user, id) in both orders.
+    create(&store, &key_of("u2", "c"), 300).await;
+    create(&store, &key_of("u1", "b"), 300).await;
+    create(&store, &key_of("u1", "a"), 300).await;
+    create(&store, &key_of("u1", "d"), 100).await;
+    create(&store, &key_of("u2", "e"), 50).await;
+    append(&store, &key_of("u2", "e"), "e1", 400).await;
+    create(&store, &key_of("u1", "x"), 200).await;
+    let gone = NewSession {
+        expire_time: Some(at(150)),
+        ..new_session(&key_of("u1", "expired"), 120)
+    };
+    store.create(gone).await.unwrap();
+
+    // Every page from `offset` on, following the tokens, and the count of each page.
+    let listed = |user: Option<&'static str>, order, offset, page_size| {
+        let store = store.clone();
+        async move {
+            let (mut names, mut counts, mut token) = (Vec::new(), Vec::new(), String::new());
+            loop {
+                let query = SessionQuery {
+                    order,
+                    offset,
+                    count: true,
+                    ..SessionQuery::page(APP, user, page_size, &token)
+                };
+                let listed = store.list(query).await.unwrap();
+                assert!(listed.page.items.len() <= page_size);
+                names.extend(
+                    listed
+                        .page
+                        .items
+                        .iter()
+                        .map(|s| format!("{}/{}", s.user_id, s.id)),
+                );
+                counts.push(listed.total_size);
+                if listed.page.next_page_token.is_empty() {
+                    return (names, counts);
+                }
+                token = listed.page.next_page_token;
+            }
+        }
+    };
+    let newest = ["u2/e", "u1/a", "u1/b", "u2/c", "u1/x", "u1/d"];
+    // Ties keep (user, id) ascending: the oldest-first listing is not the reverse.
+    let oldest = ["u1/d", "u1/x", "u1/a", "u1/b", "u2/c", "u2/e"];
+    for page_size in [1, 2, 4, 1000] {
+        let (names, counts) = listed(None, SessionOrder::NewestFirst, 0, page_size).await;
+        assert_eq!(names, newest, "page size {page_size}");
+        // The count is the whole listing's on every page, the expired session not in it.
+        assert!(counts.iter().all(|&c| c == Some(6)), "{counts:?}");
+        for offset in [1, 3, 6, 9] {
+            let (names, _) = listed(None, SessionOrder::NewestFirst, offset, page_size).await;
+            assert_eq!(
+                names,
+                newest[offset.min(6)..],
+                "offset {offset}, size {page_size}"
+            );
+            let (names, _) = listed(None, SessionOrder::OldestFirst, offset, page_size).await;
+            assert_eq!(
+                names,
+                oldest[offset.min(6)..],
+                "offset {offset}, size {page_size}"
+            );
+        }
+    }
+    // A user's listing: whole (within one page) and through the index (several pages).
+    let u1_newest = ["u1/a", "u1/b", "u1/x", "u1/d"];
+    for page_size in [1, 2, 3, 4, 1000] {
+        for offset in [0, 1, 4, 5] {
+            let (names, counts) =
+                listed(Some("u1"), SessionOrder::NewestFirst, offset, page_size).await;
+            assert_eq!(
+                names,
+                u1_newest[offset.min(4)..],
+                "offset {offset}, size {page_size}"
+            );
+            assert!(counts.iter().all(|&c| c == Some(4)), "{counts:?}");
+        }
+    }
+    let (names, counts) = listed(Some("nobody"), SessionOrder::NewestFirst, 0, 10).await;
+    assert!(names.is_empty());
+    assert_eq!(counts, [Some(0)]);
+    // No count unless asked for.
+    let plain = store
+        .list(SessionQuery::page(APP, None, 2, ""))
+        .await
+        .unwrap();
+    assert_eq!(plain.total_size, None);
 }
 
 /// Every listing, whole or in pages, of one user or of the app, shows each session with its
@@ -501,7 +609,7 @@ pub async fn listed_sessions_carry_their_own_state<S: SessionStore>(store: S) {
     ] {
         let listed = pages(page_size, |token| {
             let store = store.clone();
-            async move { store.list(APP, user, page_size, &token).await }
+            async move { list_page(&store, APP, user, page_size, &token).await }
         })
         .await;
         let sessions: Vec<&Session> = listed.iter().flatten().collect();
@@ -604,7 +712,7 @@ pub async fn delete_keeps_app_and_user_state<S: SessionStore>(store: S) {
 }
 
 async fn names_listed(store: &impl SessionStore) -> Vec<String> {
-    let page = store.list(APP, None, 1000, "").await.unwrap();
+    let page = list_page(store, APP, None, 1000, "").await.unwrap();
     page.items.into_iter().map(|s| s.id).collect()
 }
 

@@ -112,6 +112,61 @@ pub struct Page<T> {
     pub next_page_token: String,
 }
 
+/// The order of a ListSessions listing. Sessions updated at the same time are ordered by
+/// `(user_id, session_id)` ascending in both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SessionOrder {
+    /// By `last_update_time` ascending (S4.4).
+    #[default]
+    OldestFirst,
+    /// By `last_update_time` descending.
+    NewestFirst,
+}
+
+/// One page of a ListSessions listing to read: which sessions, in which order, from where.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionQuery<'a> {
+    pub app_name: &'a str,
+    /// `None`: every user's sessions of the app.
+    pub user_id: Option<&'a str>,
+    pub order: SessionOrder,
+    /// Live sessions skipped before the first page; ignored with a page token, which already
+    /// names where the page starts.
+    pub offset: usize,
+    pub page_size: usize,
+    pub page_token: &'a str,
+    /// Count the whole listing into [`SessionPage::total_size`].
+    pub count: bool,
+}
+
+impl<'a> SessionQuery<'a> {
+    /// A page of the listing in its default order, without offset or count.
+    pub fn page(
+        app_name: &'a str,
+        user_id: Option<&'a str>,
+        page_size: usize,
+        page_token: &'a str,
+    ) -> Self {
+        Self {
+            app_name,
+            user_id,
+            order: SessionOrder::OldestFirst,
+            offset: 0,
+            page_size,
+            page_token,
+            count: false,
+        }
+    }
+}
+
+/// A page of sessions, and the number of live sessions in the whole listing when it was asked
+/// for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionPage {
+    pub page: Page<Session>,
+    pub total_size: Option<usize>,
+}
+
 /// A change made through another process sharing the store (another replica), so that this
 /// process wakes its own watchers.
 #[derive(Debug, Clone, PartialEq)]
@@ -141,14 +196,9 @@ pub trait SessionStore: Clone + Send + Sync + 'static {
         window: EventWindow,
     ) -> impl Future<Output = Result<Option<Session>>> + Send;
 
-    /// Lists live sessions without events, ordered by (last_update_time, user_id, id).
-    fn list(
-        &self,
-        app_name: &str,
-        user_id: Option<&str>,
-        page_size: usize,
-        page_token: &str,
-    ) -> impl Future<Output = Result<Page<Session>>> + Send;
+    /// Lists live sessions without events, by last_update_time in `query.order`, then by
+    /// (user_id, id) ascending. The count, when asked for, covers the whole listing.
+    fn list(&self, query: SessionQuery<'_>) -> impl Future<Output = Result<SessionPage>> + Send;
 
     /// Deletes a session, its events and its session state; a no-op when missing.
     fn delete(&self, key: &SessionKey) -> impl Future<Output = Result<()>> + Send;

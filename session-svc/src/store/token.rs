@@ -43,9 +43,15 @@ impl SessionListing<'_> {
         }
     }
 
+    /// The prefix of the keys of the sessions last updated at `time`: ties in the listing's
+    /// order, ordered by user and session after it.
+    pub fn at(&self, time: &Timestamp) -> Key {
+        self.prefix().timestamp(time)
+    }
+
     /// The key of `place` in the listing (in a user's listing, `place.user_id` is that user).
     pub fn key(&self, place: &SessionPlace) -> Key {
-        let key = self.prefix().timestamp(&place.last_update_time);
+        let key = self.at(&place.last_update_time);
         match self.user_id {
             Some(_) => key,
             None => key.str(&place.user_id),

@@ -31,6 +31,60 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// The order of a ListSessions listing. Sessions updated at the same time are always ordered by
+// (user_id, id), ascending.
+type SessionOrder int32
+
+const (
+	// Unspecified: SESSION_ORDER_OLDEST_FIRST.
+	SessionOrder_SESSION_ORDER_UNSPECIFIED SessionOrder = 0
+	// By last_update_time ascending: the most recently active session is last.
+	SessionOrder_SESSION_ORDER_OLDEST_FIRST SessionOrder = 1
+	// By last_update_time descending: the most recently active session is first.
+	SessionOrder_SESSION_ORDER_NEWEST_FIRST SessionOrder = 2
+)
+
+// Enum value maps for SessionOrder.
+var (
+	SessionOrder_name = map[int32]string{
+		0: "SESSION_ORDER_UNSPECIFIED",
+		1: "SESSION_ORDER_OLDEST_FIRST",
+		2: "SESSION_ORDER_NEWEST_FIRST",
+	}
+	SessionOrder_value = map[string]int32{
+		"SESSION_ORDER_UNSPECIFIED":  0,
+		"SESSION_ORDER_OLDEST_FIRST": 1,
+		"SESSION_ORDER_NEWEST_FIRST": 2,
+	}
+)
+
+func (x SessionOrder) Enum() *SessionOrder {
+	p := new(SessionOrder)
+	*p = x
+	return p
+}
+
+func (x SessionOrder) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SessionOrder) Descriptor() protoreflect.EnumDescriptor {
+	return file_adk_session_v1_session_proto_enumTypes[0].Descriptor()
+}
+
+func (SessionOrder) Type() protoreflect.EnumType {
+	return &file_adk_session_v1_session_proto_enumTypes[0]
+}
+
+func (x SessionOrder) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SessionOrder.Descriptor instead.
+func (SessionOrder) EnumDescriptor() ([]byte, []int) {
+	return file_adk_session_v1_session_proto_rawDescGZIP(), []int{0}
+}
+
 // A conversation: its merged state and ordered events.
 type Session struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -1413,9 +1467,17 @@ type ListSessionsRequest struct {
 	// Default 20, maximum 1000.
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// From a previous response's next_page_token.
-	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Unspecified: SESSION_ORDER_OLDEST_FIRST.
+	Order SessionOrder `protobuf:"varint,5,opt,name=order,proto3,enum=adk.session.v1.SessionOrder" json:"order,omitempty"`
+	// Sessions of the listing skipped before the first page (default 0; negative is
+	// INVALID_ARGUMENT). Later pages resume after their page_token and ignore it.
+	Offset int32 `protobuf:"varint,6,opt,name=offset,proto3" json:"offset,omitempty"`
+	// Also count the listing's sessions into total_size. Counting walks the whole listing (each
+	// session's place and expiry, not its state), so it costs in proportion to its size.
+	IncludeTotalSize bool `protobuf:"varint,7,opt,name=include_total_size,json=includeTotalSize,proto3" json:"include_total_size,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ListSessionsRequest) Reset() {
@@ -1476,12 +1538,36 @@ func (x *ListSessionsRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListSessionsRequest) GetOrder() SessionOrder {
+	if x != nil {
+		return x.Order
+	}
+	return SessionOrder_SESSION_ORDER_UNSPECIFIED
+}
+
+func (x *ListSessionsRequest) GetOffset() int32 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ListSessionsRequest) GetIncludeTotalSize() bool {
+	if x != nil {
+		return x.IncludeTotalSize
+	}
+	return false
+}
+
 // ListSessions output.
 type ListSessionsResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Sessions []*Session             `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
 	// Empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// With include_total_size: how many sessions the whole listing holds (every page, offset
+	// included), counted in the snapshot this page was read from. Absent otherwise.
+	TotalSize     *int32 `protobuf:"varint,3,opt,name=total_size,json=totalSize,proto3,oneof" json:"total_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1528,6 +1614,13 @@ func (x *ListSessionsResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *ListSessionsResponse) GetTotalSize() int32 {
+	if x != nil && x.TotalSize != nil {
+		return *x.TotalSize
+	}
+	return 0
 }
 
 // DeleteSession input.
@@ -2631,18 +2724,24 @@ const file_adk_session_v1_session_proto_rawDesc = "" +
 	"\x11num_recent_events\x18\x04 \x01(\x05H\x00R\x0fnumRecentEvents\x88\x01\x01\x12C\n" +
 	"\x0fafter_timestamp\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0eafterTimestamp\x121\n" +
 	"\x15max_reply_event_bytes\x18\x06 \x01(\x04R\x12maxReplyEventBytesB\x14\n" +
-	"\x12_num_recent_events\"\x96\x01\n" +
+	"\x12_num_recent_events\"\x90\x02\n" +
 	"\x13ListSessionsRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x1c\n" +
 	"\auser_id\x18\x02 \x01(\tH\x00R\x06userId\x88\x01\x01\x12\x1b\n" +
 	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x04 \x01(\tR\tpageTokenB\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\x122\n" +
+	"\x05order\x18\x05 \x01(\x0e2\x1c.adk.session.v1.SessionOrderR\x05order\x12\x16\n" +
+	"\x06offset\x18\x06 \x01(\x05R\x06offset\x12,\n" +
+	"\x12include_total_size\x18\a \x01(\bR\x10includeTotalSizeB\n" +
 	"\n" +
-	"\b_user_id\"s\n" +
+	"\b_user_id\"\xa6\x01\n" +
 	"\x14ListSessionsResponse\x123\n" +
 	"\bsessions\x18\x01 \x03(\v2\x17.adk.session.v1.SessionR\bsessions\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"i\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\"\n" +
+	"\n" +
+	"total_size\x18\x03 \x01(\x05H\x00R\ttotalSize\x88\x01\x01B\r\n" +
+	"\v_total_size\"i\n" +
 	"\x14DeleteSessionRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -2706,7 +2805,11 @@ const file_adk_session_v1_session_proto_rawDesc = "" +
 	"\x10ListAppsResponse\x12\x1b\n" +
 	"\tapp_names\x18\x01 \x03(\tR\bappNames\"%\n" +
 	"\rStateResponse\x12\x14\n" +
-	"\x05state\x18\x01 \x01(\tR\x05state2\x8a\b\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state*m\n" +
+	"\fSessionOrder\x12\x1d\n" +
+	"\x19SESSION_ORDER_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aSESSION_ORDER_OLDEST_FIRST\x10\x01\x12\x1e\n" +
+	"\x1aSESSION_ORDER_NEWEST_FIRST\x10\x022\x8a\b\n" +
 	"\x0eSessionService\x12N\n" +
 	"\rCreateSession\x12$.adk.session.v1.CreateSessionRequest\x1a\x17.adk.session.v1.Session\x12H\n" +
 	"\n" +
@@ -2735,104 +2838,107 @@ func file_adk_session_v1_session_proto_rawDescGZIP() []byte {
 	return file_adk_session_v1_session_proto_rawDescData
 }
 
+var file_adk_session_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_adk_session_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_adk_session_v1_session_proto_goTypes = []any{
-	(*Session)(nil),               // 0: adk.session.v1.Session
-	(*Event)(nil),                 // 1: adk.session.v1.Event
-	(*Content)(nil),               // 2: adk.session.v1.Content
-	(*Part)(nil),                  // 3: adk.session.v1.Part
-	(*Blob)(nil),                  // 4: adk.session.v1.Blob
-	(*FileData)(nil),              // 5: adk.session.v1.FileData
-	(*FunctionCall)(nil),          // 6: adk.session.v1.FunctionCall
-	(*FunctionResponse)(nil),      // 7: adk.session.v1.FunctionResponse
-	(*ExecutableCode)(nil),        // 8: adk.session.v1.ExecutableCode
-	(*CodeExecutionResult)(nil),   // 9: adk.session.v1.CodeExecutionResult
-	(*EventActions)(nil),          // 10: adk.session.v1.EventActions
-	(*EventCompaction)(nil),       // 11: adk.session.v1.EventCompaction
-	(*CreateSessionRequest)(nil),  // 12: adk.session.v1.CreateSessionRequest
-	(*GetSessionRequest)(nil),     // 13: adk.session.v1.GetSessionRequest
-	(*ListSessionsRequest)(nil),   // 14: adk.session.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 15: adk.session.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),  // 16: adk.session.v1.DeleteSessionRequest
-	(*AppendEventRequest)(nil),    // 17: adk.session.v1.AppendEventRequest
-	(*AppendEventResponse)(nil),   // 18: adk.session.v1.AppendEventResponse
-	(*ListEventsRequest)(nil),     // 19: adk.session.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),    // 20: adk.session.v1.ListEventsResponse
-	(*WatchSessionRequest)(nil),   // 21: adk.session.v1.WatchSessionRequest
-	(*WatchSessionResponse)(nil),  // 22: adk.session.v1.WatchSessionResponse
-	(*SessionDeleted)(nil),        // 23: adk.session.v1.SessionDeleted
-	(*WatchEventsRequest)(nil),    // 24: adk.session.v1.WatchEventsRequest
-	(*WatchEventsResponse)(nil),   // 25: adk.session.v1.WatchEventsResponse
-	(*GetUserStateRequest)(nil),   // 26: adk.session.v1.GetUserStateRequest
-	(*GetAppStateRequest)(nil),    // 27: adk.session.v1.GetAppStateRequest
-	(*ListAppsRequest)(nil),       // 28: adk.session.v1.ListAppsRequest
-	(*ListAppsResponse)(nil),      // 29: adk.session.v1.ListAppsResponse
-	(*StateResponse)(nil),         // 30: adk.session.v1.StateResponse
-	nil,                           // 31: adk.session.v1.EventActions.ArtifactDeltaEntry
-	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 33: google.protobuf.Duration
-	(*emptypb.Empty)(nil),         // 34: google.protobuf.Empty
+	(SessionOrder)(0),             // 0: adk.session.v1.SessionOrder
+	(*Session)(nil),               // 1: adk.session.v1.Session
+	(*Event)(nil),                 // 2: adk.session.v1.Event
+	(*Content)(nil),               // 3: adk.session.v1.Content
+	(*Part)(nil),                  // 4: adk.session.v1.Part
+	(*Blob)(nil),                  // 5: adk.session.v1.Blob
+	(*FileData)(nil),              // 6: adk.session.v1.FileData
+	(*FunctionCall)(nil),          // 7: adk.session.v1.FunctionCall
+	(*FunctionResponse)(nil),      // 8: adk.session.v1.FunctionResponse
+	(*ExecutableCode)(nil),        // 9: adk.session.v1.ExecutableCode
+	(*CodeExecutionResult)(nil),   // 10: adk.session.v1.CodeExecutionResult
+	(*EventActions)(nil),          // 11: adk.session.v1.EventActions
+	(*EventCompaction)(nil),       // 12: adk.session.v1.EventCompaction
+	(*CreateSessionRequest)(nil),  // 13: adk.session.v1.CreateSessionRequest
+	(*GetSessionRequest)(nil),     // 14: adk.session.v1.GetSessionRequest
+	(*ListSessionsRequest)(nil),   // 15: adk.session.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 16: adk.session.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),  // 17: adk.session.v1.DeleteSessionRequest
+	(*AppendEventRequest)(nil),    // 18: adk.session.v1.AppendEventRequest
+	(*AppendEventResponse)(nil),   // 19: adk.session.v1.AppendEventResponse
+	(*ListEventsRequest)(nil),     // 20: adk.session.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),    // 21: adk.session.v1.ListEventsResponse
+	(*WatchSessionRequest)(nil),   // 22: adk.session.v1.WatchSessionRequest
+	(*WatchSessionResponse)(nil),  // 23: adk.session.v1.WatchSessionResponse
+	(*SessionDeleted)(nil),        // 24: adk.session.v1.SessionDeleted
+	(*WatchEventsRequest)(nil),    // 25: adk.session.v1.WatchEventsRequest
+	(*WatchEventsResponse)(nil),   // 26: adk.session.v1.WatchEventsResponse
+	(*GetUserStateRequest)(nil),   // 27: adk.session.v1.GetUserStateRequest
+	(*GetAppStateRequest)(nil),    // 28: adk.session.v1.GetAppStateRequest
+	(*ListAppsRequest)(nil),       // 29: adk.session.v1.ListAppsRequest
+	(*ListAppsResponse)(nil),      // 30: adk.session.v1.ListAppsResponse
+	(*StateResponse)(nil),         // 31: adk.session.v1.StateResponse
+	nil,                           // 32: adk.session.v1.EventActions.ArtifactDeltaEntry
+	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 34: google.protobuf.Duration
+	(*emptypb.Empty)(nil),         // 35: google.protobuf.Empty
 }
 var file_adk_session_v1_session_proto_depIdxs = []int32{
-	1,  // 0: adk.session.v1.Session.events:type_name -> adk.session.v1.Event
-	32, // 1: adk.session.v1.Session.create_time:type_name -> google.protobuf.Timestamp
-	32, // 2: adk.session.v1.Session.last_update_time:type_name -> google.protobuf.Timestamp
-	32, // 3: adk.session.v1.Session.expire_time:type_name -> google.protobuf.Timestamp
-	2,  // 4: adk.session.v1.Event.content:type_name -> adk.session.v1.Content
-	10, // 5: adk.session.v1.Event.actions:type_name -> adk.session.v1.EventActions
-	32, // 6: adk.session.v1.Event.timestamp:type_name -> google.protobuf.Timestamp
-	3,  // 7: adk.session.v1.Content.parts:type_name -> adk.session.v1.Part
-	4,  // 8: adk.session.v1.Part.inline_data:type_name -> adk.session.v1.Blob
-	5,  // 9: adk.session.v1.Part.file_data:type_name -> adk.session.v1.FileData
-	6,  // 10: adk.session.v1.Part.function_call:type_name -> adk.session.v1.FunctionCall
-	7,  // 11: adk.session.v1.Part.function_response:type_name -> adk.session.v1.FunctionResponse
-	8,  // 12: adk.session.v1.Part.executable_code:type_name -> adk.session.v1.ExecutableCode
-	9,  // 13: adk.session.v1.Part.code_execution_result:type_name -> adk.session.v1.CodeExecutionResult
-	31, // 14: adk.session.v1.EventActions.artifact_delta:type_name -> adk.session.v1.EventActions.ArtifactDeltaEntry
-	11, // 15: adk.session.v1.EventActions.compaction:type_name -> adk.session.v1.EventCompaction
-	32, // 16: adk.session.v1.EventCompaction.start_timestamp:type_name -> google.protobuf.Timestamp
-	32, // 17: adk.session.v1.EventCompaction.end_timestamp:type_name -> google.protobuf.Timestamp
-	2,  // 18: adk.session.v1.EventCompaction.compacted_content:type_name -> adk.session.v1.Content
-	33, // 19: adk.session.v1.CreateSessionRequest.ttl:type_name -> google.protobuf.Duration
-	32, // 20: adk.session.v1.CreateSessionRequest.expire_time:type_name -> google.protobuf.Timestamp
-	32, // 21: adk.session.v1.GetSessionRequest.after_timestamp:type_name -> google.protobuf.Timestamp
-	0,  // 22: adk.session.v1.ListSessionsResponse.sessions:type_name -> adk.session.v1.Session
-	1,  // 23: adk.session.v1.AppendEventRequest.event:type_name -> adk.session.v1.Event
-	1,  // 24: adk.session.v1.AppendEventResponse.event:type_name -> adk.session.v1.Event
-	32, // 25: adk.session.v1.AppendEventResponse.last_update_time:type_name -> google.protobuf.Timestamp
-	1,  // 26: adk.session.v1.ListEventsResponse.events:type_name -> adk.session.v1.Event
-	1,  // 27: adk.session.v1.WatchSessionResponse.event:type_name -> adk.session.v1.Event
-	23, // 28: adk.session.v1.WatchSessionResponse.deleted:type_name -> adk.session.v1.SessionDeleted
-	1,  // 29: adk.session.v1.WatchEventsResponse.event:type_name -> adk.session.v1.Event
-	12, // 30: adk.session.v1.SessionService.CreateSession:input_type -> adk.session.v1.CreateSessionRequest
-	13, // 31: adk.session.v1.SessionService.GetSession:input_type -> adk.session.v1.GetSessionRequest
-	14, // 32: adk.session.v1.SessionService.ListSessions:input_type -> adk.session.v1.ListSessionsRequest
-	16, // 33: adk.session.v1.SessionService.DeleteSession:input_type -> adk.session.v1.DeleteSessionRequest
-	17, // 34: adk.session.v1.SessionService.AppendEvent:input_type -> adk.session.v1.AppendEventRequest
-	17, // 35: adk.session.v1.SessionService.AppendEvents:input_type -> adk.session.v1.AppendEventRequest
-	19, // 36: adk.session.v1.SessionService.ListEvents:input_type -> adk.session.v1.ListEventsRequest
-	21, // 37: adk.session.v1.SessionService.WatchSession:input_type -> adk.session.v1.WatchSessionRequest
-	24, // 38: adk.session.v1.SessionService.WatchEvents:input_type -> adk.session.v1.WatchEventsRequest
-	26, // 39: adk.session.v1.SessionService.GetUserState:input_type -> adk.session.v1.GetUserStateRequest
-	27, // 40: adk.session.v1.SessionService.GetAppState:input_type -> adk.session.v1.GetAppStateRequest
-	28, // 41: adk.session.v1.SessionService.ListApps:input_type -> adk.session.v1.ListAppsRequest
-	0,  // 42: adk.session.v1.SessionService.CreateSession:output_type -> adk.session.v1.Session
-	0,  // 43: adk.session.v1.SessionService.GetSession:output_type -> adk.session.v1.Session
-	15, // 44: adk.session.v1.SessionService.ListSessions:output_type -> adk.session.v1.ListSessionsResponse
-	34, // 45: adk.session.v1.SessionService.DeleteSession:output_type -> google.protobuf.Empty
-	18, // 46: adk.session.v1.SessionService.AppendEvent:output_type -> adk.session.v1.AppendEventResponse
-	18, // 47: adk.session.v1.SessionService.AppendEvents:output_type -> adk.session.v1.AppendEventResponse
-	20, // 48: adk.session.v1.SessionService.ListEvents:output_type -> adk.session.v1.ListEventsResponse
-	22, // 49: adk.session.v1.SessionService.WatchSession:output_type -> adk.session.v1.WatchSessionResponse
-	25, // 50: adk.session.v1.SessionService.WatchEvents:output_type -> adk.session.v1.WatchEventsResponse
-	30, // 51: adk.session.v1.SessionService.GetUserState:output_type -> adk.session.v1.StateResponse
-	30, // 52: adk.session.v1.SessionService.GetAppState:output_type -> adk.session.v1.StateResponse
-	29, // 53: adk.session.v1.SessionService.ListApps:output_type -> adk.session.v1.ListAppsResponse
-	42, // [42:54] is the sub-list for method output_type
-	30, // [30:42] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	2,  // 0: adk.session.v1.Session.events:type_name -> adk.session.v1.Event
+	33, // 1: adk.session.v1.Session.create_time:type_name -> google.protobuf.Timestamp
+	33, // 2: adk.session.v1.Session.last_update_time:type_name -> google.protobuf.Timestamp
+	33, // 3: adk.session.v1.Session.expire_time:type_name -> google.protobuf.Timestamp
+	3,  // 4: adk.session.v1.Event.content:type_name -> adk.session.v1.Content
+	11, // 5: adk.session.v1.Event.actions:type_name -> adk.session.v1.EventActions
+	33, // 6: adk.session.v1.Event.timestamp:type_name -> google.protobuf.Timestamp
+	4,  // 7: adk.session.v1.Content.parts:type_name -> adk.session.v1.Part
+	5,  // 8: adk.session.v1.Part.inline_data:type_name -> adk.session.v1.Blob
+	6,  // 9: adk.session.v1.Part.file_data:type_name -> adk.session.v1.FileData
+	7,  // 10: adk.session.v1.Part.function_call:type_name -> adk.session.v1.FunctionCall
+	8,  // 11: adk.session.v1.Part.function_response:type_name -> adk.session.v1.FunctionResponse
+	9,  // 12: adk.session.v1.Part.executable_code:type_name -> adk.session.v1.ExecutableCode
+	10, // 13: adk.session.v1.Part.code_execution_result:type_name -> adk.session.v1.CodeExecutionResult
+	32, // 14: adk.session.v1.EventActions.artifact_delta:type_name -> adk.session.v1.EventActions.ArtifactDeltaEntry
+	12, // 15: adk.session.v1.EventActions.compaction:type_name -> adk.session.v1.EventCompaction
+	33, // 16: adk.session.v1.EventCompaction.start_timestamp:type_name -> google.protobuf.Timestamp
+	33, // 17: adk.session.v1.EventCompaction.end_timestamp:type_name -> google.protobuf.Timestamp
+	3,  // 18: adk.session.v1.EventCompaction.compacted_content:type_name -> adk.session.v1.Content
+	34, // 19: adk.session.v1.CreateSessionRequest.ttl:type_name -> google.protobuf.Duration
+	33, // 20: adk.session.v1.CreateSessionRequest.expire_time:type_name -> google.protobuf.Timestamp
+	33, // 21: adk.session.v1.GetSessionRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	0,  // 22: adk.session.v1.ListSessionsRequest.order:type_name -> adk.session.v1.SessionOrder
+	1,  // 23: adk.session.v1.ListSessionsResponse.sessions:type_name -> adk.session.v1.Session
+	2,  // 24: adk.session.v1.AppendEventRequest.event:type_name -> adk.session.v1.Event
+	2,  // 25: adk.session.v1.AppendEventResponse.event:type_name -> adk.session.v1.Event
+	33, // 26: adk.session.v1.AppendEventResponse.last_update_time:type_name -> google.protobuf.Timestamp
+	2,  // 27: adk.session.v1.ListEventsResponse.events:type_name -> adk.session.v1.Event
+	2,  // 28: adk.session.v1.WatchSessionResponse.event:type_name -> adk.session.v1.Event
+	24, // 29: adk.session.v1.WatchSessionResponse.deleted:type_name -> adk.session.v1.SessionDeleted
+	2,  // 30: adk.session.v1.WatchEventsResponse.event:type_name -> adk.session.v1.Event
+	13, // 31: adk.session.v1.SessionService.CreateSession:input_type -> adk.session.v1.CreateSessionRequest
+	14, // 32: adk.session.v1.SessionService.GetSession:input_type -> adk.session.v1.GetSessionRequest
+	15, // 33: adk.session.v1.SessionService.ListSessions:input_type -> adk.session.v1.ListSessionsRequest
+	17, // 34: adk.session.v1.SessionService.DeleteSession:input_type -> adk.session.v1.DeleteSessionRequest
+	18, // 35: adk.session.v1.SessionService.AppendEvent:input_type -> adk.session.v1.AppendEventRequest
+	18, // 36: adk.session.v1.SessionService.AppendEvents:input_type -> adk.session.v1.AppendEventRequest
+	20, // 37: adk.session.v1.SessionService.ListEvents:input_type -> adk.session.v1.ListEventsRequest
+	22, // 38: adk.session.v1.SessionService.WatchSession:input_type -> adk.session.v1.WatchSessionRequest
+	25, // 39: adk.session.v1.SessionService.WatchEvents:input_type -> adk.session.v1.WatchEventsRequest
+	27, // 40: adk.session.v1.SessionService.GetUserState:input_type -> adk.session.v1.GetUserStateRequest
+	28, // 41: adk.session.v1.SessionService.GetAppState:input_type -> adk.session.v1.GetAppStateRequest
+	29, // 42: adk.session.v1.SessionService.ListApps:input_type -> adk.session.v1.ListAppsRequest
+	1,  // 43: adk.session.v1.SessionService.CreateSession:output_type -> adk.session.v1.Session
+	1,  // 44: adk.session.v1.SessionService.GetSession:output_type -> adk.session.v1.Session
+	16, // 45: adk.session.v1.SessionService.ListSessions:output_type -> adk.session.v1.ListSessionsResponse
+	35, // 46: adk.session.v1.SessionService.DeleteSession:output_type -> google.protobuf.Empty
+	19, // 47: adk.session.v1.SessionService.AppendEvent:output_type -> adk.session.v1.AppendEventResponse
+	19, // 48: adk.session.v1.SessionService.AppendEvents:output_type -> adk.session.v1.AppendEventResponse
+	21, // 49: adk.session.v1.SessionService.ListEvents:output_type -> adk.session.v1.ListEventsResponse
+	23, // 50: adk.session.v1.SessionService.WatchSession:output_type -> adk.session.v1.WatchSessionResponse
+	26, // 51: adk.session.v1.SessionService.WatchEvents:output_type -> adk.session.v1.WatchEventsResponse
+	31, // 52: adk.session.v1.SessionService.GetUserState:output_type -> adk.session.v1.StateResponse
+	31, // 53: adk.session.v1.SessionService.GetAppState:output_type -> adk.session.v1.StateResponse
+	30, // 54: adk.session.v1.SessionService.ListApps:output_type -> adk.session.v1.ListAppsResponse
+	43, // [43:55] is the sub-list for method output_type
+	31, // [31:43] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_adk_session_v1_session_proto_init() }
@@ -2860,6 +2966,7 @@ func file_adk_session_v1_session_proto_init() {
 	file_adk_session_v1_session_proto_msgTypes[10].OneofWrappers = []any{}
 	file_adk_session_v1_session_proto_msgTypes[13].OneofWrappers = []any{}
 	file_adk_session_v1_session_proto_msgTypes[14].OneofWrappers = []any{}
+	file_adk_session_v1_session_proto_msgTypes[15].OneofWrappers = []any{}
 	file_adk_session_v1_session_proto_msgTypes[17].OneofWrappers = []any{}
 	file_adk_session_v1_session_proto_msgTypes[22].OneofWrappers = []any{
 		(*WatchSessionResponse_Event)(nil),
@@ -2870,13 +2977,14 @@ func file_adk_session_v1_session_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_adk_session_v1_session_proto_rawDesc), len(file_adk_session_v1_session_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_adk_session_v1_session_proto_goTypes,
 		DependencyIndexes: file_adk_session_v1_session_proto_depIdxs,
+		EnumInfos:         file_adk_session_v1_session_proto_enumTypes,
 		MessageInfos:      file_adk_session_v1_session_proto_msgTypes,
 	}.Build()
 	File_adk_session_v1_session_proto = out.File

@@ -3,8 +3,6 @@
 
 use std::collections::HashMap;
 
-use adk_proto::session::v1::Session;
-use prost_types::Timestamp;
 use tokio_postgres::types::ToSql;
 
 use super::{
@@ -16,85 +14,93 @@ use crate::{
     state::{self, Entry},
     store::{
         token::{SessionListing, SessionPlace},
-        Page, SessionKey,
+        Page, SessionKey, SessionOrder, SessionPage, SessionQuery,
     },
     time::now,
 };
 
-pub(super) async fn list(
-    store: &PgSessionStore,
-    app_name: &str,
-    user_id: Option<&str>,
-    page_size: usize,
-    page_token: &str,
-) -> Result<Page<Session>> {
+pub(super) async fn list(store: &PgSessionStore, query: SessionQuery<'_>) -> Result<SessionPage> {
+    let SessionQuery {
+        app_name,
+        user_id,
+        order,
+        page_size,
+        page_token,
+        ..
+    } = query;
     let listing = SessionListing { app_name, user_id };
-    let after = listing
-        .resume_after(page_token)?
-        .unwrap_or_else(|| SessionPlace {
-            last_update_time: Timestamp {
-                seconds: i64::MIN,
-                nanos: i32::MIN,
-            },
-            user_id: String::new(),
-            session_id: String::new(),
-        });
-    let SessionPlace {
-        last_update_time: ts,
-        user_id: after_user,
-        session_id: after_session,
-    } = after;
+    let after = listing.resume_after(page_token)?;
     let now = now();
     let limit = to_i64(page_size as u64 + 1);
+    // A token names where the page starts; the offset counts from the listing's start.
+    let offset = to_i64(if after.is_some() {
+        0
+    } else {
+        query.offset as u64
+    });
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&app_name, &now.seconds, &now.nanos];
+    let mut filter =
+        String::from("app_name = $1 AND (expire_s IS NULL OR (expire_s, expire_n) > ($2, $3))");
+    if let Some(user) = &user_id {
+        params.push(user);
+        filter.push_str(" AND user_id = $4");
+    }
+    let count_params = params.clone();
+    let count_filter = filter.clone();
+    // Ties by (user, session) ascending in both orders; in a user's listing, by session.
+    let tie = match user_id {
+        Some(_) => "session_id",
+        None => "user_id, session_id",
+    };
+    if let Some(place) = &after {
+        let n = params.len();
+        let (time, rest) = (format!("(${}, ${})", n + 1, n + 2), n + 3);
+        params.extend([
+            &place.last_update_time.seconds as &(dyn ToSql + Sync),
+            &place.last_update_time.nanos,
+        ]);
+        let (tie_after, extra): (String, Vec<&(dyn ToSql + Sync)>) = match user_id {
+            Some(_) => (format!("session_id > ${rest}"), vec![&place.session_id]),
+            None => (
+                format!("(user_id, session_id) > (${rest}, ${})", rest + 1),
+                vec![&place.user_id, &place.session_id],
+            ),
+        };
+        params.extend(extra);
+        let newer = match order {
+            SessionOrder::OldestFirst => ">",
+            SessionOrder::NewestFirst => "<",
+        };
+        filter.push_str(&format!(
+            " AND ((update_s, update_n) {newer} {time} OR ((update_s, update_n) = {time} AND {tie_after}))"
+        ));
+    }
+    let direction = match order {
+        SessionOrder::OldestFirst => "",
+        SessionOrder::NewestFirst => " DESC",
+    };
+    let n = params.len();
+    params.extend([&limit as &(dyn ToSql + Sync), &offset]);
+    let statement = format!(
+        "SELECT {RECORD}, user_id, session_id FROM sessions WHERE {filter}
+         ORDER BY update_s{direction}, update_n{direction}, {tie} LIMIT ${} OFFSET ${}",
+        n + 1,
+        n + 2
+    );
     let mut client = store.pool.get().await?;
-    // One snapshot: the page and the state shown with it.
+    // One snapshot: the page, its count and the state shown with it.
     let tx = read_snapshot(&mut client).await?;
-    let live = "(expire_s IS NULL OR (expire_s, expire_n) > ($6, $7))";
-    let rows = match user_id {
-        None => {
-            tx.query(
-                &format!(
-                    "SELECT {RECORD}, user_id, session_id FROM sessions
-                     WHERE app_name = $1
-                       AND (update_s, update_n, user_id, session_id) > ($2, $3, $4, $5)
-                       AND {live}
-                     ORDER BY update_s, update_n, user_id, session_id LIMIT $8"
-                ),
-                &[
-                    &app_name,
-                    &ts.seconds,
-                    &ts.nanos,
-                    &after_user,
-                    &after_session,
-                    &now.seconds,
-                    &now.nanos,
-                    &limit,
-                ],
+    let rows = tx.query(&statement, &params).await?;
+    let total_size = if query.count {
+        let row = tx
+            .query_one(
+                &format!("SELECT count(*) FROM sessions WHERE {count_filter}"),
+                &count_params,
             )
-            .await?
-        }
-        Some(user) => {
-            tx.query(
-                &format!(
-                    "SELECT {RECORD}, user_id, session_id FROM sessions
-                     WHERE app_name = $1 AND user_id = $4
-                       AND (update_s, update_n, session_id) > ($2, $3, $5)
-                       AND {live}
-                     ORDER BY update_s, update_n, session_id LIMIT $8"
-                ),
-                &[
-                    &app_name,
-                    &ts.seconds,
-                    &ts.nanos,
-                    &user,
-                    &after_session,
-                    &now.seconds,
-                    &now.nanos,
-                    &limit,
-                ],
-            )
-            .await?
-        }
+            .await?;
+        Some(usize::try_from(row.try_get::<_, i64>(0)?).unwrap_or(usize::MAX))
+    } else {
+        None
     };
     let more = rows.len() > page_size;
     let mut listed = Vec::with_capacity(page_size);
@@ -172,8 +178,11 @@ pub(super) async fn list(
             session(&key, &record, merged, Vec::new())
         })
         .collect();
-    Ok(Page {
-        items,
-        next_page_token,
+    Ok(SessionPage {
+        page: Page {
+            items,
+            next_page_token,
+        },
+        total_size,
     })
 }

@@ -66,7 +66,7 @@ type Params<'a> = [&'a (dyn ToSql + Sync)];
 
 use super::{
     decode_event, not_found, token, Admission, Append, Appended, Change, Changes, EventWindow,
-    NewSession, Notice, Page, SessionKey, SessionStore,
+    NewSession, Notice, Page, SessionKey, SessionPage, SessionQuery, SessionStore,
 };
 use crate::{
     error::{Result, SessionError},
@@ -385,14 +385,8 @@ impl SessionStore for PgSessionStore {
         Ok(Some(session))
     }
 
-    async fn list(
-        &self,
-        app_name: &str,
-        user_id: Option<&str>,
-        page_size: usize,
-        page_token: &str,
-    ) -> Result<Page<Session>> {
-        list::list(self, app_name, user_id, page_size, page_token).await
+    async fn list(&self, query: SessionQuery<'_>) -> Result<SessionPage> {
+        list::list(self, query).await
     }
 
     async fn delete(&self, key: &SessionKey) -> Result<()> {

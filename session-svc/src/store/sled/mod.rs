@@ -71,8 +71,9 @@ use self::{
 };
 use super::{
     decode_event, not_found,
-    token::{self, SessionListing},
-    Append, Appended, Change, Changes, EventWindow, NewSession, Page, SessionKey, SessionStore,
+    token::{self, SessionListing, SessionPlace},
+    Append, Appended, Change, Changes, EventWindow, NewSession, Page, SessionKey, SessionOrder,
+    SessionPage, SessionQuery, SessionStore,
 };
 use crate::{
     error::{Result, SessionError},
@@ -216,16 +217,17 @@ impl SledSessionStore {
         Ok(self.record(key)?.filter(|r| r.is_live(&now)))
     }
 
-    /// A user's whole listing, read with one scan of their records and sorted into the
-    /// listing's order. `None` if the user has more than `page_size` live sessions: a listing
-    /// of several pages walks the index instead. A scan costs sled one tree descent, where the
-    /// index walk costs one per listed session.
+    /// A user's whole listing, read with one scan of their records and sorted into `order`.
+    /// `None` if the user has more than `most` live sessions: a listing of several pages walks
+    /// the index instead. A scan costs sled one tree descent, where the index walk costs one per
+    /// listed session.
     fn whole_user_listing(
         &self,
         app_name: &str,
         user_id: &str,
-        page_size: usize,
-    ) -> Result<Option<Vec<Session>>> {
+        order: SessionOrder,
+        most: usize,
+    ) -> Result<Option<Vec<(SessionKey, SessionRecord)>>> {
         let prefix = Key::new().str(app_name).str(user_id);
         let now = now();
         let mut live = Vec::new();
@@ -236,7 +238,7 @@ impl SledSessionStore {
             if !record.is_live(&now) {
                 continue;
             }
-            if live.len() == page_size {
+            if live.len() == most {
                 return Ok(None);
             }
             let session_id = KeyReader::new(&k[prefix.as_bytes().len()..])
@@ -249,16 +251,81 @@ impl SledSessionStore {
             };
             live.push((key, record));
         }
-        let app_state = scan_entries(&self.app_state, app_prefix(app_name).as_bytes())?;
-        let user_state = scan_entries(&self.user_state, prefix.as_bytes())?;
         live.sort_unstable_by(|(a, ra), (b, rb)| {
-            user_time_order(a, ra).cmp(&user_time_order(b, rb))
+            let ((a_s, a_n, a_id), (b_s, b_n, b_id)) =
+                (user_time_order(a, ra), user_time_order(b, rb));
+            match order {
+                SessionOrder::OldestFirst => (a_s, a_n, a_id).cmp(&(b_s, b_n, b_id)),
+                SessionOrder::NewestFirst => (b_s, b_n).cmp(&(a_s, a_n)).then(a_id.cmp(b_id)),
+            }
         });
-        Ok(Some(
-            live.iter()
-                .map(|(key, record)| session_of(key, record, &app_state, &user_state))
-                .collect(),
-        ))
+        Ok(Some(live))
+    }
+
+    /// The places of a listing's index in `order`, after `after` (from the start for `None`).
+    fn places<'a>(
+        index: &Tree,
+        listing: SessionListing<'a>,
+        order: SessionOrder,
+        after: Option<&SessionPlace>,
+    ) -> Box<dyn Iterator<Item = Result<SessionPlace>> + 'a> {
+        let parse = move |kv: sled::Result<(sled::IVec, sled::IVec)>| {
+            let (key, _) = kv?;
+            listing
+                .parse(&key)
+                .ok_or_else(|| SessionError::corrupt("unreadable ListSessions index key"))
+        };
+        let prefix = listing.prefix();
+        let start = Bound::Included(prefix.as_bytes().to_vec());
+        let end = Bound::Excluded(prefix_end(prefix.as_bytes()));
+        match (order, after) {
+            (SessionOrder::OldestFirst, None) => {
+                Box::new(index.range::<Vec<u8>, _>((start, end)).map(parse))
+            }
+            (SessionOrder::OldestFirst, Some(place)) => {
+                let start = Bound::Excluded(listing.key(place).into_vec());
+                Box::new(index.range::<Vec<u8>, _>((start, end)).map(parse))
+            }
+            (SessionOrder::NewestFirst, None) => Box::new(TiesAscending::new(
+                index.range::<Vec<u8>, _>((start, end)).rev().map(parse),
+            )),
+            (SessionOrder::NewestFirst, Some(place)) => {
+                // The rest of the place's ties, then the older sessions.
+                let tie = listing.at(&place.last_update_time);
+                let ties = index
+                    .range::<Vec<u8>, _>((
+                        Bound::Excluded(listing.key(place).into_vec()),
+                        Bound::Excluded(prefix_end(tie.as_bytes())),
+                    ))
+                    .map(parse);
+                let older = index
+                    .range::<Vec<u8>, _>((start, Bound::Excluded(tie.into_vec())))
+                    .rev()
+                    .map(parse);
+                Box::new(ties.chain(TiesAscending::new(older)))
+            }
+        }
+    }
+
+    /// The live sessions a listing's index holds (expired ones stay in it until swept).
+    fn count_live(&self, index: &Tree, listing: SessionListing<'_>) -> Result<usize> {
+        let now = now();
+        let mut count = 0;
+        for place in Self::places(index, listing, SessionOrder::OldestFirst, None) {
+            let place = place?;
+            let key = SessionKey {
+                app_name: listing.app_name.to_owned(),
+                user_id: place.user_id,
+                session_id: place.session_id,
+            };
+            if self
+                .record(session_key(&key).as_bytes())?
+                .is_some_and(|r| r.is_live(&now))
+            {
+                count += 1;
+            }
+        }
+        Ok(count)
     }
 
     /// Builds a session without events from its record, reading the app and user state.
@@ -424,18 +491,35 @@ impl SessionStore for SledSessionStore {
         }
     }
 
-    async fn list(
-        &self,
-        app_name: &str,
-        user_id: Option<&str>,
-        page_size: usize,
-        page_token: &str,
-    ) -> Result<Page<Session>> {
+    async fn list(&self, query: SessionQuery<'_>) -> Result<SessionPage> {
+        let SessionQuery {
+            app_name,
+            user_id,
+            order,
+            page_size,
+            page_token,
+            ..
+        } = query;
+        let app_state = scan_entries(&self.app_state, app_prefix(app_name).as_bytes())?;
         if let (Some(user), true) = (user_id, page_token.is_empty()) {
-            if let Some(items) = self.whole_user_listing(app_name, user, page_size)? {
-                return Ok(Page {
-                    items,
-                    next_page_token: String::new(),
+            let most = query.offset.saturating_add(page_size);
+            if let Some(live) = self.whole_user_listing(app_name, user, order, most)? {
+                let total = live.len();
+                let user_state = scan_entries(
+                    &self.user_state,
+                    Key::new().str(app_name).str(user).as_bytes(),
+                )?;
+                let items = live
+                    .iter()
+                    .skip(query.offset)
+                    .map(|(key, record)| session_of(key, record, &app_state, &user_state))
+                    .collect();
+                return Ok(SessionPage {
+                    page: Page {
+                        items,
+                        next_page_token: String::new(),
+                    },
+                    total_size: query.count.then_some(total),
                 });
             }
         }
@@ -444,21 +528,16 @@ impl SessionStore for SledSessionStore {
             Some(_) => &self.by_user_time,
             None => &self.by_time,
         };
-        let prefix = listing.prefix();
-        let start = match listing.resume_after(page_token)? {
-            Some(place) => Bound::Excluded(listing.key(&place).into_vec()),
-            None => Bound::Included(prefix.as_bytes().to_vec()),
-        };
-        let end = Bound::Excluded(prefix_end(prefix.as_bytes()));
-        let app_state = scan_entries(&self.app_state, app_prefix(app_name).as_bytes())?;
+        let after = listing.resume_after(page_token)?;
+        let mut skip = if after.is_none() { query.offset } else { 0 };
         // Each listed user's state, read once per page (a user's listing reads one).
         let mut user_states: HashMap<String, Vec<Entry>> = HashMap::new();
         let now = now();
         let mut live = Vec::with_capacity(page_size);
         let mut next_page_token = String::new();
         let mut last_place = None;
-        for kv in index.range::<Vec<u8>, _>((start, end)) {
-            let (index_key, _) = kv?;
+        for place in Self::places(index, listing, order, after.as_ref()) {
+            let place = place?;
             if live.len() == page_size {
                 // The token names the last entry read, so the next page starts right after it.
                 next_page_token = last_place
@@ -467,9 +546,6 @@ impl SessionStore for SledSessionStore {
                     .unwrap_or_default();
                 break;
             }
-            let place = listing
-                .parse(&index_key)
-                .ok_or_else(|| SessionError::corrupt("unreadable ListSessions index key"))?;
             let key = SessionKey {
                 app_name: app_name.to_owned(),
                 user_id: place.user_id.clone(),
@@ -480,7 +556,11 @@ impl SessionStore for SledSessionStore {
                 .record(session_key(&key).as_bytes())?
                 .filter(|r| r.is_live(&now))
             {
-                live.push((key, record));
+                if skip > 0 {
+                    skip -= 1;
+                } else {
+                    live.push((key, record));
+                }
             }
             last_place = Some(place);
         }
@@ -495,9 +575,17 @@ impl SessionStore for SledSessionStore {
             };
             items.push(session_of(&key, &record, &app_state, user_state));
         }
-        Ok(Page {
-            items,
-            next_page_token,
+        let total_size = if query.count {
+            Some(self.count_live(index, listing)?)
+        } else {
+            None
+        };
+        Ok(SessionPage {
+            page: Page {
+                items,
+                next_page_token,
+            },
+            total_size,
         })
     }
 
@@ -751,4 +839,54 @@ fn apply_shared_delta(
         user_state.insert(user_prefix(key).str(name).into_vec(), value.as_bytes())?;
     }
     Ok(())
+}
+
+/// Index places read newest first (keys in descending order) with each run of places of the
+/// same time turned around, so that ties keep the listing's ascending (user, session) order.
+struct TiesAscending<I> {
+    places: I,
+    /// The rest of the current run, in descending order: popped from the end.
+    run: Vec<SessionPlace>,
+    /// The first place of the next run, read while finding where the current one ends.
+    next: Option<SessionPlace>,
+}
+
+impl<I: Iterator<Item = Result<SessionPlace>>> TiesAscending<I> {
+    fn new(places: I) -> Self {
+        Self {
+            places,
+            run: Vec::new(),
+            next: None,
+        }
+    }
+}
+
+impl<I: Iterator<Item = Result<SessionPlace>>> Iterator for TiesAscending<I> {
+    type Item = Result<SessionPlace>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(place) = self.run.pop() {
+            return Some(Ok(place));
+        }
+        let first = match self.next.take() {
+            Some(place) => place,
+            None => match self.places.next()? {
+                Ok(place) => place,
+                Err(e) => return Some(Err(e)),
+            },
+        };
+        let time = first.last_update_time;
+        self.run.push(first);
+        for place in self.places.by_ref() {
+            match place {
+                Ok(place) if place.last_update_time == time => self.run.push(place),
+                Ok(place) => {
+                    self.next = Some(place);
+                    break;
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        self.run.pop().map(Ok)
+    }
 }

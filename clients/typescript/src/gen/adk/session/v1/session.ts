@@ -39,6 +39,20 @@ export const protobufFileName = "adk/session/v1/session.proto";
  * so numbers come back exactly as sent. An empty string means "absent".
  */
 
+/**
+ * The order of a ListSessions listing. Sessions updated at the same time are always ordered by
+ * (user_id, id), ascending.
+ */
+export enum SessionOrder {
+  /** SESSION_ORDER_UNSPECIFIED - Unspecified: SESSION_ORDER_OLDEST_FIRST. */
+  SESSION_ORDER_UNSPECIFIED = 0,
+  /** SESSION_ORDER_OLDEST_FIRST - By last_update_time ascending: the most recently active session is last. */
+  SESSION_ORDER_OLDEST_FIRST = 1,
+  /** SESSION_ORDER_NEWEST_FIRST - By last_update_time descending: the most recently active session is first. */
+  SESSION_ORDER_NEWEST_FIRST = 2,
+  UNRECOGNIZED = -1,
+}
+
 /** A conversation: its merged state and ordered events. */
 export interface Session {
   id: string;
@@ -289,6 +303,18 @@ export interface ListSessionsRequest {
   pageSize: number;
   /** From a previous response's next_page_token. */
   pageToken: string;
+  /** Unspecified: SESSION_ORDER_OLDEST_FIRST. */
+  order: SessionOrder;
+  /**
+   * Sessions of the listing skipped before the first page (default 0; negative is
+   * INVALID_ARGUMENT). Later pages resume after their page_token and ignore it.
+   */
+  offset: number;
+  /**
+   * Also count the listing's sessions into total_size. Counting walks the whole listing (each
+   * session's place and expiry, not its state), so it costs in proportion to its size.
+   */
+  includeTotalSize: boolean;
 }
 
 /** ListSessions output. */
@@ -296,6 +322,11 @@ export interface ListSessionsResponse {
   sessions: Session[];
   /** Empty on the last page. */
   nextPageToken: string;
+  /**
+   * With include_total_size: how many sessions the whole listing holds (every page, offset
+   * included), counted in the snapshot this page was read from. Absent otherwise.
+   */
+  totalSize?: number | undefined;
 }
 
 /** DeleteSession input. */
@@ -2343,7 +2374,7 @@ export const GetSessionRequest: MessageFns<GetSessionRequest> = {
 };
 
 function createBaseListSessionsRequest(): ListSessionsRequest {
-  return { appName: "", userId: undefined, pageSize: 0, pageToken: "" };
+  return { appName: "", userId: undefined, pageSize: 0, pageToken: "", order: 0, offset: 0, includeTotalSize: false };
 }
 
 export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
@@ -2359,6 +2390,15 @@ export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
     }
     if (message.pageToken !== "") {
       writer.uint32(34).string(message.pageToken);
+    }
+    if (message.order !== 0) {
+      writer.uint32(40).int32(message.order);
+    }
+    if (message.offset !== 0) {
+      writer.uint32(48).int32(message.offset);
+    }
+    if (message.includeTotalSize !== false) {
+      writer.uint32(56).bool(message.includeTotalSize);
     }
     return writer;
   },
@@ -2408,6 +2448,30 @@ export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
             message.pageToken = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.order = reader.int32() as any;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.offset = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.includeTotalSize = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2429,12 +2493,15 @@ export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
     message.userId = object.userId ?? undefined;
     message.pageSize = object.pageSize ?? 0;
     message.pageToken = object.pageToken ?? "";
+    message.order = object.order ?? 0;
+    message.offset = object.offset ?? 0;
+    message.includeTotalSize = object.includeTotalSize ?? false;
     return message;
   },
 };
 
 function createBaseListSessionsResponse(): ListSessionsResponse {
-  return { sessions: [], nextPageToken: "" };
+  return { sessions: [], nextPageToken: "", totalSize: undefined };
 }
 
 export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
@@ -2444,6 +2511,9 @@ export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
     }
     if (message.nextPageToken !== "") {
       writer.uint32(18).string(message.nextPageToken);
+    }
+    if (message.totalSize !== undefined) {
+      writer.uint32(24).int32(message.totalSize);
     }
     return writer;
   },
@@ -2477,6 +2547,14 @@ export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
             message.nextPageToken = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.totalSize = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2496,6 +2574,7 @@ export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
     const message = createBaseListSessionsResponse();
     message.sessions = object.sessions?.map((e) => Session.fromPartial(e)) || [];
     message.nextPageToken = object.nextPageToken ?? "";
+    message.totalSize = object.totalSize ?? undefined;
     return message;
   },
 };

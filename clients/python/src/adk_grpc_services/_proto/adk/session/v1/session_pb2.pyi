@@ -4,12 +4,22 @@ from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import empty_pb2 as _empty_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class SessionOrder(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SESSION_ORDER_UNSPECIFIED: _ClassVar[SessionOrder]
+    SESSION_ORDER_OLDEST_FIRST: _ClassVar[SessionOrder]
+    SESSION_ORDER_NEWEST_FIRST: _ClassVar[SessionOrder]
+SESSION_ORDER_UNSPECIFIED: SessionOrder
+SESSION_ORDER_OLDEST_FIRST: SessionOrder
+SESSION_ORDER_NEWEST_FIRST: SessionOrder
 
 class Session(_message.Message):
     __slots__ = ("id", "app_name", "user_id", "state", "events", "create_time", "last_update_time", "last_sequence", "expire_time")
@@ -261,24 +271,32 @@ class GetSessionRequest(_message.Message):
     def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., num_recent_events: _Optional[int] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., max_reply_event_bytes: _Optional[int] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
-    __slots__ = ("app_name", "user_id", "page_size", "page_token")
+    __slots__ = ("app_name", "user_id", "page_size", "page_token", "order", "offset", "include_total_size")
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ORDER_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     user_id: str
     page_size: int
     page_token: str
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    order: SessionOrder
+    offset: int
+    include_total_size: bool
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., order: _Optional[_Union[SessionOrder, str]] = ..., offset: _Optional[int] = ..., include_total_size: _Optional[bool] = ...) -> None: ...
 
 class ListSessionsResponse(_message.Message):
-    __slots__ = ("sessions", "next_page_token")
+    __slots__ = ("sessions", "next_page_token", "total_size")
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
     sessions: _containers.RepeatedCompositeFieldContainer[Session]
     next_page_token: str
-    def __init__(self, sessions: _Optional[_Iterable[_Union[Session, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    total_size: int
+    def __init__(self, sessions: _Optional[_Iterable[_Union[Session, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_size: _Optional[int] = ...) -> None: ...
 
 class DeleteSessionRequest(_message.Message):
     __slots__ = ("app_name", "user_id", "session_id")
