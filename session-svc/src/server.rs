@@ -3,6 +3,12 @@
 
 use std::{sync::Arc, time::Duration};
 
+use crate::{
+    config::Config,
+    grpc::{reply::SessionRoutes, SessionGrpc},
+    sessions::{Limits, Sessions},
+    store::{pg::PgSessionStore, sled::SledSessionStore, SessionStore},
+};
 use adk_common::{
     postgres::StoreLocation,
     serve::{
@@ -11,14 +17,6 @@ use adk_common::{
     },
     stopping::{Shutdown, Stopping},
     BoxError,
-};
-use adk_proto::session::v1::session_service_server::SessionServiceServer;
-
-use crate::{
-    config::Config,
-    grpc::SessionGrpc,
-    sessions::{Limits, Sessions},
-    store::{pg::PgSessionStore, sled::SledSessionStore, SessionStore},
 };
 
 /// Room above `max_event_bytes` for the rest of a request; larger messages are refused by the
@@ -109,8 +107,10 @@ async fn serve<S: SessionStore>(
             }
         });
     }
-    let service = SessionServiceServer::new(SessionGrpc::new(sessions))
-        .max_decoding_message_size(config.max_event_bytes + REQUEST_OVERHEAD_BYTES);
+    let service = SessionRoutes::new(
+        SessionGrpc::new(sessions),
+        config.max_event_bytes + REQUEST_OVERHEAD_BYTES,
+    );
     adk_common::serve::start(config.listen, &config.serve, service, shutdown, hooks).await
 }
 

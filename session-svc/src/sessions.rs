@@ -29,8 +29,8 @@ use crate::{
     hub::Hub,
     state::{self, Delta, ScopedDelta},
     store::{
-        not_found, Append, Appended, EventWindow, NewSession, Notice, Page, SessionKey,
-        SessionOrder, SessionPage, SessionQuery, SessionStore,
+        not_found, Append, Appended, EncodedEvent, EventWindow, NewSession, Notice, Page,
+        SessionKey, SessionOrder, SessionPage, SessionQuery, SessionStore, StoredSession,
     },
     time::{is_before, now},
 };
@@ -167,8 +167,8 @@ impl<S: SessionStore> Sessions<S> {
             .await
     }
 
-    /// S2: the session with its merged state and the events the request selects.
-    pub async fn get(&self, req: GetSessionRequest) -> Result<Session> {
+    /// S2: the session with its merged state and the events the request selects, as stored.
+    pub async fn get(&self, req: GetSessionRequest) -> Result<StoredSession> {
         let key = session_key(&req.app_name, &req.user_id, &req.session_id)?;
         let num_recent = req
             .num_recent_events
@@ -185,7 +185,7 @@ impl<S: SessionStore> Sessions<S> {
         };
         let mut session = self
             .store
-            .get(&key, window)
+            .get_encoded(&key, window)
             .await?
             .ok_or_else(|| not_found(&key))?;
         if let Some(budget) = reply_budget(req.max_reply_event_bytes) {
@@ -405,14 +405,14 @@ impl<S: SessionStore> Sessions<S> {
         self.store.trim_changes(Timestamp::from(cutoff)).await
     }
 
-    /// A page of stored events after `after_sequence`.
-    pub async fn list_events(&self, req: ListEventsRequest) -> Result<Page<Event>> {
+    /// A page of stored events after `after_sequence`, as stored.
+    pub async fn list_events(&self, req: ListEventsRequest) -> Result<Page<EncodedEvent>> {
         let key = session_key(&req.app_name, &req.user_id, &req.session_id)?;
         let page_size = page_size("page_size", req.page_size)?;
         match reply_budget(req.max_reply_event_bytes) {
             None => {
                 self.store
-                    .list_events(&key, req.after_sequence, page_size, &req.page_token)
+                    .list_events_encoded(&key, req.after_sequence, page_size, &req.page_token)
                     .await
             }
             Some(budget) => {
@@ -433,15 +433,15 @@ impl<S: SessionStore> Sessions<S> {
         page_size: usize,
         mut page_token: String,
         budget: usize,
-    ) -> Result<Page<Event>> {
-        let mut items: Vec<Event> = Vec::new();
+    ) -> Result<Page<EncodedEvent>> {
+        let mut items: Vec<EncodedEvent> = Vec::new();
         let mut used = 0;
         let mut chunk = 1;
         loop {
             let want = chunk.min(page_size - items.len());
             let read = self
                 .store
-                .list_events(key, after_sequence, want, &page_token)
+                .list_events_encoded(key, after_sequence, want, &page_token)
                 .await?;
             let fit = if items.is_empty() {
                 within_budget(&read.items, budget)
@@ -452,7 +452,7 @@ impl<S: SessionStore> Sessions<S> {
                 if fit > 0 {
                     let kept = self
                         .store
-                        .list_events(key, after_sequence, fit, &page_token)
+                        .list_events_encoded(key, after_sequence, fit, &page_token)
                         .await?;
                     items.extend(kept.items);
                     page_token = kept.next_page_token;
@@ -462,7 +462,7 @@ impl<S: SessionStore> Sessions<S> {
                     next_page_token: page_token,
                 });
             }
-            used += read.items.iter().map(Message::encoded_len).sum::<usize>();
+            used += read.items.iter().map(EncodedEvent::size).sum::<usize>();
             items.extend(read.items);
             if read.next_page_token.is_empty() || items.len() == page_size {
                 return Ok(Page {
@@ -505,19 +505,19 @@ fn reply_budget(requested: u64) -> Option<usize> {
 
 /// How many of `events`, from the first, fit in `budget` encoded bytes; at least one, so that
 /// a reader always makes progress.
-fn within_budget(events: &[Event], budget: usize) -> usize {
+fn within_budget(events: &[EncodedEvent], budget: usize) -> usize {
     match events.split_first() {
         None => 0,
-        Some((first, rest)) => 1 + within_budget_after(rest, budget, first.encoded_len()),
+        Some((first, rest)) => 1 + within_budget_after(rest, budget, first.size()),
     }
 }
 
 /// How many of `events`, from the first, still fit in `budget` once `used` bytes are spent.
-fn within_budget_after(events: &[Event], budget: usize, mut used: usize) -> usize {
+fn within_budget_after(events: &[EncodedEvent], budget: usize, mut used: usize) -> usize {
     events
         .iter()
         .take_while(|event| {
-            used = used.saturating_add(event.encoded_len());
+            used = used.saturating_add(event.size());
             used <= budget
         })
         .count()

@@ -1,6 +1,8 @@
 //! gRPC handlers of `adk.session.v1.SessionService`: each one hands the request message to the
-//! domain ([`Sessions`]) and wraps the result; errors convert in [`status`].
+//! domain ([`Sessions`]) and wraps the result; errors convert in [`status`]. GetSession and
+//! ListEvents answer with the events as stored ([`reply`]).
 
+pub mod reply;
 pub mod status;
 
 use std::{pin::Pin, sync::Arc};
@@ -22,6 +24,7 @@ use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument;
 
+use self::reply::{ListEventsReply, SessionReply};
 use crate::{
     error::{Result as DomainResult, SessionError},
     sessions::{SessionChange, Sessions},
@@ -45,6 +48,28 @@ impl<S> SessionGrpc<S> {
     }
 }
 
+impl<S: SessionStore> SessionGrpc<S> {
+    /// GetSession as [`reply::SessionRoutes`] serves it: the events as stored.
+    pub async fn get_session_reply(
+        &self,
+        request: Request<GetSessionRequest>,
+    ) -> Result<Response<SessionReply>, Status> {
+        let (request, span) = admit(request, "GetSession")?;
+        let session = traced(span, self.sessions.get(request)).await?;
+        Ok(Response::new(session.into()))
+    }
+
+    /// ListEvents as [`reply::SessionRoutes`] serves it: the events as stored.
+    pub async fn list_events_reply(
+        &self,
+        request: Request<ListEventsRequest>,
+    ) -> Result<Response<ListEventsReply>, Status> {
+        let (request, span) = admit(request, "ListEvents")?;
+        let page = traced(span, self.sessions.list_events(request)).await?;
+        Ok(Response::new(page.into()))
+    }
+}
+
 #[tonic::async_trait]
 impl<S: SessionStore> SessionService for SessionGrpc<S> {
     async fn create_session(
@@ -56,12 +81,14 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         Ok(Response::new(session))
     }
 
+    /// The generated form of [`Self::get_session_reply`], the events decoded: the server
+    /// mounts [`reply::SessionRoutes`], and its tests compare the two.
     async fn get_session(
         &self,
         request: Request<GetSessionRequest>,
     ) -> Result<Response<Session>, Status> {
         let (request, span) = admit(request, "GetSession")?;
-        let session = traced(span, self.sessions.get(request)).await?;
+        let session = traced(span, async { self.sessions.get(request).await?.decode() }).await?;
         Ok(Response::new(session))
     }
 
@@ -138,12 +165,17 @@ impl<S: SessionStore> SessionService for SessionGrpc<S> {
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
+    /// The generated form of [`Self::list_events_reply`], the events decoded (see
+    /// [`Self::get_session`]).
     async fn list_events(
         &self,
         request: Request<ListEventsRequest>,
     ) -> Result<Response<ListEventsResponse>, Status> {
         let (request, span) = admit(request, "ListEvents")?;
-        let page = traced(span, self.sessions.list_events(request)).await?;
+        let page = traced(span, async {
+            self.sessions.list_events(request).await?.decode()
+        })
+        .await?;
         Ok(Response::new(ListEventsResponse {
             events: page.items,
             next_page_token: page.next_page_token,

@@ -40,6 +40,7 @@ macro_rules! session_store_suite {
             create_answers_with_the_session_even_if_it_has_expired,
             sweeping_ends_the_watches_of_expired_sessions,
             lists_the_apps_with_sessions,
+            replies_with_stored_events_decode_as_the_generated_ones,
         );
     };
     (@tests () $open:expr; $($test:ident,)*) => {$(
@@ -963,4 +964,192 @@ pub(crate) async fn lists_the_apps_with_sessions(store: impl SessionStore) {
         store.delete(&key).await.unwrap();
     }
     assert_eq!(store.apps().await.unwrap(), ["a", "a-", "a/b", "b"]);
+}
+
+/// An event with every field of `Event` set (nested messages included).
+fn full_event(id: &str, seconds: i64) -> Event {
+    use std::collections::HashMap;
+
+    use adk_proto::session::v1::{
+        part::Data, Blob, Content, EventActions, EventCompaction, FunctionCall, Part,
+    };
+
+    let text = |t: &str| Part {
+        data: Some(Data::Text(t.into())),
+        thought: Some(false),
+        thought_signature: Some(vec![1, 2, 3]),
+        extra: r#"{"video_metadata":{}}"#.into(),
+    };
+    Event {
+        id: id.into(),
+        invocation_id: "inv-full".into(),
+        author: "model".into(),
+        content: Some(Content {
+            role: Some("model".into()),
+            parts: vec![
+                text("héllo\u{0} wörld"),
+                Part {
+                    data: Some(Data::FunctionCall(FunctionCall {
+                        id: Some("call-1".into()),
+                        name: Some("lookup".into()),
+                        args: r#"{"q":"x"}"#.into(),
+                        will_continue: Some(true),
+                        extra: "{}".into(),
+                    })),
+                    ..Default::default()
+                },
+                Part {
+                    data: Some(Data::InlineData(Blob {
+                        data: Some(vec![0, 255, 7]),
+                        mime_type: Some("image/png".into()),
+                        display_name: None,
+                    })),
+                    ..Default::default()
+                },
+            ],
+        }),
+        actions: Some(EventActions {
+            skip_summarization: Some(true),
+            state_delta: r#"{"k":1}"#.into(),
+            artifact_delta: HashMap::from([("a.txt".into(), 2), ("b.png".into(), 0)]),
+            transfer_to_agent: Some("helper".into()),
+            escalate: Some(false),
+            compaction: Some(EventCompaction {
+                start_timestamp: Some(at(1)),
+                end_timestamp: Some(at(2)),
+                compacted_content: Some(Content {
+                    role: None,
+                    parts: vec![text("summary")],
+                }),
+            }),
+            removed_state_keys: vec!["user:gone".into()],
+            ..Default::default()
+        }),
+        branch: Some("root.child".into()),
+        timestamp: Some(Timestamp {
+            seconds,
+            nanos: 123_456_789,
+        }),
+        partial: None,
+        turn_complete: Some(true),
+        error_code: Some("E".into()),
+        error_message: Some("m".into()),
+        interrupted: Some(false),
+        long_running_tool_ids: vec!["call-1".into(), "call-2".into()],
+        custom_metadata: r#"{"c":[1,2]}"#.into(),
+        usage_metadata: r#"{"total_token_count":7}"#.into(),
+        grounding_metadata: "{}".into(),
+        citation_metadata: "{}".into(),
+        model_version: Some("m-1".into()),
+        finish_reason: Some("STOP".into()),
+        sequence: 0,
+        extra: r#"{"output":"x"}"#.into(),
+    }
+}
+
+/// GetSession and ListEvents answer with the events' stored bytes (`grpc::reply`): a client
+/// decodes those replies to exactly the `Session` and `ListEventsResponse` the generated
+/// handlers build from decoded events, whatever the window, byte bound or page.
+pub async fn replies_with_stored_events_decode_as_the_generated_ones<S: SessionStore>(store: S) {
+    use std::sync::Arc;
+
+    use adk_common::serve::auth::Grant;
+    use adk_proto::session::v1::{
+        session_service_server::SessionService, GetSessionRequest, ListEventsRequest,
+        ListEventsResponse,
+    };
+    use prost::Message;
+    use tonic::Request;
+
+    use crate::{
+        grpc::SessionGrpc,
+        sessions::{Limits, Sessions},
+    };
+
+    let k = key("s");
+    create(&store, &k, 100).await;
+    for i in 0..5 {
+        let mut append = append_of(&format!("e{i}"), 110 + i);
+        if i % 2 == 0 {
+            append.event = full_event(&format!("e{i}"), 110 + i);
+        }
+        store.append(&k, append).await.unwrap();
+    }
+    let shutdown = adk_common::stopping::Shutdown::new();
+    let handlers = SessionGrpc::new(Arc::new(Sessions::new(
+        store,
+        Limits {
+            max_event_bytes: 1 << 20,
+            change_retention: Duration::from_secs(3600),
+            default_ttl: None,
+        },
+        shutdown.signal(),
+    )));
+    fn granted<T>(message: T) -> Request<T> {
+        let mut request = Request::new(message);
+        request.extensions_mut().insert(Grant::all());
+        request
+    }
+    let get = |window: fn(&mut GetSessionRequest)| {
+        let mut request = GetSessionRequest {
+            app_name: APP.into(),
+            user_id: "user".into(),
+            session_id: "s".into(),
+            ..Default::default()
+        };
+        window(&mut request);
+        request
+    };
+    let gets = [
+        get(|_| {}),
+        get(|r| r.num_recent_events = Some(2)),
+        get(|r| r.after_timestamp = Some(at(112))),
+        get(|r| r.max_reply_event_bytes = 1),
+    ];
+    for request in gets {
+        let reply = handlers
+            .get_session_reply(granted(request.clone()))
+            .await
+            .unwrap()
+            .into_inner();
+        let generated = handlers
+            .get_session(granted(request.clone()))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!generated.events.is_empty(), "{request:?}");
+        let decoded = Session::decode(reply.encode_to_vec().as_slice()).unwrap();
+        assert_eq!(decoded, generated, "{request:?}");
+    }
+
+    let mut page_token = String::new();
+    let mut pages = 0;
+    loop {
+        let request = ListEventsRequest {
+            app_name: APP.into(),
+            user_id: "user".into(),
+            session_id: "s".into(),
+            page_size: 2,
+            page_token: page_token.clone(),
+            ..Default::default()
+        };
+        let reply = handlers
+            .list_events_reply(granted(request.clone()))
+            .await
+            .unwrap()
+            .into_inner();
+        let generated = handlers
+            .list_events(granted(request))
+            .await
+            .unwrap()
+            .into_inner();
+        let decoded = ListEventsResponse::decode(reply.encode_to_vec().as_slice()).unwrap();
+        assert_eq!(decoded, generated);
+        pages += 1;
+        page_token = generated.next_page_token;
+        if page_token.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(pages, 3);
 }

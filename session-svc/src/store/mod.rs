@@ -15,6 +15,7 @@ use std::future::Future;
 
 use adk_common::stopping::Stopping;
 use adk_proto::session::v1::{Event, Session};
+use prost::{bytes::Bytes, Message};
 use prost_types::Timestamp;
 use tokio::sync::mpsc;
 
@@ -54,6 +55,75 @@ impl EventWindow {
         num_recent: Some(0),
         after: None,
     };
+}
+
+/// A stored event as the store keeps it: its protobuf encoding (`sequence` included, as the
+/// append wrote it), and that sequence. Reads hand these bytes to the reply as they are
+/// (`crate::grpc::reply`), so a long session's events are neither decoded nor encoded again on
+/// their way out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedEvent {
+    pub sequence: u64,
+    pub bytes: Bytes,
+}
+
+impl EncodedEvent {
+    /// The encoded size: what `max_reply_event_bytes` counts (the decoded event's
+    /// `encoded_len`, as the bytes are prost's own encoding of it).
+    pub fn size(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn decode(&self) -> Result<Event> {
+        decode_event(&self.bytes)
+    }
+
+    /// The event's timestamp, read without decoding the rest of it.
+    fn timestamp(&self) -> Result<Timestamp> {
+        EventTime::decode(&self.bytes[..])
+            .map(|t| t.timestamp.unwrap_or_default())
+            .map_err(|e| SessionError::corrupt(format!("event: {e}")))
+    }
+}
+
+/// `Event.timestamp` alone: decoding an event as this skips its other fields unread.
+#[derive(Clone, PartialEq, prost::Message)]
+struct EventTime {
+    #[prost(message, optional, tag = "7")]
+    timestamp: Option<Timestamp>,
+}
+
+/// A session as read, its events still encoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSession {
+    /// Everything but the events (its `events` is empty).
+    pub session: Session,
+    pub events: Vec<EncodedEvent>,
+}
+
+impl StoredSession {
+    /// The session with its events decoded.
+    pub fn decode(self) -> Result<Session> {
+        let events = decode_events(&self.events)?;
+        Ok(Session {
+            events,
+            ..self.session
+        })
+    }
+}
+
+impl Page<EncodedEvent> {
+    /// The page with its events decoded.
+    pub fn decode(self) -> Result<Page<Event>> {
+        Ok(Page {
+            items: decode_events(&self.items)?,
+            next_page_token: self.next_page_token,
+        })
+    }
+}
+
+fn decode_events(events: &[EncodedEvent]) -> Result<Vec<Event>> {
+    events.iter().map(EncodedEvent::decode).collect()
 }
 
 /// An event to append, already checked and normalised by the domain.
@@ -189,12 +259,27 @@ pub trait SessionStore: Clone + Send + Sync + 'static {
     /// `SessionExists`. Returns the stored session with its merged state.
     fn create(&self, session: NewSession) -> impl Future<Output = Result<Session>> + Send;
 
-    /// Reads a live session with the events `window` selects, reading no other events.
+    /// Reads a live session with the events `window` selects, reading no other events, and
+    /// leaves them encoded.
+    fn get_encoded(
+        &self,
+        key: &SessionKey,
+        window: EventWindow,
+    ) -> impl Future<Output = Result<Option<StoredSession>>> + Send;
+
+    /// [`Self::get_encoded`], the events decoded.
     fn get(
         &self,
         key: &SessionKey,
         window: EventWindow,
-    ) -> impl Future<Output = Result<Option<Session>>> + Send;
+    ) -> impl Future<Output = Result<Option<Session>>> + Send {
+        async move {
+            self.get_encoded(key, window)
+                .await?
+                .map(StoredSession::decode)
+                .transpose()
+        }
+    }
 
     /// Lists live sessions without events, by last_update_time in `query.order`, then by
     /// (user_id, id) ascending. The count, when asked for, covers the whole listing.
@@ -210,14 +295,29 @@ pub trait SessionStore: Clone + Send + Sync + 'static {
         append: Append,
     ) -> impl Future<Output = Result<Appended>> + Send;
 
-    /// Stored events with `sequence > after_sequence`, in sequence order.
+    /// Stored events with `sequence > after_sequence`, in sequence order, left encoded.
+    fn list_events_encoded(
+        &self,
+        key: &SessionKey,
+        after_sequence: u64,
+        page_size: usize,
+        page_token: &str,
+    ) -> impl Future<Output = Result<Page<EncodedEvent>>> + Send;
+
+    /// [`Self::list_events_encoded`], the events decoded.
     fn list_events(
         &self,
         key: &SessionKey,
         after_sequence: u64,
         page_size: usize,
         page_token: &str,
-    ) -> impl Future<Output = Result<Page<Event>>> + Send;
+    ) -> impl Future<Output = Result<Page<Event>>> + Send {
+        async move {
+            self.list_events_encoded(key, after_sequence, page_size, page_token)
+                .await?
+                .decode()
+        }
+    }
 
     /// Up to `limit` changes of an app after position `after`, oldest first.
     fn changes(
@@ -322,6 +422,5 @@ pub(crate) fn not_found(key: &SessionKey) -> SessionError {
 
 /// Decodes a stored event (both stores keep the encoded `Event`).
 fn decode_event(bytes: &[u8]) -> Result<Event> {
-    use prost::Message;
     Event::decode(bytes).map_err(|e| SessionError::corrupt(format!("event: {e}")))
 }

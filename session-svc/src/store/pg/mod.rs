@@ -54,7 +54,7 @@
 //! every watcher reads again.
 
 use adk_common::{postgres, stopping::Stopping, storage::StorageErrorKind};
-use adk_proto::session::v1::{Event, Session};
+use adk_proto::session::v1::Session;
 use deadpool_postgres::{GenericClient, Pool, Transaction};
 use prost::Message;
 use prost_types::Timestamp;
@@ -65,8 +65,9 @@ use tokio_postgres::types::ToSql;
 type Params<'a> = [&'a (dyn ToSql + Sync)];
 
 use super::{
-    decode_event, not_found, token, Admission, Append, Appended, Change, Changes, EventWindow,
-    NewSession, Notice, Page, SessionKey, SessionPage, SessionQuery, SessionStore,
+    decode_event, not_found, token, Admission, Append, Appended, Change, Changes, EncodedEvent,
+    EventWindow, NewSession, Notice, Page, SessionKey, SessionPage, SessionQuery, SessionStore,
+    StoredSession,
 };
 use crate::{
     error::{Result, SessionError},
@@ -90,8 +91,8 @@ mod tests;
 mod write;
 
 use read::{
-    entries, live_record, read_events, read_snapshot, record, session, shared_entries,
-    stored_record, Record, APP_STATE, USER_STATE,
+    encoded_event, entries, live_record, read_events, read_snapshot, record, session,
+    shared_entries, stored_record, Record, APP_STATE, USER_STATE,
 };
 use schema::{CHANNEL_SQL, MIGRATIONS};
 use write::{remove, remove_contents, write_in_order, LOCK_SESSION, STORED_EVENT, WRITE_APPEND};
@@ -183,9 +184,9 @@ impl PgSessionStore {
         let record = stored_record(&tx, key)
             .await?
             .ok_or_else(|| SessionError::corrupt("a created session was not stored"))?;
-        let session = Self::assemble(&tx, key, &record, EventWindow::NONE).await?;
+        let stored = Self::assemble(&tx, key, &record, EventWindow::NONE).await?;
         tx.commit().await?;
-        Ok(session)
+        Ok(stored.session)
     }
 
     async fn try_append(&self, key: &SessionKey, append: &Append) -> Result<Appended> {
@@ -346,7 +347,7 @@ impl PgSessionStore {
         key: &SessionKey,
         record: &Record,
         window: EventWindow,
-    ) -> Result<Session> {
+    ) -> Result<StoredSession> {
         let name: [&(dyn ToSql + Sync); 3] = [&key.app_name, &key.user_id, &key.session_id];
         let (session_state, user_state, app_state, events) = tokio::try_join!(
             entries(
@@ -359,12 +360,11 @@ impl PgSessionStore {
             shared_entries(tx, APP_STATE, &name[..1]),
             read_events(tx, key, record.last_sequence, window),
         )?;
-        Ok(session(
-            key,
-            record,
-            state::merge(state::pairs(&session_state), &app_state, &user_state),
+        let state = state::merge(state::pairs(&session_state), &app_state, &user_state);
+        Ok(StoredSession {
+            session: session(key, record, state, Vec::new()),
             events,
-        ))
+        })
     }
 }
 
@@ -373,7 +373,11 @@ impl SessionStore for PgSessionStore {
         postgres::retry_conflicts(|| self.try_create(&new), is_conflict).await
     }
 
-    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
+    async fn get_encoded(
+        &self,
+        key: &SessionKey,
+        window: EventWindow,
+    ) -> Result<Option<StoredSession>> {
         let mut client = self.pool.get().await?;
         // One snapshot: the state and events are those of the record read.
         let tx = read_snapshot(&mut client).await?;
@@ -397,13 +401,13 @@ impl SessionStore for PgSessionStore {
         postgres::retry_conflicts(|| self.try_append(key, &append), is_conflict).await
     }
 
-    async fn list_events(
+    async fn list_events_encoded(
         &self,
         key: &SessionKey,
         after_sequence: u64,
         page_size: usize,
         page_token: &str,
-    ) -> Result<Page<Event>> {
+    ) -> Result<Page<EncodedEvent>> {
         let after = after_sequence.max(token::events_resume_after(key, page_token)?);
         let client = self.pool.get().await?;
         let Some(record) = live_record(&client, key).await? else {
@@ -411,7 +415,7 @@ impl SessionStore for PgSessionStore {
         };
         let rows = client
             .query(
-                "SELECT body FROM events
+                "SELECT sequence, body FROM events
                  WHERE app_name = $1 AND user_id = $2 AND session_id = $3
                    AND sequence > $4 AND sequence <= $5 AND incarnation = $6
                  ORDER BY sequence LIMIT $7",
@@ -430,7 +434,7 @@ impl SessionStore for PgSessionStore {
         let items = rows
             .iter()
             .take(page_size)
-            .map(|row| decode_event(row.try_get(0)?))
+            .map(encoded_event)
             .collect::<Result<Vec<_>>>()?;
         let next_page_token = match items.last() {
             Some(last) if more => token::events_token(key, last.sequence),

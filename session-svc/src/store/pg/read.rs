@@ -2,6 +2,7 @@
 
 use adk_proto::session::v1::{Event, Session};
 use deadpool_postgres::{GenericClient, Transaction};
+use prost::bytes::Bytes;
 use prost_types::Timestamp;
 use tokio_postgres::{IsolationLevel, Row};
 
@@ -9,7 +10,7 @@ use super::{to_i64, to_u64, Params};
 use crate::{
     error::Result,
     state::Entry,
-    store::{decode_event, EventWindow, SessionKey},
+    store::{EncodedEvent, EventWindow, SessionKey},
     time::{self, now},
 };
 
@@ -44,7 +45,7 @@ pub(super) async fn read_events(
     key: &SessionKey,
     last: u64,
     window: EventWindow,
-) -> Result<Vec<Event>> {
+) -> Result<Vec<EncodedEvent>> {
     if window.num_recent == Some(0) || last == 0 {
         return Ok(Vec::new());
     }
@@ -53,7 +54,7 @@ pub(super) async fn read_events(
     let rows = match (&window.after, window.num_recent) {
         (None, None) => {
             tx.query(
-                "SELECT body FROM events
+                "SELECT sequence, body FROM events
                  WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND sequence <= $4
                  ORDER BY sequence",
                 &[&key.app_name, &key.user_id, &key.session_id, &last],
@@ -62,7 +63,7 @@ pub(super) async fn read_events(
         }
         (None, Some(_)) => {
             tx.query(
-                "SELECT body FROM events
+                "SELECT sequence, body FROM events
                  WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND sequence <= $4
                  ORDER BY sequence DESC LIMIT $5",
                 &[&key.app_name, &key.user_id, &key.session_id, &last, &limit],
@@ -72,7 +73,7 @@ pub(super) async fn read_events(
         (Some(after), _) => {
             // The trailing run of events not older than `after` (as the sled store walks it).
             tx.query(
-                "SELECT body FROM events
+                "SELECT sequence, body FROM events
                  WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND sequence <= $4
                    AND sequence > (SELECT coalesce(max(sequence), 0) FROM events
                        WHERE app_name = $1 AND user_id = $2 AND session_id = $3
@@ -91,14 +92,19 @@ pub(super) async fn read_events(
             .await?
         }
     };
-    let mut events = rows
-        .iter()
-        .map(|row| decode_event(row.try_get(0)?))
-        .collect::<Result<Vec<_>>>()?;
+    let mut events = rows.iter().map(encoded_event).collect::<Result<Vec<_>>>()?;
     if window.num_recent.is_some() || window.after.is_some() {
         events.reverse();
     }
     Ok(events)
+}
+
+/// A row of `sequence, body` from `events`.
+pub(super) fn encoded_event(row: &Row) -> Result<EncodedEvent> {
+    Ok(EncodedEvent {
+        sequence: to_u64(row.try_get(0)?)?,
+        bytes: Bytes::copy_from_slice(row.try_get(1)?),
+    })
 }
 
 /// The record of a live (existing, unexpired) session, read through `client` (a connection or

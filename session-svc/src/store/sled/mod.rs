@@ -45,7 +45,7 @@ use adk_common::{
     sled::snapshot::Snapshotter,
     sled::snapshot::WriteGate,
 };
-use adk_proto::session::v1::{Event, Session};
+use adk_proto::session::v1::Session;
 use metrics::gauge;
 use prost::Message;
 use prost_types::Timestamp;
@@ -65,15 +65,15 @@ use self::{
     },
     migrate::move_state_into_records,
     records::{
-        change_position, decode_record, decode_u64, scan_entries, scan_keys, session_of,
-        ChangeRecord, SessionRecord,
+        change_position, decode_record, decode_u64, encoded_event, scan_entries, scan_keys,
+        session_of, ChangeRecord, SessionRecord,
     },
 };
 use super::{
     decode_event, not_found,
     token::{self, SessionListing, SessionPlace},
-    Append, Appended, Change, Changes, EventWindow, NewSession, Page, SessionKey, SessionOrder,
-    SessionPage, SessionQuery, SessionStore,
+    Append, Appended, Change, Changes, EncodedEvent, EventWindow, NewSession, Page, SessionKey,
+    SessionOrder, SessionPage, SessionQuery, SessionStore, StoredSession,
 };
 use crate::{
     error::{Result, SessionError},
@@ -337,15 +337,21 @@ impl SledSessionStore {
 
     /// Reads events 1..=last_sequence as `window` selects, walking back from the end when only
     /// trailing events are wanted, so it reads only what it returns (plus one to stop).
-    fn read_events(&self, skey: &Key, last: u64, window: EventWindow) -> Result<Vec<Event>> {
+    fn events_in_window(
+        &self,
+        skey: &Key,
+        last: u64,
+        window: EventWindow,
+    ) -> Result<Vec<EncodedEvent>> {
         if window.num_recent == Some(0) || last == 0 {
             return Ok(Vec::new());
         }
         let range = self
             .events
             .range(event_key(skey, 1)..=event_key(skey, last));
+        let read = |kv| encoded_event(kv, skey);
         if window.num_recent.is_none() && window.after.is_none() {
-            return range.map(|kv| decode_event(&kv?.1)).collect();
+            return range.map(|kv| read(kv?)).collect();
         }
         let limit = window.num_recent.unwrap_or(usize::MAX);
         let mut events = Vec::new();
@@ -353,10 +359,9 @@ impl SledSessionStore {
             if events.len() == limit {
                 break;
             }
-            let event = decode_event(&kv?.1)?;
+            let event = read(kv?)?;
             if let Some(after) = &window.after {
-                let ts = event.timestamp.unwrap_or_default();
-                if time::is_before(&ts, after) {
+                if time::is_before(&event.timestamp()?, after) {
                     break;
                 }
             }
@@ -472,7 +477,11 @@ impl SessionStore for SledSessionStore {
         self.assemble(key, &record)
     }
 
-    async fn get(&self, key: &SessionKey, window: EventWindow) -> Result<Option<Session>> {
+    async fn get_encoded(
+        &self,
+        key: &SessionKey,
+        window: EventWindow,
+    ) -> Result<Option<StoredSession>> {
         let skey = session_key(key);
         // Reads of several sled trees are not one snapshot: an append committing while the
         // state is read would show its delta without its event. Every append rewrites the
@@ -483,10 +492,10 @@ impl SessionStore for SledSessionStore {
             let Some(record) = self.live_record(skey.as_bytes())? else {
                 return Ok(None);
             };
-            let mut session = self.assemble(key, &record)?;
+            let session = self.assemble(key, &record)?;
             if self.record(skey.as_bytes())?.as_ref() == Some(&record) {
-                session.events = self.read_events(&skey, record.last_sequence, window)?;
-                return Ok(Some(session));
+                let events = self.events_in_window(&skey, record.last_sequence, window)?;
+                return Ok(Some(StoredSession { session, events }));
             }
         }
     }
@@ -630,13 +639,13 @@ impl SessionStore for SledSessionStore {
         Ok(appended)
     }
 
-    async fn list_events(
+    async fn list_events_encoded(
         &self,
         key: &SessionKey,
         after_sequence: u64,
         page_size: usize,
         page_token: &str,
-    ) -> Result<Page<Event>> {
+    ) -> Result<Page<EncodedEvent>> {
         let skey = session_key(key);
         let Some(record) = self.live_record(skey.as_bytes())? else {
             return Err(not_found(key));
@@ -650,11 +659,11 @@ impl SessionStore for SledSessionStore {
                 .range(event_key(&skey, first)..=event_key(&skey, record.last_sequence));
             for kv in range {
                 if items.len() == page_size {
-                    let last: &Event = &items[page_size - 1];
+                    let last: &EncodedEvent = &items[page_size - 1];
                     next_page_token = token::events_token(key, last.sequence);
                     break;
                 }
-                items.push(decode_event(&kv?.1)?);
+                items.push(encoded_event(kv?, &skey)?);
             }
         }
         Ok(Page {

@@ -5,14 +5,14 @@ use std::collections::BTreeMap;
 
 use adk_common::sled::keys::{Key, KeyReader};
 use adk_proto::session::v1::Session;
-use prost::Message;
+use prost::{bytes::Bytes, Message};
 use prost_types::Timestamp;
-use sled::Tree;
+use sled::{IVec, Tree};
 
 use crate::{
     error::{Result, SessionError},
     state::{self, Entry},
-    store::SessionKey,
+    store::{EncodedEvent, SessionKey},
     time,
 };
 
@@ -73,6 +73,19 @@ pub(super) fn change_position(key: &[u8], app_prefix: &Key) -> Result<u64> {
     KeyReader::new(&key[app_prefix.as_bytes().len()..])
         .u64()
         .ok_or_else(|| SessionError::corrupt("unreadable change position"))
+}
+
+/// An entry of the `events` tree of the session `skey`; the value is shared with sled's
+/// cache, not copied.
+pub(super) fn encoded_event((key, value): (IVec, IVec), skey: &Key) -> Result<EncodedEvent> {
+    let sequence = key
+        .get(skey.as_bytes().len()..)
+        .and_then(|rest| KeyReader::new(rest).u64())
+        .ok_or_else(|| SessionError::corrupt("unreadable event key"))?;
+    Ok(EncodedEvent {
+        sequence,
+        bytes: Bytes::from_owner(value),
+    })
 }
 
 pub(super) fn decode_u64(bytes: &[u8]) -> Result<u64> {
