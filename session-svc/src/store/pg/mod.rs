@@ -317,11 +317,16 @@ impl PgSessionStore {
     /// different rows (`SKIP LOCKED`) and mark the trimmed apps in key order.
     async fn try_trim_changes(&self, before: &Timestamp) -> Result<usize> {
         let client = self.pool.get().await?;
+        // Only positions below the readable horizon go: one committed long ago may still be
+        // unreadable while an older transaction anywhere in the cluster is open, and trimming it
+        // would drop it unread and leave a reader starting at the horizon already out of range.
         let row = client
             .query_one(
                 "WITH doomed AS (
                      SELECT app_name, position FROM changes
-                     WHERE (commit_s, commit_n) < ($1, $2) FOR UPDATE SKIP LOCKED
+                     WHERE (commit_s, commit_n) < ($1, $2)
+                       AND position < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+                     FOR UPDATE SKIP LOCKED
                  ), gone AS (
                      DELETE FROM changes c USING doomed d
                      WHERE c.app_name = d.app_name AND c.position = d.position

@@ -2,7 +2,7 @@
 //! `ADK_TEST_POSTGRES` names (ignored unless asked for: `adk_tests::prerequisite`), and what
 //! only this store has: versioned shared state and its migration.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use adk_common::postgres;
 use adk_proto::session::v1::Event;
@@ -190,4 +190,64 @@ async fn a_version_1_schema_is_migrated_with_its_state() {
     let db = connect(&url).await;
     assert_eq!(rows(&db, "app_state").await, 2);
     assert_eq!(rows(&db, "user_state").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
+async fn changes_not_yet_readable_are_not_trimmed() {
+    let url = adk_tests::fresh_schema(&adk_tests::prerequisite::postgres()).await;
+    let store = PgSessionStore::open(&url, 4).await.unwrap();
+    let a = key("a");
+    store
+        .create(new_session(&a, ScopedDelta::default()))
+        .await
+        .unwrap();
+
+    // A transaction elsewhere in the cluster, older than the appends, keeps them unreadable.
+    let mut other = connect(&url).await;
+    let other = other.transaction().await.unwrap();
+    other
+        .execute("SELECT pg_current_xact_id()", &[])
+        .await
+        .unwrap();
+    let mut positions = Vec::new();
+    for id in ["e1", "e2"] {
+        let appended = store
+            .append(&a, append_of(id, ScopedDelta::default()))
+            .await
+            .unwrap();
+        positions.push(appended.change);
+    }
+
+    // However old they are, the trim keeps them, and a reader starting now is not out of range.
+    let future = SystemTime::now() + Duration::from_secs(60);
+    assert_eq!(store.trim_changes(future.into()).await.unwrap(), 0);
+    let waiting = store.changes("app", 0, 10).await.unwrap();
+    assert!(waiting.head < positions[0], "{waiting:?}");
+    assert!(
+        waiting.oldest <= waiting.head + 1,
+        "a reader at the head is out of range: {waiting:?}"
+    );
+
+    // Once readable (when every older transaction of the cluster has ended: other tests run
+    // beside this one), they are delivered, and only then trimmed.
+    other.commit().await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let delivered = loop {
+        let readable = store.changes("app", waiting.head, 10).await.unwrap();
+        if !readable.items.is_empty() {
+            break readable
+                .items
+                .iter()
+                .map(|c| c.position)
+                .collect::<Vec<_>>();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the appends never became readable"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(delivered, positions);
+    assert_eq!(store.trim_changes(future.into()).await.unwrap(), 2);
 }
