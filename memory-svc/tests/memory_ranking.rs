@@ -373,6 +373,52 @@ async fn without_detection_every_text_is_in_the_default_language() {
     assert_eq!(ranked(&mut c, "cooking").await, ["dinner"]);
 }
 
+/// A write's language is detected once, over its turns: short turns of an English conversation
+/// stay English, a turn in another script (Russian) is detected on its own, and the short turns
+/// of a German conversation are German, which on their own they could not be told to be.
+#[tokio::test]
+async fn the_language_is_detected_per_write_and_per_script() {
+    let srv = MemoryServer::start(NO_SESSION_SVC).await;
+    let mut c = srv.client.clone();
+    add_session(
+        &mut c,
+        "mixed",
+        &[
+            ("yes", "user", "Yes!"),
+            ("thanks", "model", "ok, thanks"),
+            (
+                "walk",
+                "user",
+                "Мы вчера весь вечер гуляли по парку и говорили о новой работе",
+            ),
+            ("cooked", "model", "Cooked!"),
+        ],
+    )
+    .await;
+    // Russian stems: the infinitive finds the past tense.
+    assert_eq!(ranked_in(&mut c, "гулять", "ru").await, ["walk"]);
+    // English stems, in the turns and in the context of the turn before ("yes"); the Russian
+    // turn's context is analysed in Russian, which keeps English words whole.
+    assert_eq!(ranked_in(&mut c, "thanking", "en").await, ["thanks", "yes"]);
+    assert_eq!(ranked_in(&mut c, "cooking", "en").await, ["cooked"]);
+
+    add_session(
+        &mut c,
+        "german",
+        &[
+            (
+                "dog",
+                "Lena",
+                "Der Hund meines Nachbarn hat gestern den ganzen Nachmittag im Garten gebellt.",
+            ),
+            ("houses", "Tom", "Zwei Häuser weiter!"),
+        ],
+    )
+    .await;
+    // German Snowball takes "häuser" to "haus"; English would keep it whole.
+    assert_eq!(ranked_in(&mut c, "Haus", "de").await, ["houses", "dog"]);
+}
+
 #[tokio::test]
 async fn multilingual_matching_is_kept() {
     let (_srv, mut c) = server_with(&[

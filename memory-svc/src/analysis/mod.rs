@@ -4,13 +4,17 @@
 //! - [`segment`] cuts text into words (UAX #29, lowercased, NFC) and runs of unspaced scripts
 //!   (Han, Kana, Hangul), which become their characters and bigrams.
 //! - Each word is reduced to its Snowball stem in the text's [`Language`] ("injured", "injury"
-//!   → "injur"), so forms of one word match. The language is the one detected in the text when
-//!   detection is confident (a sentence or more), else the server's default; with no language
-//!   (the default set to none, or a script no stemmer covers) words are kept as written. A
-//!   server whose users all write one language may turn detection off ([`Analyzer::fixed`]):
-//!   every text is then in the default language, and a write no longer pays for detection,
-//!   most of the CPU its analysis takes (BENCHMARKS.md, "Ingestion: what 3× ADK leaves for the
-//!   index").
+//!   → "injur"), so forms of one word match. The language is the one detected when detection
+//!   is confident (a sentence or more), else the server's default; with no language (the
+//!   default set to none, or a script no stemmer covers) words are kept as written. A write
+//!   detects it once, over a sample of all the texts it brings ([`WriteLanguage`]): a
+//!   conversation is mostly in one language, its short turns ("Yes!", "ok, thanks") are where
+//!   detection on their own cannot tell, and detection is most of the CPU a write's analysis
+//!   takes (BENCHMARKS.md, "Ingestion: what 3× ADK leaves for the index"). Only a text written
+//!   in another script than the write's (Cyrillic in a Latin conversation, CJK) is detected on
+//!   its own, a test that costs a count of characters. A query is detected on its own. A server
+//!   whose users all write one language may turn detection off ([`Analyzer::fixed`]): every
+//!   text is then in the default language.
 //! - A query drops its stopwords ("what", "did", "the", "my"): they match almost every entry,
 //!   and in a memory of short conversational turns they would otherwise decide the ranking. A
 //!   query made only of stopwords keeps them. Documents index every word, so such a query still
@@ -27,6 +31,7 @@ use std::ops::Range;
 pub use language::{Language, UnknownLanguage};
 use segment::Piece;
 use unicode_segmentation::UnicodeSegmentation;
+use whatlang::Script;
 
 /// Bumped whenever analysis changes what a text is indexed under (or what an entry is: 3 added
 /// the name terms of `store::index`); a store indexed by another analysis is re-indexed when
@@ -70,18 +75,52 @@ impl Analyzer {
     /// and re-indexes when it changes.
     pub fn identity(&self) -> String {
         let default = self.default.map_or("none", Language::code);
-        // The words of an analysis that detects are those every store was indexed under
-        // before detection could be turned off: such stores are not re-indexed.
-        let detection = if self.detect { "" } else { ", no detection" };
+        // Stores indexed with no detection keep their identity: what they are indexed under
+        // did not change when detection moved from each text to each write.
+        let detection = if self.detect {
+            ", detected per write"
+        } else {
+            ", no detection"
+        };
         format!("analysis {VERSION}, default language {default}{detection}")
     }
 
-    /// The language of `text`: detected when detection is on and confident, else the default.
+    /// The language of `text` on its own (a query's): detected when detection is on and
+    /// confident, else the default.
     pub fn language_of(&self, text: &str) -> Option<Language> {
         if self.detect {
             Language::detect(text).or(self.default)
         } else {
             self.default
+        }
+    }
+
+    /// The language of a write that brings `texts` (the texts of its entries), detected once
+    /// over a sample of them: up to [`SAMPLE_TEXTS`] texts spread evenly over the write, each
+    /// cut to [`SAMPLE_TEXT_BYTES`].
+    pub fn write_language<S: AsRef<str>>(&self, texts: &[S]) -> WriteLanguage {
+        if !self.detect || texts.is_empty() {
+            return WriteLanguage {
+                analyzer: *self,
+                language: self.default,
+                script: None,
+            };
+        }
+        let step = texts.len().div_ceil(SAMPLE_TEXTS);
+        let mut sample = String::new();
+        for text in texts.iter().step_by(step) {
+            let text = text.as_ref();
+            let mut end = text.len().min(SAMPLE_TEXT_BYTES);
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            sample.push_str(&text[..end]);
+            sample.push('\n');
+        }
+        WriteLanguage {
+            analyzer: *self,
+            language: self.language_of(&sample),
+            script: Language::script_of(&sample),
         }
     }
 
@@ -152,6 +191,35 @@ impl Analyzer {
                 }
             })
             .collect()
+    }
+}
+
+/// How many texts of a write its language is detected over, and how much of each: enough for
+/// detection to be confident of a conversation's language, and a bounded cost however large
+/// the write.
+const SAMPLE_TEXTS: usize = 16;
+const SAMPLE_TEXT_BYTES: usize = 256;
+
+/// The language of one write's texts (see [`Analyzer::write_language`]), and the script it is
+/// written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteLanguage {
+    analyzer: Analyzer,
+    language: Option<Language>,
+    script: Option<Script>,
+}
+
+impl WriteLanguage {
+    /// The language of `text`, one of the write's texts: the write's, unless `text` is written
+    /// in another script, in which case its own as [`Analyzer::language_of`] detects it.
+    pub fn of(&self, text: &str) -> Option<Language> {
+        if !self.analyzer.detect {
+            return self.analyzer.default;
+        }
+        match Language::script_of(text) {
+            Some(script) if Some(script) != self.script => self.analyzer.language_of(text),
+            _ => self.language,
+        }
     }
 }
 
@@ -318,9 +386,52 @@ mod tests {
         assert_eq!(fixed.query_terms("гуляли", None), ["гуляли"]);
         assert_ne!(fixed.identity(), detecting.identity());
         assert_eq!(
-            detecting.identity(),
-            "analysis 3, default language en",
-            "stores indexed before detection could be turned off are not re-indexed"
+            fixed.identity(),
+            "analysis 3, default language en, no detection",
+            "stores indexed without detection are not re-indexed"
+        );
+        let write = fixed.write_language(&[walked]);
+        assert_eq!(write.of(walked), EN);
+    }
+
+    #[test]
+    fn a_write_is_detected_once_and_a_text_in_another_script_on_its_own() {
+        let analyzer = Analyzer::default();
+        let russian = "Мы вчера весь вечер гуляли по парку и говорили о новой работе.";
+        let english = [
+            "Yes!",
+            "ok, thanks",
+            "I finally booked the flights to Lisbon for our anniversary in May.",
+            "Great, tell me more",
+        ];
+        let texts: Vec<&str> = english.iter().copied().chain([russian]).collect();
+        let write = analyzer.write_language(&texts);
+        assert_eq!(write.of(russian), Some(Language::Russian));
+        for text in english {
+            assert_eq!(write.of(text), EN, "{text}");
+        }
+        // A conversation in German: its short turns are German too, which on their own they
+        // could not be told to be.
+        let german = [
+            "Der Hund meines Nachbarn hat gestern den ganzen Nachmittag im Garten gebellt.",
+            "Ja, genau!",
+            "Und heute wieder",
+        ];
+        assert_eq!(analyzer.language_of(german[1]), EN);
+        let write = analyzer.write_language(&german);
+        for text in german {
+            assert_eq!(write.of(text), Some(Language::German), "{text}");
+        }
+        // A write of nothing detects each text on its own.
+        let none = analyzer.write_language::<&str>(&[]);
+        assert_eq!(none.of(russian), Some(Language::Russian));
+        assert_eq!(none.of(german[0]), Some(Language::German));
+        assert_eq!(none.of("123"), EN);
+        // A write of many texts is detected over a sample of them.
+        let many: Vec<String> = (0..10_000).map(|i| format!("{} {i}", german[0])).collect();
+        assert_eq!(
+            analyzer.write_language(&many).of("ok"),
+            Some(Language::German)
         );
     }
 

@@ -22,7 +22,7 @@ use std::{
 use adk_proto::session::v1::{part, Content};
 
 use super::Entry;
-use crate::analysis::{Analyzer, Language};
+use crate::analysis::{Analyzer, Language, WriteLanguage};
 
 /// BM25 term-frequency saturation.
 pub const K1: f64 = 1.2;
@@ -103,7 +103,9 @@ pub fn name_term(term: &str) -> String {
 
 /// Text analysis for one write, remembering each text's language and terms: a turn of a
 /// conversation is indexed as itself and as the context of both its neighbours, and an author
-/// recurs on every turn, so each is analysed once per write rather than once per use.
+/// recurs on every turn, so each is analysed once per write rather than once per use. The
+/// write's language is detected once ([`Analysis::detect_over`]); an analysis that was given
+/// no texts to detect it over takes each entry's text as a write of its own.
 ///
 /// A store analyses what a write brings before it plans it ([`Analysis::prepare`], see
 /// `plan::prepared`). The PostgreSQL store does so before it takes the scope's row lock, so the
@@ -115,6 +117,8 @@ pub fn name_term(term: &str) -> String {
 /// planned again reuses what was analysed.
 pub struct Analysis {
     analyzer: Analyzer,
+    write: Option<WriteLanguage>,
+    /// Each entry text's language, in the write's language.
     languages: HashMap<String, Option<Language>>,
     /// Keyed by text first so that a lookup borrows the text instead of copying it.
     terms: HashMap<String, HashMap<Option<Language>, Arc<[String]>>>,
@@ -124,6 +128,7 @@ impl Analysis {
     pub fn new(analyzer: Analyzer) -> Self {
         Self {
             analyzer,
+            write: None,
             languages: HashMap::new(),
             terms: HashMap::new(),
         }
@@ -150,12 +155,38 @@ impl Analysis {
         }
     }
 
-    /// [`Analyzer::language_of`] `text`.
+    /// Whether the write's language is known (see [`Analysis::detect_over`]).
+    pub fn has_language(&self) -> bool {
+        self.write.is_some()
+    }
+
+    /// Detects the language of the entries analysed from now on over their `texts` (see
+    /// [`Analyzer::write_language`]).
+    pub fn detect_over<S: AsRef<str>>(&mut self, texts: &[S]) {
+        self.set_language(self.analyzer.write_language(texts));
+    }
+
+    /// Analyses the entries from now on as texts of a write in `write`'s language.
+    pub fn set_language(&mut self, write: WriteLanguage) {
+        if self.write != Some(write) {
+            self.write = Some(write);
+            self.languages.clear();
+        }
+    }
+
+    pub fn analyzer(&self) -> Analyzer {
+        self.analyzer
+    }
+
+    /// The language of an entry whose text is `text`: the write's (see [`WriteLanguage::of`]).
     fn language_of(&mut self, text: &str) -> Option<Language> {
         if let Some(&language) = self.languages.get(text) {
             return language;
         }
-        let language = self.analyzer.language_of(text);
+        let language = match &self.write {
+            Some(write) => write.of(text),
+            None => self.analyzer.language_of(text),
+        };
         self.languages.insert(text.to_owned(), language);
         language
     }

@@ -30,7 +30,7 @@ use super::{
     index::{text_of, Analysis, Terms},
     DeleteTarget, Entry,
 };
-use crate::analysis::Analyzer;
+use crate::analysis::{Analyzer, WriteLanguage};
 
 /// A write call, as the trait receives it.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,6 +78,16 @@ pub struct Reads<'a> {
 }
 
 impl Write {
+    /// The texts of the entries the write brings, which its language is detected over.
+    fn texts(&self) -> Vec<String> {
+        match self {
+            Self::Replace { entries, .. }
+            | Self::AddEvents { entries, .. }
+            | Self::AddMemories(entries) => entries.iter().map(|e| text_of(&e.content)).collect(),
+            Self::Delete(_) | Self::Reindex => Vec::new(),
+        }
+    }
+
     /// What [`plan`] needs to know of the stored state.
     pub fn reads(&self) -> Reads<'_> {
         match self {
@@ -287,9 +297,10 @@ pub fn prepared(write: &Write, analyzer: Analyzer, held: &[Stored]) -> Analysis 
         })
     };
     let mut analysis = Analysis::new(analyzer);
+    let texts = write.texts();
+    analysis.detect_over(&texts);
     match write {
         Write::Replace { entries, .. } | Write::AddEvents { entries, .. } => {
-            let texts: Vec<String> = entries.iter().map(|e| text_of(&e.content)).collect();
             for (i, entry) in entries.iter().enumerate().filter(|(_, e)| !is_held(e)) {
                 let before = i.checked_sub(1).map(|j| texts[j].as_str());
                 let after = texts.get(i + 1).map(String::as_str);
@@ -310,6 +321,9 @@ pub fn prepared(write: &Write, analyzer: Analyzer, held: &[Stored]) -> Analysis 
 /// Decides what `write` changes in a scope whose state `loaded` holds, indexing text through
 /// `analysis` (see [`prepared`]), which keeps what it analyses.
 pub fn plan(write: &Write, loaded: Loaded, analysis: &mut Analysis) -> Plan {
+    if !analysis.has_language() {
+        analysis.detect_over(&write.texts());
+    }
     let mut p = Planner::new(loaded, analysis);
     let count = match write {
         Write::Replace {
@@ -413,6 +427,13 @@ pub fn plan(write: &Write, loaded: Loaded, analysis: &mut Analysis) -> Plan {
                 p.remove(old);
             }
             for session_id in sessions.iter().filter(|s| !s.is_empty()) {
+                // The neighbours re-indexed are analysed in their conversation's language.
+                let texts: Vec<String> = p
+                    .loaded_where(|e| e.session_id == *session_id)
+                    .iter()
+                    .map(|s| text_of(&s.entry.content))
+                    .collect();
+                p.analysis.detect_over(&texts);
                 p.write_session(session_id, Vec::new());
             }
             n
@@ -436,8 +457,11 @@ pub fn plan(write: &Write, loaded: Loaded, analysis: &mut Analysis) -> Plan {
         Write::Reindex => {
             let all = p.loaded_where(|_| true);
             let contexts = derived_contexts(&all);
+            let languages = session_languages(p.analysis.analyzer(), &all);
             let n = count(all.len());
             for (old, context) in all.into_iter().zip(contexts) {
+                p.analysis
+                    .set_language(languages[old.entry.session_id.as_str()]);
                 p.reindex(old, context);
             }
             n
@@ -448,6 +472,22 @@ pub fn plan(write: &Write, loaded: Loaded, analysis: &mut Analysis) -> Plan {
         stats: p.stats,
         count,
     }
+}
+
+/// The language of each session of `entries` (entries of no session together), as a write of
+/// its entries would detect it: what a re-index analyses each entry in.
+fn session_languages(analyzer: Analyzer, entries: &[Stored]) -> HashMap<String, WriteLanguage> {
+    let mut sessions: HashMap<String, Vec<String>> = HashMap::new();
+    for s in entries {
+        sessions
+            .entry(s.entry.session_id.clone())
+            .or_default()
+            .push(text_of(&s.entry.content));
+    }
+    sessions
+        .into_iter()
+        .map(|(session, texts)| (session, analyzer.write_language(&texts)))
+        .collect()
 }
 
 /// The context of each of `entries` (in seq order) from the entries next to it in its session.
