@@ -7,8 +7,9 @@
  * message's typed fields and whatever has no typed field (`output`, `nodeInfo`, `route`,
  * transcriptions, a second data field of a part, a value of the wrong type for its field...)
  * goes, still snake_case, into the `extra` JSON object of the level it belongs to (event,
- * actions, part, function call or response). Reading builds the snake_case form from the typed
- * fields, merges `extra` back over it (objects key by key) and renames the keys to camelCase.
+ * actions, part, function call or response). Reading builds ADK's camelCase objects straight
+ * from the typed fields (whose names are ADK's) and merges each level's `extra`, renamed to
+ * camelCase, back over them (objects key by key).
  */
 import { createEvent, type Event } from "@google/adk";
 import type { Content as GenaiContent } from "@google/genai";
@@ -272,93 +273,103 @@ function callMessage(
 
 /** The ADK event a message holds, every field as it was sent. */
 export function eventFromProto(message: EventMessage): Event {
-  const data: JsonObject = { id: message.id, invocation_id: message.invocationId };
+  const data: JsonObject = { id: message.id, invocationId: message.invocationId };
   if (message.author !== "") {
     data["author"] = message.author;
   }
-  for (const [name, field] of EVENT_OPTIONAL_STRINGS) {
+  for (const [, field] of EVENT_OPTIONAL_STRINGS) {
     const value = message[field];
-    if (value !== undefined) data[name] = value;
+    if (value !== undefined) data[field] = value;
   }
-  for (const [name, field] of EVENT_OPTIONAL_BOOLS) {
+  for (const [, field] of EVENT_OPTIONAL_BOOLS) {
     const value = message[field];
-    if (value !== undefined) data[name] = value;
+    if (value !== undefined) data[field] = value;
   }
   for (const [name, field] of EVENT_JSON) {
     const text = message[field];
-    if (text !== "") data[name] = loadsObject(text, `Event.${field}`);
+    if (text !== "") data[field] = toCamel(loadsObject(text, `Event.${field}`), name);
   }
   if (message.timestamp !== undefined) {
     data["timestamp"] = toMillis(message.timestamp);
   }
-  data["long_running_tool_ids"] = [...message.longRunningToolIds];
+  data["longRunningToolIds"] = [...message.longRunningToolIds];
   if (message.content !== undefined) {
-    data["content"] = contentData(message.content);
+    data["content"] = contentData(message.content, "content");
   }
   if (message.actions !== undefined) {
     data["actions"] = actionsData(message.actions);
   }
-  merge(data, loadsObject(message.extra, "Event.extra"));
-  return createEvent(toCamel(data));
+  if (message.extra !== "") {
+    merge(data, toCamel(loadsObject(message.extra, "Event.extra")));
+  }
+  return createEvent(data);
 }
 
 function actionsData(message: EventActions): JsonObject {
   const data: JsonObject = {};
-  for (const [name, field] of ACTIONS_OPTIONAL_STRINGS) {
+  for (const [, field] of ACTIONS_OPTIONAL_STRINGS) {
     const value = message[field];
-    if (value !== undefined) data[name] = value;
+    if (value !== undefined) data[field] = value;
   }
-  for (const [name, field] of ACTIONS_OPTIONAL_BOOLS) {
+  for (const [, field] of ACTIONS_OPTIONAL_BOOLS) {
     const value = message[field];
-    if (value !== undefined) data[name] = value;
+    if (value !== undefined) data[field] = value;
   }
-  for (const [name, field] of ACTIONS_JSON) {
-    data[name] = loadsObject(message[field], `EventActions.${field}`);
+  // Free-form values (PRESERVED_PATHS): their keys are the caller's own.
+  for (const [, field] of ACTIONS_JSON) {
+    data[field] = loadsObject(message[field], `EventActions.${field}`);
   }
   if (message.agentState !== "") {
-    data["agent_state"] = loadsObject(message.agentState, "EventActions.agentState");
+    data["agentState"] = loadsObject(message.agentState, "EventActions.agentState");
   }
-  data["artifact_delta"] = { ...message.artifactDelta };
+  data["artifactDelta"] = { ...message.artifactDelta };
   if (message.compaction !== undefined) {
     const compaction: JsonObject = {};
     const { startTimestamp, endTimestamp, compactedContent } = message.compaction;
-    if (startTimestamp !== undefined) compaction["start_timestamp"] = toMillis(startTimestamp);
-    if (endTimestamp !== undefined) compaction["end_timestamp"] = toMillis(endTimestamp);
-    if (compactedContent !== undefined) compaction["compacted_content"] = contentData(compactedContent);
+    if (startTimestamp !== undefined) compaction["startTimestamp"] = toMillis(startTimestamp);
+    if (endTimestamp !== undefined) compaction["endTimestamp"] = toMillis(endTimestamp);
+    if (compactedContent !== undefined) {
+      compaction["compactedContent"] = contentData(compactedContent, "actions.compaction.compacted_content");
+    }
     data["compaction"] = compaction;
   }
   if (message.removedStateKeys.length > 0) {
     // Kept for the reader; the session's state already lacks these keys.
-    data["removed_state_keys"] = [...message.removedStateKeys];
+    data["removedStateKeys"] = [...message.removedStateKeys];
   }
-  return merge(data, loadsObject(message.extra, "EventActions.extra"));
+  return message.extra === ""
+    ? data
+    : merge(data, toCamel(loadsObject(message.extra, "EventActions.extra"), "actions"));
 }
 
 /** The genai Content a message holds. */
 export function contentFromProto(message: Content): GenaiContent {
-  return toCamel(contentData(message), "content");
+  return contentData(message, "content");
 }
 
-function contentData(message: Content): JsonObject {
+/** A genai Content in ADK's spelling; `path` (snake_case) places its free-form values. */
+function contentData(message: Content, path: string): JsonObject {
   const data: JsonObject = {};
   if (message.role !== undefined) {
     data["role"] = message.role;
   }
   if (message.parts.length > 0) {
-    data["parts"] = message.parts.map(partData);
+    const partsPath = `${path}.parts`;
+    data["parts"] = message.parts.map((part) => partData(part, partsPath));
   }
   return data;
 }
 
-function optionals(source: Record<string, unknown>, names: Record<string, string>): JsonObject {
+/** The fields of `source` that are set (the message's names are genai's). */
+function defined(source: object): JsonObject {
   const data: JsonObject = {};
-  for (const [field, name] of Object.entries(names)) {
-    if (source[field] !== undefined) data[name] = source[field];
+  for (const [field, value] of Object.entries(source)) {
+    if (value !== undefined) data[field] = value;
   }
   return data;
 }
 
-function partData(message: Part): JsonObject {
+function partData(message: Part, path: string): JsonObject {
   const data: JsonObject = {};
   const part = message.data;
   switch (part?.$case) {
@@ -367,50 +378,30 @@ function partData(message: Part): JsonObject {
       break;
     case "inlineData": {
       const { data: bytes, ...rest } = part.value;
-      data["inline_data"] = {
-        ...(bytes === undefined ? {} : { data: bytes.toString("base64") }),
-        ...optionals(rest, { mimeType: "mime_type", displayName: "display_name" }),
-      };
+      data["inlineData"] = { ...(bytes === undefined ? {} : { data: bytes.toString("base64") }), ...defined(rest) };
       break;
     }
     case "fileData":
-      data["file_data"] = optionals(part.value as unknown as Record<string, unknown>, {
-        fileUri: "file_uri",
-        mimeType: "mime_type",
-        displayName: "display_name",
-      });
-      break;
     case "executableCode":
-      data["executable_code"] = optionals(part.value as unknown as Record<string, unknown>, {
-        code: "code",
-        language: "language",
-        id: "id",
-      });
-      break;
     case "codeExecutionResult":
-      data["code_execution_result"] = optionals(part.value as unknown as Record<string, unknown>, {
-        outcome: "outcome",
-        output: "output",
-        id: "id",
-      });
+      data[part.$case] = defined(part.value);
       break;
     case "functionCall":
     case "functionResponse": {
       const call = part.value;
-      const payloadName = part.$case === "functionCall" ? "args" : "response";
-      const payloadText = part.$case === "functionCall" ? part.value.args : part.value.response;
-      const callData = optionals(call as unknown as Record<string, unknown>, {
-        id: "id",
-        name: "name",
-        willContinue: "will_continue",
-      });
+      const [kind, payloadName, payloadText] =
+        part.$case === "functionCall"
+          ? (["function_call", "args", part.value.args] as const)
+          : (["function_response", "response", part.value.response] as const);
+      const callData = defined({ id: call.id, name: call.name, willContinue: call.willContinue });
+      // The payload is free-form (PRESERVED_PATHS): its keys are the caller's own.
       if (payloadText !== "") {
         callData[payloadName] = loadsObject(payloadText, `${part.$case}.${payloadName}`);
       }
-      data[part.$case === "functionCall" ? "function_call" : "function_response"] = merge(
-        callData,
-        loadsObject(call.extra, `${part.$case}.extra`),
-      );
+      data[part.$case] =
+        call.extra === ""
+          ? callData
+          : merge(callData, toCamel(loadsObject(call.extra, `${part.$case}.extra`), `${path}.${kind}`));
       break;
     }
     case undefined:
@@ -420,9 +411,9 @@ function partData(message: Part): JsonObject {
     data["thought"] = message.thought;
   }
   if (message.thoughtSignature !== undefined) {
-    data["thought_signature"] = message.thoughtSignature.toString("base64");
+    data["thoughtSignature"] = message.thoughtSignature.toString("base64");
   }
-  return merge(data, loadsObject(message.extra, "Part.extra"));
+  return message.extra === "" ? data : merge(data, toCamel(loadsObject(message.extra, "Part.extra"), path));
 }
 
 /** The events of a memory write: those with content, with what memory-svc reads of them. */
