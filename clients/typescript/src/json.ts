@@ -71,14 +71,20 @@ function convert(value: unknown, rename: (key: string) => string, path: string, 
   return result;
 }
 
-/** `value` with ADK's camelCase keys in snake_case, free-form values left as they are. */
+/**
+ * `value` (found at `path`, snake_case) with ADK's camelCase keys in snake_case, free-form values
+ * left as they are.
+ */
 export function toSnake(value: JsonObject, path = ""): JsonObject {
-  return convert(value, snakeKey, path, false) as JsonObject;
+  return PRESERVED_PATHS.has(path) ? value : (convert(value, snakeKey, path, false) as JsonObject);
 }
 
-/** `value` with snake_case keys in ADK TypeScript's camelCase, free-form values left as they are. */
+/**
+ * `value` (found at `path`, snake_case) with snake_case keys in ADK TypeScript's camelCase,
+ * free-form values left as they are.
+ */
 export function toCamel(value: JsonObject, path = ""): JsonObject {
-  return convert(value, camelKey, path, true) as JsonObject;
+  return PRESERVED_PATHS.has(path) ? value : (convert(value, camelKey, path, true) as JsonObject);
 }
 
 /**
