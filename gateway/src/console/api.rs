@@ -29,8 +29,7 @@ use super::{
 /// Rows per page of the users and sessions tables.
 const ROWS_PAGE: usize = 50;
 
-/// Sessions read to build the users and sessions tables. The service lists least recently
-/// updated first and the console shows newest first, so it reads them all, up to this.
+/// Sessions read to build the users and sessions tables: the most recently updated ones.
 const MAX_SESSIONS_READ: usize = 20_000;
 
 /// Memories per page of the memory list.
@@ -73,21 +72,10 @@ async fn sessions_newest_first(
     app: &str,
     user: Option<&str>,
 ) -> Result<(Vec<Session>, bool), ConsoleError> {
-    let (mut sessions, truncated) = caller
+    Ok(caller
         .calls()
-        .sessions_up_to(app, user, MAX_SESSIONS_READ)
-        .await?;
-    let key = |s: &Session| {
-        let t = s.last_update_time.unwrap_or_default();
-        (t.seconds, t.nanos)
-    };
-    sessions.sort_by(|a, b| {
-        key(b)
-            .cmp(&key(a))
-            .then_with(|| a.user_id.cmp(&b.user_id))
-            .then_with(|| a.id.cmp(&b.id))
-    });
-    Ok((sessions, truncated))
+        .newest_sessions_up_to(app, user, MAX_SESSIONS_READ)
+        .await?)
 }
 
 /// Page `page` (1-based) of `rows`, with the paging figures.

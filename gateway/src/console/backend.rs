@@ -8,7 +8,7 @@ use adk_proto::{
         ListMemoriesResponse, MemoryEntry, SearchMemoryRequest,
     },
     session::v1::{
-        Event, GetSessionRequest, ListEventsRequest, ListSessionsRequest, Session,
+        Event, GetSessionRequest, ListEventsRequest, ListSessionsRequest, Session, SessionOrder,
         WatchEventsRequest, WatchEventsResponse, WatchSessionRequest, WatchSessionResponse,
     },
 };
@@ -22,7 +22,7 @@ use crate::{backend::Backend, caller::Caller, error::GatewayError};
 pub const EVENTS_PAGE: u32 = 100;
 
 /// Sessions per ListSessions page (the service's maximum).
-const SESSIONS_PAGE: i32 = 100;
+const SESSIONS_PAGE: i32 = 1000;
 
 type Result<T> = std::result::Result<T, GatewayError>;
 
@@ -88,9 +88,9 @@ impl Calls<'_> {
         self.backend.apps(self.caller).await
     }
 
-    /// The app's sessions (of one user if given), in the service's order, up to the page that
-    /// reaches `cap`: at most `cap` of them, and whether there were more.
-    pub async fn sessions_up_to(
+    /// The app's sessions (of one user if given), most recently updated first (ties by user and
+    /// id), up to the page that reaches `cap`: at most `cap` of them, and whether there were more.
+    pub async fn newest_sessions_up_to(
         &self,
         app: &str,
         user: Option<&str>,
@@ -104,6 +104,7 @@ impl Calls<'_> {
                 user_id: user.map(str::to_owned),
                 page_size: SESSIONS_PAGE,
                 page_token,
+                order: SessionOrder::NewestFirst.into(),
                 ..Default::default()
             };
             let page = self
