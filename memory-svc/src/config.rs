@@ -130,10 +130,10 @@ pub struct Config {
     #[arg(long, default_value = "en", value_parser = parse_language)]
     pub default_language: DefaultLanguage,
 
-    /// Whether the language of each memory entry and query is detected (`true`), or every text
-    /// is taken to be in --default-language (`false`, for users who all write one language:
-    /// detection is most of the CPU a write's text analysis takes). A search request's
-    /// `language` applies either way. Changing it re-indexes the store at the next start.
+    /// Whether languages are detected (`true`: once per write, for an entry in another script on
+    /// its own, and per query), or every text is taken to be in --default-language (`false`,
+    /// for users who all write one language). A search request's `language` applies either
+    /// way. Changing it re-indexes the store at the next start.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub detect_language: bool,
 
