@@ -18,9 +18,9 @@ use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, delete_memory_request::Target,
         generate_memories_request, AddEventsToMemoryRequest, AddMemoryRequest,
-        AddSessionToMemoryRequest, DeleteMemoryRequest, GenerateMemoriesRequest, GenerateOptions,
-        GenerationState, GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest,
-        MemoryKind, SearchMemoryRequest, SearchMode,
+        AddSessionToMemoryRequest, DeleteMemoryRequest, ExtractedFact, GenerateMemoriesRequest,
+        GenerateOptions, GenerationState, GetGenerationJobRequest, ListMemoriesRequest,
+        ListMemoryRevisionsRequest, MemoryKind, SearchMemoryRequest, SearchMode,
     },
     session::v1::{Event, Session},
 };
@@ -41,12 +41,13 @@ use crate::{
     fusion,
     generate::{
         jobs::{self, now_ms, MemoryAccess},
+        model::{MAX_FACTS, MAX_FACT_CHARS},
         GenerateError, Generator,
     },
     session_source::SessionSource,
     store::{
-        index, DeleteTarget, Entry, Hit, JobRecord, Kind, MemoryStore, RevisionRecord, Scope,
-        SearchQuery, Vectors, Write,
+        index, DeleteTarget, Entry, FactRecord, Hit, JobRecord, Kind, MemoryStore, RevisionRecord,
+        Scope, SearchQuery, Vectors, Write,
     },
 };
 
@@ -259,8 +260,13 @@ impl<S: MemoryStore> Memories<S> {
         let count = self.write(scope, write).await?;
         let job = match req.generate {
             Some(options) => Some(
-                self.enqueue(scope, &id, "session.events", events, options, "generate")
-                    .await?,
+                self.enqueue(
+                    scope,
+                    JobSource::events(&id, "session.events", events)?,
+                    options,
+                    "generate",
+                )
+                .await?,
             ),
             None => None,
         };
@@ -270,12 +276,13 @@ impl<S: MemoryStore> Memories<S> {
     /// Queues a generation job (and runs it before answering when asked to wait).
     pub async fn generate(&self, req: GenerateMemoriesRequest) -> Result<JobRecord> {
         use generate_memories_request::Source as From;
-        if self.generator.is_none() {
-            return Err(GenerateError::NotConfigured.into());
-        }
+        let generator = self
+            .generator
+            .as_ref()
+            .ok_or(GenerateError::NotConfigured)?;
         let (app, user) = (req.app_name.as_str(), req.user_id.as_str());
         let scope = scope("app_name", app, "user_id", user)?;
-        let (session_id, field, events) = match req.source {
+        let source = match req.source {
             Some(From::Session(session)) => {
                 if session.app_name != app || session.user_id != user {
                     return Err(InvalidArgument::new(
@@ -285,7 +292,7 @@ impl<S: MemoryStore> Memories<S> {
                     .into());
                 }
                 identifier("session.id", &session.id)?;
-                (session.id, "session.events", session.events)
+                JobSource::events(&session.id, "session.events", session.events)?
             }
             Some(From::SessionRef(r)) => {
                 if r.app_name != app || r.user_id != user {
@@ -297,24 +304,24 @@ impl<S: MemoryStore> Memories<S> {
                 }
                 let id = identifier("session_ref.session_id", r.session_id.trim())?;
                 let session = self.sessions.get(app, user, id).await?;
-                (session.id, "session.events", session.events)
+                JobSource::events(&session.id, "session.events", session.events)?
             }
-            Some(From::Events(list)) => (String::new(), "events.events", list.events),
+            Some(From::Events(list)) => JobSource::events("", "events.events", list.events)?,
+            Some(From::Facts(list)) => {
+                JobSource::Facts(given_facts(generator, scope.app_name, list.facts)?)
+            }
             None => return Err(InvalidArgument::new("source", "is required").into()),
         };
         let options = req.options.unwrap_or_default();
-        self.enqueue(scope, &session_id, field, events, options, "options")
-            .await
+        self.enqueue(scope, source, options, "options").await
     }
 
-    /// Checks a generation request's events and options and queues its job: due at once for
-    /// the background workers, or, when the caller waits, claimed and run here.
+    /// Checks a generation request's options and queues its job (its source already checked):
+    /// due at once for the background workers, or, when the caller waits, claimed and run here.
     async fn enqueue(
         &self,
         scope: Scope<'_>,
-        session_id: &str,
-        field: &str,
-        events: Vec<Event>,
+        source: JobSource,
         options: GenerateOptions,
         options_field: &str,
     ) -> Result<JobRecord> {
@@ -328,6 +335,13 @@ impl<S: MemoryStore> Memories<S> {
             .iter()
             .map(|t| t.label.as_str())
             .collect();
+        if matches!(source, JobSource::Facts(_)) && !options.allowed_topics.is_empty() {
+            return Err(InvalidArgument::new(
+                format!("{options_field}.allowed_topics"),
+                "applies to extraction only, and facts are not extracted",
+            )
+            .into());
+        }
         for (i, topic) in options.allowed_topics.iter().enumerate() {
             if !labels.contains(&topic.as_str()) {
                 return Err(InvalidArgument::new(
@@ -352,7 +366,10 @@ impl<S: MemoryStore> Memories<S> {
             }
             Some(ttl) => ttl.seconds * 1000 + i64::from(ttl.nanos / 1_000_000),
         };
-        let events = generation_events(field, events)?;
+        let (session_id, events, facts) = match source {
+            JobSource::Events { session_id, events } => (session_id, events, Vec::new()),
+            JobSource::Facts(facts) => (String::new(), Vec::new(), facts),
+        };
         let now = now_ms();
         let mut job = JobRecord {
             id: uuid::Uuid::new_v4().to_string(),
@@ -363,7 +380,8 @@ impl<S: MemoryStore> Memories<S> {
             update_ms: now,
             due_ms: now,
             events,
-            session_id: session_id.to_owned(),
+            facts,
+            session_id,
             disable_consolidation: options.disable_consolidation,
             ttl_ms,
             allowed_topics: options.allowed_topics,
@@ -651,6 +669,78 @@ fn kind(field: &str, value: i32) -> Result<Option<bool>> {
         Ok(MemoryKind::Generated) => Ok(Some(true)),
         Err(_) => Err(InvalidArgument::new(field, format!("unknown kind {value}")).into()),
     }
+}
+
+/// What a generation job works from, checked.
+enum JobSource {
+    /// Events to extract facts from (see [`generation_events`]), and their session, if any.
+    Events {
+        session_id: String,
+        events: Vec<Event>,
+    },
+    /// Facts the caller already extracted.
+    Facts(Vec<FactRecord>),
+}
+
+impl JobSource {
+    /// The events of `field` as a job reads them, from `session_id` (empty: none).
+    fn events(session_id: &str, field: &str, events: Vec<Event>) -> Result<Self> {
+        Ok(Self::Events {
+            session_id: session_id.to_owned(),
+            events: generation_events(field, events)?,
+        })
+    }
+}
+
+/// The facts of a request's `facts` source, checked as extracted facts are: 1 to
+/// [`MAX_FACTS`] of them, each a text of 1 to [`MAX_FACT_CHARS`] characters, its topic (if
+/// any) one of the app's, its metadata a JSON object.
+fn given_facts(
+    generator: &Generator,
+    app: &str,
+    facts: Vec<ExtractedFact>,
+) -> Result<Vec<FactRecord>> {
+    if facts.is_empty() || facts.len() > MAX_FACTS {
+        return Err(InvalidArgument::new(
+            "facts.facts",
+            format!("must hold 1 to {MAX_FACTS} facts, not {}", facts.len()),
+        )
+        .into());
+    }
+    let topics = generator.topics.of(app);
+    facts
+        .into_iter()
+        .enumerate()
+        .map(|(i, fact)| {
+            let at = |name: &str| format!("facts.facts[{i}].{name}");
+            let text = fact.text.trim();
+            if text.is_empty() || text.chars().count() > MAX_FACT_CHARS {
+                return Err(InvalidArgument::new(
+                    at("text"),
+                    format!("must have 1 to {MAX_FACT_CHARS} characters"),
+                )
+                .into());
+            }
+            if !fact.topic.is_empty() && !topics.iter().any(|t| t.label == fact.topic) {
+                let labels: Vec<&str> = topics.iter().map(|t| t.label.as_str()).collect();
+                return Err(InvalidArgument::new(
+                    at("topic"),
+                    format!(
+                        "{:?} is not a topic of app {app} ({})",
+                        fact.topic,
+                        labels.join(", ")
+                    ),
+                )
+                .into());
+            }
+            json_object_text(&at("custom_metadata"), &fact.custom_metadata)?;
+            Ok(FactRecord {
+                text: text.to_owned(),
+                topic: fact.topic,
+                custom_metadata: fact.custom_metadata,
+            })
+        })
+        .collect()
 }
 
 /// The events a generation job reads: those with content, each checked, each with an id (a

@@ -8,9 +8,10 @@ use adk_proto::{
     memory::v1::{
         add_session_to_memory_request, delete_memory_request::Target, generate_memories_request,
         memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest, DeleteMemoryRequest,
-        EventList, GenerateMemoriesRequest, GenerateOptions, GenerationJob, GenerationState,
-        GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest, MemoryEntry,
-        MemoryKind, MemoryRevision, RevisionAction, SearchMemoryRequest,
+        EventList, ExtractedFact, FactList, GenerateMemoriesRequest, GenerateOptions,
+        GenerationJob, GenerationState, GetGenerationJobRequest, ListMemoriesRequest,
+        ListMemoryRevisionsRequest, MemoryEntry, MemoryKind, MemoryRevision, RevisionAction,
+        SearchMemoryRequest,
     },
     session::v1::{part::Data, Content, Event, Part, Session},
 };
@@ -674,6 +675,180 @@ async fn expired_memories_are_not_returned_and_are_removed() {
     }
     assert!(removed, "the expired memory was not removed");
     assert_eq!(generated(&mut c).await, ["The user collects stamps."]);
+}
+
+fn fact(text: &str, topic: &str, custom_metadata: &str) -> ExtractedFact {
+    ExtractedFact {
+        text: text.into(),
+        topic: topic.into(),
+        custom_metadata: custom_metadata.into(),
+    }
+}
+
+fn given(facts: Vec<ExtractedFact>, options: GenerateOptions) -> GenerateMemoriesRequest {
+    GenerateMemoriesRequest {
+        source: Some(generate_memories_request::Source::Facts(FactList { facts })),
+        ..generate(vec![], options)
+    }
+}
+
+/// The structured-output schema a model request asked for: "facts" (extraction) or
+/// "decisions" (consolidation).
+fn schema_name(request: &Value) -> &str {
+    request["response_format"]["json_schema"]["name"]
+        .as_str()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn given_facts_are_consolidated_without_extraction() {
+    // Nothing scripted: any call to the model would fail the job.
+    let (url, model) = model(vec![]).await;
+    let srv = server(&url).await;
+    let mut c = srv.client.clone();
+    let job = c
+        .generate_memories(given(
+            vec![
+                fact(
+                    "The user lives in Berlin.",
+                    "personal_facts",
+                    r#"{"source": "crm", "kind": "raw"}"#,
+                ),
+                fact("  The user plays the cello.  ", "", ""),
+            ],
+            wait(),
+        ))
+        .await
+        .expect("generation succeeds")
+        .into_inner()
+        .job
+        .unwrap();
+    assert_eq!(job.state, GenerationState::Succeeded as i32, "{job:?}");
+    assert_eq!(
+        (job.added, job.updated, job.deleted, job.kept),
+        (2, 0, 0, 0)
+    );
+    // No memory to consolidate with yet: the model was not asked anything.
+    assert_eq!(requests(&model), Vec::<Value>::new());
+    let memories = listed(&mut c, MemoryKind::Generated).await;
+    let berlin = memories
+        .iter()
+        .find(|m| text(m) == "The user lives in Berlin.")
+        .expect("the first fact is a generated memory");
+    assert_eq!(berlin.author, "memory");
+    let metadata: Value = serde_json::from_str(&berlin.custom_metadata).unwrap();
+    // The caller's keys are kept beside generation's own, which win.
+    assert_eq!(metadata["source"], "crm");
+    assert_eq!(metadata["kind"], "generated");
+    assert_eq!(metadata["topic"], "personal_facts");
+    assert_eq!(metadata["job_id"], job.id.as_str());
+    assert_eq!(metadata["source_event_ids"], json!([]));
+    let cello = memories
+        .iter()
+        .find(|m| text(m) == "The user plays the cello.")
+        .expect("the second fact, trimmed, is a generated memory");
+    let metadata: Value = serde_json::from_str(&cello.custom_metadata).unwrap();
+    assert!(metadata.get("topic").is_none(), "{metadata}");
+    let history = revisions(&mut c, &berlin.id).await;
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert_eq!(history[0].action, RevisionAction::Added as i32);
+    assert_eq!(history[0].new_fact, "The user lives in Berlin.");
+    assert_eq!(history[0].job_id, job.id);
+
+    // A contradicting fact: consolidated against the memory the search finds, in one call.
+    script(
+        &model,
+        vec![decisions(&[(
+            0,
+            "update",
+            &berlin.id,
+            "The user lives in Lisbon.",
+        )])],
+    );
+    let job = c
+        .generate_memories(given(
+            vec![fact("The user moved from Berlin to Lisbon.", "", "")],
+            wait(),
+        ))
+        .await
+        .expect("generation succeeds")
+        .into_inner()
+        .job
+        .unwrap();
+    assert_eq!(
+        (job.added, job.updated, job.deleted, job.kept),
+        (0, 1, 0, 0)
+    );
+    let asked = requests(&model);
+    assert_eq!(
+        asked.iter().map(schema_name).collect::<Vec<_>>(),
+        ["decisions"]
+    );
+    let prompt = prompt(&asked[0]);
+    assert!(
+        prompt.contains(&format!("{}: The user lives in Berlin.", berlin.id)),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("0: The user moved from Berlin to Lisbon."),
+        "{prompt}"
+    );
+    assert_eq!(
+        generated(&mut c).await,
+        ["The user lives in Lisbon.", "The user plays the cello."]
+    );
+    let history = revisions(&mut c, &berlin.id).await;
+    assert_eq!(history.len(), 2, "{history:?}");
+    assert_eq!(history[1].action, RevisionAction::Updated as i32);
+    assert_eq!(history[1].previous_fact, "The user lives in Berlin.");
+    assert_eq!(history[1].new_fact, "The user lives in Lisbon.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn given_facts_are_checked_and_bad_ones_write_nothing() {
+    let (url, model) = model(vec![]).await;
+    let srv = server(&url).await;
+    let mut c = srv.client.clone();
+    let ok = || fact("The user is vegetarian.", "preferences", "");
+    let long = "x".repeat(1001);
+    let cases: Vec<(GenerateMemoriesRequest, &str)> = vec![
+        (given(vec![], wait()), "facts.facts"),
+        (given(vec![ok(); 51], wait()), "facts.facts"),
+        (
+            given(vec![ok(), fact("  ", "", "")], wait()),
+            "facts.facts[1].text",
+        ),
+        (
+            given(vec![ok(), fact(&long, "", "")], wait()),
+            "facts.facts[1].text",
+        ),
+        (
+            given(vec![fact("The user sails.", "hobbies", "")], wait()),
+            "facts.facts[0].topic",
+        ),
+        (
+            given(vec![fact("The user sails.", "", "[1]")], wait()),
+            "facts.facts[0].custom_metadata",
+        ),
+        (
+            given(
+                vec![ok()],
+                GenerateOptions {
+                    allowed_topics: vec!["preferences".into()],
+                    ..wait()
+                },
+            ),
+            "options.allowed_topics",
+        ),
+    ];
+    for (request, field) in cases {
+        let err = c.generate_memories(request).await.unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{field}: {err:?}");
+        assert!(err.message().starts_with(field), "{field}: {err:?}");
+    }
+    assert_eq!(generated(&mut c).await, Vec::<String>::new());
+    assert_eq!(revisions(&mut c, "").await, Vec::new());
+    assert_eq!(requests(&model), Vec::<Value>::new());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -206,12 +206,16 @@ async fn run<M: MemoryAccess>(
         .filter(|t| job.allowed_topics.is_empty() || job.allowed_topics.contains(&t.label))
         .cloned()
         .collect();
-    let turns = turns(&job.events);
     let mut counts = Counts::default();
-    if turns.is_empty() || topics.is_empty() {
-        return Ok(counts);
-    }
-    let facts = generator.model.extract(&turns, &topics).await?;
+    let facts = if job.facts.is_empty() {
+        let turns = turns(&job.events);
+        if turns.is_empty() || topics.is_empty() {
+            return Ok(counts);
+        }
+        generator.model.extract(&turns, &topics).await?
+    } else {
+        given_facts(job)
+    };
     if facts.is_empty() {
         return Ok(counts);
     }
@@ -285,6 +289,19 @@ async fn run<M: MemoryAccess>(
     Ok(counts)
 }
 
+/// The facts a caller gave the job, as extraction would have answered them (from no event).
+fn given_facts(job: &JobRecord) -> Vec<Fact> {
+    job.facts
+        .iter()
+        .map(|f| Fact {
+            topic: f.topic.clone(),
+            text: f.text.clone(),
+            source_event_ids: Vec::new(),
+            custom_metadata: f.custom_metadata.clone(),
+        })
+        .collect()
+}
+
 /// The generated memories of the scope the search finds for the facts, each once.
 async fn candidates<M: MemoryAccess>(
     memories: &M,
@@ -322,7 +339,8 @@ async fn candidates<M: MemoryAccess>(
 
 /// A generated memory as an ordinary entry: the fact as its text, its kind and expiry in the
 /// entry (where only the service sets them). Its metadata repeats them for clients to read
-/// (with the topic, source events and job), and means nothing to the service.
+/// (with the topic, source events and job) over the caller's own keys for a given fact, and
+/// means nothing to the service.
 fn entry(
     id: &str,
     text: &str,
@@ -331,15 +349,19 @@ fn entry(
     now: i64,
     expire_ms: Option<i64>,
 ) -> Entry {
-    let mut metadata = json!({
-        "kind": "generated",
-        "topic": fact.topic,
-        "source_event_ids": fact.source_event_ids,
-        "job_id": job.id,
-    });
-    if let (Some(at), Some(map)) = (expire_ms, metadata.as_object_mut()) {
-        map.insert("expire_time".into(), timestamp_of(at).to_string().into());
+    // Checked when the job was queued; an extracted fact has none.
+    let mut metadata: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&fact.custom_metadata).unwrap_or_default();
+    metadata.insert("kind".into(), "generated".into());
+    if !fact.topic.is_empty() {
+        metadata.insert("topic".into(), fact.topic.clone().into());
     }
+    metadata.insert("source_event_ids".into(), json!(fact.source_event_ids));
+    metadata.insert("job_id".into(), job.id.clone().into());
+    if let Some(at) = expire_ms {
+        metadata.insert("expire_time".into(), timestamp_of(at).to_string().into());
+    }
+    let metadata = serde_json::Value::Object(metadata);
     Entry {
         id: id.to_owned(),
         session_id: String::new(),

@@ -61,6 +61,22 @@ pub struct JobRecord {
     pub deleted: u32,
     #[prost(uint32, tag = "18")]
     pub kept: u32,
+    /// Facts the caller already extracted: consolidated as they are, and `events` is empty.
+    #[prost(message, repeated, tag = "19")]
+    pub facts: Vec<FactRecord>,
+}
+
+/// A fact a caller gave a job (`GenerateMemories` with facts), as stored with the job.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct FactRecord {
+    #[prost(string, tag = "1")]
+    pub text: String,
+    /// A topic label of the app; empty: none.
+    #[prost(string, tag = "2")]
+    pub topic: String,
+    /// JSON object text; empty: none.
+    #[prost(string, tag = "3")]
+    pub custom_metadata: String,
 }
 
 impl JobRecord {

@@ -25,7 +25,7 @@ use std::future::Future;
 
 use adk_common::{page::PageTokenError, storage::StorageError};
 use adk_proto::session::v1::Content;
-pub use generation::{Expired, JobRecord, RevisionRecord};
+pub use generation::{Expired, FactRecord, JobRecord, RevisionRecord};
 pub use plan::Write;
 pub use vectors::{Unembedded, Vectors};
 

@@ -1391,6 +1391,117 @@ func (x *EventList) GetEvents() []*sessionpb.Event {
 	return nil
 }
 
+// A fact the caller already extracted: GenerateMemories consolidates it as it is, without
+// asking the model to extract anything.
+type ExtractedFact struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The fact, 1 to 1000 characters.
+	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// Optional: the label of one of the app's topics (memory-svc --generator-topics), stored as
+	// the memory's "topic" metadata key.
+	Topic string `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	// JSON object, the memory's custom_metadata beside the keys generation sets (which win).
+	CustomMetadata string `protobuf:"bytes,3,opt,name=custom_metadata,json=customMetadata,proto3" json:"custom_metadata,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ExtractedFact) Reset() {
+	*x = ExtractedFact{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtractedFact) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtractedFact) ProtoMessage() {}
+
+func (x *ExtractedFact) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtractedFact.ProtoReflect.Descriptor instead.
+func (*ExtractedFact) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ExtractedFact) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *ExtractedFact) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ExtractedFact) GetCustomMetadata() string {
+	if x != nil {
+		return x.CustomMetadata
+	}
+	return ""
+}
+
+// Facts the caller already extracted, as GenerateMemories' source: 1 to 50 of them.
+type FactList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Facts         []*ExtractedFact       `protobuf:"bytes,1,rep,name=facts,proto3" json:"facts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FactList) Reset() {
+	*x = FactList{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FactList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FactList) ProtoMessage() {}
+
+func (x *FactList) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FactList.ProtoReflect.Descriptor instead.
+func (*FactList) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *FactList) GetFacts() []*ExtractedFact {
+	if x != nil {
+		return x.Facts
+	}
+	return nil
+}
+
 // GenerateMemories input.
 type GenerateMemoriesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1402,6 +1513,7 @@ type GenerateMemoriesRequest struct {
 	//	*GenerateMemoriesRequest_Session
 	//	*GenerateMemoriesRequest_SessionRef
 	//	*GenerateMemoriesRequest_Events
+	//	*GenerateMemoriesRequest_Facts
 	Source        isGenerateMemoriesRequest_Source `protobuf_oneof:"source"`
 	Options       *GenerateOptions                 `protobuf:"bytes,6,opt,name=options,proto3" json:"options,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1410,7 +1522,7 @@ type GenerateMemoriesRequest struct {
 
 func (x *GenerateMemoriesRequest) Reset() {
 	*x = GenerateMemoriesRequest{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[16]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1534,7 @@ func (x *GenerateMemoriesRequest) String() string {
 func (*GenerateMemoriesRequest) ProtoMessage() {}
 
 func (x *GenerateMemoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[16]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1547,7 @@ func (x *GenerateMemoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateMemoriesRequest.ProtoReflect.Descriptor instead.
 func (*GenerateMemoriesRequest) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{16}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GenerateMemoriesRequest) GetAppName() string {
@@ -1486,6 +1598,15 @@ func (x *GenerateMemoriesRequest) GetEvents() *EventList {
 	return nil
 }
 
+func (x *GenerateMemoriesRequest) GetFacts() *FactList {
+	if x != nil {
+		if x, ok := x.Source.(*GenerateMemoriesRequest_Facts); ok {
+			return x.Facts
+		}
+	}
+	return nil
+}
+
 func (x *GenerateMemoriesRequest) GetOptions() *GenerateOptions {
 	if x != nil {
 		return x.Options
@@ -1509,11 +1630,18 @@ type GenerateMemoriesRequest_Events struct {
 	Events *EventList `protobuf:"bytes,5,opt,name=events,proto3,oneof"`
 }
 
+type GenerateMemoriesRequest_Facts struct {
+	// Facts to consolidate without extraction (options.allowed_topics does not apply).
+	Facts *FactList `protobuf:"bytes,7,opt,name=facts,proto3,oneof"`
+}
+
 func (*GenerateMemoriesRequest_Session) isGenerateMemoriesRequest_Source() {}
 
 func (*GenerateMemoriesRequest_SessionRef) isGenerateMemoriesRequest_Source() {}
 
 func (*GenerateMemoriesRequest_Events) isGenerateMemoriesRequest_Source() {}
+
+func (*GenerateMemoriesRequest_Facts) isGenerateMemoriesRequest_Source() {}
 
 // GenerateMemories output.
 type GenerateMemoriesResponse struct {
@@ -1525,7 +1653,7 @@ type GenerateMemoriesResponse struct {
 
 func (x *GenerateMemoriesResponse) Reset() {
 	*x = GenerateMemoriesResponse{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[17]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1665,7 @@ func (x *GenerateMemoriesResponse) String() string {
 func (*GenerateMemoriesResponse) ProtoMessage() {}
 
 func (x *GenerateMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[17]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +1678,7 @@ func (x *GenerateMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*GenerateMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{17}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GenerateMemoriesResponse) GetJob() *GenerationJob {
@@ -1584,7 +1712,7 @@ type GenerationJob struct {
 
 func (x *GenerationJob) Reset() {
 	*x = GenerationJob{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[18]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1596,7 +1724,7 @@ func (x *GenerationJob) String() string {
 func (*GenerationJob) ProtoMessage() {}
 
 func (x *GenerationJob) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[18]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1609,7 +1737,7 @@ func (x *GenerationJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationJob.ProtoReflect.Descriptor instead.
 func (*GenerationJob) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{18}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GenerationJob) GetId() string {
@@ -1708,7 +1836,7 @@ type GetGenerationJobRequest struct {
 
 func (x *GetGenerationJobRequest) Reset() {
 	*x = GetGenerationJobRequest{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[19]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1848,7 @@ func (x *GetGenerationJobRequest) String() string {
 func (*GetGenerationJobRequest) ProtoMessage() {}
 
 func (x *GetGenerationJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[19]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1861,7 @@ func (x *GetGenerationJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGenerationJobRequest.ProtoReflect.Descriptor instead.
 func (*GetGenerationJobRequest) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{19}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetGenerationJobRequest) GetAppName() string {
@@ -1777,7 +1905,7 @@ type MemoryRevision struct {
 
 func (x *MemoryRevision) Reset() {
 	*x = MemoryRevision{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[20]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1917,7 @@ func (x *MemoryRevision) String() string {
 func (*MemoryRevision) ProtoMessage() {}
 
 func (x *MemoryRevision) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[20]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1930,7 @@ func (x *MemoryRevision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryRevision.ProtoReflect.Descriptor instead.
 func (*MemoryRevision) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{20}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MemoryRevision) GetMemoryId() string {
@@ -1870,7 +1998,7 @@ type ListMemoryRevisionsRequest struct {
 
 func (x *ListMemoryRevisionsRequest) Reset() {
 	*x = ListMemoryRevisionsRequest{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[21]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1882,7 +2010,7 @@ func (x *ListMemoryRevisionsRequest) String() string {
 func (*ListMemoryRevisionsRequest) ProtoMessage() {}
 
 func (x *ListMemoryRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[21]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1895,7 +2023,7 @@ func (x *ListMemoryRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoryRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListMemoryRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{21}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListMemoryRevisionsRequest) GetAppName() string {
@@ -1945,7 +2073,7 @@ type ListMemoryRevisionsResponse struct {
 
 func (x *ListMemoryRevisionsResponse) Reset() {
 	*x = ListMemoryRevisionsResponse{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[22]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1957,7 +2085,7 @@ func (x *ListMemoryRevisionsResponse) String() string {
 func (*ListMemoryRevisionsResponse) ProtoMessage() {}
 
 func (x *ListMemoryRevisionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[22]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1970,7 +2098,7 @@ func (x *ListMemoryRevisionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoryRevisionsResponse.ProtoReflect.Descriptor instead.
 func (*ListMemoryRevisionsResponse) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{22}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListMemoryRevisionsResponse) GetRevisions() []*MemoryRevision {
@@ -2074,14 +2202,21 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12%\n" +
 	"\x0eallowed_topics\x18\x04 \x03(\tR\rallowedTopics\":\n" +
 	"\tEventList\x12-\n" +
-	"\x06events\x18\x01 \x03(\v2\x15.adk.session.v1.EventR\x06events\"\xb8\x02\n" +
+	"\x06events\x18\x01 \x03(\v2\x15.adk.session.v1.EventR\x06events\"b\n" +
+	"\rExtractedFact\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
+	"\x05topic\x18\x02 \x01(\tR\x05topic\x12'\n" +
+	"\x0fcustom_metadata\x18\x03 \x01(\tR\x0ecustomMetadata\">\n" +
+	"\bFactList\x122\n" +
+	"\x05facts\x18\x01 \x03(\v2\x1c.adk.memory.v1.ExtractedFactR\x05facts\"\xe9\x02\n" +
 	"\x17GenerateMemoriesRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x123\n" +
 	"\asession\x18\x03 \x01(\v2\x17.adk.session.v1.SessionH\x00R\asession\x12<\n" +
 	"\vsession_ref\x18\x04 \x01(\v2\x19.adk.memory.v1.SessionRefH\x00R\n" +
 	"sessionRef\x122\n" +
-	"\x06events\x18\x05 \x01(\v2\x18.adk.memory.v1.EventListH\x00R\x06events\x128\n" +
+	"\x06events\x18\x05 \x01(\v2\x18.adk.memory.v1.EventListH\x00R\x06events\x12/\n" +
+	"\x05facts\x18\a \x01(\v2\x17.adk.memory.v1.FactListH\x00R\x05facts\x128\n" +
 	"\aoptions\x18\x06 \x01(\v2\x1e.adk.memory.v1.GenerateOptionsR\aoptionsB\b\n" +
 	"\x06source\"J\n" +
 	"\x18GenerateMemoriesResponse\x12.\n" +
@@ -2171,7 +2306,7 @@ func file_adk_memory_v1_memory_proto_rawDescGZIP() []byte {
 }
 
 var file_adk_memory_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_adk_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_adk_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_adk_memory_v1_memory_proto_goTypes = []any{
 	(MemoryKind)(0),                     // 0: adk.memory.v1.MemoryKind
 	(SearchMode)(0),                     // 1: adk.memory.v1.SearchMode
@@ -2193,71 +2328,75 @@ var file_adk_memory_v1_memory_proto_goTypes = []any{
 	(*ListMemoriesResponse)(nil),        // 17: adk.memory.v1.ListMemoriesResponse
 	(*GenerateOptions)(nil),             // 18: adk.memory.v1.GenerateOptions
 	(*EventList)(nil),                   // 19: adk.memory.v1.EventList
-	(*GenerateMemoriesRequest)(nil),     // 20: adk.memory.v1.GenerateMemoriesRequest
-	(*GenerateMemoriesResponse)(nil),    // 21: adk.memory.v1.GenerateMemoriesResponse
-	(*GenerationJob)(nil),               // 22: adk.memory.v1.GenerationJob
-	(*GetGenerationJobRequest)(nil),     // 23: adk.memory.v1.GetGenerationJobRequest
-	(*MemoryRevision)(nil),              // 24: adk.memory.v1.MemoryRevision
-	(*ListMemoryRevisionsRequest)(nil),  // 25: adk.memory.v1.ListMemoryRevisionsRequest
-	(*ListMemoryRevisionsResponse)(nil), // 26: adk.memory.v1.ListMemoryRevisionsResponse
-	(*sessionpb.Content)(nil),           // 27: adk.session.v1.Content
-	(*timestamppb.Timestamp)(nil),       // 28: google.protobuf.Timestamp
-	(*sessionpb.Session)(nil),           // 29: adk.session.v1.Session
-	(*sessionpb.Event)(nil),             // 30: adk.session.v1.Event
-	(*durationpb.Duration)(nil),         // 31: google.protobuf.Duration
+	(*ExtractedFact)(nil),               // 20: adk.memory.v1.ExtractedFact
+	(*FactList)(nil),                    // 21: adk.memory.v1.FactList
+	(*GenerateMemoriesRequest)(nil),     // 22: adk.memory.v1.GenerateMemoriesRequest
+	(*GenerateMemoriesResponse)(nil),    // 23: adk.memory.v1.GenerateMemoriesResponse
+	(*GenerationJob)(nil),               // 24: adk.memory.v1.GenerationJob
+	(*GetGenerationJobRequest)(nil),     // 25: adk.memory.v1.GetGenerationJobRequest
+	(*MemoryRevision)(nil),              // 26: adk.memory.v1.MemoryRevision
+	(*ListMemoryRevisionsRequest)(nil),  // 27: adk.memory.v1.ListMemoryRevisionsRequest
+	(*ListMemoryRevisionsResponse)(nil), // 28: adk.memory.v1.ListMemoryRevisionsResponse
+	(*sessionpb.Content)(nil),           // 29: adk.session.v1.Content
+	(*timestamppb.Timestamp)(nil),       // 30: google.protobuf.Timestamp
+	(*sessionpb.Session)(nil),           // 31: adk.session.v1.Session
+	(*sessionpb.Event)(nil),             // 32: adk.session.v1.Event
+	(*durationpb.Duration)(nil),         // 33: google.protobuf.Duration
 }
 var file_adk_memory_v1_memory_proto_depIdxs = []int32{
-	27, // 0: adk.memory.v1.MemoryEntry.content:type_name -> adk.session.v1.Content
-	28, // 1: adk.memory.v1.MemoryEntry.timestamp:type_name -> google.protobuf.Timestamp
-	29, // 2: adk.memory.v1.AddSessionToMemoryRequest.session:type_name -> adk.session.v1.Session
+	29, // 0: adk.memory.v1.MemoryEntry.content:type_name -> adk.session.v1.Content
+	30, // 1: adk.memory.v1.MemoryEntry.timestamp:type_name -> google.protobuf.Timestamp
+	31, // 2: adk.memory.v1.AddSessionToMemoryRequest.session:type_name -> adk.session.v1.Session
 	5,  // 3: adk.memory.v1.AddSessionToMemoryRequest.session_ref:type_name -> adk.memory.v1.SessionRef
 	18, // 4: adk.memory.v1.AddSessionToMemoryRequest.generate:type_name -> adk.memory.v1.GenerateOptions
-	22, // 5: adk.memory.v1.AddSessionToMemoryResponse.generation:type_name -> adk.memory.v1.GenerationJob
-	30, // 6: adk.memory.v1.AddEventsToMemoryRequest.events:type_name -> adk.session.v1.Event
+	24, // 5: adk.memory.v1.AddSessionToMemoryResponse.generation:type_name -> adk.memory.v1.GenerationJob
+	32, // 6: adk.memory.v1.AddEventsToMemoryRequest.events:type_name -> adk.session.v1.Event
 	4,  // 7: adk.memory.v1.AddMemoryRequest.memories:type_name -> adk.memory.v1.MemoryEntry
-	28, // 8: adk.memory.v1.SearchMemoryRequest.after_timestamp:type_name -> google.protobuf.Timestamp
-	28, // 9: adk.memory.v1.SearchMemoryRequest.before_timestamp:type_name -> google.protobuf.Timestamp
+	30, // 8: adk.memory.v1.SearchMemoryRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	30, // 9: adk.memory.v1.SearchMemoryRequest.before_timestamp:type_name -> google.protobuf.Timestamp
 	1,  // 10: adk.memory.v1.SearchMemoryRequest.mode:type_name -> adk.memory.v1.SearchMode
 	0,  // 11: adk.memory.v1.SearchMemoryRequest.kind:type_name -> adk.memory.v1.MemoryKind
 	4,  // 12: adk.memory.v1.SearchMemoryResponse.memories:type_name -> adk.memory.v1.MemoryEntry
 	0,  // 13: adk.memory.v1.ListMemoriesRequest.kind:type_name -> adk.memory.v1.MemoryKind
 	4,  // 14: adk.memory.v1.ListMemoriesResponse.memories:type_name -> adk.memory.v1.MemoryEntry
-	31, // 15: adk.memory.v1.GenerateOptions.ttl:type_name -> google.protobuf.Duration
-	30, // 16: adk.memory.v1.EventList.events:type_name -> adk.session.v1.Event
-	29, // 17: adk.memory.v1.GenerateMemoriesRequest.session:type_name -> adk.session.v1.Session
-	5,  // 18: adk.memory.v1.GenerateMemoriesRequest.session_ref:type_name -> adk.memory.v1.SessionRef
-	19, // 19: adk.memory.v1.GenerateMemoriesRequest.events:type_name -> adk.memory.v1.EventList
-	18, // 20: adk.memory.v1.GenerateMemoriesRequest.options:type_name -> adk.memory.v1.GenerateOptions
-	22, // 21: adk.memory.v1.GenerateMemoriesResponse.job:type_name -> adk.memory.v1.GenerationJob
-	2,  // 22: adk.memory.v1.GenerationJob.state:type_name -> adk.memory.v1.GenerationState
-	28, // 23: adk.memory.v1.GenerationJob.create_time:type_name -> google.protobuf.Timestamp
-	28, // 24: adk.memory.v1.GenerationJob.update_time:type_name -> google.protobuf.Timestamp
-	3,  // 25: adk.memory.v1.MemoryRevision.action:type_name -> adk.memory.v1.RevisionAction
-	28, // 26: adk.memory.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	24, // 27: adk.memory.v1.ListMemoryRevisionsResponse.revisions:type_name -> adk.memory.v1.MemoryRevision
-	6,  // 28: adk.memory.v1.MemoryService.AddSessionToMemory:input_type -> adk.memory.v1.AddSessionToMemoryRequest
-	8,  // 29: adk.memory.v1.MemoryService.AddEventsToMemory:input_type -> adk.memory.v1.AddEventsToMemoryRequest
-	10, // 30: adk.memory.v1.MemoryService.AddMemory:input_type -> adk.memory.v1.AddMemoryRequest
-	12, // 31: adk.memory.v1.MemoryService.SearchMemory:input_type -> adk.memory.v1.SearchMemoryRequest
-	14, // 32: adk.memory.v1.MemoryService.DeleteMemory:input_type -> adk.memory.v1.DeleteMemoryRequest
-	16, // 33: adk.memory.v1.MemoryService.ListMemories:input_type -> adk.memory.v1.ListMemoriesRequest
-	20, // 34: adk.memory.v1.MemoryService.GenerateMemories:input_type -> adk.memory.v1.GenerateMemoriesRequest
-	23, // 35: adk.memory.v1.MemoryService.GetGenerationJob:input_type -> adk.memory.v1.GetGenerationJobRequest
-	25, // 36: adk.memory.v1.MemoryService.ListMemoryRevisions:input_type -> adk.memory.v1.ListMemoryRevisionsRequest
-	7,  // 37: adk.memory.v1.MemoryService.AddSessionToMemory:output_type -> adk.memory.v1.AddSessionToMemoryResponse
-	9,  // 38: adk.memory.v1.MemoryService.AddEventsToMemory:output_type -> adk.memory.v1.AddEventsToMemoryResponse
-	11, // 39: adk.memory.v1.MemoryService.AddMemory:output_type -> adk.memory.v1.AddMemoryResponse
-	13, // 40: adk.memory.v1.MemoryService.SearchMemory:output_type -> adk.memory.v1.SearchMemoryResponse
-	15, // 41: adk.memory.v1.MemoryService.DeleteMemory:output_type -> adk.memory.v1.DeleteMemoryResponse
-	17, // 42: adk.memory.v1.MemoryService.ListMemories:output_type -> adk.memory.v1.ListMemoriesResponse
-	21, // 43: adk.memory.v1.MemoryService.GenerateMemories:output_type -> adk.memory.v1.GenerateMemoriesResponse
-	22, // 44: adk.memory.v1.MemoryService.GetGenerationJob:output_type -> adk.memory.v1.GenerationJob
-	26, // 45: adk.memory.v1.MemoryService.ListMemoryRevisions:output_type -> adk.memory.v1.ListMemoryRevisionsResponse
-	37, // [37:46] is the sub-list for method output_type
-	28, // [28:37] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	33, // 15: adk.memory.v1.GenerateOptions.ttl:type_name -> google.protobuf.Duration
+	32, // 16: adk.memory.v1.EventList.events:type_name -> adk.session.v1.Event
+	20, // 17: adk.memory.v1.FactList.facts:type_name -> adk.memory.v1.ExtractedFact
+	31, // 18: adk.memory.v1.GenerateMemoriesRequest.session:type_name -> adk.session.v1.Session
+	5,  // 19: adk.memory.v1.GenerateMemoriesRequest.session_ref:type_name -> adk.memory.v1.SessionRef
+	19, // 20: adk.memory.v1.GenerateMemoriesRequest.events:type_name -> adk.memory.v1.EventList
+	21, // 21: adk.memory.v1.GenerateMemoriesRequest.facts:type_name -> adk.memory.v1.FactList
+	18, // 22: adk.memory.v1.GenerateMemoriesRequest.options:type_name -> adk.memory.v1.GenerateOptions
+	24, // 23: adk.memory.v1.GenerateMemoriesResponse.job:type_name -> adk.memory.v1.GenerationJob
+	2,  // 24: adk.memory.v1.GenerationJob.state:type_name -> adk.memory.v1.GenerationState
+	30, // 25: adk.memory.v1.GenerationJob.create_time:type_name -> google.protobuf.Timestamp
+	30, // 26: adk.memory.v1.GenerationJob.update_time:type_name -> google.protobuf.Timestamp
+	3,  // 27: adk.memory.v1.MemoryRevision.action:type_name -> adk.memory.v1.RevisionAction
+	30, // 28: adk.memory.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	26, // 29: adk.memory.v1.ListMemoryRevisionsResponse.revisions:type_name -> adk.memory.v1.MemoryRevision
+	6,  // 30: adk.memory.v1.MemoryService.AddSessionToMemory:input_type -> adk.memory.v1.AddSessionToMemoryRequest
+	8,  // 31: adk.memory.v1.MemoryService.AddEventsToMemory:input_type -> adk.memory.v1.AddEventsToMemoryRequest
+	10, // 32: adk.memory.v1.MemoryService.AddMemory:input_type -> adk.memory.v1.AddMemoryRequest
+	12, // 33: adk.memory.v1.MemoryService.SearchMemory:input_type -> adk.memory.v1.SearchMemoryRequest
+	14, // 34: adk.memory.v1.MemoryService.DeleteMemory:input_type -> adk.memory.v1.DeleteMemoryRequest
+	16, // 35: adk.memory.v1.MemoryService.ListMemories:input_type -> adk.memory.v1.ListMemoriesRequest
+	22, // 36: adk.memory.v1.MemoryService.GenerateMemories:input_type -> adk.memory.v1.GenerateMemoriesRequest
+	25, // 37: adk.memory.v1.MemoryService.GetGenerationJob:input_type -> adk.memory.v1.GetGenerationJobRequest
+	27, // 38: adk.memory.v1.MemoryService.ListMemoryRevisions:input_type -> adk.memory.v1.ListMemoryRevisionsRequest
+	7,  // 39: adk.memory.v1.MemoryService.AddSessionToMemory:output_type -> adk.memory.v1.AddSessionToMemoryResponse
+	9,  // 40: adk.memory.v1.MemoryService.AddEventsToMemory:output_type -> adk.memory.v1.AddEventsToMemoryResponse
+	11, // 41: adk.memory.v1.MemoryService.AddMemory:output_type -> adk.memory.v1.AddMemoryResponse
+	13, // 42: adk.memory.v1.MemoryService.SearchMemory:output_type -> adk.memory.v1.SearchMemoryResponse
+	15, // 43: adk.memory.v1.MemoryService.DeleteMemory:output_type -> adk.memory.v1.DeleteMemoryResponse
+	17, // 44: adk.memory.v1.MemoryService.ListMemories:output_type -> adk.memory.v1.ListMemoriesResponse
+	23, // 45: adk.memory.v1.MemoryService.GenerateMemories:output_type -> adk.memory.v1.GenerateMemoriesResponse
+	24, // 46: adk.memory.v1.MemoryService.GetGenerationJob:output_type -> adk.memory.v1.GenerationJob
+	28, // 47: adk.memory.v1.MemoryService.ListMemoryRevisions:output_type -> adk.memory.v1.ListMemoryRevisionsResponse
+	39, // [39:48] is the sub-list for method output_type
+	30, // [30:39] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_adk_memory_v1_memory_proto_init() }
@@ -2274,10 +2413,11 @@ func file_adk_memory_v1_memory_proto_init() {
 		(*DeleteMemoryRequest_SessionId)(nil),
 		(*DeleteMemoryRequest_All)(nil),
 	}
-	file_adk_memory_v1_memory_proto_msgTypes[16].OneofWrappers = []any{
+	file_adk_memory_v1_memory_proto_msgTypes[18].OneofWrappers = []any{
 		(*GenerateMemoriesRequest_Session)(nil),
 		(*GenerateMemoriesRequest_SessionRef)(nil),
 		(*GenerateMemoriesRequest_Events)(nil),
+		(*GenerateMemoriesRequest_Facts)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2285,7 +2425,7 @@ func file_adk_memory_v1_memory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_adk_memory_v1_memory_proto_rawDesc), len(file_adk_memory_v1_memory_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -54,8 +54,9 @@ type MemoryServiceClient interface {
 	// Pages through one (app, user)'s memories in ingestion order.
 	ListMemories(ctx context.Context, in *ListMemoriesRequest, opts ...grpc.CallOption) (*ListMemoriesResponse, error)
 	// Extracts facts from a session or events with the generation model (memory-svc
-	// --generator) and consolidates them with the user's generated memories, in a durable
-	// background job, or before answering when options.wait is set.
+	// --generator), or takes facts the caller already extracted, and consolidates them with the
+	// user's generated memories, in a durable background job, or before answering when
+	// options.wait is set.
 	GenerateMemories(ctx context.Context, in *GenerateMemoriesRequest, opts ...grpc.CallOption) (*GenerateMemoriesResponse, error)
 	// The state of a generation job.
 	GetGenerationJob(ctx context.Context, in *GetGenerationJobRequest, opts ...grpc.CallOption) (*GenerationJob, error)
@@ -181,8 +182,9 @@ type MemoryServiceServer interface {
 	// Pages through one (app, user)'s memories in ingestion order.
 	ListMemories(context.Context, *ListMemoriesRequest) (*ListMemoriesResponse, error)
 	// Extracts facts from a session or events with the generation model (memory-svc
-	// --generator) and consolidates them with the user's generated memories, in a durable
-	// background job, or before answering when options.wait is set.
+	// --generator), or takes facts the caller already extracted, and consolidates them with the
+	// user's generated memories, in a durable background job, or before answering when
+	// options.wait is set.
 	GenerateMemories(context.Context, *GenerateMemoriesRequest) (*GenerateMemoriesResponse, error)
 	// The state of a generation job.
 	GetGenerationJob(context.Context, *GetGenerationJobRequest) (*GenerationJob, error)

@@ -267,6 +267,27 @@ export interface EventList {
   events: Event[];
 }
 
+/**
+ * A fact the caller already extracted: GenerateMemories consolidates it as it is, without
+ * asking the model to extract anything.
+ */
+export interface ExtractedFact {
+  /** The fact, 1 to 1000 characters. */
+  text: string;
+  /**
+   * Optional: the label of one of the app's topics (memory-svc --generator-topics), stored as
+   * the memory's "topic" metadata key.
+   */
+  topic: string;
+  /** JSON object, the memory's custom_metadata beside the keys generation sets (which win). */
+  customMetadata: string;
+}
+
+/** Facts the caller already extracted, as GenerateMemories' source: 1 to 50 of them. */
+export interface FactList {
+  facts: ExtractedFact[];
+}
+
 /** GenerateMemories input. */
 export interface GenerateMemoriesRequest {
   /** The scope the memories are for; for a session source, it must be the session's. */
@@ -275,7 +296,9 @@ export interface GenerateMemoriesRequest {
   source: { $case: "session"; value: Session } | { $case: "sessionRef"; value: SessionRef } | {
     $case: "events";
     value: EventList;
-  } | undefined;
+  } | //
+  /** Facts to consolidate without extraction (options.allowed_topics does not apply). */
+  { $case: "facts"; value: FactList } | undefined;
   options: GenerateOptions | undefined;
 }
 
@@ -1751,6 +1774,140 @@ export const EventList: MessageFns<EventList> = {
   },
 };
 
+function createBaseExtractedFact(): ExtractedFact {
+  return { text: "", topic: "", customMetadata: "" };
+}
+
+export const ExtractedFact: MessageFns<ExtractedFact> = {
+  encode(message: ExtractedFact, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.text !== "") {
+      writer.uint32(10).string(message.text);
+    }
+    if (message.topic !== "") {
+      writer.uint32(18).string(message.topic);
+    }
+    if (message.customMetadata !== "") {
+      writer.uint32(26).string(message.customMetadata);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExtractedFact {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExtractedFact();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.topic = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.customMetadata = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ExtractedFact>, I>>(base?: I): ExtractedFact {
+    return ExtractedFact.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExtractedFact>, I>>(object: I): ExtractedFact {
+    const message = createBaseExtractedFact();
+    message.text = object.text ?? "";
+    message.topic = object.topic ?? "";
+    message.customMetadata = object.customMetadata ?? "";
+    return message;
+  },
+};
+
+function createBaseFactList(): FactList {
+  return { facts: [] };
+}
+
+export const FactList: MessageFns<FactList> = {
+  encode(message: FactList, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.facts) {
+      ExtractedFact.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FactList {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFactList();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.facts.push(ExtractedFact.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<FactList>, I>>(base?: I): FactList {
+    return FactList.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FactList>, I>>(object: I): FactList {
+    const message = createBaseFactList();
+    message.facts = object.facts?.map((e) => ExtractedFact.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 function createBaseGenerateMemoriesRequest(): GenerateMemoriesRequest {
   return { appName: "", userId: "", source: undefined, options: undefined };
 }
@@ -1772,6 +1929,9 @@ export const GenerateMemoriesRequest: MessageFns<GenerateMemoriesRequest> = {
         break;
       case "events":
         EventList.encode(message.source.value, writer.uint32(42).fork()).join();
+        break;
+      case "facts":
+        FactList.encode(message.source.value, writer.uint32(58).fork()).join();
         break;
     }
     if (message.options !== undefined) {
@@ -1833,6 +1993,14 @@ export const GenerateMemoriesRequest: MessageFns<GenerateMemoriesRequest> = {
             message.source = { $case: "events", value: EventList.decode(reader, reader.uint32()) };
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.source = { $case: "facts", value: FactList.decode(reader, reader.uint32()) };
+            continue;
+          }
           case 6: {
             if (tag !== 50) {
               break;
@@ -1876,6 +2044,12 @@ export const GenerateMemoriesRequest: MessageFns<GenerateMemoriesRequest> = {
       case "events": {
         if (object.source?.value !== undefined && object.source?.value !== null) {
           message.source = { $case: "events", value: EventList.fromPartial(object.source.value) };
+        }
+        break;
+      }
+      case "facts": {
+        if (object.source?.value !== undefined && object.source?.value !== null) {
+          message.source = { $case: "facts", value: FactList.fromPartial(object.source.value) };
         }
         break;
       }
@@ -2607,8 +2781,9 @@ export const MemoryServiceService = {
   },
   /**
    * Extracts facts from a session or events with the generation model (memory-svc
-   * --generator) and consolidates them with the user's generated memories, in a durable
-   * background job, or before answering when options.wait is set.
+   * --generator), or takes facts the caller already extracted, and consolidates them with the
+   * user's generated memories, in a durable background job, or before answering when
+   * options.wait is set.
    */
   generateMemories: {
     path: "/adk.memory.v1.MemoryService/GenerateMemories" as const,
@@ -2661,8 +2836,9 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
   listMemories: handleUnaryCall<ListMemoriesRequest, ListMemoriesResponse>;
   /**
    * Extracts facts from a session or events with the generation model (memory-svc
-   * --generator) and consolidates them with the user's generated memories, in a durable
-   * background job, or before answering when options.wait is set.
+   * --generator), or takes facts the caller already extracted, and consolidates them with the
+   * user's generated memories, in a durable background job, or before answering when
+   * options.wait is set.
    */
   generateMemories: handleUnaryCall<GenerateMemoriesRequest, GenerateMemoriesResponse>;
   /** The state of a generation job. */
@@ -2770,8 +2946,9 @@ export interface MemoryServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Extracts facts from a session or events with the generation model (memory-svc
-   * --generator) and consolidates them with the user's generated memories, in a durable
-   * background job, or before answering when options.wait is set.
+   * --generator), or takes facts the caller already extracted, and consolidates them with the
+   * user's generated memories, in a durable background job, or before answering when
+   * options.wait is set.
    */
   generateMemories(
     request: GenerateMemoriesRequest,

@@ -230,21 +230,39 @@ class EventList(_message.Message):
     events: _containers.RepeatedCompositeFieldContainer[_session_pb2.Event]
     def __init__(self, events: _Optional[_Iterable[_Union[_session_pb2.Event, _Mapping]]] = ...) -> None: ...
 
+class ExtractedFact(_message.Message):
+    __slots__ = ("text", "topic", "custom_metadata")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_METADATA_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    topic: str
+    custom_metadata: str
+    def __init__(self, text: _Optional[str] = ..., topic: _Optional[str] = ..., custom_metadata: _Optional[str] = ...) -> None: ...
+
+class FactList(_message.Message):
+    __slots__ = ("facts",)
+    FACTS_FIELD_NUMBER: _ClassVar[int]
+    facts: _containers.RepeatedCompositeFieldContainer[ExtractedFact]
+    def __init__(self, facts: _Optional[_Iterable[_Union[ExtractedFact, _Mapping]]] = ...) -> None: ...
+
 class GenerateMemoriesRequest(_message.Message):
-    __slots__ = ("app_name", "user_id", "session", "session_ref", "events", "options")
+    __slots__ = ("app_name", "user_id", "session", "session_ref", "events", "facts", "options")
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     SESSION_REF_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
+    FACTS_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     user_id: str
     session: _session_pb2.Session
     session_ref: SessionRef
     events: EventList
+    facts: FactList
     options: GenerateOptions
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session: _Optional[_Union[_session_pb2.Session, _Mapping]] = ..., session_ref: _Optional[_Union[SessionRef, _Mapping]] = ..., events: _Optional[_Union[EventList, _Mapping]] = ..., options: _Optional[_Union[GenerateOptions, _Mapping]] = ...) -> None: ...
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session: _Optional[_Union[_session_pb2.Session, _Mapping]] = ..., session_ref: _Optional[_Union[SessionRef, _Mapping]] = ..., events: _Optional[_Union[EventList, _Mapping]] = ..., facts: _Optional[_Union[FactList, _Mapping]] = ..., options: _Optional[_Union[GenerateOptions, _Mapping]] = ...) -> None: ...
 
 class GenerateMemoriesResponse(_message.Message):
     __slots__ = ("job",)

@@ -132,8 +132,9 @@ class MemoryServiceServicer:
 
     def GenerateMemories(self, request, context):
         """Extracts facts from a session or events with the generation model (memory-svc
-        --generator) and consolidates them with the user's generated memories, in a durable
-        background job, or before answering when options.wait is set.
+        --generator), or takes facts the caller already extracted, and consolidates them with the
+        user's generated memories, in a durable background job, or before answering when
+        options.wait is set.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
