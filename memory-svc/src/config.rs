@@ -26,6 +26,21 @@ fn parse_language(s: &str) -> Result<DefaultLanguage, UnknownLanguage> {
     }
 }
 
+/// `--revision-retention`: how long revisions are kept, or forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention(pub Option<std::time::Duration>);
+
+fn parse_retention(s: &str) -> Result<Retention, String> {
+    match s {
+        "forever" => Ok(Retention(None)),
+        duration => match humantime::parse_duration(duration) {
+            Ok(d) if !d.is_zero() => Ok(Retention(Some(d))),
+            Ok(_) => Err("must be longer than 0".into()),
+            Err(e) => Err(format!("{e} (e.g. 30d, 12h, forever)")),
+        },
+    }
+}
+
 /// gRPC memory service for agents: per-(app, user) long-term memory with ranked keyword search.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "memory-svc", version = adk_version::version!())]
@@ -123,6 +138,11 @@ pub struct Config {
     #[arg(long, default_value_t = DEFAULT_JOB_RETENTION_SECONDS)]
     pub generator_job_retention_seconds: u64,
 
+    /// How long the revisions of generated memories are kept (`30d`, `12h`, `90m`, ...), or
+    /// `forever`; the background workers delete older ones, never the last of a memory.
+    #[arg(long, default_value = "forever", value_parser = parse_retention)]
+    pub revision_retention: Retention,
+
     /// The language of text whose language is not detected with confidence (short turns,
     /// most queries): an ISO 639-1 code (`en`, `de`, `fr`, `ru`, ...: see the README for the
     /// list), or `none` to keep such words as written. Changing it re-indexes the store at the
@@ -213,6 +233,7 @@ impl Config {
                 .filter(|key| !key.is_empty()),
             topics: self.generator_topics.clone(),
             workers: self.generator_workers,
+            revision_retention: self.revision_retention.0,
             retry: JobRetry {
                 lease: std::time::Duration::from_secs(self.generator_lease_seconds),
                 retention: std::time::Duration::from_secs(self.generator_job_retention_seconds),

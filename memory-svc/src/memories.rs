@@ -20,7 +20,8 @@ use adk_proto::{
         generate_memories_request, AddEventsToMemoryRequest, AddMemoryRequest,
         AddSessionToMemoryRequest, DeleteMemoryRequest, ExtractedFact, GenerateMemoriesRequest,
         GenerateOptions, GenerationState, GetGenerationJobRequest, ListMemoriesRequest,
-        ListMemoryRevisionsRequest, MemoryKind, SearchMemoryRequest, SearchMode,
+        ListMemoryRevisionsRequest, MemoryKind, RevisionAction, RollbackMemoryRequest,
+        SearchMemoryRequest, SearchMode,
     },
     session::v1::{Event, Session},
 };
@@ -40,14 +41,14 @@ use crate::{
     error::{MemoryError, Result},
     fusion,
     generate::{
-        jobs::{self, now_ms, MemoryAccess},
+        jobs::{self, generated_entry, now_ms, MemoryAccess, Written},
         model::{MAX_FACTS, MAX_FACT_CHARS},
         GenerateError, Generator,
     },
     session_source::SessionSource,
     store::{
-        index, DeleteTarget, Entry, FactRecord, Hit, JobRecord, Kind, MemoryStore, RevisionRecord,
-        Scope, SearchQuery, Vectors, Write,
+        index, DeleteTarget, Entry, FactRecord, Hit, JobRecord, Kind, MemoryStore, Revision,
+        RevisionRecord, Scope, SearchQuery, Vectors, Write,
     },
 };
 
@@ -426,7 +427,7 @@ impl<S: MemoryStore> Memories<S> {
     pub async fn revisions(
         &self,
         req: ListMemoryRevisionsRequest,
-    ) -> Result<(Vec<RevisionRecord>, String)> {
+    ) -> Result<(Vec<Revision>, String)> {
         let scope = scope("app_name", &req.app_name, "user_id", &req.user_id)?;
         let memory_id = match req.memory_id.trim() {
             "" => None,
@@ -437,6 +438,97 @@ impl<S: MemoryStore> Memories<S> {
             .store
             .revisions(scope, memory_id, page_size, &req.page_token)
             .await?)
+    }
+
+    /// Restores a generated memory to the fact one of its revisions left it with (topic and
+    /// expiry too), recording the rollback as its last revision, which is returned. A deleted
+    /// memory comes back (its id's tombstone is lifted, as by any explicit write).
+    pub async fn rollback(&self, req: RollbackMemoryRequest) -> Result<Revision> {
+        let scope = scope("app_name", &req.app_name, "user_id", &req.user_id)?;
+        let memory_id = identifier("memory_id", req.memory_id.trim())?;
+        let revision_id = req.revision_id.trim();
+        let seq: u64 = revision_id.parse().map_err(|_| {
+            InvalidArgument::new(
+                "revision_id",
+                "must be a revision_id of ListMemoryRevisions",
+            )
+        })?;
+        let not_found = || MemoryError::RevisionNotFound {
+            memory_id: memory_id.to_owned(),
+            revision_id: revision_id.to_owned(),
+        };
+        let restored = self
+            .store
+            .revision(scope, seq)
+            .await?
+            .filter(|r| r.record.memory_id == memory_id)
+            .ok_or_else(not_found)?
+            .record;
+        if restored.action == RevisionAction::Deleted as i32 {
+            return Err(InvalidArgument::new(
+                "revision_id",
+                format!(
+                    "revision {revision_id} deleted the memory: name one that added, updated \
+                     or restored it"
+                ),
+            )
+            .into());
+        }
+        let previous_fact = match self.last_revision(scope, memory_id).await? {
+            Some(last) if last.record.action != RevisionAction::Deleted as i32 => {
+                last.record.new_fact
+            }
+            _ => String::new(),
+        };
+        let now = now_ms();
+        let expire_ms = (restored.expire_ms > 0).then_some(restored.expire_ms);
+        let written = Written {
+            topic: &restored.topic,
+            source_event_ids: &restored.source_event_ids,
+            job_id: "",
+            expire_ms,
+        };
+        let entry = generated_entry(
+            memory_id,
+            &restored.new_fact,
+            serde_json::Map::new(),
+            &written,
+            now,
+        );
+        let record = RevisionRecord {
+            memory_id: memory_id.to_owned(),
+            action: RevisionAction::RolledBack as i32,
+            previous_fact,
+            new_fact: restored.new_fact.clone(),
+            source_event_ids: restored.source_event_ids.clone(),
+            create_ms: now,
+            job_id: String::new(),
+            topic: restored.topic.clone(),
+            expire_ms: restored.expire_ms,
+            restored: Some(seq),
+        };
+        self.write_changed(scope, Write::AddMemories(vec![entry]), Some(record))
+            .await?;
+        self.last_revision(scope, memory_id)
+            .await?
+            .ok_or_else(not_found)
+    }
+
+    /// The last revision of a memory, if it has one.
+    async fn last_revision(&self, scope: Scope<'_>, memory_id: &str) -> Result<Option<Revision>> {
+        let mut last = None;
+        let mut token = String::new();
+        loop {
+            let (page, next) = self
+                .store
+                .revisions(scope, Some(memory_id), validate::MAX_PAGE_SIZE, &token)
+                .await?;
+            last = page.into_iter().last().or(last);
+            if next.is_empty() {
+                return Ok(last);
+            }
+            token = next;
+        }
     }
 
     /// M1.3: events with content are appended; the first copy of an event id wins.

@@ -11,7 +11,7 @@ use adk_proto::{
         EventList, ExtractedFact, FactList, GenerateMemoriesRequest, GenerateOptions,
         GenerationJob, GenerationState, GetGenerationJobRequest, ListMemoriesRequest,
         ListMemoryRevisionsRequest, MemoryEntry, MemoryKind, MemoryRevision, RevisionAction,
-        SearchMemoryRequest,
+        RollbackMemoryRequest, SearchMemoryRequest,
     },
     session::v1::{part::Data, Content, Event, Part, Session},
 };
@@ -849,6 +849,168 @@ async fn given_facts_are_checked_and_bad_ones_write_nothing() {
     assert_eq!(generated(&mut c).await, Vec::<String>::new());
     assert_eq!(revisions(&mut c, "").await, Vec::new());
     assert_eq!(requests(&model), Vec::<Value>::new());
+}
+
+fn rollback(memory_id: &str, revision_id: &str) -> RollbackMemoryRequest {
+    RollbackMemoryRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        memory_id: memory_id.into(),
+        revision_id: revision_id.into(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_restores_a_fact_and_records_itself() {
+    let (url, model) = model(vec![
+        facts(&[("personal_facts", "The user lives in Berlin.", &["e1"])]),
+        facts(&[("personal_facts", "The user lives in Lisbon.", &["e2"])]),
+    ])
+    .await;
+    let srv = server(&url).await;
+    let mut c = srv.client.clone();
+    run(&mut c, vec![event("e1", "user", "I live in Berlin.")]).await;
+    let id = listed(&mut c, MemoryKind::Generated).await[0].id.clone();
+    script(
+        &model,
+        vec![decisions(&[(
+            0,
+            "update",
+            &id,
+            "The user lives in Lisbon.",
+        )])],
+    );
+    run(&mut c, vec![event("e2", "user", "I moved to Lisbon.")]).await;
+    let history = revisions(&mut c, &id).await;
+    let (added, updated) = (&history[0], &history[1]);
+    assert_ne!(added.revision_id, updated.revision_id);
+
+    // The consolidation was wrong: back to Berlin.
+    let rolled = c
+        .rollback_memory(rollback(&id, &added.revision_id))
+        .await
+        .expect("rollback succeeds")
+        .into_inner()
+        .revision
+        .unwrap();
+    assert_eq!(rolled.action, RevisionAction::RolledBack as i32);
+    assert_eq!(rolled.memory_id, id);
+    assert_eq!(rolled.previous_fact, "The user lives in Lisbon.");
+    assert_eq!(rolled.new_fact, "The user lives in Berlin.");
+    assert_eq!(rolled.restored_revision_id, added.revision_id);
+    assert_eq!(rolled.source_event_ids, ["e1"]);
+    assert_eq!(rolled.job_id, "");
+    assert_eq!(
+        revisions(&mut c, &id).await,
+        [added.clone(), updated.clone(), rolled.clone()]
+    );
+    let memories = listed(&mut c, MemoryKind::Generated).await;
+    assert_eq!((memories.len(), memories[0].id.as_str()), (1, id.as_str()));
+    assert_eq!(text(&memories[0]), "The user lives in Berlin.");
+    let metadata: Value = serde_json::from_str(&memories[0].custom_metadata).unwrap();
+    assert_eq!(metadata["kind"], "generated");
+    assert_eq!(metadata["topic"], "personal_facts");
+    assert_eq!(
+        search(&mut c, "Berlin", MemoryKind::Generated).await,
+        ["The user lives in Berlin."]
+    );
+
+    // A deleted memory comes back.
+    script(
+        &model,
+        vec![
+            facts(&[("personal_facts", "The user has no fixed home.", &["e3"])]),
+            decisions(&[(0, "delete", &id, "")]),
+        ],
+    );
+    run(&mut c, vec![event("e3", "user", "I gave up my flat.")]).await;
+    assert_eq!(generated(&mut c).await, Vec::<String>::new());
+    let deleted = revisions(&mut c, &id).await.pop().unwrap();
+    assert_eq!(deleted.action, RevisionAction::Deleted as i32);
+    let rolled = c
+        .rollback_memory(rollback(&id, &updated.revision_id))
+        .await
+        .expect("rollback of a deleted memory succeeds")
+        .into_inner()
+        .revision
+        .unwrap();
+    assert_eq!(
+        (rolled.previous_fact.as_str(), rolled.new_fact.as_str()),
+        ("", "The user lives in Lisbon.")
+    );
+    assert_eq!(generated(&mut c).await, ["The user lives in Lisbon."]);
+
+    // Bad requests change nothing.
+    let before = revisions(&mut c, &id).await;
+    let cases = [
+        (
+            rollback(&id, &deleted.revision_id),
+            Code::InvalidArgument,
+            "revision_id",
+        ),
+        (rollback(&id, "first"), Code::InvalidArgument, "revision_id"),
+        (rollback(&id, ""), Code::InvalidArgument, "revision_id"),
+        (
+            rollback("", &added.revision_id),
+            Code::InvalidArgument,
+            "memory_id",
+        ),
+        (rollback(&id, "999999999999"), Code::NotFound, "revision_id"),
+        (
+            rollback("another", &added.revision_id),
+            Code::NotFound,
+            "revision_id",
+        ),
+    ];
+    for (request, code, field) in cases {
+        let err = c.rollback_memory(request).await.unwrap_err();
+        assert_eq!(err.code(), code, "{err:?}");
+        assert!(err.message().starts_with(field), "{err:?}");
+    }
+    assert_eq!(revisions(&mut c, &id).await, before);
+    assert_eq!(generated(&mut c).await, ["The user lives in Lisbon."]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revisions_past_the_retention_are_pruned_but_the_last() {
+    let (url, model) = model(vec![facts(&[(
+        "preferences",
+        "The user drinks tea.",
+        &["e1"],
+    )])])
+    .await;
+    let srv = MemoryServer::start_with(NO_SESSION_SVC, move |config| {
+        config.generator = format!("openai:{url}").parse().unwrap();
+        config.generator_model = Some("stand-in".into());
+        config.revision_retention =
+            memory_svc::config::Retention(Some(Duration::from_millis(1500)));
+    })
+    .await;
+    let mut c = srv.client.clone();
+    run(&mut c, vec![event("e1", "user", "Tea, please.")]).await;
+    let id = listed(&mut c, MemoryKind::Generated).await[0].id.clone();
+    script(
+        &model,
+        vec![
+            facts(&[("preferences", "The user drinks green tea.", &["e2"])]),
+            decisions(&[(0, "update", &id, "The user drinks green tea.")]),
+        ],
+    );
+    run(&mut c, vec![event("e2", "user", "Green tea now.")]).await;
+    let last = revisions(&mut c, &id).await.pop().unwrap();
+    for _ in 0..200 {
+        let kept = revisions(&mut c, &id).await;
+        if kept.len() == 1 {
+            assert_eq!(kept, std::slice::from_ref(&last));
+            // The last revision stays however old it gets.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            assert_eq!(revisions(&mut c, &id).await, [last]);
+            assert_eq!(generated(&mut c).await, ["The user drinks green tea."]);
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the first revision was not pruned");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

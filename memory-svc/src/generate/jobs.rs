@@ -46,6 +46,9 @@ const MAX_CANDIDATES: usize = 20;
 /// Expired memories removed per sweep, and finished jobs past the retention pruned per poll.
 const SWEEP: usize = 100;
 
+/// How often, at most, revisions past `--revision-retention` are looked for.
+const REVISION_PRUNE_EVERY: Duration = Duration::from_secs(60);
+
 /// The author of generated memories.
 pub const AUTHOR: &str = "memory";
 
@@ -250,6 +253,9 @@ async fn run<M: MemoryAccess>(
                 source_event_ids: fact.source_event_ids.clone(),
                 create_ms: now,
                 job_id: job.id.clone(),
+                topic: fact.topic.clone(),
+                expire_ms: expire_ms.unwrap_or(0),
+                restored: None,
             };
         let (write, revision) = match decision {
             Decision::Keep => {
@@ -350,14 +356,43 @@ fn entry(
     expire_ms: Option<i64>,
 ) -> Entry {
     // Checked when the job was queued; an extracted fact has none.
-    let mut metadata: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(&fact.custom_metadata).unwrap_or_default();
+    let metadata = serde_json::from_str(&fact.custom_metadata).unwrap_or_default();
+    let written = Written {
+        topic: &fact.topic,
+        source_event_ids: &fact.source_event_ids,
+        job_id: &job.id,
+        expire_ms,
+    };
+    generated_entry(id, text, metadata, &written, now)
+}
+
+/// What generation records of a generated memory in its metadata.
+pub struct Written<'a> {
+    /// Empty: none.
+    pub topic: &'a str,
+    pub source_event_ids: &'a [String],
+    /// Empty: written by no job (a rollback).
+    pub job_id: &'a str,
+    pub expire_ms: Option<i64>,
+}
+
+/// A generated memory holding `text`, with `written`'s keys over `metadata` (the caller's).
+pub fn generated_entry(
+    id: &str,
+    text: &str,
+    mut metadata: serde_json::Map<String, serde_json::Value>,
+    written: &Written<'_>,
+    now: i64,
+) -> Entry {
     metadata.insert("kind".into(), "generated".into());
-    if !fact.topic.is_empty() {
-        metadata.insert("topic".into(), fact.topic.clone().into());
+    if !written.topic.is_empty() {
+        metadata.insert("topic".into(), written.topic.into());
     }
-    metadata.insert("source_event_ids".into(), json!(fact.source_event_ids));
-    metadata.insert("job_id".into(), job.id.clone().into());
+    metadata.insert("source_event_ids".into(), json!(written.source_event_ids));
+    if !written.job_id.is_empty() {
+        metadata.insert("job_id".into(), written.job_id.into());
+    }
+    let expire_ms = written.expire_ms;
     if let Some(at) = expire_ms {
         metadata.insert("expire_time".into(), timestamp_of(at).to_string().into());
     }
@@ -393,6 +428,16 @@ async fn sweep<M: MemoryAccess>(memories: &M) -> Result<usize, MemoryError> {
     Ok(expired.len())
 }
 
+/// Removes the revisions older than `--revision-retention` that are not the last of their
+/// memory; returns how many.
+async fn prune_revisions<M: MemoryAccess>(
+    memories: &M,
+    retention: Duration,
+) -> Result<usize, MemoryError> {
+    let before = now_ms().saturating_sub(duration_ms(retention));
+    Ok(memories.store().prune_revisions(before, SWEEP).await?)
+}
+
 /// Removes the finished jobs whose retention has run out; returns how many.
 async fn prune<M: MemoryAccess>(memories: &M, generator: &Generator) -> Result<usize, MemoryError> {
     let before = now_ms().saturating_sub(duration_ms(generator.retry.retention));
@@ -405,7 +450,20 @@ async fn prune<M: MemoryAccess>(memories: &M, generator: &Generator) -> Result<u
 /// is running then is handed back to the queue, due at once.
 pub async fn work<M: MemoryAccess>(memories: &M, generator: &Generator, stopping: &Stopping) {
     let lease = duration_ms(generator.retry.lease);
+    // Revisions are pruned at most this often: finding them reads every revision (on sled).
+    let mut revisions_pruned: Option<tokio::time::Instant> = None;
     loop {
+        if let Some(retention) = generator.revision_retention {
+            let every = retention.clamp(generator.retry.poll, REVISION_PRUNE_EVERY);
+            if revisions_pruned.is_none_or(|at| at.elapsed() >= every) {
+                revisions_pruned = Some(tokio::time::Instant::now());
+                match prune_revisions(memories, retention).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::debug!(pruned = n, "memory revisions pruned"),
+                    Err(e) => tracing::warn!(error = %e, "cannot prune memory revisions"),
+                }
+            }
+        }
         match sweep(memories).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(removed = n, "expired generated memories removed"),

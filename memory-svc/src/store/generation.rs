@@ -90,7 +90,7 @@ impl JobRecord {
     }
 }
 
-/// One change generation made to a memory, as stored.
+/// One change generation (or a rollback) made to a memory, as stored.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct RevisionRecord {
     #[prost(string, tag = "1")]
@@ -106,8 +106,26 @@ pub struct RevisionRecord {
     pub source_event_ids: Vec<String>,
     #[prost(int64, tag = "6")]
     pub create_ms: i64,
+    /// Empty for a rollback.
     #[prost(string, tag = "7")]
     pub job_id: String,
+    /// The topic of the fact; empty for none (and in revisions stored before topics were).
+    #[prost(string, tag = "8")]
+    pub topic: String,
+    /// When the change made the memory expire, ms since the epoch; 0: never.
+    #[prost(int64, tag = "9")]
+    pub expire_ms: i64,
+    /// For a rollback: the revision it restored.
+    #[prost(uint64, optional, tag = "10")]
+    pub restored: Option<u64>,
+}
+
+/// A revision as read from the store, with its number: unique in the store, increasing in the
+/// order revisions were recorded (its id in `MemoryRevision.revision_id`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Revision {
+    pub seq: u64,
+    pub record: RevisionRecord,
 }
 
 /// A generated memory whose time has come, as the expiry sweep finds it.

@@ -32,6 +32,7 @@ const (
 	MemoryService_GenerateMemories_FullMethodName    = "/adk.memory.v1.MemoryService/GenerateMemories"
 	MemoryService_GetGenerationJob_FullMethodName    = "/adk.memory.v1.MemoryService/GetGenerationJob"
 	MemoryService_ListMemoryRevisions_FullMethodName = "/adk.memory.v1.MemoryService/ListMemoryRevisions"
+	MemoryService_RollbackMemory_FullMethodName      = "/adk.memory.v1.MemoryService/RollbackMemory"
 )
 
 // MemoryServiceClient is the client API for MemoryService service.
@@ -62,6 +63,9 @@ type MemoryServiceClient interface {
 	GetGenerationJob(ctx context.Context, in *GetGenerationJobRequest, opts ...grpc.CallOption) (*GenerationJob, error)
 	// Pages through the changes generation made to one (app, user)'s memories, oldest first.
 	ListMemoryRevisions(ctx context.Context, in *ListMemoryRevisionsRequest, opts ...grpc.CallOption) (*ListMemoryRevisionsResponse, error)
+	// Restores a generated memory (a deleted one too) to the fact one of its revisions left it
+	// with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+	RollbackMemory(ctx context.Context, in *RollbackMemoryRequest, opts ...grpc.CallOption) (*RollbackMemoryResponse, error)
 }
 
 type memoryServiceClient struct {
@@ -162,6 +166,16 @@ func (c *memoryServiceClient) ListMemoryRevisions(ctx context.Context, in *ListM
 	return out, nil
 }
 
+func (c *memoryServiceClient) RollbackMemory(ctx context.Context, in *RollbackMemoryRequest, opts ...grpc.CallOption) (*RollbackMemoryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RollbackMemoryResponse)
+	err := c.cc.Invoke(ctx, MemoryService_RollbackMemory_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MemoryServiceServer is the server API for MemoryService service.
 // All implementations must embed UnimplementedMemoryServiceServer
 // for forward compatibility.
@@ -190,6 +204,9 @@ type MemoryServiceServer interface {
 	GetGenerationJob(context.Context, *GetGenerationJobRequest) (*GenerationJob, error)
 	// Pages through the changes generation made to one (app, user)'s memories, oldest first.
 	ListMemoryRevisions(context.Context, *ListMemoryRevisionsRequest) (*ListMemoryRevisionsResponse, error)
+	// Restores a generated memory (a deleted one too) to the fact one of its revisions left it
+	// with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+	RollbackMemory(context.Context, *RollbackMemoryRequest) (*RollbackMemoryResponse, error)
 	mustEmbedUnimplementedMemoryServiceServer()
 }
 
@@ -226,6 +243,9 @@ func (UnimplementedMemoryServiceServer) GetGenerationJob(context.Context, *GetGe
 }
 func (UnimplementedMemoryServiceServer) ListMemoryRevisions(context.Context, *ListMemoryRevisionsRequest) (*ListMemoryRevisionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListMemoryRevisions not implemented")
+}
+func (UnimplementedMemoryServiceServer) RollbackMemory(context.Context, *RollbackMemoryRequest) (*RollbackMemoryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RollbackMemory not implemented")
 }
 func (UnimplementedMemoryServiceServer) mustEmbedUnimplementedMemoryServiceServer() {}
 func (UnimplementedMemoryServiceServer) testEmbeddedByValue()                       {}
@@ -410,6 +430,24 @@ func _MemoryService_ListMemoryRevisions_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MemoryService_RollbackMemory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RollbackMemoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).RollbackMemory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_RollbackMemory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).RollbackMemory(ctx, req.(*RollbackMemoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MemoryService_ServiceDesc is the grpc.ServiceDesc for MemoryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -452,6 +490,10 @@ var MemoryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListMemoryRevisions",
 			Handler:    _MemoryService_ListMemoryRevisions_Handler,
+		},
+		{
+			MethodName: "RollbackMemory",
+			Handler:    _MemoryService_RollbackMemory_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -222,6 +222,18 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
             if not token:
                 return revisions
 
+    async def rollback_memory(
+        self, *, app_name: str, user_id: str, memory_id: str, revision_id: str
+    ) -> mpb.MemoryRevision:
+        """Restores the generated memory ``memory_id`` (a deleted one too) to the fact its
+        revision ``revision_id`` (from ``list_memory_revisions``) left it with; returns the
+        revision the rollback recorded (action ``REVISION_ACTION_ROLLED_BACK``)."""
+        request = mpb.RollbackMemoryRequest(
+            app_name=app_name, user_id=user_id, memory_id=memory_id, revision_id=revision_id
+        )
+        reply: mpb.RollbackMemoryResponse = await self._invoke("RollbackMemory", request)
+        return reply.revision
+
     async def add_memory(
         self,
         *,

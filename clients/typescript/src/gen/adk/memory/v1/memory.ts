@@ -80,12 +80,14 @@ export enum GenerationState {
   UNRECOGNIZED = -1,
 }
 
-/** What generation did to a memory. */
+/** What generation (or a rollback) did to a memory. */
 export enum RevisionAction {
   REVISION_ACTION_UNSPECIFIED = 0,
   REVISION_ACTION_ADDED = 1,
   REVISION_ACTION_UPDATED = 2,
   REVISION_ACTION_DELETED = 3,
+  /** REVISION_ACTION_ROLLED_BACK - RollbackMemory restored the fact of restored_revision_id. */
+  REVISION_ACTION_ROLLED_BACK = 4,
   UNRECOGNIZED = -1,
 }
 
@@ -335,7 +337,7 @@ export interface GetGenerationJobRequest {
   jobId: string;
 }
 
-/** One change generation made to a generated memory. */
+/** One change generation (or a rollback) made to a generated memory. */
 export interface MemoryRevision {
   memoryId: string;
   action: RevisionAction;
@@ -348,8 +350,12 @@ export interface MemoryRevision {
   createTime:
     | Timestamp
     | undefined;
-  /** The job that made the change. */
+  /** The job that made the change; empty for a rollback. */
   jobId: string;
+  /** The revision's id, unique in its (app, user), for RollbackMemory. */
+  revisionId: string;
+  /** For a rollback: the revision whose fact it restored. */
+  restoredRevisionId: string;
 }
 
 /** ListMemoryRevisions input. */
@@ -368,6 +374,25 @@ export interface ListMemoryRevisionsResponse {
   revisions: MemoryRevision[];
   /** Empty on the last page. */
   nextPageToken: string;
+}
+
+/** RollbackMemory input. */
+export interface RollbackMemoryRequest {
+  appName: string;
+  userId: string;
+  /** The generated memory. */
+  memoryId: string;
+  /**
+   * One of the memory's revisions that added, updated or restored it (ListMemoryRevisions'
+   * revision_id): its new_fact becomes the memory's fact again.
+   */
+  revisionId: string;
+}
+
+/** RollbackMemory output. */
+export interface RollbackMemoryResponse {
+  /** The revision the rollback recorded. */
+  revision: MemoryRevision | undefined;
 }
 
 function createBaseMemoryEntry(): MemoryEntry {
@@ -2408,6 +2433,8 @@ function createBaseMemoryRevision(): MemoryRevision {
     sourceEventIds: [],
     createTime: undefined,
     jobId: "",
+    revisionId: "",
+    restoredRevisionId: "",
   };
 }
 
@@ -2433,6 +2460,12 @@ export const MemoryRevision: MessageFns<MemoryRevision> = {
     }
     if (message.jobId !== "") {
       writer.uint32(58).string(message.jobId);
+    }
+    if (message.revisionId !== "") {
+      writer.uint32(66).string(message.revisionId);
+    }
+    if (message.restoredRevisionId !== "") {
+      writer.uint32(74).string(message.restoredRevisionId);
     }
     return writer;
   },
@@ -2506,6 +2539,22 @@ export const MemoryRevision: MessageFns<MemoryRevision> = {
             message.jobId = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.revisionId = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.restoredRevisionId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2532,6 +2581,8 @@ export const MemoryRevision: MessageFns<MemoryRevision> = {
       ? Timestamp.fromPartial(object.createTime)
       : undefined;
     message.jobId = object.jobId ?? "";
+    message.revisionId = object.revisionId ?? "";
+    message.restoredRevisionId = object.restoredRevisionId ?? "";
     return message;
   },
 };
@@ -2706,6 +2757,154 @@ export const ListMemoryRevisionsResponse: MessageFns<ListMemoryRevisionsResponse
   },
 };
 
+function createBaseRollbackMemoryRequest(): RollbackMemoryRequest {
+  return { appName: "", userId: "", memoryId: "", revisionId: "" };
+}
+
+export const RollbackMemoryRequest: MessageFns<RollbackMemoryRequest> = {
+  encode(message: RollbackMemoryRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.appName !== "") {
+      writer.uint32(10).string(message.appName);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.memoryId !== "") {
+      writer.uint32(26).string(message.memoryId);
+    }
+    if (message.revisionId !== "") {
+      writer.uint32(34).string(message.revisionId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RollbackMemoryRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRollbackMemoryRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.appName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.memoryId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.revisionId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RollbackMemoryRequest>, I>>(base?: I): RollbackMemoryRequest {
+    return RollbackMemoryRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RollbackMemoryRequest>, I>>(object: I): RollbackMemoryRequest {
+    const message = createBaseRollbackMemoryRequest();
+    message.appName = object.appName ?? "";
+    message.userId = object.userId ?? "";
+    message.memoryId = object.memoryId ?? "";
+    message.revisionId = object.revisionId ?? "";
+    return message;
+  },
+};
+
+function createBaseRollbackMemoryResponse(): RollbackMemoryResponse {
+  return { revision: undefined };
+}
+
+export const RollbackMemoryResponse: MessageFns<RollbackMemoryResponse> = {
+  encode(message: RollbackMemoryResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.revision !== undefined) {
+      MemoryRevision.encode(message.revision, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RollbackMemoryResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRollbackMemoryResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.revision = MemoryRevision.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RollbackMemoryResponse>, I>>(base?: I): RollbackMemoryResponse {
+    return RollbackMemoryResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RollbackMemoryResponse>, I>>(object: I): RollbackMemoryResponse {
+    const message = createBaseRollbackMemoryResponse();
+    message.revision = (object.revision !== undefined && object.revision !== null)
+      ? MemoryRevision.fromPartial(object.revision)
+      : undefined;
+    return message;
+  },
+};
+
 /**
  * MemoryService ingests sessions and answers ranked searches: keyword, semantic or hybrid (see
  * SearchMode).
@@ -2819,6 +3018,21 @@ export const MemoryServiceService = {
       Buffer.from(ListMemoryRevisionsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListMemoryRevisionsResponse => ListMemoryRevisionsResponse.decode(value),
   },
+  /**
+   * Restores a generated memory (a deleted one too) to the fact one of its revisions left it
+   * with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+   */
+  rollbackMemory: {
+    path: "/adk.memory.v1.MemoryService/RollbackMemory" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RollbackMemoryRequest): Buffer =>
+      Buffer.from(RollbackMemoryRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RollbackMemoryRequest => RollbackMemoryRequest.decode(value),
+    responseSerialize: (value: RollbackMemoryResponse): Buffer =>
+      Buffer.from(RollbackMemoryResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RollbackMemoryResponse => RollbackMemoryResponse.decode(value),
+  },
 } as const;
 
 export interface MemoryServiceServer extends UntypedServiceImplementation {
@@ -2845,6 +3059,11 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
   getGenerationJob: handleUnaryCall<GetGenerationJobRequest, GenerationJob>;
   /** Pages through the changes generation made to one (app, user)'s memories, oldest first. */
   listMemoryRevisions: handleUnaryCall<ListMemoryRevisionsRequest, ListMemoryRevisionsResponse>;
+  /**
+   * Restores a generated memory (a deleted one too) to the fact one of its revisions left it
+   * with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+   */
+  rollbackMemory: handleUnaryCall<RollbackMemoryRequest, RollbackMemoryResponse>;
 }
 
 export interface MemoryServiceClient extends Client {
@@ -2996,6 +3215,25 @@ export interface MemoryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListMemoryRevisionsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Restores a generated memory (a deleted one too) to the fact one of its revisions left it
+   * with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+   */
+  rollbackMemory(
+    request: RollbackMemoryRequest,
+    callback: (error: ServiceError | null, response: RollbackMemoryResponse) => void,
+  ): ClientUnaryCall;
+  rollbackMemory(
+    request: RollbackMemoryRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RollbackMemoryResponse) => void,
+  ): ClientUnaryCall;
+  rollbackMemory(
+    request: RollbackMemoryRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RollbackMemoryResponse) => void,
   ): ClientUnaryCall;
 }
 
