@@ -13,6 +13,7 @@ use crate::{
     analysis::{Analyzer, Language, UnknownLanguage},
     embed::{EmbedderOptions, EmbedderSpec},
     generate::{GeneratorOptions, GeneratorSpec, JobRetry, DEFAULT_JOB_RETENTION_SECONDS},
+    lifetimes::{Lifetimes, MemoryTtl},
 };
 
 /// `--default-language`: a language, or none.
@@ -143,6 +144,13 @@ pub struct Config {
     #[arg(long, default_value = "forever", value_parser = parse_retention)]
     pub revision_retention: Retention,
 
+    /// Default lifetimes of memories, `APP:ACTION=DURATION` (e.g. `travel:created=30d`),
+    /// repeated or comma-separated: APP an app or `*` for the others, ACTION `created` (by
+    /// AddMemory), `generated` or `updated` (by generation, whose request `ttl` wins). Memories
+    /// without a rule do not expire.
+    #[arg(long, value_delimiter = ',')]
+    pub memory_ttl: Vec<MemoryTtl>,
+
     /// The language of text whose language is not detected with confidence (short turns,
     /// most queries): an ISO 639-1 code (`en`, `de`, `fr`, `ru`, ...: see the README for the
     /// list), or `none` to keep such words as written. Changing it re-indexes the store at the
@@ -240,6 +248,11 @@ impl Config {
                 ..JobRetry::default()
             },
         }
+    }
+
+    /// The `--memory-ttl` rules.
+    pub fn lifetimes(&self) -> Lifetimes {
+        Lifetimes::new(self.memory_ttl.clone())
     }
 
     /// How text is analysed.

@@ -45,6 +45,7 @@ use crate::{
         model::{MAX_FACTS, MAX_FACT_CHARS},
         GenerateError, Generator,
     },
+    lifetimes::{Action, Lifetimes},
     session_source::SessionSource,
     store::{
         index, DeleteTarget, Entry, FactRecord, Hit, JobRecord, Kind, MemoryStore, Revision,
@@ -76,6 +77,8 @@ pub struct Memories<S> {
     generator: Option<Generator>,
     /// Wakes a background worker when a job is queued.
     queued: Notify,
+    /// `--memory-ttl`.
+    lifetimes: Lifetimes,
 }
 
 impl<S: MemoryStore> Memories<S> {
@@ -89,7 +92,18 @@ impl<S: MemoryStore> Memories<S> {
             )),
             generator: None,
             queued: Notify::new(),
+            lifetimes: Lifetimes::default(),
         }
+    }
+
+    /// The same, with the `--memory-ttl` lifetimes.
+    pub fn with_lifetimes(self, lifetimes: Lifetimes) -> Self {
+        Self { lifetimes, ..self }
+    }
+
+    /// The `--memory-ttl` lifetimes.
+    pub fn lifetimes(&self) -> &Lifetimes {
+        &self.lifetimes
     }
 
     /// The same, with the `--generator` model.
@@ -547,9 +561,16 @@ impl<S: MemoryStore> Memories<S> {
         self.write(scope, write).await
     }
 
-    /// Direct writes; an entry without an id gets a uuid4. Returns the ids in request order.
+    /// Direct writes; an entry without an id gets a uuid4, and the app's `created` lifetime, if
+    /// it has one. Returns the ids in request order.
     pub async fn add_memories(&self, req: AddMemoryRequest) -> Result<Vec<String>> {
         let scope = scope("app_name", &req.app_name, "user_id", &req.user_id)?;
+        let kind = Kind {
+            generated: false,
+            expire_ms: self
+                .lifetimes
+                .expiry(scope.app_name, Action::Created, now_ms()),
+        };
         let shared = json_object("custom_metadata", &req.custom_metadata)?;
         let mut entries = Vec::with_capacity(req.memories.len());
         for (i, memory) in req.memories.into_iter().enumerate() {
@@ -588,7 +609,7 @@ impl<S: MemoryStore> Memories<S> {
                 timestamp: memory.timestamp,
                 custom_metadata,
                 content,
-                kind: Kind::default(),
+                kind,
             });
         }
         let ids = entries.iter().map(|e| e.id.clone()).collect();
@@ -732,6 +753,10 @@ impl<S: MemoryStore> MemoryAccess for Memories<S> {
 
     fn store(&self) -> &S {
         &self.store
+    }
+
+    fn lifetimes(&self) -> &Lifetimes {
+        &self.lifetimes
     }
 
     async fn search(&self, scope: Scope<'_>, query: SearchQuery) -> Result<Vec<Hit>> {

@@ -1307,3 +1307,175 @@ async fn finished_jobs_are_pruned_after_the_retention() {
         "{status:?}"
     );
 }
+
+/// Seconds from a memory's timestamp to the `expire_time` its metadata states.
+fn lifetime(m: &MemoryEntry) -> i64 {
+    let metadata: Value = serde_json::from_str(&m.custom_metadata).unwrap();
+    let expire: prost_types::Timestamp = metadata["expire_time"].as_str().unwrap().parse().unwrap();
+    expire.seconds - m.timestamp.unwrap().seconds
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_lifetimes_apply_per_app_and_action() {
+    let (url, model) = model(vec![]).await;
+    let srv = MemoryServer::start_with(NO_SESSION_SVC, move |config| {
+        config.generator = format!("openai:{url}").parse().unwrap();
+        config.generator_model = Some("stand-in".into());
+        config.memory_ttl = ["app:created=2s", "*:generated=1h", "app:updated=3s"]
+            .map(|rule| rule.parse().unwrap())
+            .to_vec();
+    })
+    .await;
+    let mut c = srv.client.clone();
+    let note = |app: &str, id: &str, text: &str| adk_proto::memory::v1::AddMemoryRequest {
+        app_name: app.into(),
+        user_id: "u".into(),
+        memories: vec![MemoryEntry {
+            id: id.into(),
+            content: Some(Content {
+                role: Some("user".into()),
+                parts: vec![Part {
+                    data: Some(Data::Text(text.into())),
+                    ..Default::default()
+                }],
+            }),
+            ..Default::default()
+        }],
+        custom_metadata: String::new(),
+    };
+    // Created: expires in app, not in an app without a rule.
+    c.add_memory(note("app", "tea", "The user likes green tea."))
+        .await
+        .unwrap();
+    c.add_memory(note("keep", "lasting", "A lasting note."))
+        .await
+        .unwrap();
+    // Generated: every app's hour; updated: the app's 3 s; a request's TTL wins.
+    c.generate_memories(given(
+        vec![fact("The user lives in Berlin.", "", "")],
+        wait(),
+    ))
+    .await
+    .unwrap();
+    let berlin = listed(&mut c, MemoryKind::Generated).await[0].clone();
+    assert!((3590..=3610).contains(&lifetime(&berlin)), "{berlin:?}");
+    let two_hours = GenerateOptions {
+        ttl: Some(prost_types::Duration {
+            seconds: 7200,
+            nanos: 0,
+        }),
+        disable_consolidation: true,
+        ..wait()
+    };
+    c.generate_memories(given(vec![fact("The user has a cat.", "", "")], two_hours))
+        .await
+        .unwrap();
+    script(
+        &model,
+        vec![decisions(&[(
+            0,
+            "update",
+            &berlin.id,
+            "The user lives in Lisbon.",
+        )])],
+    );
+    c.generate_memories(given(
+        vec![fact("The user moved from Berlin to Lisbon.", "", "")],
+        wait(),
+    ))
+    .await
+    .unwrap();
+    let memories = listed(&mut c, MemoryKind::Generated).await;
+    let of = |text: &str| memories.iter().find(|m| self::text(m) == text).unwrap();
+    assert!((2..=4).contains(&lifetime(of("The user lives in Lisbon."))));
+    assert!((7190..=7210).contains(&lifetime(of("The user has a cat."))));
+    let updated = revisions(&mut c, &berlin.id).await;
+    assert_eq!(updated.len(), 2, "{updated:?}");
+
+    // Past their lifetimes, the note and the updated fact are neither listed nor searched, and
+    // the workers' sweep removes them; the others stay.
+    let mut hidden = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if listed(&mut c, MemoryKind::Raw).await.is_empty()
+            && generated(&mut c).await == ["The user has a cat."]
+        {
+            hidden = true;
+            break;
+        }
+    }
+    assert!(hidden, "the memories past their lifetimes are still listed");
+    assert!(search(&mut c, "green tea Lisbon", MemoryKind::Unspecified)
+        .await
+        .is_empty());
+    swept(&mut c, "app", "tea").await;
+    let kept = c
+        .list_memories(ListMemoriesRequest {
+            app_name: "keep".into(),
+            user_id: "u".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .memories;
+    assert_eq!(
+        kept.iter().map(text).collect::<Vec<_>>(),
+        ["A lasting note."]
+    );
+}
+
+/// Waits until the sweep has removed the memory `id` of (`app`, "u"): a removal tombstones the
+/// id, so events with that id are no longer added, in any session. Until then each probe adds
+/// one to a session of its own (the sweep removes those too, by their id).
+async fn swept(c: &mut MemoryServiceClient<Channel>, app: &str, id: &str) {
+    for probe in 0..100 {
+        let added = c
+            .add_events_to_memory(adk_proto::memory::v1::AddEventsToMemoryRequest {
+                app_name: app.into(),
+                user_id: "u".into(),
+                session_id: format!("probe-{probe}"),
+                events: vec![event(id, "user", "probe")],
+                custom_metadata: String::new(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .entries;
+        if added == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("memory {id} of app {app} was not swept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memories_expire_without_a_generation_model_too() {
+    let srv = MemoryServer::start_with(NO_SESSION_SVC, |config| {
+        config.memory_ttl = vec!["*:created=1s".parse().unwrap()];
+    })
+    .await;
+    let mut c = srv.client.clone();
+    c.add_memory(adk_proto::memory::v1::AddMemoryRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        memories: vec![MemoryEntry {
+            id: "brief".into(),
+            content: Some(Content {
+                role: Some("user".into()),
+                parts: vec![Part {
+                    data: Some(Data::Text("A brief note.".into())),
+                    ..Default::default()
+                }],
+            }),
+            ..Default::default()
+        }],
+        custom_metadata: String::new(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(listed(&mut c, MemoryKind::Raw).await.len(), 1);
+    swept(&mut c, "app", "brief").await;
+    assert!(listed(&mut c, MemoryKind::Unspecified).await.is_empty());
+}

@@ -33,6 +33,7 @@ use crate::{
     embed::EmbedError,
     endpoint::backoff,
     error::MemoryError,
+    lifetimes::{Action, Lifetimes},
     store::{
         DeleteTarget, Entry, Hit, JobRecord, Kind, MemoryStore, RevisionRecord, Scope, SearchQuery,
         StoreError, Write,
@@ -60,6 +61,9 @@ pub trait MemoryAccess: Sync {
 
     /// The store.
     fn store(&self) -> &Self::Store;
+
+    /// The default lifetimes of memories (`--memory-ttl`).
+    fn lifetimes(&self) -> &Lifetimes;
 
     /// The best hits for `query`, ranked as searches without a mode are (hybrid with an
     /// embedding model, else by keyword).
@@ -242,21 +246,28 @@ async fn run<M: MemoryAccess>(
         .map(|c| (c.memory_id.as_str(), c.text.as_str()))
         .collect();
     let now = now_ms();
-    let expire_ms = (job.ttl_ms > 0).then(|| now.saturating_add(job.ttl_ms));
+    // The request's TTL, else the app's default for the change.
+    let expiry = |action: Action| match job.ttl_ms {
+        0 => memories.lifetimes().expiry(&job.app_name, action, now),
+        ttl => Some(now.saturating_add(ttl)),
+    };
     for (fact, decision) in facts.iter().zip(decisions) {
-        let revision =
-            |memory_id: &str, action: RevisionAction, previous: &str, new: &str| RevisionRecord {
-                memory_id: memory_id.to_owned(),
-                action: action as i32,
-                previous_fact: previous.to_owned(),
-                new_fact: new.to_owned(),
-                source_event_ids: fact.source_event_ids.clone(),
-                create_ms: now,
-                job_id: job.id.clone(),
-                topic: fact.topic.clone(),
-                expire_ms: expire_ms.unwrap_or(0),
-                restored: None,
-            };
+        let revision = |memory_id: &str,
+                        action: RevisionAction,
+                        previous: &str,
+                        new: &str,
+                        expire_ms: Option<i64>| RevisionRecord {
+            memory_id: memory_id.to_owned(),
+            action: action as i32,
+            previous_fact: previous.to_owned(),
+            new_fact: new.to_owned(),
+            source_event_ids: fact.source_event_ids.clone(),
+            create_ms: now,
+            job_id: job.id.clone(),
+            topic: fact.topic.clone(),
+            expire_ms: expire_ms.unwrap_or(0),
+            restored: None,
+        };
         let (write, revision) = match decision {
             Decision::Keep => {
                 counts.kept += 1;
@@ -265,18 +276,26 @@ async fn run<M: MemoryAccess>(
             Decision::Add { text } => {
                 counts.added += 1;
                 let id = uuid::Uuid::new_v4().to_string();
+                let expire_ms = expiry(Action::Generated);
                 let entry = entry(&id, &text, fact, job, now, expire_ms);
-                let revision = revision(&id, RevisionAction::Added, "", &text);
+                let revision = revision(&id, RevisionAction::Added, "", &text, expire_ms);
                 (Write::AddMemories(vec![entry]), revision)
             }
             Decision::Update { memory_id, text } => {
                 counts.updated += 1;
+                let expire_ms = expiry(Action::Updated);
                 let entry = entry(&memory_id, &text, fact, job, now, expire_ms);
                 let before = previous
                     .get(memory_id.as_str())
                     .copied()
                     .unwrap_or_default();
-                let revision = revision(&memory_id, RevisionAction::Updated, before, &text);
+                let revision = revision(
+                    &memory_id,
+                    RevisionAction::Updated,
+                    before,
+                    &text,
+                    expire_ms,
+                );
                 (Write::AddMemories(vec![entry]), revision)
             }
             Decision::Delete { memory_id } => {
@@ -285,7 +304,7 @@ async fn run<M: MemoryAccess>(
                     .get(memory_id.as_str())
                     .copied()
                     .unwrap_or_default();
-                let revision = revision(&memory_id, RevisionAction::Deleted, before, "");
+                let revision = revision(&memory_id, RevisionAction::Deleted, before, "", None);
                 let write = Write::Delete(DeleteTarget::MemoryId(memory_id));
                 (write, revision)
             }
@@ -414,7 +433,7 @@ pub fn generated_entry(
     }
 }
 
-/// Removes the generated memories whose time has come; returns how many.
+/// Removes the memories whose time has come; returns how many.
 async fn sweep<M: MemoryAccess>(memories: &M) -> Result<usize, MemoryError> {
     let expired = memories.store().expired(now_ms(), SWEEP).await?;
     for e in &expired {
@@ -426,6 +445,27 @@ async fn sweep<M: MemoryAccess>(memories: &M) -> Result<usize, MemoryError> {
         memories.write(scope, write, None).await?;
     }
     Ok(expired.len())
+}
+
+/// [`sweep`], its outcome logged.
+async fn sweep_logged<M: MemoryAccess>(memories: &M) {
+    match sweep(memories).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(removed = n, "expired memories removed"),
+        Err(e) => tracing::warn!(error = %e, "cannot remove expired memories"),
+    }
+}
+
+/// Without a generation model (and its workers, which sweep too), memories given a lifetime
+/// by `--memory-ttl` still expire: removed every `poll` until `stopping` fires.
+pub async fn expire<M: MemoryAccess>(memories: &M, poll: Duration, stopping: &Stopping) {
+    loop {
+        sweep_logged(memories).await;
+        tokio::select! {
+            _ = tokio::time::sleep(poll) => {}
+            _ = stopping.wait() => return,
+        }
+    }
 }
 
 /// Removes the revisions older than `--revision-retention` that are not the last of their
@@ -464,11 +504,7 @@ pub async fn work<M: MemoryAccess>(memories: &M, generator: &Generator, stopping
                 }
             }
         }
-        match sweep(memories).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(removed = n, "expired generated memories removed"),
-            Err(e) => tracing::warn!(error = %e, "cannot remove expired generated memories"),
-        }
+        sweep_logged(memories).await;
         match prune(memories, generator).await {
             Ok(0) => {}
             Ok(n) => tracing::debug!(pruned = n, "finished generation jobs pruned"),

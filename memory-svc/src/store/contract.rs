@@ -39,6 +39,7 @@ macro_rules! memory_store_suite {
             jobs_are_leased_and_a_stale_attempt_cannot_finish,
             changes_keep_revisions_and_expiries,
             revisions_are_read_by_number_and_pruned_but_the_last,
+            raw_entries_with_a_lifetime_expire,
             kinds_are_stored_not_read_from_metadata,
             finished_jobs_are_pruned_after_the_retention,
         );
@@ -870,6 +871,49 @@ pub async fn revisions_are_read_by_number_and_pruned_but_the_last<S: MemoryStore
     assert_eq!(theirs.len(), 1);
     // Whatever the time, the last revision of each memory stays.
     assert_eq!(store.prune_revisions(i64::MAX, 10).await.unwrap(), 0);
+}
+
+pub async fn raw_entries_with_a_lifetime_expire<S: MemoryStore + Clone>(store: S) {
+    use super::{Expired, Kind};
+    let note = Entry {
+        kind: Kind {
+            generated: false,
+            expire_ms: Some(700),
+        },
+        ..entry("note", "green tea")
+    };
+    store
+        .add_memories(SCOPE, vec![note, entry("lasting", "black tea")])
+        .await
+        .unwrap();
+    assert!(store.expired(699, 10).await.unwrap().is_empty());
+    assert_eq!(
+        store.expired(1000, 10).await.unwrap(),
+        [Expired {
+            app_name: "app".into(),
+            user_id: "user".into(),
+            memory_id: "note".into(),
+        }]
+    );
+    let tea = |now_ms| SearchQuery {
+        text: "tea".into(),
+        limit: 10,
+        now_ms,
+        ..SearchQuery::default()
+    };
+    let ids = |hits: Vec<super::Hit>| -> Vec<String> {
+        let mut ids: Vec<String> = hits.into_iter().map(|h| h.entry.id).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(
+        ids(store.search(SCOPE, &tea(500)).await.unwrap()),
+        ["lasting", "note"]
+    );
+    assert_eq!(
+        ids(store.search(SCOPE, &tea(1000)).await.unwrap()),
+        ["lasting"]
+    );
 }
 
 /// A generated memory named `id` with `fact` as its text, expiring at `expire_ms`.

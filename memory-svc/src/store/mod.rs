@@ -55,8 +55,8 @@ pub struct Entry {
     /// anything to the service.
     pub custom_metadata: String,
     pub content: Content,
-    /// Raw, or generated (and when it expires). Set by the service only: every entry a client
-    /// writes is raw.
+    /// Raw, or generated, and when it expires. Set by the service only: every entry a client
+    /// writes is raw (and expires with a `--memory-ttl` lifetime).
     pub kind: Kind,
 }
 
@@ -64,7 +64,7 @@ pub struct Entry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Kind {
     pub generated: bool,
-    /// When a generated memory expires, ms since the epoch; `None`: it does not.
+    /// When the memory expires, ms since the epoch; `None`: it does not.
     pub expire_ms: Option<i64>,
 }
 
