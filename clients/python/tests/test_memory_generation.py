@@ -220,6 +220,28 @@ async def test_a_rollback_restores_a_fact(
         )
 
 
+async def test_given_facts_are_consolidated_without_extraction(
+    service: GrpcMemoryService, model: StandIn, app: str
+) -> None:
+    asked = len(model.requests)
+    job = await service.generate_memories(
+        app_name=app,
+        user_id=USER,
+        facts=["The user speaks Portuguese."],
+        wait_for_completion=True,
+    )
+    assert job.added == 1
+    assert len(model.requests) == asked
+    generated = await service.search_memory(
+        app_name=app, user_id=USER, query="Portuguese", kind="generated"
+    )
+    assert texts(generated) == ["The user speaks Portuguese."]
+    with pytest.raises(ValueError, match="not both"):
+        await service.generate_memories(
+            app_name=app, user_id=USER, facts=["x"], events=[event("p1", "Olá")]
+        )
+
+
 async def test_background_generation_and_its_job(
     service: GrpcMemoryService, model: StandIn, app: str
 ) -> None:
