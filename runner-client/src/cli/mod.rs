@@ -287,6 +287,14 @@ enum MemoryCommand {
         #[arg(long)]
         id: Option<String>,
     },
+    /// Restores a generated memory of --user (a deleted one too) to the fact one of its
+    /// revisions left it with (see `memory revisions`); the rollback is itself a revision.
+    Rollback {
+        /// The memory's id.
+        id: String,
+        /// The revision to restore (its first column in `memory revisions`).
+        revision: String,
+    },
     /// The memories of --user, in the order they were added.
     List {
         /// Which memories to list.
@@ -439,6 +447,7 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
             MemoryCommand::Generate { no_wait } => memory::generate(cli, !no_wait).await,
             MemoryCommand::Revisions { id } => memory::revisions(cli, id.as_deref()).await,
             MemoryCommand::Job { id, wait } => memory::job(cli, id, *wait).await,
+            MemoryCommand::Rollback { id, revision } => memory::rollback(cli, id, revision).await,
             MemoryCommand::List { kind } => memory::list(cli, (*kind).into()).await,
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,
         },

@@ -7,8 +7,8 @@ use adk_proto::{
         memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest, DeleteMemoryRequest,
         EventList, GenerateMemoriesRequest, GenerateOptions, GenerationJob,
         GetGenerationJobRequest, ListMemoriesRequest, ListMemoriesResponse,
-        ListMemoryRevisionsRequest, MemoryEntry, MemoryKind, MemoryRevision, SearchMemoryRequest,
-        SearchMode, SessionRef,
+        ListMemoryRevisionsRequest, MemoryEntry, MemoryKind, MemoryRevision, RollbackMemoryRequest,
+        SearchMemoryRequest, SearchMode, SessionRef,
     },
     session::v1::{Event, Session},
 };
@@ -217,6 +217,34 @@ impl MemoryClient {
             }
             page_token = page.next_page_token;
         }
+    }
+
+    /// Restores the generated memory `memory_id` to the fact of its revision `revision_id`;
+    /// the revision the rollback recorded.
+    pub async fn rollback(
+        &self,
+        app: &str,
+        user: &str,
+        memory_id: &str,
+        revision_id: &str,
+    ) -> Result<MemoryRevision> {
+        let request = RollbackMemoryRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            memory_id: memory_id.to_owned(),
+            revision_id: revision_id.to_owned(),
+        };
+        self.client
+            .clone()
+            .rollback_memory(self.remote.request(request))
+            .await
+            .map_err(|s| self.remote.error("RollbackMemory", s))?
+            .into_inner()
+            .revision
+            .ok_or_else(|| {
+                let status = Status::internal("the answer holds no revision");
+                self.remote.error("RollbackMemory", status)
+            })
     }
 
     /// Every memory of the (app, user), in ingestion order.
