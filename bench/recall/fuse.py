@@ -144,7 +144,7 @@ def settings() -> list[tuple[str, Callable[[dict], list[str]]]]:
     for k in (5, 10, 20, 60):
         for strong in (0.0, 0.1, 0.25, 0.5):
             for weak in (1.0, 2.0, 4.0):
-                for floor in (0.34, 0.5, 0.6, 0.75, 1.0):
+                for floor in (0.34, 0.5, 0.67, 0.75, 1.0):
                     for depth in (10, 20, 50):
                         out.append((f"gated k={k} strong={strong} weak={weak} floor={floor} depth={depth}",
                                     lambda q, k=k, s=strong, w=weak, f=floor, d=depth: gated(q, k, s, w, f, d)))
