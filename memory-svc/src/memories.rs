@@ -676,15 +676,40 @@ impl<S: MemoryStore> Memories<S> {
             let vector = self.query_vector(embedder, scope, &query).await?;
             return Ok(self.store.nearest(scope, &vector, &query).await?);
         }
-        query.limit = limit.max(fusion::DEPTH);
-        // The keyword search needs no vector: it runs while the query is embedded.
-        let (vector, keyword) = tokio::join!(
-            self.query_vector(embedder, scope, &query),
-            self.store.search(scope, &query)
-        );
-        let (vector, keyword) = (vector?, keyword?);
+        if mode == SearchMode::Hybrid {
+            query.limit = limit.max(fusion::HYBRID.depth);
+            // The keyword search needs no vector: it runs while the query is embedded.
+            let (vector, keyword) = tokio::join!(
+                self.query_vector(embedder, scope, &query),
+                self.store.search(scope, &query)
+            );
+            let (vector, keyword) = (vector?, keyword?);
+            let semantic = self.store.nearest(scope, &vector, &query).await?;
+            return Ok(fusion::fuse(keyword, semantic, limit, &fusion::HYBRID));
+        }
+        // The default: the keyword ranking first, and the query embedded only when that
+        // ranking's best match holds too little of the query.
+        query.limit = limit.max(fusion::DEFAULT.depth);
+        let mut keyword = self.store.search(scope, &query).await?;
+        if self.keyword_suffices(&query, &keyword) {
+            keyword.truncate(limit);
+            return Ok(keyword);
+        }
+        let vector = self.query_vector(embedder, scope, &query).await?;
         let semantic = self.store.nearest(scope, &vector, &query).await?;
-        Ok(fusion::fuse(keyword, semantic, limit))
+        Ok(fusion::fuse(keyword, semantic, limit, &fusion::DEFAULT))
+    }
+
+    /// Whether the best of `keyword` (the hits of `query`'s keyword search) holds enough of the
+    /// query's terms for the default mode to keep the keyword ranking as it is.
+    fn keyword_suffices(&self, query: &SearchQuery, keyword: &[Hit]) -> bool {
+        let Some(best) = keyword.first() else {
+            return false;
+        };
+        let analyzer = self.store.analyzer();
+        let language = query.language.or_else(|| analyzer.language_of(&query.text));
+        let terms = analyzer.query_terms(&query.text, language);
+        fusion::keyword_suffices(index::coverage(analyzer, &terms, language, &best.entry))
     }
 
     /// Deletes by memory id (sticky, M1.6), by session, or everything of the user.

@@ -251,8 +251,8 @@ enum MemoryCommand {
     Search {
         /// The words to look for.
         query: String,
-        /// How to rank: auto (hybrid when memory-svc has an embedding model, else keyword),
-        /// keyword, semantic or hybrid.
+        /// How to rank: auto (keyword; with an embedding model, meaning joins in where keyword
+        /// matches are weak), keyword, semantic or hybrid.
         #[arg(long, value_enum, default_value_t = Mode::Auto)]
         mode: Mode,
         /// The query's language as an ISO 639-1 code ("de"), instead of the detected one.

@@ -86,7 +86,7 @@ func (MemoryKind) EnumDescriptor() ([]byte, []int) {
 type SearchMode int32
 
 const (
-	// Unspecified (auto): HYBRID when memory-svc has an embedding model, else KEYWORD.
+	// Unspecified (auto): KEYWORD, or with a model keyword first (SearchMemoryRequest.mode).
 	SearchMode_SEARCH_MODE_UNSPECIFIED SearchMode = 0
 	// BM25 over the words of the query; score: the BM25 sum (unbounded, > 0).
 	SearchMode_SEARCH_MODE_KEYWORD SearchMode = 1
@@ -826,8 +826,11 @@ type SearchMemoryRequest struct {
 	// to their stems in that language and its stopwords dropped. Empty: detected, else the
 	// server's --default-language.
 	Language string `protobuf:"bytes,8,opt,name=language,proto3" json:"language,omitempty"`
-	// How entries are ranked. Unspecified (auto): HYBRID when memory-svc has an embedding
-	// model (--embedder), else KEYWORD.
+	// How entries are ranked. Unspecified (auto): KEYWORD without an embedding model
+	// (--embedder). With one, KEYWORD's ranking as it is when its best match holds at least
+	// three quarters of the query's terms; else both rankings fused by reciprocal rank, alike:
+	// score: the sum over the two of 1 / (5 + rank), for each that found the entry among its
+	// first max(20, limit).
 	Mode SearchMode `protobuf:"varint,9,opt,name=mode,proto3,enum=adk.memory.v1.SearchMode" json:"mode,omitempty"`
 	// Which memories are searched: raw entries, generated memories or both (the default).
 	Kind          MemoryKind `protobuf:"varint,10,opt,name=kind,proto3,enum=adk.memory.v1.MemoryKind" json:"kind,omitempty"`

@@ -278,8 +278,9 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
 
         ``mode`` says how they are ranked: ``"keyword"`` (BM25), ``"semantic"`` (nearest by
         meaning; needs memory-svc started with ``--embedder``), ``"hybrid"`` (both, fused) or
-        ``"auto"`` (ADK's ``load_memory`` and ``preload_memory`` use it: hybrid when memory-svc
-        has an embedding model, else keyword).
+        ``"auto"`` (ADK's ``load_memory`` and ``preload_memory`` use it: keyword, with the
+        ranking by meaning joining in where keyword matches are weak when memory-svc has an
+        embedding model).
 
         ``language`` (an ISO 639-1 code such as ``"de"``) is the query's language, instead of
         the constructor's ``search_language`` or the detected one: the query's words are

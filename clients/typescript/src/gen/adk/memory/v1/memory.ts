@@ -48,7 +48,7 @@ export enum MemoryKind {
 
 /** How SearchMemory ranks entries, and what a result's score means. */
 export enum SearchMode {
-  /** SEARCH_MODE_UNSPECIFIED - Unspecified (auto): HYBRID when memory-svc has an embedding model, else KEYWORD. */
+  /** SEARCH_MODE_UNSPECIFIED - Unspecified (auto): KEYWORD, or with a model keyword first (SearchMemoryRequest.mode). */
   SEARCH_MODE_UNSPECIFIED = 0,
   /** SEARCH_MODE_KEYWORD - BM25 over the words of the query; score: the BM25 sum (unbounded, > 0). */
   SEARCH_MODE_KEYWORD = 1,
@@ -196,8 +196,11 @@ export interface SearchMemoryRequest {
    */
   language: string;
   /**
-   * How entries are ranked. Unspecified (auto): HYBRID when memory-svc has an embedding
-   * model (--embedder), else KEYWORD.
+   * How entries are ranked. Unspecified (auto): KEYWORD without an embedding model
+   * (--embedder). With one, KEYWORD's ranking as it is when its best match holds at least
+   * three quarters of the query's terms; else both rankings fused by reciprocal rank, alike:
+   * score: the sum over the two of 1 / (5 + rank), for each that found the entry among its
+   * first max(20, limit).
    */
   mode: SearchMode;
   /** Which memories are searched: raw entries, generated memories or both (the default). */
