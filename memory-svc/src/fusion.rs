@@ -135,23 +135,23 @@ mod tests {
 
     #[test]
     fn the_default_weighs_both_alike_among_the_first_twenty() {
-        let keyword: Vec<Hit> = (0..25).map(|i| hit(&format!("k{i}"))).collect();
-        let fused = fuse(keyword, vec![hit("s0"), hit("k1")], 30, &DEFAULT);
-        // Equal weights: the first of each tie (keyword's first), k1 found by both leads.
+        let keyword = || (0..25).map(|i| hit(&format!("k{i}"))).collect::<Vec<_>>();
+        let fused = fuse(
+            keyword(),
+            vec![hit("s0"), hit("k1"), hit("k22")],
+            10,
+            &DEFAULT,
+        );
+        // Equal weights: k1, found by both, leads; then the first of each, keyword's on a tie.
         assert_eq!(ids(&fused[..3]), ["k1", "k0", "s0"]);
         assert!((fused[0].score - (1.0 / 7.0 + 1.0 / 7.0)).abs() < 1e-12);
-        // Keyword hits below the depth (20, or the limit if larger) are left out.
-        assert_eq!(fused.len(), 21);
-        assert_eq!(
-            fuse(
-                (0..25).map(|i| hit(&format!("k{i}"))).collect(),
-                Vec::new(),
-                25,
-                &DEFAULT
-            )
-            .len(),
-            25
-        );
+        // k22 is below the keyword ranking's depth (20, the limit being smaller): only its
+        // semantic rank counts.
+        let k22 = fused.iter().find(|h| h.entry.id == "k22").map(|h| h.score);
+        assert_eq!(k22, Some(1.0 / 8.0));
+        // A limit above the depth takes that many of each.
+        assert_eq!(fuse(keyword(), Vec::new(), 25, &DEFAULT).len(), 25);
+        assert_eq!(fuse(keyword(), Vec::new(), 10, &DEFAULT).len(), 10);
         assert!(keyword_suffices(0.75) && keyword_suffices(1.0));
         assert!(!keyword_suffices(2.0 / 3.0));
     }
