@@ -513,11 +513,43 @@ async fn the_console_in_a_browser() {
     until_text(&browser, "#memory-message .notice", "Deleted 2 entries.").await;
     assert_eq!(fixture.memory_ids().await, vec!["m-old".to_owned()]);
 
+    // A page whose answers come late never replaces the page opened after it: the home page's
+    // list of apps is held back half a second while the memory page is opened again.
+    browser
+        .execute(
+            "const fetchNow = window.fetch;
+             window.fetch = (path, options) => fetchNow(path, options).then((reply) =>
+               path !== '/api/apps' ? reply : new Promise((done) => setTimeout(() => {
+                 done(reply);
+                 setTimeout(() => { window.lateAnswerSettled = true; }, 300);
+               }, 500)));
+             const memory = location.hash;
+             location.hash = '#/';
+             setTimeout(() => { location.hash = memory; }, 100);",
+            vec![],
+        )
+        .await
+        .expect("navigates");
+    until(
+        &browser,
+        "the home page's late answer",
+        "return window.lateAnswerSettled === true",
+        vec![],
+    )
+    .await;
+    let shown = browser
+        .execute(
+            "return [!!document.getElementById('memories'), !!document.getElementById('apps')]",
+            vec![],
+        )
+        .await
+        .expect("script runs");
+    assert_eq!(shown, json!([true, false]), "the memory page stays");
+
     // A generated fact's history, and a rollback through the page.
     let fact = fixture.generated_and_updated().await;
     let memories = fixture.memories.clone();
-    // The page shows the memory page already: reloaded (one route), not sent through another
-    // page, whose late answers could replace the memory page after it is shown.
+    // The page shows the memory page already: reloaded, it lists the facts just generated.
     browser.refresh().await.expect("reloads");
     until_text(&browser, "#memories .memory-text", "Alice lives in Lisbon.").await;
     click(

@@ -76,8 +76,15 @@ class ApiError extends Error {
   }
 }
 
+// Page changes so far. An answer that arrives after the page that asked for it was left is
+// dropped (Superseded), so a slow page never replaces the one shown after it.
+let pageChanges = 0;
+
+class Superseded extends Error {}
+
 // Calls the console's API; a 401 shows the sign-in form.
 async function api(path, options) {
+  const askedOn = pageChanges;
   const response = await fetch(path, options);
   let body = {};
   try {
@@ -85,6 +92,7 @@ async function api(path, options) {
   } catch (_) {
     body = {};
   }
+  if (askedOn !== pageChanges) throw new Superseded();
   if (!response.ok) throw new ApiError(response.status, body);
   return body;
 }
@@ -109,6 +117,7 @@ function errorBox(error) {
 // Shows what failed: the sign-in form when the gateway wants a token (its refusal is for
 // programs, not for a person opening the console).
 function failed(error) {
+  if (error instanceof Superseded) return;
   if (error instanceof ApiError && error.status === 401) {
     showLogin();
   } else {
@@ -238,7 +247,7 @@ async function appPage(app, params) {
   try {
     data = await api(`/api/apps/${enc(app)}/users${query({ prefix, page })}`);
   } catch (error) {
-    if (error.status === 401) throw error;
+    if (error.status === 401 || error instanceof Superseded) throw error;
     show(el("h1", { text: app }), nav, errorBox(error));
     return;
   }
@@ -616,6 +625,7 @@ async function memoryPage(app, user, params) {
 // ---- router ----
 
 async function route() {
+  pageChanges++;
   closeLive();
   refreshWho();
   const hash = location.hash.replace(/^#/, "") || "/";
