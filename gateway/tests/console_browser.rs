@@ -160,6 +160,22 @@ async fn go(browser: &Client, url: &str) {
     browser.goto(url).await.expect("navigates");
 }
 
+/// Waits until the confirmation dialog is open (`open`) or closed.
+async fn confirmation(browser: &Client, open: bool) {
+    let (what, script) = if open {
+        (
+            "the confirmation",
+            "return document.getElementById('confirm').open",
+        )
+    } else {
+        (
+            "the dialog closed",
+            "return !document.getElementById('confirm').open",
+        )
+    };
+    until(browser, what, script, vec![]).await;
+}
+
 async fn click(browser: &Client, css: &str) {
     browser
         .wait()
@@ -459,34 +475,16 @@ async fn the_console_in_a_browser() {
 
     // Deleting needs a confirmation: cancelling deletes nothing.
     click(&browser, "#memories tr[data-id='m-food'] .delete-entry").await;
-    until(
-        &browser,
-        "the confirmation",
-        "return document.getElementById('confirm').open",
-        vec![],
-    )
-    .await;
+    confirmation(&browser, true).await;
     screenshot(&browser, "memory-delete-confirm").await;
     click(&browser, "#confirm-cancel").await;
-    until(
-        &browser,
-        "the dialog closed",
-        "return !document.getElementById('confirm').open",
-        vec![],
-    )
-    .await;
+    confirmation(&browser, false).await;
     assert!(
         fixture.memory_ids().await.contains(&"m-food".to_owned()),
         "cancel deleted it"
     );
     click(&browser, "#memories tr[data-id='m-food'] .delete-entry").await;
-    until(
-        &browser,
-        "the confirmation",
-        "return document.getElementById('confirm').open",
-        vec![],
-    )
-    .await;
+    confirmation(&browser, true).await;
     click(&browser, "#confirm-ok").await;
     until_text(&browser, "#memory-message .notice", "Deleted 1 entry.").await;
     assert!(
@@ -502,13 +500,7 @@ async fn the_console_in_a_browser() {
     .await;
     // A session's entries, from a search result.
     click(&browser, "#results tr[data-id='m-best'] .delete-session").await;
-    until(
-        &browser,
-        "the confirmation",
-        "return document.getElementById('confirm').open",
-        vec![],
-    )
-    .await;
+    confirmation(&browser, true).await;
     click(&browser, "#confirm-ok").await;
     until_text(&browser, "#memory-message .notice", "Deleted 2 entries.").await;
     assert_eq!(fixture.memory_ids().await, vec!["m-old".to_owned()]);
@@ -576,22 +568,10 @@ async fn the_console_in_a_browser() {
     // Rolling back needs a confirmation too: cancelling changes nothing.
     let button = format!("#revisions tr[data-revision='{added}'] .rollback");
     click(&browser, &button).await;
-    until(
-        &browser,
-        "the confirmation",
-        "return document.getElementById('confirm').open",
-        vec![],
-    )
-    .await;
+    confirmation(&browser, true).await;
     assert_eq!(text_of(&browser, "#confirm-ok").await, "Roll back");
     click(&browser, "#confirm-cancel").await;
-    until(
-        &browser,
-        "the dialog closed",
-        "return !document.getElementById('confirm').open",
-        vec![],
-    )
-    .await;
+    confirmation(&browser, false).await;
     let history = |memories: Memories| {
         let fact = fact.clone();
         async move {
@@ -615,13 +595,7 @@ async fn the_console_in_a_browser() {
         "cancel rolled back"
     );
     click(&browser, &button).await;
-    until(
-        &browser,
-        "the confirmation",
-        "return document.getElementById('confirm').open",
-        vec![],
-    )
-    .await;
+    confirmation(&browser, true).await;
     click(&browser, "#confirm-ok").await;
     until_text(
         &browser,
