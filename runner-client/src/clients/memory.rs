@@ -93,14 +93,7 @@ impl MemoryClient {
             })),
             generate: None,
         };
-        Ok(self
-            .client
-            .clone()
-            .add_session_to_memory(self.remote.request(request))
-            .await
-            .map_err(|s| self.remote.error("AddSessionToMemory", s))?
-            .into_inner()
-            .entries)
+        self.add_session_request(request).await
     }
 
     /// [`Self::add_session`] with the session's events given: only these are in memory then.
@@ -121,6 +114,11 @@ impl MemoryClient {
             })),
             generate: None,
         };
+        self.add_session_request(request).await
+    }
+
+    /// Sends one AddSessionToMemory; returns how many entries the session now has.
+    async fn add_session_request(&self, request: AddSessionToMemoryRequest) -> Result<u32> {
         Ok(self
             .client
             .clone()
