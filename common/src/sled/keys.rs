@@ -85,25 +85,22 @@ impl<'a> KeyReader<'a> {
 
     /// The next string component, or `None` if the bytes are not a well-formed string.
     pub fn str(&mut self) -> Option<String> {
+        // Copied a run at a time between escapes: listings read an id from every key.
         let mut out = Vec::new();
-        let mut i = 0;
+        let mut rest = self.rest;
         loop {
-            match *self.rest.get(i)? {
-                0 => match *self.rest.get(i + 1)? {
-                    0 => break,
-                    0xFF => out.push(0),
-                    _ => return None,
-                },
-                b => {
-                    out.push(b);
-                    i += 1;
-                    continue;
+            let zero = rest.iter().position(|&b| b == 0)?;
+            out.extend_from_slice(&rest[..zero]);
+            match *rest.get(zero + 1)? {
+                0 => {
+                    self.rest = &rest[zero + 2..];
+                    return String::from_utf8(out).ok();
                 }
+                0xFF => out.push(0),
+                _ => return None,
             }
-            i += 2;
+            rest = &rest[zero + 2..];
         }
-        self.rest = &self.rest[i + 2..];
-        String::from_utf8(out).ok()
     }
 
     /// The next integer component.
@@ -193,6 +190,13 @@ mod tests {
         assert_eq!(r.str().as_deref(), Some(""));
         assert!(r.is_empty());
         assert_eq!(KeyReader::new(&[b'a', 0, 7]).str(), None);
+        assert_eq!(KeyReader::new(b"ab").str(), None);
+        assert_eq!(KeyReader::new(&[b'a', 0, 0xFF]).str(), None);
+        let key = Key::new().str("\0\0é\0").str("id");
+        let mut r = KeyReader::new(key.as_bytes());
+        assert_eq!(r.str().as_deref(), Some("\0\0é\0"));
+        assert_eq!(r.str().as_deref(), Some("id"));
+        assert!(r.is_empty());
         assert_eq!(KeyReader::new(&[1, 2]).u64(), None);
     }
 
