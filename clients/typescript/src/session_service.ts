@@ -291,7 +291,9 @@ export class GrpcSessionService extends BaseSessionService {
       }
       total ??= reply.totalSize;
       for (const message of reply.sessions.slice(0, wanted)) {
-        const key = JSON.stringify([message.userId, message.id]);
+        // Identifiers hold no control characters, so a NUL joins the two unambiguously (and
+        // costs a fraction of JSON.stringify on a listing of 1,000 sessions).
+        const key = `${message.userId}\u0000${message.id}`;
         found.delete(key);
         found.set(key, this.session(message));
       }
