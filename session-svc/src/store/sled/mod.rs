@@ -332,7 +332,7 @@ impl SledSessionStore {
     fn assemble(&self, key: &SessionKey, record: &SessionRecord) -> Result<Session> {
         let app_state = scan_entries(&self.app_state, app_prefix(&key.app_name).as_bytes())?;
         let user_state = scan_entries(&self.user_state, user_prefix(key).as_bytes())?;
-        Ok(session_of(key, record, &app_state, &user_state))
+        Ok(session_of(key.clone(), record, &app_state, &user_state))
     }
 
     /// Reads events 1..=last_sequence as `window` selects, walking back from the end when only
@@ -519,9 +519,9 @@ impl SessionStore for SledSessionStore {
                     Key::new().str(app_name).str(user).as_bytes(),
                 )?;
                 let items = live
-                    .iter()
+                    .into_iter()
                     .skip(query.offset)
-                    .map(|(key, record)| session_of(key, record, &app_state, &user_state))
+                    .map(|(key, record)| session_of(key, &record, &app_state, &user_state))
                     .collect();
                 return Ok(SessionPage {
                     page: Page {
@@ -582,7 +582,7 @@ impl SessionStore for SledSessionStore {
                     user_prefix(&key).as_bytes(),
                 )?),
             };
-            items.push(session_of(&key, &record, &app_state, user_state));
+            items.push(session_of(key, &record, &app_state, user_state));
         }
         let total_size = if query.count {
             Some(self.count_live(index, listing)?)

@@ -95,17 +95,18 @@ pub(super) fn decode_u64(bytes: &[u8]) -> Result<u64> {
 }
 
 /// A session without events, from its record (with its own state) and the shared scopes' state.
+/// Takes the key's strings: a listing builds a thousand of these, and has the keys to give.
 pub(super) fn session_of(
-    key: &SessionKey,
+    key: SessionKey,
     record: &SessionRecord,
     app_state: &[Entry],
     user_state: &[Entry],
 ) -> Session {
     let own_state = record.state.iter().map(|(k, v)| (k.as_str(), v.as_str()));
     Session {
-        id: key.session_id.clone(),
-        app_name: key.app_name.clone(),
-        user_id: key.user_id.clone(),
+        id: key.session_id,
+        app_name: key.app_name,
+        user_id: key.user_id,
         state: state::merge(own_state, app_state, user_state),
         events: Vec::new(),
         create_time: record.create_time,
