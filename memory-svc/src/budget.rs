@@ -14,8 +14,10 @@ use adk_common::{serve::flags::human_bytes, sled::cache::container_memory_limit}
 use metrics::gauge;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// The default budget is one in this many bytes of the container's memory limit...
-const LIMIT_DIVISOR: u64 = 2;
+/// The default budget is one in this many bytes of the container's memory limit (half the
+/// limit was OOM-killed at 256 MiB: sled and the allocator hold about as much again beyond
+/// what the budget counts)...
+const LIMIT_DIVISOR: u64 = 4;
 
 /// ... or, without one, of the machine's memory.
 const MACHINE_DIVISOR: u64 = 4;
@@ -78,8 +80,7 @@ impl Part {
         }
     }
 
-    /// Eighths of the budget. The cache gets what an eighth of the limit gave it before the
-    /// budget (a quarter of half the limit); writes and the postings waiting get as much, since
+    /// Eighths of the budget: writes and the postings waiting get as much as the cache, since
     /// ingestion is what grows.
     fn eighths(self) -> u64 {
         match self {
@@ -116,7 +117,7 @@ impl MemoryBudget {
         let from = match self.source {
             BudgetSource::Flag => "--memory-budget".to_owned(),
             BudgetSource::CgroupLimit(limit) => {
-                format!("half the cgroup memory limit of {}", size(limit))
+                format!("a quarter of the cgroup memory limit of {}", size(limit))
             }
             BudgetSource::Machine(total) => {
                 format!("a quarter of the machine's {}", size(total))
@@ -198,13 +199,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_flag_wins_then_half_the_limit_then_a_quarter_of_the_machine() {
+    fn the_flag_wins_then_a_quarter_of_the_limit_or_of_the_machine() {
         let budget = MemoryBudget::from(Some(100 << 20), Some(1 << 30), Some(8 << 30));
         assert_eq!(
             (budget.bytes, budget.source),
             (100 << 20, BudgetSource::Flag)
         );
-        let budget = MemoryBudget::from(None, Some(256 << 20), Some(8 << 30));
+        let budget = MemoryBudget::from(None, Some(512 << 20), Some(8 << 30));
         assert_eq!(budget.bytes, 128 << 20);
         assert_eq!(budget.share(Part::SledCache), 32 << 20);
         let budget = MemoryBudget::from(None, None, Some(8 << 30));

@@ -79,9 +79,9 @@ pub struct Config {
     /// Bytes of memory the service's sizeable structures may hold together: sled's page cache,
     /// postings waiting for a merge, merges, writes in flight and the vector cache each draw
     /// from a share of it (logged at startup; gauge `memory_budget_bytes`). Writes wait for
-    /// room and merges start earlier when their shares are used. Default: half the container's
-    /// memory limit (cgroup v2 `memory.max` or v1 `memory.limit_in_bytes`) when there is one,
-    /// else a quarter of the machine's memory. See deploy/README.md for sizing.
+    /// room and merges start earlier when their shares are used. Default: a quarter of the
+    /// container's memory limit (cgroup v2 `memory.max` or v1 `memory.limit_in_bytes`) when
+    /// there is one, else a quarter of the machine's memory. See deploy/README.md for sizing.
     #[arg(long)]
     pub memory_budget: Option<u64>,
 
