@@ -10,6 +10,14 @@ use memory_svc::{config::Config, server};
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// jemalloc's options, read before `main`: freed pages go straight back to the system (its
+/// default keeps them ten seconds, and a cgroup counts them), and two arenas, not four per core
+/// (each keeps its own free pages). A burst of writes allocates and frees far more than it
+/// keeps: in a 256 MiB cgroup these took 30-50 MB off memory-svc's RSS while ingesting.
+/// `_RJEM_MALLOC_CONF` in the environment overrides them.
+#[export_name = "_rjem_malloc_conf"]
+static MALLOC_CONF: &[u8; 44] = b"dirty_decay_ms:0,muzzy_decay_ms:0,narenas:2\0";
+
 fn main() -> ExitCode {
     // Before the runtime starts any thread: it sets environment variables.
     #[cfg(feature = "local-embedder")]

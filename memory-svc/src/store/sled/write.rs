@@ -416,6 +416,25 @@ impl Batches {
     }
 }
 
+/// What a write of one entry holds while it is planned and committed, beside its text: the
+/// entry's keys in every tree, its postings, its record encoded, and sled's copies of them in
+/// the transaction (measured: 40 MB for a batch of 1,000 entries of 180 bytes).
+const COST_PER_ENTRY: u64 = 32 << 10;
+
+/// ... and per byte of its text and metadata, analysed and stored.
+const COST_PER_BYTE: u64 = 32;
+
+/// About the bytes `write` holds while it is planned and committed: what it waits for in the
+/// memory budget's share of writes. A delete or a re-indexing counts as one entry (what they
+/// read is not known before).
+pub(super) fn cost(write: &Write) -> u64 {
+    let entries = write.entries();
+    let bytes: usize = (entries.iter())
+        .map(|e| e.content.encoded_len() + e.custom_metadata.len() + e.id.len())
+        .sum();
+    (entries.len().max(1) as u64) * COST_PER_ENTRY + bytes as u64 * COST_PER_BYTE
+}
+
 /// Posting changes above which a write applies them to the blocks rather than journal them:
 /// a record is read whole by a merge, and a re-indexing changes every posting of the scope.
 const DIRECT_AFTER: usize = 1 << 16;
