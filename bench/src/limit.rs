@@ -2,10 +2,11 @@
 //!
 //! Starts memory-svc in `cgroup` (made by the caller, with its memory limit) with no memory flag,
 //! so it sizes its budget from the limit; ingests `entries` into one user's memory, then as many
-//! spread over `users` users (AddEventsToMemory batches from concurrent clients), searching after
-//! each. Fails when the server is killed (the kernel's OOM killer counts in the group's
-//! `oom_kill`) or when its peak RSS (`VmHWM`) passes `max_rss_percent` of the limit. Prints the
-//! ingestion rate, search p50 and RSS of each phase.
+//! spread over `users` users (AddEventsToMemory batches from concurrent clients; no second phase
+//! with `users` 0), searching after each. Fails when the server is killed (the kernel's OOM
+//! killer counts in the group's `oom_kill`) or when its peak RSS (`VmHWM`) passes
+//! `max_rss_percent` of the limit. Prints the ingestion rate, search p50 and RSS of each phase.
+//! Without a cgroup the same load runs unconstrained, for comparison, and nothing is judged.
 
 use std::{
     path::PathBuf,
@@ -28,7 +29,7 @@ use crate::{
 
 /// What the `memory-limit` scenario runs.
 pub struct MemoryLimit {
-    pub cgroup: PathBuf,
+    pub cgroup: Option<PathBuf>,
     pub entries: u64,
     pub users: u64,
     pub batch: u64,
@@ -42,25 +43,29 @@ pub struct MemoryLimit {
 const SEARCHES: u64 = 200;
 
 pub async fn memory_limit(ctx: &Ctx, run: MemoryLimit) -> Result<()> {
-    let limit = Group(run.cgroup.clone()).limit()?;
-    let kills_before = Group(run.cgroup.clone()).oom_kills();
+    let group = run.cgroup.clone().map(Group);
+    let limit = group.as_ref().map(Group::limit).transpose()?;
+    let kills_before = group.as_ref().map_or(0, Group::oom_kills);
     let args: Vec<&str> = run.server_args.iter().map(String::as_str).collect();
-    let server = Server::spawn_in_cgroup(ctx, "memory-svc", &args, Some(&run.cgroup)).await?;
-    println!(
-        "  memory-svc in {} (limit {} MiB)",
-        run.cgroup.display(),
-        limit >> 20
-    );
-    let corpus = Arc::new(Corpus::new());
-    let phases = [
-        ("one user", 1, run.entries, run.batch),
-        (
-            "spread",
-            run.users.max(1),
-            run.entries,
-            run.batch.min(run.entries / run.users.max(1)).max(1),
+    let server = Server::spawn_in_cgroup(ctx, "memory-svc", &args, run.cgroup.as_deref()).await?;
+    match (&run.cgroup, limit) {
+        (Some(cgroup), Some(limit)) => println!(
+            "  memory-svc in {} (limit {} MiB)",
+            cgroup.display(),
+            limit >> 20
         ),
-    ];
+        _ => println!("  memory-svc in no cgroup (unconstrained)"),
+    }
+    let corpus = Arc::new(Corpus::new());
+    let mut phases = vec![("one user", 1, run.entries, run.batch)];
+    if run.users > 0 {
+        phases.push((
+            "spread",
+            run.users,
+            run.entries,
+            run.batch.min(run.entries / run.users).max(1),
+        ));
+    }
     let mut first_entry = 0;
     let mut outcome = Ok(());
     for (label, users, entries, batch) in phases {
@@ -97,11 +102,37 @@ pub async fn memory_limit(ctx: &Ctx, run: MemoryLimit) -> Result<()> {
         }
     }
     let (_, hwm_kb) = server.rss_kb();
-    let killed = Group(run.cgroup.clone()).oom_kills() > kills_before;
     let peak = hwm_kb * 1024;
-    let allowed = limit / 100 * run.max_rss_percent;
+    let Some(group) = group else {
+        println!("  => peak RSS {:.1} MB", peak as f64 / 1e6);
+        server.stop().await;
+        return outcome.map_err(Into::into);
+    };
+    server.stop().await;
+    judge(
+        "memory-svc",
+        &group,
+        kills_before,
+        peak,
+        run.max_rss_percent,
+    )?;
+    outcome.map_err(Into::into)
+}
+
+/// The verdict on a server that ran in `group`: it fails if the OOM killer killed a process of
+/// the group since it counted `kills_before`, or if `peak` (bytes of RSS) passed
+/// `max_rss_percent` of the group's limit. Prints the peak against the limit.
+pub(crate) fn judge(
+    name: &str,
+    group: &Group,
+    kills_before: u64,
+    peak: u64,
+    max_rss_percent: u64,
+) -> Result<()> {
+    let limit = group.limit()?;
+    let killed = group.oom_kills() > kills_before;
     println!(
-        "  => peak RSS {:.1} MB of a {} MiB limit ({:.0} %), {}",
+        "  => {name}: peak RSS {:.1} MB of a {} MiB limit ({:.0} %), {}",
         peak as f64 / 1e6,
         limit >> 20,
         peak as f64 * 100.0 / limit as f64,
@@ -111,16 +142,13 @@ pub async fn memory_limit(ctx: &Ctx, run: MemoryLimit) -> Result<()> {
             "no OOM kill"
         }
     );
-    server.stop().await;
     if killed {
-        return Err("the kernel's OOM killer killed memory-svc".into());
+        return Err(format!("the kernel's OOM killer killed {name}").into());
     }
-    outcome?;
-    if peak > allowed {
+    if peak > limit / 100 * max_rss_percent {
         return Err(format!(
-            "peak RSS {} MB passed {} % of the {} MiB limit",
+            "{name}: peak RSS {} MB passed {max_rss_percent} % of the {} MiB limit",
             peak >> 20,
-            run.max_rss_percent,
             limit >> 20
         )
         .into());
@@ -198,7 +226,7 @@ fn user_of(label: &str, i: u64) -> String {
 }
 
 /// A memory cgroup directory, v1 or v2.
-struct Group(PathBuf);
+pub(crate) struct Group(pub PathBuf);
 
 impl Group {
     fn read(&self, v1: &str, v2: &str) -> Option<String> {
@@ -208,7 +236,7 @@ impl Group {
     }
 
     /// The group's memory limit.
-    fn limit(&self) -> Result<u64> {
+    pub fn limit(&self) -> Result<u64> {
         let text = self
             .read("memory.limit_in_bytes", "memory.max")
             .ok_or_else(|| format!("{} is not a memory cgroup", self.0.display()))?;
@@ -220,7 +248,7 @@ impl Group {
 
     /// How many processes of the group the OOM killer killed so far (`oom_kill` of v1's
     /// `memory.oom_control` or v2's `memory.events`; 0 on a kernel that does not count them).
-    fn oom_kills(&self) -> u64 {
+    pub fn oom_kills(&self) -> u64 {
         let text = self
             .read("memory.oom_control", "memory.events")
             .unwrap_or_default();

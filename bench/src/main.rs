@@ -186,6 +186,7 @@ async fn run(cli: Cli) -> Result<()> {
             cgroup,
             load_secs,
             concurrency,
+            max_rss_percent,
         } => {
             let (sessions, events, load_secs) = if q {
                 (sessions.min(20), events.min(200), load_secs.min(3))
@@ -201,6 +202,7 @@ async fn run(cli: Cli) -> Result<()> {
                     cgroup,
                     load_secs,
                     concurrency,
+                    max_rss_percent,
                 },
             )
             .await?
