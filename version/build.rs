@@ -31,7 +31,18 @@ fn main() {
                 }
                 found.text
             }
-            None => commit::UNKNOWN.to_owned(),
+            None => {
+                // In a checkout, a git command that failed once (a lock held by a concurrent git)
+                // must not pin "unknown" until build.rs changes: the next commit or checkout
+                // runs this again. A tarball has no .git, and nothing to watch.
+                for name in ["HEAD", "index"] {
+                    let path = root.join(".git").join(name);
+                    if path.exists() {
+                        println!("cargo:rerun-if-changed={}", path.display());
+                    }
+                }
+                commit::UNKNOWN.to_owned()
+            }
         }
     };
     println!("cargo:rustc-env=ADK_VERSION_COMMIT={text}");

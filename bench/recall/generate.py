@@ -553,9 +553,13 @@ SESSIONS = 12
 TURNS = (18, 25)  # slots: each small-talk slot is a whole exchange
 KIND_ORDER = ["single_hop", "paraphrase", "when", "speaker"]
 
+# The style above: friends' chat.
+CHAT = dict(users=USERS, she=SHE, when=WHEN, facts=FACTS, notes=NOTES, partners=PARTNERS,
+            small_talk=SMALL_TALK, words=WORDS, sessions=SESSIONS, turns=TURNS)
 
-def pron(name: str) -> dict[str, str]:
-    if name in SHE:
+
+def pron(name: str, style: dict) -> dict[str, str]:
+    if name in style["she"]:
         return dict(they="she", their="her", them="her")
     return dict(they="he", their="his", them="him")
 
@@ -570,13 +574,14 @@ def fill(text: str, values: dict[str, str]) -> str:
     return text.format(**full)
 
 
-def small_talk(rng: random.Random) -> list[str]:
+def small_talk(rng: random.Random, style: dict) -> list[str]:
     """One exchange: its lines, with the template slots filled."""
-    values = {k: rng.choice(v) for k, v in WORDS.items()}
-    return [line.format(**values) for line in rng.choice(SMALL_TALK).split("|")]
+    values = {k: rng.choice(v) for k, v in style["words"].items()}
+    return [line.format(**values) for line in rng.choice(style["small_talk"]).split("|")]
 
 
-def build_user(rng: random.Random, user: str, a: str, b: str, c: str):
+def build_user(rng: random.Random, style: dict, user: str, a: str, b: str, c: str):
+    FACTS, NOTES, SESSIONS, WHEN = style["facts"], style["notes"], style["sessions"], style["when"]
     base = datetime(2026, 3, 2, 18, 0, tzinfo=timezone.utc) + timedelta(days=rng.randrange(0, 20))
     starts = []
     day = base
@@ -584,7 +589,7 @@ def build_user(rng: random.Random, user: str, a: str, b: str, c: str):
         starts.append(day + timedelta(minutes=rng.randrange(0, 180)))
         day += timedelta(days=rng.randrange(3, 9))
     # Plan: which facts, said by whom, in which session, in which form.
-    facts = rng.sample(range(len(FACTS)), 30)
+    facts = rng.sample(range(len(FACTS)), min(30, len(FACTS)))
     placed = []  # (session, owner, fact index, values, form, kind)
     contrast_left = 3
     rotation = 0
@@ -628,7 +633,7 @@ def build_user(rng: random.Random, user: str, a: str, b: str, c: str):
     sessions = []
     for s in range(SESSIONS):
         speakers = [a, b] + ([c] if s % 4 == 1 else [])
-        n_turns = rng.randrange(*TURNS)
+        n_turns = rng.randrange(*style["turns"])
         slots = sorted(rng.sample(range(n_turns), min(len(inserts[s]), n_turns)))
         rng.shuffle(inserts[s])
         plan = dict(zip(slots, inserts[s]))
@@ -641,7 +646,7 @@ def build_user(rng: random.Random, user: str, a: str, b: str, c: str):
             if item is None:
                 who = rng.choice([x for x in speakers if x != last] or speakers)
                 partner = rng.choice([x for x in speakers if x != who])
-                for k, text in enumerate(small_talk(rng)):
+                for k, text in enumerate(small_talk(rng, style)):
                     lines.append((who if k % 2 == 0 else partner, text, None))
             elif item[0] == "distract":
                 who = rng.choice([x for x in speakers if x != last] or speakers)
@@ -650,7 +655,7 @@ def build_user(rng: random.Random, user: str, a: str, b: str, c: str):
                 _, _, owner, fi, values, form, kind = item
                 fact = FACTS[fi]
                 other = b if owner == a else a
-                v = dict(values, O=other, S=owner, **pron(owner))
+                v = dict(values, O=other, S=owner, **pron(owner, style))
                 tag = (fi, owner, kind)
                 if form == "pair":
                     lines.append((other, fill(fact["ask"], v), tag))
@@ -673,7 +678,7 @@ def build_user(rng: random.Random, user: str, a: str, b: str, c: str):
     for n, ((fi, owner, kind), ids) in enumerate(by_tag.items()):
         fact = FACTS[fi]
         values = next(p[3] for p in placed if p[2] == fi and p[1] == owner)
-        v = dict(values, S=owner, O=(b if owner == a else a), **pron(owner))
+        v = dict(values, S=owner, O=(b if owner == a else a), **pron(owner, style))
         kinds = [kind]
         # A second question on some facts, so every kind has enough questions.
         if kind not in ("paraphrase", "speaker") and n % 4 == 0:
@@ -690,7 +695,7 @@ def build_user(rng: random.Random, user: str, a: str, b: str, c: str):
     note_time = starts[2] + timedelta(hours=3)
     for n, ni in enumerate(rng.sample(range(len(NOTES)), 5)):
         about = a if n % 2 == 0 else b
-        v = dict(S=about, partner=rng.choice(PARTNERS))
+        v = dict(S=about, partner=rng.choice(style["partners"]))
         text, question = NOTES[ni]
         nid = f"{user}-note-{n + 1}"
         notes.append(dict(id=nid, author="memory", text=fill(text, v),
@@ -708,12 +713,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--style", choices=["chat", "workplace"], default="chat",
+                        help="chat: friends' small talk (the checked-in corpus); workplace: "
+                        "colleagues' longer messages about other topics (workplace.py)")
     args = parser.parse_args()
+    if args.style == "workplace":
+        from workplace import WORKPLACE as style
+    else:
+        style = CHAT
     args.out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
     corpus, all_questions = [], []
-    for user, a, b, c in USERS:
-        sessions, notes, questions = build_user(rng, user, a, b, c)
+    for user, a, b, c in style["users"]:
+        sessions, notes, questions = build_user(rng, style, user, a, b, c)
         for s in sessions:
             corpus.append(dict(type="session", **s))
         corpus.append(dict(type="memories", user=user, memories=notes))

@@ -242,6 +242,66 @@ async fn writes_need_the_page_header_and_name_exactly_one_target() {
 }
 
 #[tokio::test]
+async fn a_rollback_needs_the_page_header_and_shows_in_the_history() {
+    let fixture = Fixture::start().await;
+    let fact = fixture.generated_and_updated().await;
+    let mut browser = Browser::new(&fixture);
+    browser.sign_in(OPS_TOKEN).await;
+    let history = format!("/api/apps/a/users/alice/memories/revisions?memory_id={fact}");
+    let (status, body) = browser.get(&history).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let actions = |body: &Value| -> Vec<String> {
+        body["revisions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| r["action"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(actions(&body), ["added", "updated"]);
+    let added = body["revisions"][0]["revision_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let rollback = "/api/apps/a/users/alice/memories/rollback";
+    let form = json!({"memory_id": fact, "revision_id": added});
+    let response = browser
+        .request(reqwest::Method::POST, rollback)
+        .json(&form)
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let (status, body) = browser
+        .post(
+            rollback,
+            json!({"memory_id": fact, "revision_id": "latest"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("revision_id"),
+        "{body}"
+    );
+    assert_eq!(
+        actions(&browser.get(&history).await.1),
+        ["added", "updated"]
+    );
+    let (status, body) = browser.post(rollback, form).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["revision"]["action"], "rolled_back");
+    assert_eq!(body["revision"]["restored_revision_id"], added.as_str());
+    assert_eq!(body["revision"]["new_fact"], "Alice lives in Berlin.");
+    assert_eq!(
+        actions(&browser.get(&history).await.1),
+        ["added", "updated", "rolled_back"]
+    );
+}
+
+#[tokio::test]
 async fn search_filters_reach_the_service() {
     let fixture = Fixture::start().await;
     let mut browser = Browser::new(&fixture);

@@ -1,6 +1,6 @@
 //! The web console in a real headless browser (Chromium driven over WebDriver by
 //! chromedriver), served by the gateway binary in front of real servers: signing in, browsing, live follow,
-//! the activity feed, memory search and deletion, escaping of hostile text, scoped tokens, and
+//! the activity feed, memory search, deletion and a generated fact's rollback, escaping of hostile text, scoped tokens, and
 //! large sessions and apps. Screenshots go to `target/console-screenshots/`; with
 //! `ADK_CONSOLE_UPDATE_DOCS=1` the session view also replaces `docs/console.png`.
 //!
@@ -15,9 +15,12 @@ use std::{
     time::{Duration, Instant},
 };
 
-use adk_proto::session::v1::{AppendEventRequest, Event};
+use adk_proto::{
+    memory::v1::{ListMemoryRevisionsRequest, RevisionAction},
+    session::v1::{AppendEventRequest, Event},
+};
 use adk_tests::{append_request, create_request, text_event};
-use console_fixture::{Fixture, A_TOKEN, B_SECRET, HOSTILE, OPS_TOKEN, SCRIPT};
+use console_fixture::{Fixture, Memories, A_TOKEN, B_SECRET, HOSTILE, OPS_TOKEN, SCRIPT};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -155,6 +158,22 @@ async fn text_of(browser: &Client, css: &str) -> String {
 
 async fn go(browser: &Client, url: &str) {
     browser.goto(url).await.expect("navigates");
+}
+
+/// Waits until the confirmation dialog is open (`open`) or closed.
+async fn confirmation(browser: &Client, open: bool) {
+    let (what, script) = if open {
+        (
+            "the confirmation",
+            "return document.getElementById('confirm').open",
+        )
+    } else {
+        (
+            "the dialog closed",
+            "return !document.getElementById('confirm').open",
+        )
+    };
+    until(browser, what, script, vec![]).await;
 }
 
 async fn click(browser: &Client, css: &str) {
@@ -456,34 +475,16 @@ async fn the_console_in_a_browser() {
 
     // Deleting needs a confirmation: cancelling deletes nothing.
     click(&browser, "#memories tr[data-id='m-food'] .delete-entry").await;
-    until(
-        &browser,
-        "the confirmation",
-        "return document.getElementById('confirm').open",
-        vec![],
-    )
-    .await;
+    confirmation(&browser, true).await;
     screenshot(&browser, "memory-delete-confirm").await;
     click(&browser, "#confirm-cancel").await;
-    until(
-        &browser,
-        "the dialog closed",
-        "return !document.getElementById('confirm').open",
-        vec![],
-    )
-    .await;
+    confirmation(&browser, false).await;
     assert!(
         fixture.memory_ids().await.contains(&"m-food".to_owned()),
         "cancel deleted it"
     );
     click(&browser, "#memories tr[data-id='m-food'] .delete-entry").await;
-    until(
-        &browser,
-        "the confirmation",
-        "return document.getElementById('confirm').open",
-        vec![],
-    )
-    .await;
+    confirmation(&browser, true).await;
     click(&browser, "#confirm-ok").await;
     until_text(&browser, "#memory-message .notice", "Deleted 1 entry.").await;
     assert!(
@@ -499,16 +500,123 @@ async fn the_console_in_a_browser() {
     .await;
     // A session's entries, from a search result.
     click(&browser, "#results tr[data-id='m-best'] .delete-session").await;
-    until(
-        &browser,
-        "the confirmation",
-        "return document.getElementById('confirm').open",
-        vec![],
-    )
-    .await;
+    confirmation(&browser, true).await;
     click(&browser, "#confirm-ok").await;
     until_text(&browser, "#memory-message .notice", "Deleted 2 entries.").await;
     assert_eq!(fixture.memory_ids().await, vec!["m-old".to_owned()]);
+
+    // A page whose answers come late never replaces the page opened after it: the home page's
+    // list of apps is held back half a second while the memory page is opened again.
+    browser
+        .execute(
+            "const fetchNow = window.fetch;
+             window.fetch = (path, options) => fetchNow(path, options).then((reply) =>
+               path !== '/api/apps' ? reply : new Promise((done) => setTimeout(() => {
+                 done(reply);
+                 setTimeout(() => { window.lateAnswerSettled = true; }, 300);
+               }, 500)));
+             const memory = location.hash;
+             location.hash = '#/';
+             setTimeout(() => { location.hash = memory; }, 100);",
+            vec![],
+        )
+        .await
+        .expect("navigates");
+    until(
+        &browser,
+        "the home page's late answer",
+        "return window.lateAnswerSettled === true",
+        vec![],
+    )
+    .await;
+    let shown = browser
+        .execute(
+            "return [!!document.getElementById('memories'), !!document.getElementById('apps')]",
+            vec![],
+        )
+        .await
+        .expect("script runs");
+    assert_eq!(shown, json!([true, false]), "the memory page stays");
+
+    // A generated fact's history, and a rollback through the page.
+    let fact = fixture.generated_and_updated().await;
+    let memories = fixture.memories.clone();
+    // The page shows the memory page already: reloaded, it lists the facts just generated.
+    browser.refresh().await.expect("reloads");
+    until_text(&browser, "#memories .memory-text", "Alice lives in Lisbon.").await;
+    click(
+        &browser,
+        &format!("#memories tr[data-id='{fact}'] .history"),
+    )
+    .await;
+    let listed = until(
+        &browser,
+        "the memory's two revisions",
+        "const rows = [...document.querySelectorAll('#revisions tbody tr')]
+             .map(r => [r.dataset.revision, r.querySelector('.action').textContent]);
+         return rows.length === 2 && rows;",
+        vec![],
+    )
+    .await;
+    let listed: Vec<(String, String)> = serde_json::from_value(listed).unwrap();
+    assert_eq!(
+        listed.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(),
+        ["added", "updated"]
+    );
+    let added = listed[0].0.clone();
+    screenshot(&browser, "memory-history").await;
+    // Rolling back needs a confirmation too: cancelling changes nothing.
+    let button = format!("#revisions tr[data-revision='{added}'] .rollback");
+    click(&browser, &button).await;
+    confirmation(&browser, true).await;
+    assert_eq!(text_of(&browser, "#confirm-ok").await, "Roll back");
+    click(&browser, "#confirm-cancel").await;
+    confirmation(&browser, false).await;
+    let history = |memories: Memories| {
+        let fact = fact.clone();
+        async move {
+            let mut memories = memories;
+            memories
+                .list_memory_revisions(ListMemoryRevisionsRequest {
+                    app_name: "a".into(),
+                    user_id: "alice".into(),
+                    memory_id: fact,
+                    ..Default::default()
+                })
+                .await
+                .expect("list_memory_revisions")
+                .into_inner()
+                .revisions
+        }
+    };
+    assert_eq!(
+        history(memories.clone()).await.len(),
+        2,
+        "cancel rolled back"
+    );
+    click(&browser, &button).await;
+    confirmation(&browser, true).await;
+    click(&browser, "#confirm-ok").await;
+    until_text(
+        &browser,
+        "#memory-message .notice",
+        &format!("Rolled memory {fact} back to revision {added}."),
+    )
+    .await;
+    until_text(&browser, "#memories .memory-text", "Alice lives in Berlin.").await;
+    until_text(
+        &browser,
+        "#revisions .action",
+        &format!("rolled back (to {added})"),
+    )
+    .await;
+    let revisions = history(memories.clone()).await;
+    let last = revisions.last().expect("revisions");
+    assert_eq!(revisions.len(), 3);
+    assert_eq!(last.action, RevisionAction::RolledBack as i32);
+    assert_eq!(last.restored_revision_id, added);
+    assert_eq!(last.new_fact, "Alice lives in Berlin.");
+    screenshot(&browser, "memory-rolled-back").await;
 
     // A 10,000-event session: paged, one page of rows in the page at a time.
     fixture.create("a", "bulk", "big", json!({})).await;

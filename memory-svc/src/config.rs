@@ -13,6 +13,7 @@ use crate::{
     analysis::{Analyzer, Language, UnknownLanguage},
     embed::{EmbedderOptions, EmbedderSpec},
     generate::{GeneratorOptions, GeneratorSpec, JobRetry, DEFAULT_JOB_RETENTION_SECONDS},
+    lifetimes::{Lifetimes, MemoryTtl},
 };
 
 /// `--default-language`: a language, or none.
@@ -23,6 +24,21 @@ fn parse_language(s: &str) -> Result<DefaultLanguage, UnknownLanguage> {
     match s {
         "none" => Ok(DefaultLanguage(None)),
         code => code.parse().map(|l| DefaultLanguage(Some(l))),
+    }
+}
+
+/// `--revision-retention`: how long revisions are kept, or forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention(pub Option<std::time::Duration>);
+
+fn parse_retention(s: &str) -> Result<Retention, String> {
+    match s {
+        "forever" => Ok(Retention(None)),
+        duration => match humantime::parse_duration(duration) {
+            Ok(d) if !d.is_zero() => Ok(Retention(Some(d))),
+            Ok(_) => Err("must be longer than 0".into()),
+            Err(e) => Err(format!("{e} (e.g. 30d, 12h, forever)")),
+        },
     }
 }
 
@@ -133,6 +149,18 @@ pub struct Config {
     #[arg(long, default_value_t = DEFAULT_JOB_RETENTION_SECONDS)]
     pub generator_job_retention_seconds: u64,
 
+    /// How long the revisions of generated memories are kept (`30d`, `12h`, `90m`, ...), or
+    /// `forever`; the background workers delete older ones, never the last of a memory.
+    #[arg(long, default_value = "forever", value_parser = parse_retention)]
+    pub revision_retention: Retention,
+
+    /// Default lifetimes of memories, `APP:ACTION=DURATION` (e.g. `travel:created=30d`),
+    /// repeated or comma-separated: APP an app or `*` for the others, ACTION `created` (by
+    /// AddMemory), `generated` or `updated` (by generation, whose request `ttl` wins). Memories
+    /// without a rule do not expire.
+    #[arg(long, value_delimiter = ',')]
+    pub memory_ttl: Vec<MemoryTtl>,
+
     /// The language of text whose language is not detected with confidence (short turns,
     /// most queries): an ISO 639-1 code (`en`, `de`, `fr`, `ru`, ...: see the README for the
     /// list), or `none` to keep such words as written. Changing it re-indexes the store at the
@@ -226,12 +254,18 @@ impl Config {
                 .filter(|key| !key.is_empty()),
             topics: self.generator_topics.clone(),
             workers: self.generator_workers,
+            revision_retention: self.revision_retention.0,
             retry: JobRetry {
                 lease: std::time::Duration::from_secs(self.generator_lease_seconds),
                 retention: std::time::Duration::from_secs(self.generator_job_retention_seconds),
                 ..JobRetry::default()
             },
         }
+    }
+
+    /// The `--memory-ttl` rules.
+    pub fn lifetimes(&self) -> Lifetimes {
+        Lifetimes::new(self.memory_ttl.clone())
     }
 
     /// How text is analysed.

@@ -49,6 +49,12 @@ pub enum MemoryError {
     )]
     JobNotFound { job_id: String },
 
+    #[error("revision_id: memory {memory_id} has no revision {revision_id} (or it was pruned)")]
+    RevisionNotFound {
+        memory_id: String,
+        revision_id: String,
+    },
+
     #[error("mode: {mode} search needs an embedding model (memory-svc --embedder)")]
     NoEmbedder { mode: &'static str },
 

@@ -12,6 +12,7 @@
 //! - [`fusion`]: hybrid ranking, keyword and semantic rankings fused.
 //! - [`generate`]: memory generation (`--generator`): facts extracted and consolidated by a
 //!   chat model, in durable jobs.
+//! - [`lifetimes`]: default lifetimes of memories per app and action (`--memory-ttl`).
 //! - [`backfill`]: embedding, in the background, the entries stored without a vector.
 //! - [`grpc`]: tonic handlers (thin) and the mapping of errors to statuses.
 //! - [`memories`]: the domain: request checks and ADK's memory rules, free of transport types.
@@ -31,6 +32,7 @@ pub mod error;
 pub mod fusion;
 pub mod generate;
 pub mod grpc;
+pub mod lifetimes;
 pub mod memories;
 pub mod server;
 pub mod session_source;

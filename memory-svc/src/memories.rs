@@ -18,9 +18,10 @@ use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, delete_memory_request::Target,
         generate_memories_request, AddEventsToMemoryRequest, AddMemoryRequest,
-        AddSessionToMemoryRequest, DeleteMemoryRequest, GenerateMemoriesRequest, GenerateOptions,
-        GenerationState, GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest,
-        MemoryKind, SearchMemoryRequest, SearchMode,
+        AddSessionToMemoryRequest, DeleteMemoryRequest, ExtractedFact, GenerateMemoriesRequest,
+        GenerateOptions, GenerationState, GetGenerationJobRequest, ListMemoriesRequest,
+        ListMemoryRevisionsRequest, MemoryKind, RevisionAction, RollbackMemoryRequest,
+        SearchMemoryRequest, SearchMode,
     },
     session::v1::{Event, Session},
 };
@@ -40,13 +41,15 @@ use crate::{
     error::{MemoryError, Result},
     fusion,
     generate::{
-        jobs::{self, now_ms, MemoryAccess},
+        jobs::{self, generated_entry, now_ms, MemoryAccess, Written},
+        model::{MAX_FACTS, MAX_FACT_CHARS},
         GenerateError, Generator,
     },
+    lifetimes::{Action, Lifetimes},
     session_source::SessionSource,
     store::{
-        index, DeleteTarget, Entry, Hit, JobRecord, Kind, MemoryStore, RevisionRecord, Scope,
-        SearchQuery, Vectors, Write,
+        index, DeleteTarget, Entry, FactRecord, Hit, JobRecord, Kind, MemoryStore, Revision,
+        RevisionRecord, Scope, SearchQuery, Vectors, Write,
     },
 };
 
@@ -74,6 +77,8 @@ pub struct Memories<S> {
     generator: Option<Generator>,
     /// Wakes a background worker when a job is queued.
     queued: Notify,
+    /// `--memory-ttl`.
+    lifetimes: Lifetimes,
 }
 
 impl<S: MemoryStore> Memories<S> {
@@ -87,7 +92,18 @@ impl<S: MemoryStore> Memories<S> {
             )),
             generator: None,
             queued: Notify::new(),
+            lifetimes: Lifetimes::default(),
         }
+    }
+
+    /// The same, with the `--memory-ttl` lifetimes.
+    pub fn with_lifetimes(self, lifetimes: Lifetimes) -> Self {
+        Self { lifetimes, ..self }
+    }
+
+    /// The `--memory-ttl` lifetimes.
+    pub fn lifetimes(&self) -> &Lifetimes {
+        &self.lifetimes
     }
 
     /// The same, with the `--generator` model.
@@ -259,8 +275,13 @@ impl<S: MemoryStore> Memories<S> {
         let count = self.write(scope, write).await?;
         let job = match req.generate {
             Some(options) => Some(
-                self.enqueue(scope, &id, "session.events", events, options, "generate")
-                    .await?,
+                self.enqueue(
+                    scope,
+                    JobSource::events(&id, "session.events", events)?,
+                    options,
+                    "generate",
+                )
+                .await?,
             ),
             None => None,
         };
@@ -270,12 +291,13 @@ impl<S: MemoryStore> Memories<S> {
     /// Queues a generation job (and runs it before answering when asked to wait).
     pub async fn generate(&self, req: GenerateMemoriesRequest) -> Result<JobRecord> {
         use generate_memories_request::Source as From;
-        if self.generator.is_none() {
-            return Err(GenerateError::NotConfigured.into());
-        }
+        let generator = self
+            .generator
+            .as_ref()
+            .ok_or(GenerateError::NotConfigured)?;
         let (app, user) = (req.app_name.as_str(), req.user_id.as_str());
         let scope = scope("app_name", app, "user_id", user)?;
-        let (session_id, field, events) = match req.source {
+        let source = match req.source {
             Some(From::Session(session)) => {
                 if session.app_name != app || session.user_id != user {
                     return Err(InvalidArgument::new(
@@ -285,7 +307,7 @@ impl<S: MemoryStore> Memories<S> {
                     .into());
                 }
                 identifier("session.id", &session.id)?;
-                (session.id, "session.events", session.events)
+                JobSource::events(&session.id, "session.events", session.events)?
             }
             Some(From::SessionRef(r)) => {
                 if r.app_name != app || r.user_id != user {
@@ -297,24 +319,24 @@ impl<S: MemoryStore> Memories<S> {
                 }
                 let id = identifier("session_ref.session_id", r.session_id.trim())?;
                 let session = self.sessions.get(app, user, id).await?;
-                (session.id, "session.events", session.events)
+                JobSource::events(&session.id, "session.events", session.events)?
             }
-            Some(From::Events(list)) => (String::new(), "events.events", list.events),
+            Some(From::Events(list)) => JobSource::events("", "events.events", list.events)?,
+            Some(From::Facts(list)) => {
+                JobSource::Facts(given_facts(generator, scope.app_name, list.facts)?)
+            }
             None => return Err(InvalidArgument::new("source", "is required").into()),
         };
         let options = req.options.unwrap_or_default();
-        self.enqueue(scope, &session_id, field, events, options, "options")
-            .await
+        self.enqueue(scope, source, options, "options").await
     }
 
-    /// Checks a generation request's events and options and queues its job: due at once for
-    /// the background workers, or, when the caller waits, claimed and run here.
+    /// Checks a generation request's options and queues its job (its source already checked):
+    /// due at once for the background workers, or, when the caller waits, claimed and run here.
     async fn enqueue(
         &self,
         scope: Scope<'_>,
-        session_id: &str,
-        field: &str,
-        events: Vec<Event>,
+        source: JobSource,
         options: GenerateOptions,
         options_field: &str,
     ) -> Result<JobRecord> {
@@ -328,6 +350,13 @@ impl<S: MemoryStore> Memories<S> {
             .iter()
             .map(|t| t.label.as_str())
             .collect();
+        if matches!(source, JobSource::Facts(_)) && !options.allowed_topics.is_empty() {
+            return Err(InvalidArgument::new(
+                format!("{options_field}.allowed_topics"),
+                "applies to extraction only, and facts are not extracted",
+            )
+            .into());
+        }
         for (i, topic) in options.allowed_topics.iter().enumerate() {
             if !labels.contains(&topic.as_str()) {
                 return Err(InvalidArgument::new(
@@ -352,7 +381,10 @@ impl<S: MemoryStore> Memories<S> {
             }
             Some(ttl) => ttl.seconds * 1000 + i64::from(ttl.nanos / 1_000_000),
         };
-        let events = generation_events(field, events)?;
+        let (session_id, events, facts) = match source {
+            JobSource::Events { session_id, events } => (session_id, events, Vec::new()),
+            JobSource::Facts(facts) => (String::new(), Vec::new(), facts),
+        };
         let now = now_ms();
         let mut job = JobRecord {
             id: uuid::Uuid::new_v4().to_string(),
@@ -363,7 +395,8 @@ impl<S: MemoryStore> Memories<S> {
             update_ms: now,
             due_ms: now,
             events,
-            session_id: session_id.to_owned(),
+            facts,
+            session_id,
             disable_consolidation: options.disable_consolidation,
             ttl_ms,
             allowed_topics: options.allowed_topics,
@@ -408,7 +441,7 @@ impl<S: MemoryStore> Memories<S> {
     pub async fn revisions(
         &self,
         req: ListMemoryRevisionsRequest,
-    ) -> Result<(Vec<RevisionRecord>, String)> {
+    ) -> Result<(Vec<Revision>, String)> {
         let scope = scope("app_name", &req.app_name, "user_id", &req.user_id)?;
         let memory_id = match req.memory_id.trim() {
             "" => None,
@@ -419,6 +452,97 @@ impl<S: MemoryStore> Memories<S> {
             .store
             .revisions(scope, memory_id, page_size, &req.page_token)
             .await?)
+    }
+
+    /// Restores a generated memory to the fact one of its revisions left it with (topic and
+    /// expiry too), recording the rollback as its last revision, which is returned. A deleted
+    /// memory comes back (its id's tombstone is lifted, as by any explicit write).
+    pub async fn rollback(&self, req: RollbackMemoryRequest) -> Result<Revision> {
+        let scope = scope("app_name", &req.app_name, "user_id", &req.user_id)?;
+        let memory_id = identifier("memory_id", req.memory_id.trim())?;
+        let revision_id = req.revision_id.trim();
+        let seq: u64 = revision_id.parse().map_err(|_| {
+            InvalidArgument::new(
+                "revision_id",
+                "must be a revision_id of ListMemoryRevisions",
+            )
+        })?;
+        let not_found = || MemoryError::RevisionNotFound {
+            memory_id: memory_id.to_owned(),
+            revision_id: revision_id.to_owned(),
+        };
+        let restored = self
+            .store
+            .revision(scope, seq)
+            .await?
+            .filter(|r| r.record.memory_id == memory_id)
+            .ok_or_else(not_found)?
+            .record;
+        if restored.action == RevisionAction::Deleted as i32 {
+            return Err(InvalidArgument::new(
+                "revision_id",
+                format!(
+                    "revision {revision_id} deleted the memory: name one that added, updated \
+                     or restored it"
+                ),
+            )
+            .into());
+        }
+        let previous_fact = match self.last_revision(scope, memory_id).await? {
+            Some(last) if last.record.action != RevisionAction::Deleted as i32 => {
+                last.record.new_fact
+            }
+            _ => String::new(),
+        };
+        let now = now_ms();
+        let expire_ms = (restored.expire_ms > 0).then_some(restored.expire_ms);
+        let written = Written {
+            topic: &restored.topic,
+            source_event_ids: &restored.source_event_ids,
+            job_id: "",
+            expire_ms,
+        };
+        let entry = generated_entry(
+            memory_id,
+            &restored.new_fact,
+            serde_json::Map::new(),
+            &written,
+            now,
+        );
+        let record = RevisionRecord {
+            memory_id: memory_id.to_owned(),
+            action: RevisionAction::RolledBack as i32,
+            previous_fact,
+            new_fact: restored.new_fact.clone(),
+            source_event_ids: restored.source_event_ids.clone(),
+            create_ms: now,
+            job_id: String::new(),
+            topic: restored.topic.clone(),
+            expire_ms: restored.expire_ms,
+            restored: Some(seq),
+        };
+        self.write_changed(scope, Write::AddMemories(vec![entry]), Some(record))
+            .await?;
+        self.last_revision(scope, memory_id)
+            .await?
+            .ok_or_else(not_found)
+    }
+
+    /// The last revision of a memory, if it has one.
+    async fn last_revision(&self, scope: Scope<'_>, memory_id: &str) -> Result<Option<Revision>> {
+        let mut last = None;
+        let mut token = String::new();
+        loop {
+            let (page, next) = self
+                .store
+                .revisions(scope, Some(memory_id), validate::MAX_PAGE_SIZE, &token)
+                .await?;
+            last = page.into_iter().last().or(last);
+            if next.is_empty() {
+                return Ok(last);
+            }
+            token = next;
+        }
     }
 
     /// M1.3: events with content are appended; the first copy of an event id wins.
@@ -437,9 +561,16 @@ impl<S: MemoryStore> Memories<S> {
         self.write(scope, write).await
     }
 
-    /// Direct writes; an entry without an id gets a uuid4. Returns the ids in request order.
+    /// Direct writes; an entry without an id gets a uuid4, and the app's `created` lifetime, if
+    /// it has one. Returns the ids in request order.
     pub async fn add_memories(&self, req: AddMemoryRequest) -> Result<Vec<String>> {
         let scope = scope("app_name", &req.app_name, "user_id", &req.user_id)?;
+        let kind = Kind {
+            generated: false,
+            expire_ms: self
+                .lifetimes
+                .expiry(scope.app_name, Action::Created, now_ms()),
+        };
         let shared = json_object("custom_metadata", &req.custom_metadata)?;
         let mut entries = Vec::with_capacity(req.memories.len());
         for (i, memory) in req.memories.into_iter().enumerate() {
@@ -478,7 +609,7 @@ impl<S: MemoryStore> Memories<S> {
                 timestamp: memory.timestamp,
                 custom_metadata,
                 content,
-                kind: Kind::default(),
+                kind,
             });
         }
         let ids = entries.iter().map(|e| e.id.clone()).collect();
@@ -545,15 +676,40 @@ impl<S: MemoryStore> Memories<S> {
             let vector = self.query_vector(embedder, scope, &query).await?;
             return Ok(self.store.nearest(scope, &vector, &query).await?);
         }
-        query.limit = limit.max(fusion::DEPTH);
-        // The keyword search needs no vector: it runs while the query is embedded.
-        let (vector, keyword) = tokio::join!(
-            self.query_vector(embedder, scope, &query),
-            self.store.search(scope, &query)
-        );
-        let (vector, keyword) = (vector?, keyword?);
+        if mode == SearchMode::Hybrid {
+            query.limit = limit.max(fusion::HYBRID.depth);
+            // The keyword search needs no vector: it runs while the query is embedded.
+            let (vector, keyword) = tokio::join!(
+                self.query_vector(embedder, scope, &query),
+                self.store.search(scope, &query)
+            );
+            let (vector, keyword) = (vector?, keyword?);
+            let semantic = self.store.nearest(scope, &vector, &query).await?;
+            return Ok(fusion::fuse(keyword, semantic, limit, &fusion::HYBRID));
+        }
+        // The default: the keyword ranking first, and the query embedded only when that
+        // ranking's best match holds too little of the query.
+        query.limit = limit.max(fusion::DEFAULT.depth);
+        let mut keyword = self.store.search(scope, &query).await?;
+        if self.keyword_suffices(&query, &keyword) {
+            keyword.truncate(limit);
+            return Ok(keyword);
+        }
+        let vector = self.query_vector(embedder, scope, &query).await?;
         let semantic = self.store.nearest(scope, &vector, &query).await?;
-        Ok(fusion::fuse(keyword, semantic, limit))
+        Ok(fusion::fuse(keyword, semantic, limit, &fusion::DEFAULT))
+    }
+
+    /// Whether the best of `keyword` (the hits of `query`'s keyword search) holds enough of the
+    /// query's terms for the default mode to keep the keyword ranking as it is.
+    fn keyword_suffices(&self, query: &SearchQuery, keyword: &[Hit]) -> bool {
+        let Some(best) = keyword.first() else {
+            return false;
+        };
+        let analyzer = self.store.analyzer();
+        let language = query.language.or_else(|| analyzer.language_of(&query.text));
+        let terms = analyzer.query_terms(&query.text, language);
+        fusion::keyword_suffices(index::coverage(analyzer, &terms, language, &best.entry))
     }
 
     /// Deletes by memory id (sticky, M1.6), by session, or everything of the user.
@@ -624,6 +780,10 @@ impl<S: MemoryStore> MemoryAccess for Memories<S> {
         &self.store
     }
 
+    fn lifetimes(&self) -> &Lifetimes {
+        &self.lifetimes
+    }
+
     async fn search(&self, scope: Scope<'_>, query: SearchQuery) -> Result<Vec<Hit>> {
         self.ranked(scope, query, SearchMode::Unspecified).await
     }
@@ -651,6 +811,78 @@ fn kind(field: &str, value: i32) -> Result<Option<bool>> {
         Ok(MemoryKind::Generated) => Ok(Some(true)),
         Err(_) => Err(InvalidArgument::new(field, format!("unknown kind {value}")).into()),
     }
+}
+
+/// What a generation job works from, checked.
+enum JobSource {
+    /// Events to extract facts from (see [`generation_events`]), and their session, if any.
+    Events {
+        session_id: String,
+        events: Vec<Event>,
+    },
+    /// Facts the caller already extracted.
+    Facts(Vec<FactRecord>),
+}
+
+impl JobSource {
+    /// The events of `field` as a job reads them, from `session_id` (empty: none).
+    fn events(session_id: &str, field: &str, events: Vec<Event>) -> Result<Self> {
+        Ok(Self::Events {
+            session_id: session_id.to_owned(),
+            events: generation_events(field, events)?,
+        })
+    }
+}
+
+/// The facts of a request's `facts` source, checked as extracted facts are: 1 to
+/// [`MAX_FACTS`] of them, each a text of 1 to [`MAX_FACT_CHARS`] characters, its topic (if
+/// any) one of the app's, its metadata a JSON object.
+fn given_facts(
+    generator: &Generator,
+    app: &str,
+    facts: Vec<ExtractedFact>,
+) -> Result<Vec<FactRecord>> {
+    if facts.is_empty() || facts.len() > MAX_FACTS {
+        return Err(InvalidArgument::new(
+            "facts.facts",
+            format!("must hold 1 to {MAX_FACTS} facts, not {}", facts.len()),
+        )
+        .into());
+    }
+    let topics = generator.topics.of(app);
+    facts
+        .into_iter()
+        .enumerate()
+        .map(|(i, fact)| {
+            let at = |name: &str| format!("facts.facts[{i}].{name}");
+            let text = fact.text.trim();
+            if text.is_empty() || text.chars().count() > MAX_FACT_CHARS {
+                return Err(InvalidArgument::new(
+                    at("text"),
+                    format!("must have 1 to {MAX_FACT_CHARS} characters"),
+                )
+                .into());
+            }
+            if !fact.topic.is_empty() && !topics.iter().any(|t| t.label == fact.topic) {
+                let labels: Vec<&str> = topics.iter().map(|t| t.label.as_str()).collect();
+                return Err(InvalidArgument::new(
+                    at("topic"),
+                    format!(
+                        "{:?} is not a topic of app {app} ({})",
+                        fact.topic,
+                        labels.join(", ")
+                    ),
+                )
+                .into());
+            }
+            json_object_text(&at("custom_metadata"), &fact.custom_metadata)?;
+            Ok(FactRecord {
+                text: text.to_owned(),
+                topic: fact.topic,
+                custom_metadata: fact.custom_metadata,
+            })
+        })
+        .collect()
 }
 
 /// The events a generation job reads: those with content, each checked, each with an id (a

@@ -20,7 +20,7 @@ use crate::{
     budget::{MemoryBudget, Part},
     config::Config,
     embed::Embedder,
-    generate::{jobs, Generator},
+    generate::{jobs, Generator, JobRetry},
     grpc::MemoryGrpc,
     memories::Memories,
     session_source::{SessionAccess, SessionSource},
@@ -61,7 +61,8 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             })?;
             let memories = Memories::new(store, sessions)
                 .with_embedder(embedder)
-                .with_generator(generator);
+                .with_generator(generator)
+                .with_lifetimes(config.lifetimes());
             serve(config, memories, hooks).await
         }
         StoreLocation::Postgres(url) => {
@@ -77,7 +78,8 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             .await?;
             let memories = Memories::new(store, sessions)
                 .with_embedder(embedder)
-                .with_generator(generator);
+                .with_generator(generator)
+                .with_lifetimes(config.lifetimes());
             serve(config, memories, hooks).await
         }
     }
@@ -141,6 +143,12 @@ async fn serve<S: MemoryStore + Clone>(
                 .signal()
                 .spawn(async move { jobs::work(&*memories, &generator, &stopping).await });
         }
+    } else if memories.lifetimes().any() {
+        let (memories, stopping) = (memories.clone(), shutdown.signal());
+        let poll = JobRetry::default().poll;
+        shutdown
+            .signal()
+            .spawn(async move { jobs::expire(&*memories, poll, &stopping).await });
     }
     let service = MemoryServiceServer::new(MemoryGrpc::new(memories))
         .max_decoding_message_size(config.max_request_bytes);

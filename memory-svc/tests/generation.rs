@@ -8,9 +8,10 @@ use adk_proto::{
     memory::v1::{
         add_session_to_memory_request, delete_memory_request::Target, generate_memories_request,
         memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest, DeleteMemoryRequest,
-        EventList, GenerateMemoriesRequest, GenerateOptions, GenerationJob, GenerationState,
-        GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest, MemoryEntry,
-        MemoryKind, MemoryRevision, RevisionAction, SearchMemoryRequest,
+        EventList, ExtractedFact, FactList, GenerateMemoriesRequest, GenerateOptions,
+        GenerationJob, GenerationState, GetGenerationJobRequest, ListMemoriesRequest,
+        ListMemoryRevisionsRequest, MemoryEntry, MemoryKind, MemoryRevision, RevisionAction,
+        RollbackMemoryRequest, SearchMemoryRequest,
     },
     session::v1::{part::Data, Content, Event, Part, Session},
 };
@@ -647,33 +648,357 @@ async fn expired_memories_are_not_returned_and_are_removed() {
     let until_expired = expire.seconds - paris.timestamp.unwrap().seconds;
     assert!((1..=3).contains(&until_expired), "{metadata}");
 
-    // Once expired, it is neither searched nor listed, and the sweep removes it: deleting it
-    // then finds nothing.
-    let mut removed = false;
+    // Once expired, it is neither searched nor listed, and the sweep removes it.
+    let mut hidden = false;
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(100)).await;
         if !generated(&mut c).await.iter().any(|t| t.contains("Paris")) {
-            assert!(search(&mut c, "Paris week", MemoryKind::Unspecified)
-                .await
-                .is_empty());
-            let deleted = c
-                .delete_memory(DeleteMemoryRequest {
-                    app_name: "app".into(),
-                    user_id: "u".into(),
-                    target: Some(Target::MemoryId(paris.id.clone())),
-                })
-                .await
-                .unwrap()
-                .into_inner()
-                .deleted;
-            if deleted == 0 {
-                removed = true;
-                break;
-            }
+            hidden = true;
+            break;
         }
     }
-    assert!(removed, "the expired memory was not removed");
+    assert!(hidden, "the expired memory is still listed");
+    assert!(search(&mut c, "Paris week", MemoryKind::Unspecified)
+        .await
+        .is_empty());
+    swept(&mut c, "app", &paris.id).await;
     assert_eq!(generated(&mut c).await, ["The user collects stamps."]);
+}
+
+fn fact(text: &str, topic: &str, custom_metadata: &str) -> ExtractedFact {
+    ExtractedFact {
+        text: text.into(),
+        topic: topic.into(),
+        custom_metadata: custom_metadata.into(),
+    }
+}
+
+fn given(facts: Vec<ExtractedFact>, options: GenerateOptions) -> GenerateMemoriesRequest {
+    GenerateMemoriesRequest {
+        source: Some(generate_memories_request::Source::Facts(FactList { facts })),
+        ..generate(vec![], options)
+    }
+}
+
+/// The structured-output schema a model request asked for: "facts" (extraction) or
+/// "decisions" (consolidation).
+fn schema_name(request: &Value) -> &str {
+    request["response_format"]["json_schema"]["name"]
+        .as_str()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn given_facts_are_consolidated_without_extraction() {
+    // Nothing scripted: any call to the model would fail the job.
+    let (url, model) = model(vec![]).await;
+    let srv = server(&url).await;
+    let mut c = srv.client.clone();
+    let job = c
+        .generate_memories(given(
+            vec![
+                fact(
+                    "The user lives in Berlin.",
+                    "personal_facts",
+                    r#"{"source": "crm", "kind": "raw"}"#,
+                ),
+                fact("  The user plays the cello.  ", "", ""),
+            ],
+            wait(),
+        ))
+        .await
+        .expect("generation succeeds")
+        .into_inner()
+        .job
+        .unwrap();
+    assert_eq!(job.state, GenerationState::Succeeded as i32, "{job:?}");
+    assert_eq!(
+        (job.added, job.updated, job.deleted, job.kept),
+        (2, 0, 0, 0)
+    );
+    // No memory to consolidate with yet: the model was not asked anything.
+    assert_eq!(requests(&model), Vec::<Value>::new());
+    let memories = listed(&mut c, MemoryKind::Generated).await;
+    let berlin = memories
+        .iter()
+        .find(|m| text(m) == "The user lives in Berlin.")
+        .expect("the first fact is a generated memory");
+    assert_eq!(berlin.author, "memory");
+    let metadata: Value = serde_json::from_str(&berlin.custom_metadata).unwrap();
+    // The caller's keys are kept beside generation's own, which win.
+    assert_eq!(metadata["source"], "crm");
+    assert_eq!(metadata["kind"], "generated");
+    assert_eq!(metadata["topic"], "personal_facts");
+    assert_eq!(metadata["job_id"], job.id.as_str());
+    assert_eq!(metadata["source_event_ids"], json!([]));
+    let cello = memories
+        .iter()
+        .find(|m| text(m) == "The user plays the cello.")
+        .expect("the second fact, trimmed, is a generated memory");
+    let metadata: Value = serde_json::from_str(&cello.custom_metadata).unwrap();
+    assert!(metadata.get("topic").is_none(), "{metadata}");
+    let history = revisions(&mut c, &berlin.id).await;
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert_eq!(history[0].action, RevisionAction::Added as i32);
+    assert_eq!(history[0].new_fact, "The user lives in Berlin.");
+    assert_eq!(history[0].job_id, job.id);
+
+    // A contradicting fact: consolidated against the memory the search finds, in one call.
+    script(
+        &model,
+        vec![decisions(&[(
+            0,
+            "update",
+            &berlin.id,
+            "The user lives in Lisbon.",
+        )])],
+    );
+    let job = c
+        .generate_memories(given(
+            vec![fact("The user moved from Berlin to Lisbon.", "", "")],
+            wait(),
+        ))
+        .await
+        .expect("generation succeeds")
+        .into_inner()
+        .job
+        .unwrap();
+    assert_eq!(
+        (job.added, job.updated, job.deleted, job.kept),
+        (0, 1, 0, 0)
+    );
+    let asked = requests(&model);
+    assert_eq!(
+        asked.iter().map(schema_name).collect::<Vec<_>>(),
+        ["decisions"]
+    );
+    let prompt = prompt(&asked[0]);
+    assert!(
+        prompt.contains(&format!("{}: The user lives in Berlin.", berlin.id)),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("0: The user moved from Berlin to Lisbon."),
+        "{prompt}"
+    );
+    assert_eq!(
+        generated(&mut c).await,
+        ["The user lives in Lisbon.", "The user plays the cello."]
+    );
+    let history = revisions(&mut c, &berlin.id).await;
+    assert_eq!(history.len(), 2, "{history:?}");
+    assert_eq!(history[1].action, RevisionAction::Updated as i32);
+    assert_eq!(history[1].previous_fact, "The user lives in Berlin.");
+    assert_eq!(history[1].new_fact, "The user lives in Lisbon.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn given_facts_are_checked_and_bad_ones_write_nothing() {
+    let (url, model) = model(vec![]).await;
+    let srv = server(&url).await;
+    let mut c = srv.client.clone();
+    let ok = || fact("The user is vegetarian.", "preferences", "");
+    let long = "x".repeat(1001);
+    let cases: Vec<(GenerateMemoriesRequest, &str)> = vec![
+        (given(vec![], wait()), "facts.facts"),
+        (given(vec![ok(); 51], wait()), "facts.facts"),
+        (
+            given(vec![ok(), fact("  ", "", "")], wait()),
+            "facts.facts[1].text",
+        ),
+        (
+            given(vec![ok(), fact(&long, "", "")], wait()),
+            "facts.facts[1].text",
+        ),
+        (
+            given(vec![fact("The user sails.", "hobbies", "")], wait()),
+            "facts.facts[0].topic",
+        ),
+        (
+            given(vec![fact("The user sails.", "", "[1]")], wait()),
+            "facts.facts[0].custom_metadata",
+        ),
+        (
+            given(
+                vec![ok()],
+                GenerateOptions {
+                    allowed_topics: vec!["preferences".into()],
+                    ..wait()
+                },
+            ),
+            "options.allowed_topics",
+        ),
+    ];
+    for (request, field) in cases {
+        let err = c.generate_memories(request).await.unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{field}: {err:?}");
+        assert!(err.message().starts_with(field), "{field}: {err:?}");
+    }
+    assert_eq!(generated(&mut c).await, Vec::<String>::new());
+    assert_eq!(revisions(&mut c, "").await, Vec::new());
+    assert_eq!(requests(&model), Vec::<Value>::new());
+}
+
+fn rollback(memory_id: &str, revision_id: &str) -> RollbackMemoryRequest {
+    RollbackMemoryRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        memory_id: memory_id.into(),
+        revision_id: revision_id.into(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_restores_a_fact_and_records_itself() {
+    let (url, model) = model(vec![
+        facts(&[("personal_facts", "The user lives in Berlin.", &["e1"])]),
+        facts(&[("personal_facts", "The user lives in Lisbon.", &["e2"])]),
+    ])
+    .await;
+    let srv = server(&url).await;
+    let mut c = srv.client.clone();
+    run(&mut c, vec![event("e1", "user", "I live in Berlin.")]).await;
+    let id = listed(&mut c, MemoryKind::Generated).await[0].id.clone();
+    script(
+        &model,
+        vec![decisions(&[(
+            0,
+            "update",
+            &id,
+            "The user lives in Lisbon.",
+        )])],
+    );
+    run(&mut c, vec![event("e2", "user", "I moved to Lisbon.")]).await;
+    let history = revisions(&mut c, &id).await;
+    let (added, updated) = (&history[0], &history[1]);
+    assert_ne!(added.revision_id, updated.revision_id);
+
+    // The consolidation was wrong: back to Berlin.
+    let rolled = c
+        .rollback_memory(rollback(&id, &added.revision_id))
+        .await
+        .expect("rollback succeeds")
+        .into_inner()
+        .revision
+        .unwrap();
+    assert_eq!(rolled.action, RevisionAction::RolledBack as i32);
+    assert_eq!(rolled.memory_id, id);
+    assert_eq!(rolled.previous_fact, "The user lives in Lisbon.");
+    assert_eq!(rolled.new_fact, "The user lives in Berlin.");
+    assert_eq!(rolled.restored_revision_id, added.revision_id);
+    assert_eq!(rolled.source_event_ids, ["e1"]);
+    assert_eq!(rolled.job_id, "");
+    assert_eq!(
+        revisions(&mut c, &id).await,
+        [added.clone(), updated.clone(), rolled.clone()]
+    );
+    let memories = listed(&mut c, MemoryKind::Generated).await;
+    assert_eq!((memories.len(), memories[0].id.as_str()), (1, id.as_str()));
+    assert_eq!(text(&memories[0]), "The user lives in Berlin.");
+    let metadata: Value = serde_json::from_str(&memories[0].custom_metadata).unwrap();
+    assert_eq!(metadata["kind"], "generated");
+    assert_eq!(metadata["topic"], "personal_facts");
+    assert_eq!(
+        search(&mut c, "Berlin", MemoryKind::Generated).await,
+        ["The user lives in Berlin."]
+    );
+
+    // A deleted memory comes back.
+    script(
+        &model,
+        vec![
+            facts(&[("personal_facts", "The user has no fixed home.", &["e3"])]),
+            decisions(&[(0, "delete", &id, "")]),
+        ],
+    );
+    run(&mut c, vec![event("e3", "user", "I gave up my flat.")]).await;
+    assert_eq!(generated(&mut c).await, Vec::<String>::new());
+    let deleted = revisions(&mut c, &id).await.pop().unwrap();
+    assert_eq!(deleted.action, RevisionAction::Deleted as i32);
+    let rolled = c
+        .rollback_memory(rollback(&id, &updated.revision_id))
+        .await
+        .expect("rollback of a deleted memory succeeds")
+        .into_inner()
+        .revision
+        .unwrap();
+    assert_eq!(
+        (rolled.previous_fact.as_str(), rolled.new_fact.as_str()),
+        ("", "The user lives in Lisbon.")
+    );
+    assert_eq!(generated(&mut c).await, ["The user lives in Lisbon."]);
+
+    // Bad requests change nothing.
+    let before = revisions(&mut c, &id).await;
+    let cases = [
+        (
+            rollback(&id, &deleted.revision_id),
+            Code::InvalidArgument,
+            "revision_id",
+        ),
+        (rollback(&id, "first"), Code::InvalidArgument, "revision_id"),
+        (rollback(&id, ""), Code::InvalidArgument, "revision_id"),
+        (
+            rollback("", &added.revision_id),
+            Code::InvalidArgument,
+            "memory_id",
+        ),
+        (rollback(&id, "999999999999"), Code::NotFound, "revision_id"),
+        (
+            rollback("another", &added.revision_id),
+            Code::NotFound,
+            "revision_id",
+        ),
+    ];
+    for (request, code, field) in cases {
+        let err = c.rollback_memory(request).await.unwrap_err();
+        assert_eq!(err.code(), code, "{err:?}");
+        assert!(err.message().starts_with(field), "{err:?}");
+    }
+    assert_eq!(revisions(&mut c, &id).await, before);
+    assert_eq!(generated(&mut c).await, ["The user lives in Lisbon."]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revisions_past_the_retention_are_pruned_but_the_last() {
+    let (url, model) = model(vec![facts(&[(
+        "preferences",
+        "The user drinks tea.",
+        &["e1"],
+    )])])
+    .await;
+    let srv = MemoryServer::start_with(NO_SESSION_SVC, move |config| {
+        config.generator = format!("openai:{url}").parse().unwrap();
+        config.generator_model = Some("stand-in".into());
+        config.revision_retention =
+            memory_svc::config::Retention(Some(Duration::from_millis(1500)));
+    })
+    .await;
+    let mut c = srv.client.clone();
+    run(&mut c, vec![event("e1", "user", "Tea, please.")]).await;
+    let id = listed(&mut c, MemoryKind::Generated).await[0].id.clone();
+    script(
+        &model,
+        vec![
+            facts(&[("preferences", "The user drinks green tea.", &["e2"])]),
+            decisions(&[(0, "update", &id, "The user drinks green tea.")]),
+        ],
+    );
+    run(&mut c, vec![event("e2", "user", "Green tea now.")]).await;
+    let last = revisions(&mut c, &id).await.pop().unwrap();
+    for _ in 0..200 {
+        let kept = revisions(&mut c, &id).await;
+        if kept.len() == 1 {
+            assert_eq!(kept, std::slice::from_ref(&last));
+            // The last revision stays however old it gets.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            assert_eq!(revisions(&mut c, &id).await, [last]);
+            assert_eq!(generated(&mut c).await, ["The user drinks green tea."]);
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the first revision was not pruned");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -969,4 +1294,176 @@ async fn finished_jobs_are_pruned_after_the_retention() {
                 .contains("--generator-job-retention-seconds"),
         "{status:?}"
     );
+}
+
+/// Seconds from a memory's timestamp to the `expire_time` its metadata states.
+fn lifetime(m: &MemoryEntry) -> i64 {
+    let metadata: Value = serde_json::from_str(&m.custom_metadata).unwrap();
+    let expire: prost_types::Timestamp = metadata["expire_time"].as_str().unwrap().parse().unwrap();
+    expire.seconds - m.timestamp.unwrap().seconds
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_lifetimes_apply_per_app_and_action() {
+    let (url, model) = model(vec![]).await;
+    let srv = MemoryServer::start_with(NO_SESSION_SVC, move |config| {
+        config.generator = format!("openai:{url}").parse().unwrap();
+        config.generator_model = Some("stand-in".into());
+        config.memory_ttl = ["app:created=2s", "*:generated=1h", "app:updated=3s"]
+            .map(|rule| rule.parse().unwrap())
+            .to_vec();
+    })
+    .await;
+    let mut c = srv.client.clone();
+    let note = |app: &str, id: &str, text: &str| adk_proto::memory::v1::AddMemoryRequest {
+        app_name: app.into(),
+        user_id: "u".into(),
+        memories: vec![MemoryEntry {
+            id: id.into(),
+            content: Some(Content {
+                role: Some("user".into()),
+                parts: vec![Part {
+                    data: Some(Data::Text(text.into())),
+                    ..Default::default()
+                }],
+            }),
+            ..Default::default()
+        }],
+        custom_metadata: String::new(),
+    };
+    // Created: expires in app, not in an app without a rule.
+    c.add_memory(note("app", "tea", "The user likes green tea."))
+        .await
+        .unwrap();
+    c.add_memory(note("keep", "lasting", "A lasting note."))
+        .await
+        .unwrap();
+    // Generated: every app's hour; updated: the app's 3 s; a request's TTL wins.
+    c.generate_memories(given(
+        vec![fact("The user lives in Berlin.", "", "")],
+        wait(),
+    ))
+    .await
+    .unwrap();
+    let berlin = listed(&mut c, MemoryKind::Generated).await[0].clone();
+    assert!((3590..=3610).contains(&lifetime(&berlin)), "{berlin:?}");
+    let two_hours = GenerateOptions {
+        ttl: Some(prost_types::Duration {
+            seconds: 7200,
+            nanos: 0,
+        }),
+        disable_consolidation: true,
+        ..wait()
+    };
+    c.generate_memories(given(vec![fact("The user has a cat.", "", "")], two_hours))
+        .await
+        .unwrap();
+    script(
+        &model,
+        vec![decisions(&[(
+            0,
+            "update",
+            &berlin.id,
+            "The user lives in Lisbon.",
+        )])],
+    );
+    c.generate_memories(given(
+        vec![fact("The user moved from Berlin to Lisbon.", "", "")],
+        wait(),
+    ))
+    .await
+    .unwrap();
+    let memories = listed(&mut c, MemoryKind::Generated).await;
+    let of = |text: &str| memories.iter().find(|m| self::text(m) == text).unwrap();
+    assert!((2..=4).contains(&lifetime(of("The user lives in Lisbon."))));
+    assert!((7190..=7210).contains(&lifetime(of("The user has a cat."))));
+    let updated = revisions(&mut c, &berlin.id).await;
+    assert_eq!(updated.len(), 2, "{updated:?}");
+
+    // Past their lifetimes, the note and the updated fact are neither listed nor searched, and
+    // the workers' sweep removes them; the others stay.
+    let mut hidden = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if listed(&mut c, MemoryKind::Raw).await.is_empty()
+            && generated(&mut c).await == ["The user has a cat."]
+        {
+            hidden = true;
+            break;
+        }
+    }
+    assert!(hidden, "the memories past their lifetimes are still listed");
+    assert!(search(&mut c, "green tea Lisbon", MemoryKind::Unspecified)
+        .await
+        .is_empty());
+    swept(&mut c, "app", "tea").await;
+    let kept = c
+        .list_memories(ListMemoriesRequest {
+            app_name: "keep".into(),
+            user_id: "u".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .memories;
+    assert_eq!(
+        kept.iter().map(text).collect::<Vec<_>>(),
+        ["A lasting note."]
+    );
+}
+
+/// Waits until the sweep has removed the memory `id` of (`app`, "u"): a removal tombstones the
+/// id, so events with that id are no longer added, in any session. Until then each probe adds
+/// one to a session of its own (the sweep removes those too, by their id).
+async fn swept(c: &mut MemoryServiceClient<Channel>, app: &str, id: &str) {
+    for probe in 0..100 {
+        let added = c
+            .add_events_to_memory(adk_proto::memory::v1::AddEventsToMemoryRequest {
+                app_name: app.into(),
+                user_id: "u".into(),
+                session_id: format!("probe-{probe}"),
+                events: vec![event(id, "user", "probe")],
+                custom_metadata: String::new(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .entries;
+        if added == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("memory {id} of app {app} was not swept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memories_expire_without_a_generation_model_too() {
+    let srv = MemoryServer::start_with(NO_SESSION_SVC, |config| {
+        config.memory_ttl = vec!["*:created=1s".parse().unwrap()];
+    })
+    .await;
+    let mut c = srv.client.clone();
+    c.add_memory(adk_proto::memory::v1::AddMemoryRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        memories: vec![MemoryEntry {
+            id: "brief".into(),
+            content: Some(Content {
+                role: Some("user".into()),
+                parts: vec![Part {
+                    data: Some(Data::Text("A brief note.".into())),
+                    ..Default::default()
+                }],
+            }),
+            ..Default::default()
+        }],
+        custom_metadata: String::new(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(listed(&mut c, MemoryKind::Raw).await.len(), 1);
+    swept(&mut c, "app", "brief").await;
+    assert!(listed(&mut c, MemoryKind::Unspecified).await.is_empty());
 }

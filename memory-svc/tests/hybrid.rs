@@ -229,14 +229,15 @@ async fn each_mode_ranks_as_documented() {
         .iter()
         .all(|(_, s)| (-1.0..=1.0 + 1e-6).contains(s)));
 
-    // Hybrid: ranks fused (weight / (20 + rank); keyword 1, semantic 2); AUTO is hybrid
-    // with a model.
+    // Hybrid: ranks fused (weight / (20 + rank); keyword 1, semantic 2).
     let hybrid = search(&mut client, request(query, SearchMode::Hybrid)).await;
     assert_eq!(ids(&hybrid[..2]), ["coffee", "espresso"]);
     let expected = 2.0 / 21.0;
     assert!((hybrid[0].1 - expected).abs() < 1e-9, "{hybrid:?}");
+    // AUTO with a model: no keyword match, so both rankings alike (1 / (5 + rank)).
     let auto = search(&mut client, request(query, SearchMode::Unspecified)).await;
-    assert_eq!(auto, hybrid);
+    assert_eq!(ids(&auto[..2]), ["coffee", "espresso"]);
+    assert!((auto[0].1 - 1.0 / 6.0).abs() < 1e-9, "{auto:?}");
 
     // A keyword match ranked first by both comes first.
     let tokyo = search(&mut client, request("tokyo flight", SearchMode::Hybrid)).await;
@@ -281,6 +282,68 @@ async fn each_mode_ranks_as_documented() {
     delete(&mut client, "piano").await;
     let music = search(&mut client, request("an instrument", SearchMode::Semantic)).await;
     assert!(!ids(&music).contains(&"piano"), "{music:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn auto_keeps_a_keyword_match_of_most_of_the_query_and_else_asks_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, model) = endpoint().await;
+    let store = store(dir.path()).await;
+    let server = boot(&store, Some(&url)).await;
+    let mut client = server.client.clone();
+    add_all(&mut client).await;
+    let asked = |query: &str| model.texts.lock().unwrap().iter().any(|t| t == query);
+
+    // The best keyword match holds every term (or three of four): the keyword ranking as it
+    // is, BM25 scores and all, and the query is never embedded.
+    for query in [
+        "tokyo flight",
+        "the tokyo flight on friday",
+        "tokyo flight friday lunch",
+    ] {
+        let keyword = search(&mut client, request(query, SearchMode::Keyword)).await;
+        let auto = search(&mut client, request(query, SearchMode::Unspecified)).await;
+        assert_eq!(auto, keyword, "{query}");
+        assert_eq!(keyword[0].0, "flight");
+        assert!(!asked(query), "{query} was embedded");
+    }
+
+    // Two terms of three, or one of two: the model's ranking joins in, both alike
+    // (1 / (5 + rank)). "flight" is first by keyword and third by meaning; the coffees,
+    // which share no word with the query, follow by meaning.
+    for query in ["tokyo flight lunch", "a drink on friday"] {
+        let keyword = search(&mut client, request(query, SearchMode::Keyword)).await;
+        assert_eq!(keyword[0].0, "flight", "{query}");
+        let auto = search(&mut client, request(query, SearchMode::Unspecified)).await;
+        assert!(asked(query), "{query} was not embedded");
+        assert_eq!(auto[0].0, "flight", "{query}: {auto:?}");
+        assert!(ids(&auto).contains(&"coffee"), "{query}: {auto:?}");
+    }
+    let auto = search(
+        &mut client,
+        request("a drink on friday", SearchMode::Unspecified),
+    )
+    .await;
+    assert_eq!(ids(&auto), ["flight", "coffee", "espresso", "piano"]);
+    assert!(
+        (auto[0].1 - (1.0 / 6.0 + 1.0 / 8.0)).abs() < 1e-9,
+        "{auto:?}"
+    );
+    assert!((auto[1].1 - 1.0 / 6.0).abs() < 1e-9, "{auto:?}");
+
+    // Filters and limit keep their meaning: with the keyword match filtered out, meaning
+    // decides among what is left.
+    for query in ["tokyo flight", "a drink on friday"] {
+        let mut filtered = request(query, SearchMode::Unspecified);
+        filtered.author = "model".into();
+        filtered.limit = 1;
+        assert_eq!(
+            ids(&search(&mut client, filtered).await),
+            ["espresso"],
+            "{query}"
+        );
+    }
     server.shutdown().await;
 }
 

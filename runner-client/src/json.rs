@@ -7,7 +7,7 @@
 //! (empty, zero, unset) are left out, timestamps are RFC 3339 and bytes are base64.
 
 use adk_proto::{
-    memory::v1::MemoryEntry,
+    memory::v1::{MemoryEntry, MemoryRevision, RevisionAction},
     session::v1::{
         part::Data, Content, Event, EventActions, EventCompaction, Part, Session,
         WatchEventsResponse,
@@ -160,6 +160,26 @@ pub fn app_event(m: &WatchEventsResponse) -> Value {
         .value("event", m.event.as_ref().map(event))
         .str("cursor", &m.cursor)
         .done()
+}
+
+/// A revision's action in lower case: `added`, `updated`, `deleted`, `rolled_back`.
+pub fn revision_action(action: i32) -> String {
+    RevisionAction::try_from(action)
+        .map_or("unknown", |a| {
+            a.as_str_name().trim_start_matches("REVISION_ACTION_")
+        })
+        .to_lowercase()
+}
+
+/// One revision of a generated memory, every field present.
+pub fn memory_revision(r: &MemoryRevision) -> Value {
+    serde_json::json!({
+        "revision_id": r.revision_id, "memory_id": r.memory_id,
+        "action": revision_action(r.action), "previous_fact": r.previous_fact,
+        "new_fact": r.new_fact, "source_event_ids": r.source_event_ids, "job_id": r.job_id,
+        "restored_revision_id": r.restored_revision_id,
+        "create_time": r.create_time.as_ref().map(Timestamp::to_string),
+    })
 }
 
 /// One memory entry (a search result carries its score).

@@ -717,9 +717,9 @@ async fn memory_generate_then_a_later_turn_updates_a_fact_with_a_revision() {
         .arg("Aisle seats from now on, please: window seats are too cramped."))
     .await;
     let mut c = memory.client.clone();
-    let mut updated = false;
+    let mut revisions = Vec::new();
     for _ in 0..200 {
-        let revisions = c
+        revisions = c
             .list_memory_revisions(ListMemoryRevisionsRequest {
                 app_name: "demo".into(),
                 user_id: "alice".into(),
@@ -731,25 +731,39 @@ async fn memory_generate_then_a_later_turn_updates_a_fact_with_a_revision() {
             .into_inner()
             .revisions;
         if revisions.len() == 2 {
-            updated = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(
-        updated,
+    assert_eq!(
+        revisions.len(),
+        2,
         "the later turn's generation did not update the memory"
     );
+    let (added, updated) = (&revisions[0].revision_id, &revisions[1].revision_id);
     let history = ok(cli().args(["memory", "revisions", "--id", &seats])).await;
     assert_eq!(
         history.lines().collect::<Vec<_>>(),
         [
-            format!("{seats}  added    \"Alice prefers window seats.\""),
+            format!("{added}  {seats}  added        \"Alice prefers window seats.\""),
             format!(
-                "{seats}  updated  \"Alice prefers window seats.\" -> \"Alice prefers aisle seats.\""
+                "{updated}  {seats}  updated      \"Alice prefers window seats.\" -> \"Alice prefers aisle seats.\""
             ),
         ]
     );
+
+    // The update was wrong: rolled back to the revision that added the fact.
+    let rolled = json_lines(&ok(cli().args(["memory", "rollback", &seats, added, "--json"])).await);
+    assert_eq!(rolled[0]["action"], "rolled_back");
+    assert_eq!(rolled[0]["restored_revision_id"], added.as_str());
+    assert_eq!(rolled[0]["previous_fact"], "Alice prefers aisle seats.");
+    assert_eq!(rolled[0]["new_fact"], "Alice prefers window seats.");
+    let found = ok(cli().args(["memory", "search", "--kind", "generated", "seats"])).await;
+    assert!(found.contains("Alice prefers window seats."), "{found}");
+    assert!(!found.contains("aisle"), "{found}");
+    let refused = output(cli().args(["memory", "rollback", &seats, "no-such-revision"])).await;
+    assert!(!refused.ok);
+    assert!(refused.stderr.contains("revision_id"), "{}", refused.stderr);
 }
 
 #[tokio::test]

@@ -16,7 +16,7 @@ use adk_proto::{
         memory_service_client::MemoryServiceClient, AddEventsToMemoryRequest, AddMemoryRequest,
         AddSessionToMemoryRequest, DeleteMemoryRequest, EventList, GenerateMemoriesRequest,
         GenerateOptions, GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest,
-        MemoryKind, SessionRef,
+        MemoryKind, RollbackMemoryRequest, SessionRef,
     },
     session::v1::{
         session_service_client::SessionServiceClient, DeleteSessionRequest, Event,
@@ -143,6 +143,8 @@ enum Server {
 struct Made {
     job_id: String,
     generated_id: String,
+    /// The revision that added the generated memory.
+    revision_id: String,
 }
 
 type Call = for<'a> fn(&'a Caller, &'a Made) -> BoxFuture<'a, Result<(), Status>>;
@@ -558,6 +560,22 @@ fn rows() -> Vec<Row> {
             },
         ),
         row(
+            "adk.memory.v1.MemoryService/RollbackMemory",
+            "",
+            User,
+            |c, made| {
+                Box::pin(async move {
+                    let request = RollbackMemoryRequest {
+                        app_name: APP.into(),
+                        user_id: USER.into(),
+                        memory_id: made.generated_id.clone(),
+                        revision_id: made.revision_id.clone(),
+                    };
+                    c.memories().rollback_memory(request).await.map(drop)
+                })
+            },
+        ),
+        row(
             "adk.admin.v1.AdminService/Snapshot",
             "session-svc",
             Store,
@@ -753,9 +771,21 @@ async fn every_rpc_admits_exactly_its_callers() {
         .into_inner()
         .memories;
     assert_eq!(generated.len(), 1, "{job:?}");
+    let revisions = m
+        .list_memory_revisions(ListMemoryRevisionsRequest {
+            app_name: APP.into(),
+            user_id: USER.into(),
+            memory_id: generated[0].id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .revisions;
     let made = Made {
         job_id: job.id,
         generated_id: generated[0].id.clone(),
+        revision_id: revisions[0].revision_id.clone(),
     };
 
     let ops = caller(Some(OPS));

@@ -829,6 +829,7 @@ async fn reflection_describes_every_memory_rpc() {
             "GenerateMemories",
             "GetGenerationJob",
             "ListMemoryRevisions",
+            "RollbackMemory",
         ]
     );
 }
@@ -843,7 +844,7 @@ type PaddedCall = for<'a> fn(
 fn padded_calls() -> Vec<(&'static str, PaddedCall)> {
     use adk_proto::memory::v1::{
         generate_memories_request, EventList, GenerateMemoriesRequest, GetGenerationJobRequest,
-        ListMemoryRevisionsRequest,
+        ListMemoryRevisionsRequest, RollbackMemoryRequest,
     };
     vec![
         ("AddSessionToMemory", |c, pad| {
@@ -945,6 +946,18 @@ fn padded_calls() -> Vec<(&'static str, PaddedCall)> {
                     user_id: "u".into(),
                     memory_id: pad,
                     ..Default::default()
+                })
+                .await
+                .map(drop)
+            })
+        }),
+        ("RollbackMemory", |c, pad| {
+            Box::pin(async move {
+                c.rollback_memory(RollbackMemoryRequest {
+                    app_name: "app".into(),
+                    user_id: "u".into(),
+                    memory_id: pad,
+                    revision_id: "1".into(),
                 })
                 .await
                 .map(drop)

@@ -176,6 +176,72 @@ async def test_add_events_keeps_other_metadata_on_the_raw_entries(
     assert texts(generated) == ["The user lives in Berlin."]
 
 
+async def test_a_rollback_restores_a_fact(
+    service: GrpcMemoryService, model: StandIn, app: str
+) -> None:
+    model.facts(("personal_facts", "The user lives in Berlin.", ["r1"]))
+    await service.generate_memories(
+        app_name=app,
+        user_id=USER,
+        events=[event("r1", "I live in Berlin.")],
+        wait_for_completion=True,
+    )
+    (berlin,) = await service.list_memory_revisions(app_name=app, user_id=USER)
+    model.facts(("personal_facts", "The user lives in Lisbon.", ["r2"]))
+    decision = {
+        "fact": 0,
+        "action": "update",
+        "memory_id": berlin.memory_id,
+        "text": "The user lives in Lisbon.",
+    }
+    model.text(json.dumps({"decisions": [decision]}))
+    await service.generate_memories(
+        app_name=app,
+        user_id=USER,
+        events=[event("r2", "I moved to Lisbon.")],
+        wait_for_completion=True,
+    )
+    rolled = await service.rollback_memory(
+        app_name=app, user_id=USER, memory_id=berlin.memory_id, revision_id=berlin.revision_id
+    )
+    assert rolled.action == mpb.REVISION_ACTION_ROLLED_BACK
+    assert rolled.restored_revision_id == berlin.revision_id
+    assert (rolled.previous_fact, rolled.new_fact) == (
+        "The user lives in Lisbon.",
+        "The user lives in Berlin.",
+    )
+    generated = await service.search_memory(
+        app_name=app, user_id=USER, query="lives", kind="generated"
+    )
+    assert texts(generated) == ["The user lives in Berlin."]
+    with pytest.raises(ValueError, match="revision_id"):
+        await service.rollback_memory(
+            app_name=app, user_id=USER, memory_id=berlin.memory_id, revision_id="none"
+        )
+
+
+async def test_given_facts_are_consolidated_without_extraction(
+    service: GrpcMemoryService, model: StandIn, app: str
+) -> None:
+    asked = len(model.requests)
+    job = await service.generate_memories(
+        app_name=app,
+        user_id=USER,
+        facts=["The user speaks Portuguese."],
+        wait_for_completion=True,
+    )
+    assert job.added == 1
+    assert len(model.requests) == asked
+    generated = await service.search_memory(
+        app_name=app, user_id=USER, query="Portuguese", kind="generated"
+    )
+    assert texts(generated) == ["The user speaks Portuguese."]
+    with pytest.raises(ValueError, match="not both"):
+        await service.generate_memories(
+            app_name=app, user_id=USER, facts=["x"], events=[event("p1", "Olá")]
+        )
+
+
 async def test_background_generation_and_its_job(
     service: GrpcMemoryService, model: StandIn, app: str
 ) -> None:

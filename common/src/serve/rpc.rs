@@ -11,7 +11,7 @@ use adk_proto::{
         add_session_to_memory_request::Source, AddEventsToMemoryRequest, AddMemoryRequest,
         AddSessionToMemoryRequest, DeleteMemoryRequest, GenerateMemoriesRequest,
         GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest,
-        SearchMemoryRequest,
+        RollbackMemoryRequest, SearchMemoryRequest,
     },
     session::v1::{
         AppendEventRequest, CreateSessionRequest, DeleteSessionRequest, GetAppStateRequest,
@@ -120,7 +120,8 @@ user_scoped!(
     ListMemoriesRequest,
     GenerateMemoriesRequest,
     GetGenerationJobRequest,
-    ListMemoryRevisionsRequest
+    ListMemoryRevisionsRequest,
+    RollbackMemoryRequest
 );
 
 impl Scoped for AddSessionToMemoryRequest {

@@ -331,6 +331,47 @@ pub async fn search(
 }
 
 #[derive(Deserialize)]
+pub struct RevisionsQuery {
+    memory_id: String,
+}
+
+/// `GET .../memories/revisions?memory_id=`: the memory's history, oldest first.
+pub async fn revisions(
+    caller: Caller,
+    Path((app, user)): Path<(String, String)>,
+    Query(q): Query<RevisionsQuery>,
+) -> ApiResult {
+    let revisions = caller.calls().revisions(&app, &user, &q.memory_id).await?;
+    Ok(Json(json!({
+        "revisions": revisions.iter().map(json::memory_revision).collect::<Vec<_>>(),
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct RollbackForm {
+    memory_id: String,
+    revision_id: String,
+}
+
+/// `POST .../memories/rollback {"memory_id", "revision_id"}`: the page asks for confirmation
+/// first; the request must come from the page (see [`check_write`]).
+pub async fn rollback(
+    caller: Caller,
+    headers: HeaderMap,
+    Path((app, user)): Path<(String, String)>,
+    Json(form): Json<RollbackForm>,
+) -> ApiResult {
+    check_write(&headers)?;
+    let revision = caller
+        .calls()
+        .rollback(&app, &user, form.memory_id, form.revision_id)
+        .await?;
+    Ok(Json(
+        json!({ "revision": revision.as_ref().map(json::memory_revision) }),
+    ))
+}
+
+#[derive(Deserialize)]
 pub struct DeleteForm {
     memory_id: Option<String>,
     session_id: Option<String>,

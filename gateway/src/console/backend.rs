@@ -5,7 +5,8 @@
 use adk_proto::{
     memory::v1::{
         delete_memory_request::Target, DeleteMemoryRequest, ListMemoriesRequest,
-        ListMemoriesResponse, MemoryEntry, SearchMemoryRequest,
+        ListMemoriesResponse, ListMemoryRevisionsRequest, MemoryEntry, MemoryRevision,
+        RollbackMemoryRequest, SearchMemoryRequest,
     },
     session::v1::{
         Event, GetSessionRequest, ListEventsRequest, ListSessionsRequest, Session, SessionOrder,
@@ -20,6 +21,11 @@ use crate::{backend::Backend, caller::Caller, error::GatewayError};
 
 /// Events per ListEvents page (the service's maximum).
 pub const EVENTS_PAGE: u32 = 100;
+
+/// Revisions per ListMemoryRevisions page (the service's maximum), and the most read for
+/// one memory's history.
+const REVISIONS_PAGE: i32 = 100;
+const MAX_REVISIONS_READ: usize = 1000;
 
 /// Sessions per ListSessions page (the service's maximum).
 const SESSIONS_PAGE: i32 = 1000;
@@ -225,6 +231,62 @@ impl Calls<'_> {
             .await
             .map(|found| found.into_inner().memories)
             .map_err(|s| GatewayError::service("memory-svc", "SearchMemory", s))
+    }
+
+    /// The revisions of the user's memory `memory_id`, oldest first, up to
+    /// [`MAX_REVISIONS_READ`].
+    pub async fn revisions(
+        &self,
+        app: &str,
+        user: &str,
+        memory_id: &str,
+    ) -> Result<Vec<MemoryRevision>> {
+        let mut revisions = Vec::new();
+        let mut page_token = String::new();
+        loop {
+            let request = ListMemoryRevisionsRequest {
+                app_name: app.to_owned(),
+                user_id: user.to_owned(),
+                memory_id: memory_id.to_owned(),
+                page_size: REVISIONS_PAGE,
+                page_token,
+            };
+            let page = self
+                .backend
+                .memory()
+                .list_memory_revisions(self.backend.request(self.caller, request)?)
+                .await
+                .map_err(|s| GatewayError::service("memory-svc", "ListMemoryRevisions", s))?
+                .into_inner();
+            revisions.extend(page.revisions);
+            if page.next_page_token.is_empty() || revisions.len() >= MAX_REVISIONS_READ {
+                return Ok(revisions);
+            }
+            page_token = page.next_page_token;
+        }
+    }
+
+    /// Restores the user's memory `memory_id` to the fact of its revision `revision_id`; the
+    /// revision the rollback recorded.
+    pub async fn rollback(
+        &self,
+        app: &str,
+        user: &str,
+        memory_id: String,
+        revision_id: String,
+    ) -> Result<Option<MemoryRevision>> {
+        let request = RollbackMemoryRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            memory_id,
+            revision_id,
+        };
+        self.backend
+            .memory()
+            .rollback_memory(self.backend.request(self.caller, request)?)
+            .await
+            .map(|done| done.into_inner().revision)
+            .map_err(|s| GatewayError::service("memory-svc", "RollbackMemory", s))
     }
 
     /// Deletes the user's memories `target` names; how many there were.

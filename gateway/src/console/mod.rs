@@ -97,6 +97,8 @@ pub fn router(guard: Guard, backend: Backend) -> Router {
         .route(memory, get(api::memories))
         .route(&format!("{memory}/search"), get(api::search))
         .route(&format!("{memory}/delete"), post(api::delete_memory))
+        .route(&format!("{memory}/revisions"), get(api::revisions))
+        .route(&format!("{memory}/rollback"), post(api::rollback))
         .layer(middleware::from_fn(security_headers))
         .with_state(console)
 }

@@ -95,7 +95,8 @@ pub struct SearchMemory {
     pub query: String,
     /// How many memories to return, best first: 1 to 100 (default 10).
     pub limit: Option<u32>,
-    /// How to rank (default: hybrid when the server has an embedding model, else keyword).
+    /// How to rank (default: keyword; when the server has an embedding model, meaning joins in
+    /// where keyword matches are weak).
     pub mode: Option<Mode>,
     pub filters: Option<Filters>,
     #[serde(flatten)]

@@ -1,18 +1,22 @@
-//! What the console suites share: both services requiring tokens, the gateway binary in front
-//! of them with the same tokens file, gRPC clients presenting a token, and the data the pages
-//! show.
+//! What the console suites share: both services requiring tokens (memory-svc generating
+//! memories with a local stand-in for the chat model), the gateway binary in front of them with
+//! the same tokens file, gRPC clients presenting a token, and the data the pages show.
 
 use std::net::SocketAddr;
 
 use adk_proto::{
-    memory::v1::{memory_service_client::MemoryServiceClient, AddMemoryRequest, MemoryEntry},
+    memory::v1::{
+        generate_memories_request, memory_service_client::MemoryServiceClient, AddMemoryRequest,
+        ExtractedFact, FactList, GenerateMemoriesRequest, GenerateOptions, MemoryEntry,
+    },
     session::v1::{
         part::Data, session_service_client::SessionServiceClient, Content, Event, EventActions,
         FunctionCall, FunctionResponse, Part,
     },
 };
 use adk_tests::{
-    append_request, create_request, text_event, text_memory, MemoryServer, SessionServer,
+    append_request, chat_model, create_request, text_event, text_memory, MemoryServer,
+    SessionServer,
 };
 use tonic::{
     metadata::{Ascii, MetadataValue},
@@ -56,6 +60,8 @@ pub struct Fixture {
     pub console: SocketAddr,
     pub sessions: Sessions,
     pub memories: Memories,
+    /// The stand-in generation model's script.
+    model: chat_model::Shared,
     _dir: tempfile::TempDir,
 }
 
@@ -80,8 +86,15 @@ impl Fixture {
         })
         .await;
         let endpoint = format!("http://{}", session.addr);
-        let memory =
-            MemoryServer::start_with(&endpoint, |c| c.serve.tokens_file = Some(tokens)).await;
+        let (model_url, model) = chat_model::model(vec![]).await;
+        let memory = MemoryServer::start_with(&endpoint, |c| {
+            c.serve.tokens_file = Some(tokens);
+            c.generator = format!("openai:{model_url}")
+                .parse()
+                .expect("a generator URL");
+            c.generator_model = Some("stand-in".into());
+        })
+        .await;
         let (gateway, console) = start_gateway(&[
             "--listen",
             "127.0.0.1:0",
@@ -103,6 +116,7 @@ impl Fixture {
             sessions: SessionServiceClient::with_interceptor(channel(session.addr), bearer.clone()),
             memories: MemoryServiceClient::with_interceptor(channel(memory.addr), bearer),
             console,
+            model,
             _gateway: gateway,
             session,
             _memory: memory,
@@ -221,6 +235,52 @@ impl Fixture {
             })
             .await
             .expect("add_memory");
+    }
+
+    /// A generated memory of alice in app `a` with two revisions: added (`Alice lives in
+    /// Berlin.`, a given fact, so no model call) and updated (`Alice lives in Lisbon.`, as the
+    /// stand-in model decides). Returns its id.
+    pub async fn generated_and_updated(&self) -> String {
+        let generate = |text: &str| GenerateMemoriesRequest {
+            app_name: "a".into(),
+            user_id: "alice".into(),
+            source: Some(generate_memories_request::Source::Facts(FactList {
+                facts: vec![ExtractedFact {
+                    text: text.into(),
+                    ..Default::default()
+                }],
+            })),
+            options: Some(GenerateOptions {
+                wait: true,
+                ..Default::default()
+            }),
+        };
+        let before = self.memory_ids().await;
+        let mut memories = self.memories.clone();
+        memories
+            .generate_memories(generate("Alice lives in Berlin."))
+            .await
+            .expect("the first fact is generated");
+        let id = self
+            .memory_ids()
+            .await
+            .into_iter()
+            .find(|id| !before.contains(id))
+            .expect("a generated memory");
+        chat_model::script(
+            &self.model,
+            vec![chat_model::decisions(&[(
+                0,
+                "update",
+                &id,
+                "Alice lives in Lisbon.",
+            )])],
+        );
+        memories
+            .generate_memories(generate("Alice moved from Berlin to Lisbon."))
+            .await
+            .expect("the second fact updates the first");
+        id
     }
 
     /// The ids of alice's memories in app `a`.

@@ -33,6 +33,7 @@ use crate::{
     embed::EmbedError,
     endpoint::backoff,
     error::MemoryError,
+    lifetimes::{Action, Lifetimes},
     store::{
         DeleteTarget, Entry, Hit, JobRecord, Kind, MemoryStore, RevisionRecord, Scope, SearchQuery,
         StoreError, Write,
@@ -46,6 +47,9 @@ const MAX_CANDIDATES: usize = 20;
 /// Expired memories removed per sweep, and finished jobs past the retention pruned per poll.
 const SWEEP: usize = 100;
 
+/// How often, at most, revisions past `--revision-retention` are looked for.
+const REVISION_PRUNE_EVERY: Duration = Duration::from_secs(60);
+
 /// The author of generated memories.
 pub const AUTHOR: &str = "memory";
 
@@ -57,6 +61,9 @@ pub trait MemoryAccess: Sync {
 
     /// The store.
     fn store(&self) -> &Self::Store;
+
+    /// The default lifetimes of memories (`--memory-ttl`).
+    fn lifetimes(&self) -> &Lifetimes;
 
     /// The best hits for `query`, ranked as searches without a mode are (hybrid with an
     /// embedding model, else by keyword).
@@ -206,12 +213,16 @@ async fn run<M: MemoryAccess>(
         .filter(|t| job.allowed_topics.is_empty() || job.allowed_topics.contains(&t.label))
         .cloned()
         .collect();
-    let turns = turns(&job.events);
     let mut counts = Counts::default();
-    if turns.is_empty() || topics.is_empty() {
-        return Ok(counts);
-    }
-    let facts = generator.model.extract(&turns, &topics).await?;
+    let facts = if job.facts.is_empty() {
+        let turns = turns(&job.events);
+        if turns.is_empty() || topics.is_empty() {
+            return Ok(counts);
+        }
+        generator.model.extract(&turns, &topics).await?
+    } else {
+        given_facts(job)
+    };
     if facts.is_empty() {
         return Ok(counts);
     }
@@ -235,18 +246,28 @@ async fn run<M: MemoryAccess>(
         .map(|c| (c.memory_id.as_str(), c.text.as_str()))
         .collect();
     let now = now_ms();
-    let expire_ms = (job.ttl_ms > 0).then(|| now.saturating_add(job.ttl_ms));
+    // The request's TTL, else the app's default for the change.
+    let expiry = |action: Action| match job.ttl_ms {
+        0 => memories.lifetimes().expiry(&job.app_name, action, now),
+        ttl => Some(now.saturating_add(ttl)),
+    };
     for (fact, decision) in facts.iter().zip(decisions) {
-        let revision =
-            |memory_id: &str, action: RevisionAction, previous: &str, new: &str| RevisionRecord {
-                memory_id: memory_id.to_owned(),
-                action: action as i32,
-                previous_fact: previous.to_owned(),
-                new_fact: new.to_owned(),
-                source_event_ids: fact.source_event_ids.clone(),
-                create_ms: now,
-                job_id: job.id.clone(),
-            };
+        let revision = |memory_id: &str,
+                        action: RevisionAction,
+                        previous: &str,
+                        new: &str,
+                        expire_ms: Option<i64>| RevisionRecord {
+            memory_id: memory_id.to_owned(),
+            action: action as i32,
+            previous_fact: previous.to_owned(),
+            new_fact: new.to_owned(),
+            source_event_ids: fact.source_event_ids.clone(),
+            create_ms: now,
+            job_id: job.id.clone(),
+            topic: fact.topic.clone(),
+            expire_ms: expire_ms.unwrap_or(0),
+            restored: None,
+        };
         let (write, revision) = match decision {
             Decision::Keep => {
                 counts.kept += 1;
@@ -255,18 +276,26 @@ async fn run<M: MemoryAccess>(
             Decision::Add { text } => {
                 counts.added += 1;
                 let id = uuid::Uuid::new_v4().to_string();
+                let expire_ms = expiry(Action::Generated);
                 let entry = entry(&id, &text, fact, job, now, expire_ms);
-                let revision = revision(&id, RevisionAction::Added, "", &text);
+                let revision = revision(&id, RevisionAction::Added, "", &text, expire_ms);
                 (Write::AddMemories(vec![entry]), revision)
             }
             Decision::Update { memory_id, text } => {
                 counts.updated += 1;
+                let expire_ms = expiry(Action::Updated);
                 let entry = entry(&memory_id, &text, fact, job, now, expire_ms);
                 let before = previous
                     .get(memory_id.as_str())
                     .copied()
                     .unwrap_or_default();
-                let revision = revision(&memory_id, RevisionAction::Updated, before, &text);
+                let revision = revision(
+                    &memory_id,
+                    RevisionAction::Updated,
+                    before,
+                    &text,
+                    expire_ms,
+                );
                 (Write::AddMemories(vec![entry]), revision)
             }
             Decision::Delete { memory_id } => {
@@ -275,7 +304,7 @@ async fn run<M: MemoryAccess>(
                     .get(memory_id.as_str())
                     .copied()
                     .unwrap_or_default();
-                let revision = revision(&memory_id, RevisionAction::Deleted, before, "");
+                let revision = revision(&memory_id, RevisionAction::Deleted, before, "", None);
                 let write = Write::Delete(DeleteTarget::MemoryId(memory_id));
                 (write, revision)
             }
@@ -283,6 +312,19 @@ async fn run<M: MemoryAccess>(
         memories.write(scope, write, Some(revision)).await?;
     }
     Ok(counts)
+}
+
+/// The facts a caller gave the job, as extraction would have answered them (from no event).
+fn given_facts(job: &JobRecord) -> Vec<Fact> {
+    job.facts
+        .iter()
+        .map(|f| Fact {
+            topic: f.topic.clone(),
+            text: f.text.clone(),
+            source_event_ids: Vec::new(),
+            custom_metadata: f.custom_metadata.clone(),
+        })
+        .collect()
 }
 
 /// The generated memories of the scope the search finds for the facts, each once.
@@ -322,7 +364,8 @@ async fn candidates<M: MemoryAccess>(
 
 /// A generated memory as an ordinary entry: the fact as its text, its kind and expiry in the
 /// entry (where only the service sets them). Its metadata repeats them for clients to read
-/// (with the topic, source events and job), and means nothing to the service.
+/// (with the topic, source events and job) over the caller's own keys for a given fact, and
+/// means nothing to the service.
 fn entry(
     id: &str,
     text: &str,
@@ -331,15 +374,48 @@ fn entry(
     now: i64,
     expire_ms: Option<i64>,
 ) -> Entry {
-    let mut metadata = json!({
-        "kind": "generated",
-        "topic": fact.topic,
-        "source_event_ids": fact.source_event_ids,
-        "job_id": job.id,
-    });
-    if let (Some(at), Some(map)) = (expire_ms, metadata.as_object_mut()) {
-        map.insert("expire_time".into(), timestamp_of(at).to_string().into());
+    // Checked when the job was queued; an extracted fact has none.
+    let metadata = serde_json::from_str(&fact.custom_metadata).unwrap_or_default();
+    let written = Written {
+        topic: &fact.topic,
+        source_event_ids: &fact.source_event_ids,
+        job_id: &job.id,
+        expire_ms,
+    };
+    generated_entry(id, text, metadata, &written, now)
+}
+
+/// What generation records of a generated memory in its metadata.
+pub struct Written<'a> {
+    /// Empty: none.
+    pub topic: &'a str,
+    pub source_event_ids: &'a [String],
+    /// Empty: written by no job (a rollback).
+    pub job_id: &'a str,
+    pub expire_ms: Option<i64>,
+}
+
+/// A generated memory holding `text`, with `written`'s keys over `metadata` (the caller's).
+pub fn generated_entry(
+    id: &str,
+    text: &str,
+    mut metadata: serde_json::Map<String, serde_json::Value>,
+    written: &Written<'_>,
+    now: i64,
+) -> Entry {
+    metadata.insert("kind".into(), "generated".into());
+    if !written.topic.is_empty() {
+        metadata.insert("topic".into(), written.topic.into());
     }
+    metadata.insert("source_event_ids".into(), json!(written.source_event_ids));
+    if !written.job_id.is_empty() {
+        metadata.insert("job_id".into(), written.job_id.into());
+    }
+    let expire_ms = written.expire_ms;
+    if let Some(at) = expire_ms {
+        metadata.insert("expire_time".into(), timestamp_of(at).to_string().into());
+    }
+    let metadata = serde_json::Value::Object(metadata);
     Entry {
         id: id.to_owned(),
         session_id: String::new(),
@@ -357,7 +433,7 @@ fn entry(
     }
 }
 
-/// Removes the generated memories whose time has come; returns how many.
+/// Removes the memories whose time has come; returns how many.
 async fn sweep<M: MemoryAccess>(memories: &M) -> Result<usize, MemoryError> {
     let expired = memories.store().expired(now_ms(), SWEEP).await?;
     for e in &expired {
@@ -369,6 +445,37 @@ async fn sweep<M: MemoryAccess>(memories: &M) -> Result<usize, MemoryError> {
         memories.write(scope, write, None).await?;
     }
     Ok(expired.len())
+}
+
+/// [`sweep`], its outcome logged.
+async fn sweep_logged<M: MemoryAccess>(memories: &M) {
+    match sweep(memories).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(removed = n, "expired memories removed"),
+        Err(e) => tracing::warn!(error = %e, "cannot remove expired memories"),
+    }
+}
+
+/// Without a generation model (and its workers, which sweep too), memories given a lifetime
+/// by `--memory-ttl` still expire: removed every `poll` until `stopping` fires.
+pub async fn expire<M: MemoryAccess>(memories: &M, poll: Duration, stopping: &Stopping) {
+    loop {
+        sweep_logged(memories).await;
+        tokio::select! {
+            _ = tokio::time::sleep(poll) => {}
+            _ = stopping.wait() => return,
+        }
+    }
+}
+
+/// Removes the revisions older than `--revision-retention` that are not the last of their
+/// memory; returns how many.
+async fn prune_revisions<M: MemoryAccess>(
+    memories: &M,
+    retention: Duration,
+) -> Result<usize, MemoryError> {
+    let before = now_ms().saturating_sub(duration_ms(retention));
+    Ok(memories.store().prune_revisions(before, SWEEP).await?)
 }
 
 /// Removes the finished jobs whose retention has run out; returns how many.
@@ -383,12 +490,21 @@ async fn prune<M: MemoryAccess>(memories: &M, generator: &Generator) -> Result<u
 /// is running then is handed back to the queue, due at once.
 pub async fn work<M: MemoryAccess>(memories: &M, generator: &Generator, stopping: &Stopping) {
     let lease = duration_ms(generator.retry.lease);
+    // Revisions are pruned at most this often: finding them reads every revision (on sled).
+    let mut revisions_pruned: Option<tokio::time::Instant> = None;
     loop {
-        match sweep(memories).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(removed = n, "expired generated memories removed"),
-            Err(e) => tracing::warn!(error = %e, "cannot remove expired generated memories"),
+        if let Some(retention) = generator.revision_retention {
+            let every = retention.clamp(generator.retry.poll, REVISION_PRUNE_EVERY);
+            if revisions_pruned.is_none_or(|at| at.elapsed() >= every) {
+                revisions_pruned = Some(tokio::time::Instant::now());
+                match prune_revisions(memories, retention).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::debug!(pruned = n, "memory revisions pruned"),
+                    Err(e) => tracing::warn!(error = %e, "cannot prune memory revisions"),
+                }
+            }
         }
+        sweep_logged(memories).await;
         match prune(memories, generator).await {
             Ok(0) => {}
             Ok(n) => tracing::debug!(pruned = n, "finished generation jobs pruned"),

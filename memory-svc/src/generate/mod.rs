@@ -68,6 +68,8 @@ pub struct GeneratorOptions {
     /// Jobs run at once by this process's background workers.
     pub workers: usize,
     pub retry: JobRetry,
+    /// How long revisions are kept; `None`: forever.
+    pub revision_retention: Option<Duration>,
 }
 
 /// How long a finished job is kept by default: 7 days.
@@ -114,6 +116,8 @@ pub struct Generator {
     pub topics: Topics,
     pub workers: usize,
     pub retry: JobRetry,
+    /// How long revisions are kept; `None`: forever.
+    pub revision_retention: Option<Duration>,
 }
 
 impl Generator {
@@ -152,6 +156,7 @@ impl Generator {
             topics,
             workers: options.workers.max(1),
             retry: options.retry,
+            revision_retention: options.revision_retention,
         }))
     }
 }

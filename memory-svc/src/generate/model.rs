@@ -32,12 +32,15 @@ pub struct Turn {
     pub text: String,
 }
 
-/// A fact extracted from the turns.
+/// A fact extracted from the turns, or given by the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fact {
+    /// Empty for a caller's fact without one.
     pub topic: String,
     pub text: String,
     pub source_event_ids: Vec<String>,
+    /// The caller's JSON object text for the memory's metadata; empty for an extracted fact.
+    pub custom_metadata: String,
 }
 
 /// A generated memory the model may update, delete or keep.
@@ -257,6 +260,7 @@ impl ChatModel {
                 topic: item.topic,
                 text: text.to_owned(),
                 source_event_ids: item.source_event_ids,
+                custom_metadata: String::new(),
             });
         }
         Ok(facts)

@@ -12,14 +12,14 @@ use adk_proto::memory::v1::{
     DeleteMemoryRequest, DeleteMemoryResponse, GenerateMemoriesRequest, GenerateMemoriesResponse,
     GenerationJob, GetGenerationJobRequest, ListMemoriesRequest, ListMemoriesResponse,
     ListMemoryRevisionsRequest, ListMemoryRevisionsResponse, MemoryEntry, MemoryRevision,
-    SearchMemoryRequest, SearchMemoryResponse,
+    RollbackMemoryRequest, RollbackMemoryResponse, SearchMemoryRequest, SearchMemoryResponse,
 };
 use tonic::{Request, Response, Status};
 
 use crate::{
     generate::jobs::timestamp_of,
     memories::Memories,
-    store::{Entry, JobRecord, MemoryStore, RevisionRecord},
+    store::{Entry, JobRecord, MemoryStore, Revision},
 };
 
 /// The tonic service over a shared [`Memories`].
@@ -132,6 +132,17 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
             next_page_token,
         }))
     }
+
+    async fn rollback_memory(
+        &self,
+        request: Request<RollbackMemoryRequest>,
+    ) -> Result<Response<RollbackMemoryResponse>, Status> {
+        let (request, span) = admit(request, "RollbackMemory")?;
+        let revision = traced(span, self.memories.rollback(request)).await?;
+        Ok(Response::new(RollbackMemoryResponse {
+            revision: Some(memory_revision(revision)),
+        }))
+    }
 }
 
 fn generation_job(job: JobRecord) -> GenerationJob {
@@ -151,8 +162,17 @@ fn generation_job(job: JobRecord) -> GenerationJob {
     }
 }
 
-fn memory_revision(revision: RevisionRecord) -> MemoryRevision {
+fn memory_revision(
+    Revision {
+        seq,
+        record: revision,
+    }: Revision,
+) -> MemoryRevision {
     MemoryRevision {
+        revision_id: seq.to_string(),
+        restored_revision_id: revision
+            .restored
+            .map_or_else(String::new, |seq| seq.to_string()),
         memory_id: revision.memory_id,
         action: revision.action,
         previous_fact: revision.previous_fact,

@@ -43,7 +43,7 @@ fn code(e: &MemoryError) -> Code {
             GenerateError::Malformed { .. } => Code::Internal,
         },
         MemoryError::Job { source, .. } => code(source),
-        MemoryError::JobNotFound { .. } => Code::NotFound,
+        MemoryError::JobNotFound { .. } | MemoryError::RevisionNotFound { .. } => Code::NotFound,
     }
 }
 

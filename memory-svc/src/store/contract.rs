@@ -38,6 +38,8 @@ macro_rules! memory_store_suite {
             pruned_search_equals_exhaustive_scoring,
             jobs_are_leased_and_a_stale_attempt_cannot_finish,
             changes_keep_revisions_and_expiries,
+            revisions_are_read_by_number_and_pruned_but_the_last,
+            raw_entries_with_a_lifetime_expire,
             kinds_are_stored_not_read_from_metadata,
             finished_jobs_are_pruned_after_the_retention,
         );
@@ -813,6 +815,107 @@ pub async fn jobs_are_leased_and_a_stale_attempt_cannot_finish<S: MemoryStore + 
     assert_eq!(store.job(other, "first").await.unwrap(), None);
 }
 
+pub async fn revisions_are_read_by_number_and_pruned_but_the_last<S: MemoryStore + Clone>(
+    store: S,
+) {
+    use super::{RevisionRecord, Write};
+    let other = Scope {
+        app_name: "app",
+        user_id: "someone-else",
+    };
+    // Three revisions of m1 (times 100, 200, 300), one of m2 (time 150), one of m1 in
+    // another scope (time 100).
+    for (scope, id, fact, at) in [
+        (SCOPE, "m1", "tea", 100),
+        (SCOPE, "m2", "coffee", 150),
+        (SCOPE, "m1", "green tea", 200),
+        (SCOPE, "m1", "black tea", 300),
+        (other, "m1", "water", 100),
+    ] {
+        let revision = RevisionRecord {
+            memory_id: id.into(),
+            new_fact: fact.into(),
+            create_ms: at,
+            ..Default::default()
+        };
+        store
+            .write_changed(
+                scope,
+                Write::AddMemories(vec![generated(id, fact, None)]),
+                super::Vectors::default(),
+                Some(revision),
+            )
+            .await
+            .unwrap();
+    }
+    let (all, _) = store.revisions(SCOPE, None, 10, "").await.unwrap();
+    let seqs: Vec<u64> = all.iter().map(|r| r.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    let first = store.revision(SCOPE, seqs[0]).await.unwrap().unwrap();
+    assert_eq!(
+        (first.seq, first.record.new_fact.as_str()),
+        (seqs[0], "tea")
+    );
+    // A revision is read only in its own scope.
+    assert_eq!(store.revision(other, seqs[0]).await.unwrap(), None);
+
+    // Before 250: m1's first two go; m2's only one, m1's last and the other scope's stay.
+    assert_eq!(store.prune_revisions(250, 1).await.unwrap(), 1);
+    assert_eq!(store.prune_revisions(250, 10).await.unwrap(), 1);
+    assert_eq!(store.prune_revisions(250, 10).await.unwrap(), 0);
+    let (kept, _) = store.revisions(SCOPE, None, 10, "").await.unwrap();
+    let kept: Vec<&str> = kept.iter().map(|r| r.record.new_fact.as_str()).collect();
+    assert_eq!(kept, ["coffee", "black tea"]);
+    assert_eq!(store.revision(SCOPE, seqs[0]).await.unwrap(), None);
+    let (theirs, _) = store.revisions(other, None, 10, "").await.unwrap();
+    assert_eq!(theirs.len(), 1);
+    // Whatever the time, the last revision of each memory stays.
+    assert_eq!(store.prune_revisions(i64::MAX, 10).await.unwrap(), 0);
+}
+
+pub async fn raw_entries_with_a_lifetime_expire<S: MemoryStore + Clone>(store: S) {
+    use super::{Expired, Kind};
+    let note = Entry {
+        kind: Kind {
+            generated: false,
+            expire_ms: Some(700),
+        },
+        ..entry("note", "green tea")
+    };
+    store
+        .add_memories(SCOPE, vec![note, entry("lasting", "black tea")])
+        .await
+        .unwrap();
+    assert!(store.expired(699, 10).await.unwrap().is_empty());
+    assert_eq!(
+        store.expired(1000, 10).await.unwrap(),
+        [Expired {
+            app_name: "app".into(),
+            user_id: "user".into(),
+            memory_id: "note".into(),
+        }]
+    );
+    let tea = |now_ms| SearchQuery {
+        text: "tea".into(),
+        limit: 10,
+        now_ms,
+        ..SearchQuery::default()
+    };
+    let ids = |hits: Vec<super::Hit>| -> Vec<String> {
+        let mut ids: Vec<String> = hits.into_iter().map(|h| h.entry.id).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(
+        ids(store.search(SCOPE, &tea(500)).await.unwrap()),
+        ["lasting", "note"]
+    );
+    assert_eq!(
+        ids(store.search(SCOPE, &tea(1000)).await.unwrap()),
+        ["lasting"]
+    );
+}
+
 /// A generated memory named `id` with `fact` as its text, expiring at `expire_ms`.
 fn generated(id: &str, fact: &str, expire_ms: Option<i64>) -> Entry {
     Entry {
@@ -871,8 +974,8 @@ pub async fn changes_keep_revisions_and_expiries<S: MemoryStore + Clone>(store: 
         }]
     );
     assert!(store.expired(899, 10).await.unwrap().is_empty());
-    let facts = |revisions: Vec<RevisionRecord>| -> Vec<String> {
-        revisions.into_iter().map(|r| r.new_fact).collect()
+    let facts = |revisions: Vec<super::Revision>| -> Vec<String> {
+        revisions.into_iter().map(|r| r.record.new_fact).collect()
     };
     let (m1, next) = store.revisions(SCOPE, Some("m1"), 10, "").await.unwrap();
     assert_eq!(

@@ -61,6 +61,22 @@ pub struct JobRecord {
     pub deleted: u32,
     #[prost(uint32, tag = "18")]
     pub kept: u32,
+    /// Facts the caller already extracted: consolidated as they are, and `events` is empty.
+    #[prost(message, repeated, tag = "19")]
+    pub facts: Vec<FactRecord>,
+}
+
+/// A fact a caller gave a job (`GenerateMemories` with facts), as stored with the job.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct FactRecord {
+    #[prost(string, tag = "1")]
+    pub text: String,
+    /// A topic label of the app; empty: none.
+    #[prost(string, tag = "2")]
+    pub topic: String,
+    /// JSON object text; empty: none.
+    #[prost(string, tag = "3")]
+    pub custom_metadata: String,
 }
 
 impl JobRecord {
@@ -74,7 +90,7 @@ impl JobRecord {
     }
 }
 
-/// One change generation made to a memory, as stored.
+/// One change generation (or a rollback) made to a memory, as stored.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct RevisionRecord {
     #[prost(string, tag = "1")]
@@ -90,8 +106,26 @@ pub struct RevisionRecord {
     pub source_event_ids: Vec<String>,
     #[prost(int64, tag = "6")]
     pub create_ms: i64,
+    /// Empty for a rollback.
     #[prost(string, tag = "7")]
     pub job_id: String,
+    /// The topic of the fact; empty for none (and in revisions stored before topics were).
+    #[prost(string, tag = "8")]
+    pub topic: String,
+    /// When the change made the memory expire, ms since the epoch; 0: never.
+    #[prost(int64, tag = "9")]
+    pub expire_ms: i64,
+    /// For a rollback: the revision it restored.
+    #[prost(uint64, optional, tag = "10")]
+    pub restored: Option<u64>,
+}
+
+/// A revision as read from the store, with its number: unique in the store, increasing in the
+/// order revisions were recorded (its id in `MemoryRevision.revision_id`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Revision {
+    pub seq: u64,
+    pub record: RevisionRecord,
 }
 
 /// A generated memory whose time has come, as the expiry sweep finds it.

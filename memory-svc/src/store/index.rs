@@ -94,6 +94,33 @@ impl Terms {
     }
 }
 
+/// The share of `query_terms` (a query's, see [`Analyzer::query_terms`]) that `entry`'s own
+/// fields (text, author, metadata) hold, analysed in `language`: how much of what a query asks
+/// a keyword match covers, where its BM25 score cannot say (a name alone, in a long question,
+/// may score best of all entries).
+pub fn coverage(
+    analyzer: &Analyzer,
+    query_terms: &[String],
+    language: Option<Language>,
+    entry: &Entry,
+) -> f64 {
+    if query_terms.is_empty() {
+        return 0.0;
+    }
+    let mut held = vec![false; query_terms.len()];
+    let mut mark = |term: String| {
+        if let Some(i) = query_terms.iter().position(|t| *t == term) {
+            held[i] = true;
+        }
+    };
+    analyzer.terms(&text_of(&entry.content), language, &mut mark);
+    analyzer.terms(&entry.author, language, &mut mark);
+    for value in metadata_strings(&entry.custom_metadata) {
+        analyzer.terms(&value, language, &mut mark);
+    }
+    held.iter().filter(|&&h| h).count() as f64 / query_terms.len() as f64
+}
+
 /// The term an entry is indexed under for each term of its author's name: `term` behind an
 /// `@`, which no analysed word holds (UAX #29 words never contain one), so that a name term
 /// never meets a word's.

@@ -25,7 +25,7 @@ use std::future::Future;
 
 use adk_common::{page::PageTokenError, storage::StorageError};
 use adk_proto::session::v1::Content;
-pub use generation::{Expired, JobRecord, RevisionRecord};
+pub use generation::{Expired, FactRecord, JobRecord, Revision, RevisionRecord};
 pub use plan::Write;
 pub use vectors::{Unembedded, Vectors};
 
@@ -55,8 +55,8 @@ pub struct Entry {
     /// anything to the service.
     pub custom_metadata: String,
     pub content: Content,
-    /// Raw, or generated (and when it expires). Set by the service only: every entry a client
-    /// writes is raw.
+    /// Raw, or generated, and when it expires. Set by the service only: every entry a client
+    /// writes is raw (and expires with a `--memory-ttl` lifetime).
     pub kind: Kind,
 }
 
@@ -64,7 +64,7 @@ pub struct Entry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Kind {
     pub generated: bool,
-    /// When a generated memory expires, ms since the epoch; `None`: it does not.
+    /// When the memory expires, ms since the epoch; `None`: it does not.
     pub expire_ms: Option<i64>,
 }
 
@@ -247,7 +247,22 @@ pub trait MemoryStore: Send + Sync + 'static {
         memory_id: Option<&str>,
         page_size: usize,
         page_token: &str,
-    ) -> impl Future<Output = Result<(Vec<RevisionRecord>, String)>> + Send;
+    ) -> impl Future<Output = Result<(Vec<Revision>, String)>> + Send;
+
+    /// The scope's revision numbered `seq`, if it is kept.
+    fn revision(
+        &self,
+        scope: Scope<'_>,
+        seq: u64,
+    ) -> impl Future<Output = Result<Option<Revision>>> + Send;
+
+    /// Removes up to `n` revisions recorded before `before_ms` that are not the last of their
+    /// memory (the last one is always kept); returns how many.
+    fn prune_revisions(
+        &self,
+        before_ms: i64,
+        n: usize,
+    ) -> impl Future<Output = Result<usize>> + Send;
 
     /// Up to `n` generated memories whose expiry is at or before `now_ms`.
     fn expired(&self, now_ms: i64, n: usize) -> impl Future<Output = Result<Vec<Expired>>> + Send;

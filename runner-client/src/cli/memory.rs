@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use adk_proto::memory::v1::{
-    GenerationJob, GenerationState, MemoryEntry, MemoryKind, RevisionAction, SearchMemoryRequest,
+    GenerationJob, GenerationState, MemoryEntry, MemoryKind, MemoryRevision, SearchMemoryRequest,
     SearchMode,
 };
 use runner_client::{json, GenerateSource, MemoryTarget};
@@ -122,24 +122,7 @@ fn print_job(cli: &Cli, job: &GenerationJob) -> Result<(), CliError> {
 pub(super) async fn revisions(cli: &Cli, id: Option<&str>) -> Result<(), CliError> {
     let revisions = (cli.memory()?).revisions(&cli.app, cli.user(), id).await?;
     for r in &revisions {
-        let action = RevisionAction::try_from(r.action)
-            .map_or("unknown", |a| {
-                a.as_str_name().trim_start_matches("REVISION_ACTION_")
-            })
-            .to_lowercase();
-        if cli.json {
-            output::json_line(&json!({
-                "memory_id": r.memory_id, "action": action, "previous_fact": r.previous_fact,
-                "new_fact": r.new_fact, "source_event_ids": r.source_event_ids, "job_id": r.job_id,
-            }))?;
-        } else {
-            let change = match (r.previous_fact.as_str(), r.new_fact.as_str()) {
-                ("", new) => format!("{new:?}"),
-                (old, "") => format!("{old:?}"),
-                (old, new) => format!("{old:?} -> {new:?}"),
-            };
-            output::line(&format!("{}  {action:<7}  {change}", r.memory_id))?;
-        }
+        print_revision(cli, r)?;
     }
     if revisions.is_empty() && !cli.json {
         eprintln!(
@@ -149,6 +132,32 @@ pub(super) async fn revisions(cli: &Cli, id: Option<&str>) -> Result<(), CliErro
         );
     }
     Ok(())
+}
+
+/// One revision: its JSON line, or `REVISION_ID  MEMORY_ID  ACTION  CHANGE`.
+fn print_revision(cli: &Cli, r: &MemoryRevision) -> Result<(), CliError> {
+    if cli.json {
+        return Ok(output::json_line(&json::memory_revision(r))?);
+    }
+    let change = match (r.previous_fact.as_str(), r.new_fact.as_str()) {
+        ("", new) => format!("{new:?}"),
+        (old, "") => format!("{old:?}"),
+        (old, new) => format!("{old:?} -> {new:?}"),
+    };
+    let action = json::revision_action(r.action);
+    Ok(output::line(&format!(
+        "{}  {}  {action:<11}  {change}",
+        r.revision_id, r.memory_id
+    ))?)
+}
+
+/// `memory rollback ID REVISION_ID`: the memory's fact becomes the one that revision left it
+/// with again; prints the revision the rollback recorded.
+pub(super) async fn rollback(cli: &Cli, id: &str, revision_id: &str) -> Result<(), CliError> {
+    let revision = (cli.memory()?)
+        .rollback(&cli.app, cli.user(), id, revision_id)
+        .await?;
+    print_revision(cli, &revision)
 }
 
 /// `memory list [--kind KIND]`: every memory of the user (of that kind), oldest first.

@@ -251,8 +251,8 @@ enum MemoryCommand {
     Search {
         /// The words to look for.
         query: String,
-        /// How to rank: auto (hybrid when memory-svc has an embedding model, else keyword),
-        /// keyword, semantic or hybrid.
+        /// How to rank: auto (keyword; with an embedding model, meaning joins in where keyword
+        /// matches are weak), keyword, semantic or hybrid.
         #[arg(long, value_enum, default_value_t = Mode::Auto)]
         mode: Mode,
         /// The query's language as an ISO 639-1 code ("de"), instead of the detected one.
@@ -286,6 +286,14 @@ enum MemoryCommand {
         /// Only the changes to the memory with this id.
         #[arg(long)]
         id: Option<String>,
+    },
+    /// Restores a generated memory of --user (a deleted one too) to the fact one of its
+    /// revisions left it with (see `memory revisions`); the rollback is itself a revision.
+    Rollback {
+        /// The memory's id.
+        id: String,
+        /// The revision to restore (its first column in `memory revisions`).
+        revision: String,
     },
     /// The memories of --user, in the order they were added.
     List {
@@ -439,6 +447,7 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
             MemoryCommand::Generate { no_wait } => memory::generate(cli, !no_wait).await,
             MemoryCommand::Revisions { id } => memory::revisions(cli, id.as_deref()).await,
             MemoryCommand::Job { id, wait } => memory::job(cli, id, *wait).await,
+            MemoryCommand::Rollback { id, revision } => memory::rollback(cli, id, revision).await,
             MemoryCommand::List { kind } => memory::list(cli, (*kind).into()).await,
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,
         },

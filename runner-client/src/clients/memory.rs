@@ -7,8 +7,8 @@ use adk_proto::{
         memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest, DeleteMemoryRequest,
         EventList, GenerateMemoriesRequest, GenerateOptions, GenerationJob,
         GetGenerationJobRequest, ListMemoriesRequest, ListMemoriesResponse,
-        ListMemoryRevisionsRequest, MemoryEntry, MemoryKind, MemoryRevision, SearchMemoryRequest,
-        SearchMode, SessionRef,
+        ListMemoryRevisionsRequest, MemoryEntry, MemoryKind, MemoryRevision, RollbackMemoryRequest,
+        SearchMemoryRequest, SearchMode, SessionRef,
     },
     session::v1::{Event, Session},
 };
@@ -93,14 +93,7 @@ impl MemoryClient {
             })),
             generate: None,
         };
-        Ok(self
-            .client
-            .clone()
-            .add_session_to_memory(self.remote.request(request))
-            .await
-            .map_err(|s| self.remote.error("AddSessionToMemory", s))?
-            .into_inner()
-            .entries)
+        self.add_session_request(request).await
     }
 
     /// [`Self::add_session`] with the session's events given: only these are in memory then.
@@ -121,6 +114,11 @@ impl MemoryClient {
             })),
             generate: None,
         };
+        self.add_session_request(request).await
+    }
+
+    /// Sends one AddSessionToMemory; returns how many entries the session now has.
+    async fn add_session_request(&self, request: AddSessionToMemoryRequest) -> Result<u32> {
         Ok(self
             .client
             .clone()
@@ -217,6 +215,34 @@ impl MemoryClient {
             }
             page_token = page.next_page_token;
         }
+    }
+
+    /// Restores the generated memory `memory_id` to the fact of its revision `revision_id`;
+    /// the revision the rollback recorded.
+    pub async fn rollback(
+        &self,
+        app: &str,
+        user: &str,
+        memory_id: &str,
+        revision_id: &str,
+    ) -> Result<MemoryRevision> {
+        let request = RollbackMemoryRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            memory_id: memory_id.to_owned(),
+            revision_id: revision_id.to_owned(),
+        };
+        self.client
+            .clone()
+            .rollback_memory(self.remote.request(request))
+            .await
+            .map_err(|s| self.remote.error("RollbackMemory", s))?
+            .into_inner()
+            .revision
+            .ok_or_else(|| {
+                let status = Status::internal("the answer holds no revision");
+                self.remote.error("RollbackMemory", status)
+            })
     }
 
     /// Every memory of the (app, user), in ingestion order.

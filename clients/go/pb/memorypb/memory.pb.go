@@ -86,7 +86,7 @@ func (MemoryKind) EnumDescriptor() ([]byte, []int) {
 type SearchMode int32
 
 const (
-	// Unspecified (auto): HYBRID when memory-svc has an embedding model, else KEYWORD.
+	// Unspecified (auto): KEYWORD, or with a model keyword first (SearchMemoryRequest.mode).
 	SearchMode_SEARCH_MODE_UNSPECIFIED SearchMode = 0
 	// BM25 over the words of the query; score: the BM25 sum (unbounded, > 0).
 	SearchMode_SEARCH_MODE_KEYWORD SearchMode = 1
@@ -202,7 +202,7 @@ func (GenerationState) EnumDescriptor() ([]byte, []int) {
 	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{2}
 }
 
-// What generation did to a memory.
+// What generation (or a rollback) did to a memory.
 type RevisionAction int32
 
 const (
@@ -210,6 +210,8 @@ const (
 	RevisionAction_REVISION_ACTION_ADDED       RevisionAction = 1
 	RevisionAction_REVISION_ACTION_UPDATED     RevisionAction = 2
 	RevisionAction_REVISION_ACTION_DELETED     RevisionAction = 3
+	// RollbackMemory restored the fact of restored_revision_id.
+	RevisionAction_REVISION_ACTION_ROLLED_BACK RevisionAction = 4
 )
 
 // Enum value maps for RevisionAction.
@@ -219,12 +221,14 @@ var (
 		1: "REVISION_ACTION_ADDED",
 		2: "REVISION_ACTION_UPDATED",
 		3: "REVISION_ACTION_DELETED",
+		4: "REVISION_ACTION_ROLLED_BACK",
 	}
 	RevisionAction_value = map[string]int32{
 		"REVISION_ACTION_UNSPECIFIED": 0,
 		"REVISION_ACTION_ADDED":       1,
 		"REVISION_ACTION_UPDATED":     2,
 		"REVISION_ACTION_DELETED":     3,
+		"REVISION_ACTION_ROLLED_BACK": 4,
 	}
 )
 
@@ -822,8 +826,11 @@ type SearchMemoryRequest struct {
 	// to their stems in that language and its stopwords dropped. Empty: detected, else the
 	// server's --default-language.
 	Language string `protobuf:"bytes,8,opt,name=language,proto3" json:"language,omitempty"`
-	// How entries are ranked. Unspecified (auto): HYBRID when memory-svc has an embedding
-	// model (--embedder), else KEYWORD.
+	// How entries are ranked. Unspecified (auto): KEYWORD without an embedding model
+	// (--embedder). With one, KEYWORD's ranking as it is when its best match holds at least
+	// three quarters of the query's terms; else both rankings fused by reciprocal rank, alike:
+	// score: the sum over the two of 1 / (5 + rank), for each that found the entry among its
+	// first max(20, limit).
 	Mode SearchMode `protobuf:"varint,9,opt,name=mode,proto3,enum=adk.memory.v1.SearchMode" json:"mode,omitempty"`
 	// Which memories are searched: raw entries, generated memories or both (the default).
 	Kind          MemoryKind `protobuf:"varint,10,opt,name=kind,proto3,enum=adk.memory.v1.MemoryKind" json:"kind,omitempty"`
@@ -1391,6 +1398,117 @@ func (x *EventList) GetEvents() []*sessionpb.Event {
 	return nil
 }
 
+// A fact the caller already extracted: GenerateMemories consolidates it as it is, without
+// asking the model to extract anything.
+type ExtractedFact struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The fact, 1 to 1000 characters.
+	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// Optional: the label of one of the app's topics (memory-svc --generator-topics), stored as
+	// the memory's "topic" metadata key.
+	Topic string `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	// JSON object, the memory's custom_metadata beside the keys generation sets (which win).
+	CustomMetadata string `protobuf:"bytes,3,opt,name=custom_metadata,json=customMetadata,proto3" json:"custom_metadata,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ExtractedFact) Reset() {
+	*x = ExtractedFact{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtractedFact) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtractedFact) ProtoMessage() {}
+
+func (x *ExtractedFact) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtractedFact.ProtoReflect.Descriptor instead.
+func (*ExtractedFact) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ExtractedFact) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *ExtractedFact) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ExtractedFact) GetCustomMetadata() string {
+	if x != nil {
+		return x.CustomMetadata
+	}
+	return ""
+}
+
+// Facts the caller already extracted, as GenerateMemories' source: 1 to 50 of them.
+type FactList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Facts         []*ExtractedFact       `protobuf:"bytes,1,rep,name=facts,proto3" json:"facts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FactList) Reset() {
+	*x = FactList{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FactList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FactList) ProtoMessage() {}
+
+func (x *FactList) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FactList.ProtoReflect.Descriptor instead.
+func (*FactList) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *FactList) GetFacts() []*ExtractedFact {
+	if x != nil {
+		return x.Facts
+	}
+	return nil
+}
+
 // GenerateMemories input.
 type GenerateMemoriesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1402,6 +1520,7 @@ type GenerateMemoriesRequest struct {
 	//	*GenerateMemoriesRequest_Session
 	//	*GenerateMemoriesRequest_SessionRef
 	//	*GenerateMemoriesRequest_Events
+	//	*GenerateMemoriesRequest_Facts
 	Source        isGenerateMemoriesRequest_Source `protobuf_oneof:"source"`
 	Options       *GenerateOptions                 `protobuf:"bytes,6,opt,name=options,proto3" json:"options,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1410,7 +1529,7 @@ type GenerateMemoriesRequest struct {
 
 func (x *GenerateMemoriesRequest) Reset() {
 	*x = GenerateMemoriesRequest{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[16]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1541,7 @@ func (x *GenerateMemoriesRequest) String() string {
 func (*GenerateMemoriesRequest) ProtoMessage() {}
 
 func (x *GenerateMemoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[16]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1554,7 @@ func (x *GenerateMemoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateMemoriesRequest.ProtoReflect.Descriptor instead.
 func (*GenerateMemoriesRequest) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{16}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GenerateMemoriesRequest) GetAppName() string {
@@ -1486,6 +1605,15 @@ func (x *GenerateMemoriesRequest) GetEvents() *EventList {
 	return nil
 }
 
+func (x *GenerateMemoriesRequest) GetFacts() *FactList {
+	if x != nil {
+		if x, ok := x.Source.(*GenerateMemoriesRequest_Facts); ok {
+			return x.Facts
+		}
+	}
+	return nil
+}
+
 func (x *GenerateMemoriesRequest) GetOptions() *GenerateOptions {
 	if x != nil {
 		return x.Options
@@ -1509,11 +1637,18 @@ type GenerateMemoriesRequest_Events struct {
 	Events *EventList `protobuf:"bytes,5,opt,name=events,proto3,oneof"`
 }
 
+type GenerateMemoriesRequest_Facts struct {
+	// Facts to consolidate without extraction (options.allowed_topics does not apply).
+	Facts *FactList `protobuf:"bytes,7,opt,name=facts,proto3,oneof"`
+}
+
 func (*GenerateMemoriesRequest_Session) isGenerateMemoriesRequest_Source() {}
 
 func (*GenerateMemoriesRequest_SessionRef) isGenerateMemoriesRequest_Source() {}
 
 func (*GenerateMemoriesRequest_Events) isGenerateMemoriesRequest_Source() {}
+
+func (*GenerateMemoriesRequest_Facts) isGenerateMemoriesRequest_Source() {}
 
 // GenerateMemories output.
 type GenerateMemoriesResponse struct {
@@ -1525,7 +1660,7 @@ type GenerateMemoriesResponse struct {
 
 func (x *GenerateMemoriesResponse) Reset() {
 	*x = GenerateMemoriesResponse{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[17]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1672,7 @@ func (x *GenerateMemoriesResponse) String() string {
 func (*GenerateMemoriesResponse) ProtoMessage() {}
 
 func (x *GenerateMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[17]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +1685,7 @@ func (x *GenerateMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*GenerateMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{17}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GenerateMemoriesResponse) GetJob() *GenerationJob {
@@ -1584,7 +1719,7 @@ type GenerationJob struct {
 
 func (x *GenerationJob) Reset() {
 	*x = GenerationJob{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[18]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1596,7 +1731,7 @@ func (x *GenerationJob) String() string {
 func (*GenerationJob) ProtoMessage() {}
 
 func (x *GenerationJob) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[18]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1609,7 +1744,7 @@ func (x *GenerationJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationJob.ProtoReflect.Descriptor instead.
 func (*GenerationJob) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{18}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GenerationJob) GetId() string {
@@ -1708,7 +1843,7 @@ type GetGenerationJobRequest struct {
 
 func (x *GetGenerationJobRequest) Reset() {
 	*x = GetGenerationJobRequest{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[19]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1855,7 @@ func (x *GetGenerationJobRequest) String() string {
 func (*GetGenerationJobRequest) ProtoMessage() {}
 
 func (x *GetGenerationJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[19]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1868,7 @@ func (x *GetGenerationJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGenerationJobRequest.ProtoReflect.Descriptor instead.
 func (*GetGenerationJobRequest) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{19}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetGenerationJobRequest) GetAppName() string {
@@ -1757,7 +1892,7 @@ func (x *GetGenerationJobRequest) GetJobId() string {
 	return ""
 }
 
-// One change generation made to a generated memory.
+// One change generation (or a rollback) made to a generated memory.
 type MemoryRevision struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	MemoryId string                 `protobuf:"bytes,1,opt,name=memory_id,json=memoryId,proto3" json:"memory_id,omitempty"`
@@ -1769,15 +1904,19 @@ type MemoryRevision struct {
 	// The events the fact was extracted from.
 	SourceEventIds []string               `protobuf:"bytes,5,rep,name=source_event_ids,json=sourceEventIds,proto3" json:"source_event_ids,omitempty"`
 	CreateTime     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
-	// The job that made the change.
-	JobId         string `protobuf:"bytes,7,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The job that made the change; empty for a rollback.
+	JobId string `protobuf:"bytes,7,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// The revision's id, unique in its (app, user), for RollbackMemory.
+	RevisionId string `protobuf:"bytes,8,opt,name=revision_id,json=revisionId,proto3" json:"revision_id,omitempty"`
+	// For a rollback: the revision whose fact it restored.
+	RestoredRevisionId string `protobuf:"bytes,9,opt,name=restored_revision_id,json=restoredRevisionId,proto3" json:"restored_revision_id,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *MemoryRevision) Reset() {
 	*x = MemoryRevision{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[20]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1928,7 @@ func (x *MemoryRevision) String() string {
 func (*MemoryRevision) ProtoMessage() {}
 
 func (x *MemoryRevision) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[20]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1941,7 @@ func (x *MemoryRevision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryRevision.ProtoReflect.Descriptor instead.
 func (*MemoryRevision) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{20}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MemoryRevision) GetMemoryId() string {
@@ -1854,6 +1993,20 @@ func (x *MemoryRevision) GetJobId() string {
 	return ""
 }
 
+func (x *MemoryRevision) GetRevisionId() string {
+	if x != nil {
+		return x.RevisionId
+	}
+	return ""
+}
+
+func (x *MemoryRevision) GetRestoredRevisionId() string {
+	if x != nil {
+		return x.RestoredRevisionId
+	}
+	return ""
+}
+
 // ListMemoryRevisions input.
 type ListMemoryRevisionsRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -1870,7 +2023,7 @@ type ListMemoryRevisionsRequest struct {
 
 func (x *ListMemoryRevisionsRequest) Reset() {
 	*x = ListMemoryRevisionsRequest{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[21]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1882,7 +2035,7 @@ func (x *ListMemoryRevisionsRequest) String() string {
 func (*ListMemoryRevisionsRequest) ProtoMessage() {}
 
 func (x *ListMemoryRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[21]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1895,7 +2048,7 @@ func (x *ListMemoryRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoryRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListMemoryRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{21}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListMemoryRevisionsRequest) GetAppName() string {
@@ -1945,7 +2098,7 @@ type ListMemoryRevisionsResponse struct {
 
 func (x *ListMemoryRevisionsResponse) Reset() {
 	*x = ListMemoryRevisionsResponse{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[22]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1957,7 +2110,7 @@ func (x *ListMemoryRevisionsResponse) String() string {
 func (*ListMemoryRevisionsResponse) ProtoMessage() {}
 
 func (x *ListMemoryRevisionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[22]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1970,7 +2123,7 @@ func (x *ListMemoryRevisionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoryRevisionsResponse.ProtoReflect.Descriptor instead.
 func (*ListMemoryRevisionsResponse) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{22}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListMemoryRevisionsResponse) GetRevisions() []*MemoryRevision {
@@ -1985,6 +2138,124 @@ func (x *ListMemoryRevisionsResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+// RollbackMemory input.
+type RollbackMemoryRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AppName string                 `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	UserId  string                 `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The generated memory.
+	MemoryId string `protobuf:"bytes,3,opt,name=memory_id,json=memoryId,proto3" json:"memory_id,omitempty"`
+	// One of the memory's revisions that added, updated or restored it (ListMemoryRevisions'
+	// revision_id): its new_fact becomes the memory's fact again.
+	RevisionId    string `protobuf:"bytes,4,opt,name=revision_id,json=revisionId,proto3" json:"revision_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackMemoryRequest) Reset() {
+	*x = RollbackMemoryRequest{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackMemoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackMemoryRequest) ProtoMessage() {}
+
+func (x *RollbackMemoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackMemoryRequest.ProtoReflect.Descriptor instead.
+func (*RollbackMemoryRequest) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RollbackMemoryRequest) GetAppName() string {
+	if x != nil {
+		return x.AppName
+	}
+	return ""
+}
+
+func (x *RollbackMemoryRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *RollbackMemoryRequest) GetMemoryId() string {
+	if x != nil {
+		return x.MemoryId
+	}
+	return ""
+}
+
+func (x *RollbackMemoryRequest) GetRevisionId() string {
+	if x != nil {
+		return x.RevisionId
+	}
+	return ""
+}
+
+// RollbackMemory output.
+type RollbackMemoryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The revision the rollback recorded.
+	Revision      *MemoryRevision `protobuf:"bytes,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackMemoryResponse) Reset() {
+	*x = RollbackMemoryResponse{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackMemoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackMemoryResponse) ProtoMessage() {}
+
+func (x *RollbackMemoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackMemoryResponse.ProtoReflect.Descriptor instead.
+func (*RollbackMemoryResponse) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *RollbackMemoryResponse) GetRevision() *MemoryRevision {
+	if x != nil {
+		return x.Revision
+	}
+	return nil
 }
 
 var File_adk_memory_v1_memory_proto protoreflect.FileDescriptor
@@ -2074,14 +2345,21 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12%\n" +
 	"\x0eallowed_topics\x18\x04 \x03(\tR\rallowedTopics\":\n" +
 	"\tEventList\x12-\n" +
-	"\x06events\x18\x01 \x03(\v2\x15.adk.session.v1.EventR\x06events\"\xb8\x02\n" +
+	"\x06events\x18\x01 \x03(\v2\x15.adk.session.v1.EventR\x06events\"b\n" +
+	"\rExtractedFact\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
+	"\x05topic\x18\x02 \x01(\tR\x05topic\x12'\n" +
+	"\x0fcustom_metadata\x18\x03 \x01(\tR\x0ecustomMetadata\">\n" +
+	"\bFactList\x122\n" +
+	"\x05facts\x18\x01 \x03(\v2\x1c.adk.memory.v1.ExtractedFactR\x05facts\"\xe9\x02\n" +
 	"\x17GenerateMemoriesRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x123\n" +
 	"\asession\x18\x03 \x01(\v2\x17.adk.session.v1.SessionH\x00R\asession\x12<\n" +
 	"\vsession_ref\x18\x04 \x01(\v2\x19.adk.memory.v1.SessionRefH\x00R\n" +
 	"sessionRef\x122\n" +
-	"\x06events\x18\x05 \x01(\v2\x18.adk.memory.v1.EventListH\x00R\x06events\x128\n" +
+	"\x06events\x18\x05 \x01(\v2\x18.adk.memory.v1.EventListH\x00R\x06events\x12/\n" +
+	"\x05facts\x18\a \x01(\v2\x17.adk.memory.v1.FactListH\x00R\x05facts\x128\n" +
 	"\aoptions\x18\x06 \x01(\v2\x1e.adk.memory.v1.GenerateOptionsR\aoptionsB\b\n" +
 	"\x06source\"J\n" +
 	"\x18GenerateMemoriesResponse\x12.\n" +
@@ -2105,7 +2383,7 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x17GetGenerationJobRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x15\n" +
-	"\x06job_id\x18\x03 \x01(\tR\x05jobId\"\xa2\x02\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\"\xf5\x02\n" +
 	"\x0eMemoryRevision\x12\x1b\n" +
 	"\tmemory_id\x18\x01 \x01(\tR\bmemoryId\x125\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x1d.adk.memory.v1.RevisionActionR\x06action\x12#\n" +
@@ -2114,7 +2392,10 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x10source_event_ids\x18\x05 \x03(\tR\x0esourceEventIds\x12;\n" +
 	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x15\n" +
-	"\x06job_id\x18\a \x01(\tR\x05jobId\"\xa9\x01\n" +
+	"\x06job_id\x18\a \x01(\tR\x05jobId\x12\x1f\n" +
+	"\vrevision_id\x18\b \x01(\tR\n" +
+	"revisionId\x120\n" +
+	"\x14restored_revision_id\x18\t \x01(\tR\x12restoredRevisionId\"\xa9\x01\n" +
 	"\x1aListMemoryRevisionsRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1b\n" +
@@ -2124,7 +2405,15 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\"\x82\x01\n" +
 	"\x1bListMemoryRevisionsResponse\x12;\n" +
 	"\trevisions\x18\x01 \x03(\v2\x1d.adk.memory.v1.MemoryRevisionR\trevisions\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*Y\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x89\x01\n" +
+	"\x15RollbackMemoryRequest\x12\x19\n" +
+	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1b\n" +
+	"\tmemory_id\x18\x03 \x01(\tR\bmemoryId\x12\x1f\n" +
+	"\vrevision_id\x18\x04 \x01(\tR\n" +
+	"revisionId\"S\n" +
+	"\x16RollbackMemoryResponse\x129\n" +
+	"\brevision\x18\x01 \x01(\v2\x1d.adk.memory.v1.MemoryRevisionR\brevision*Y\n" +
 	"\n" +
 	"MemoryKind\x12\x1b\n" +
 	"\x17MEMORY_KIND_UNSPECIFIED\x10\x00\x12\x13\n" +
@@ -2141,12 +2430,13 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x18GENERATION_STATE_PENDING\x10\x01\x12\x1c\n" +
 	"\x18GENERATION_STATE_RUNNING\x10\x02\x12\x1e\n" +
 	"\x1aGENERATION_STATE_SUCCEEDED\x10\x03\x12\x1b\n" +
-	"\x17GENERATION_STATE_FAILED\x10\x04*\x86\x01\n" +
+	"\x17GENERATION_STATE_FAILED\x10\x04*\xa7\x01\n" +
 	"\x0eRevisionAction\x12\x1f\n" +
 	"\x1bREVISION_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REVISION_ACTION_ADDED\x10\x01\x12\x1b\n" +
 	"\x17REVISION_ACTION_UPDATED\x10\x02\x12\x1b\n" +
-	"\x17REVISION_ACTION_DELETED\x10\x032\xea\x06\n" +
+	"\x17REVISION_ACTION_DELETED\x10\x03\x12\x1f\n" +
+	"\x1bREVISION_ACTION_ROLLED_BACK\x10\x042\xc9\a\n" +
 	"\rMemoryService\x12i\n" +
 	"\x12AddSessionToMemory\x12(.adk.memory.v1.AddSessionToMemoryRequest\x1a).adk.memory.v1.AddSessionToMemoryResponse\x12f\n" +
 	"\x11AddEventsToMemory\x12'.adk.memory.v1.AddEventsToMemoryRequest\x1a(.adk.memory.v1.AddEventsToMemoryResponse\x12N\n" +
@@ -2156,7 +2446,8 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\fListMemories\x12\".adk.memory.v1.ListMemoriesRequest\x1a#.adk.memory.v1.ListMemoriesResponse\x12c\n" +
 	"\x10GenerateMemories\x12&.adk.memory.v1.GenerateMemoriesRequest\x1a'.adk.memory.v1.GenerateMemoriesResponse\x12X\n" +
 	"\x10GetGenerationJob\x12&.adk.memory.v1.GetGenerationJobRequest\x1a\x1c.adk.memory.v1.GenerationJob\x12l\n" +
-	"\x13ListMemoryRevisions\x12).adk.memory.v1.ListMemoryRevisionsRequest\x1a*.adk.memory.v1.ListMemoryRevisionsResponseb\x06proto3"
+	"\x13ListMemoryRevisions\x12).adk.memory.v1.ListMemoryRevisionsRequest\x1a*.adk.memory.v1.ListMemoryRevisionsResponse\x12]\n" +
+	"\x0eRollbackMemory\x12$.adk.memory.v1.RollbackMemoryRequest\x1a%.adk.memory.v1.RollbackMemoryResponseb\x06proto3"
 
 var (
 	file_adk_memory_v1_memory_proto_rawDescOnce sync.Once
@@ -2171,7 +2462,7 @@ func file_adk_memory_v1_memory_proto_rawDescGZIP() []byte {
 }
 
 var file_adk_memory_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_adk_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_adk_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_adk_memory_v1_memory_proto_goTypes = []any{
 	(MemoryKind)(0),                     // 0: adk.memory.v1.MemoryKind
 	(SearchMode)(0),                     // 1: adk.memory.v1.SearchMode
@@ -2193,71 +2484,80 @@ var file_adk_memory_v1_memory_proto_goTypes = []any{
 	(*ListMemoriesResponse)(nil),        // 17: adk.memory.v1.ListMemoriesResponse
 	(*GenerateOptions)(nil),             // 18: adk.memory.v1.GenerateOptions
 	(*EventList)(nil),                   // 19: adk.memory.v1.EventList
-	(*GenerateMemoriesRequest)(nil),     // 20: adk.memory.v1.GenerateMemoriesRequest
-	(*GenerateMemoriesResponse)(nil),    // 21: adk.memory.v1.GenerateMemoriesResponse
-	(*GenerationJob)(nil),               // 22: adk.memory.v1.GenerationJob
-	(*GetGenerationJobRequest)(nil),     // 23: adk.memory.v1.GetGenerationJobRequest
-	(*MemoryRevision)(nil),              // 24: adk.memory.v1.MemoryRevision
-	(*ListMemoryRevisionsRequest)(nil),  // 25: adk.memory.v1.ListMemoryRevisionsRequest
-	(*ListMemoryRevisionsResponse)(nil), // 26: adk.memory.v1.ListMemoryRevisionsResponse
-	(*sessionpb.Content)(nil),           // 27: adk.session.v1.Content
-	(*timestamppb.Timestamp)(nil),       // 28: google.protobuf.Timestamp
-	(*sessionpb.Session)(nil),           // 29: adk.session.v1.Session
-	(*sessionpb.Event)(nil),             // 30: adk.session.v1.Event
-	(*durationpb.Duration)(nil),         // 31: google.protobuf.Duration
+	(*ExtractedFact)(nil),               // 20: adk.memory.v1.ExtractedFact
+	(*FactList)(nil),                    // 21: adk.memory.v1.FactList
+	(*GenerateMemoriesRequest)(nil),     // 22: adk.memory.v1.GenerateMemoriesRequest
+	(*GenerateMemoriesResponse)(nil),    // 23: adk.memory.v1.GenerateMemoriesResponse
+	(*GenerationJob)(nil),               // 24: adk.memory.v1.GenerationJob
+	(*GetGenerationJobRequest)(nil),     // 25: adk.memory.v1.GetGenerationJobRequest
+	(*MemoryRevision)(nil),              // 26: adk.memory.v1.MemoryRevision
+	(*ListMemoryRevisionsRequest)(nil),  // 27: adk.memory.v1.ListMemoryRevisionsRequest
+	(*ListMemoryRevisionsResponse)(nil), // 28: adk.memory.v1.ListMemoryRevisionsResponse
+	(*RollbackMemoryRequest)(nil),       // 29: adk.memory.v1.RollbackMemoryRequest
+	(*RollbackMemoryResponse)(nil),      // 30: adk.memory.v1.RollbackMemoryResponse
+	(*sessionpb.Content)(nil),           // 31: adk.session.v1.Content
+	(*timestamppb.Timestamp)(nil),       // 32: google.protobuf.Timestamp
+	(*sessionpb.Session)(nil),           // 33: adk.session.v1.Session
+	(*sessionpb.Event)(nil),             // 34: adk.session.v1.Event
+	(*durationpb.Duration)(nil),         // 35: google.protobuf.Duration
 }
 var file_adk_memory_v1_memory_proto_depIdxs = []int32{
-	27, // 0: adk.memory.v1.MemoryEntry.content:type_name -> adk.session.v1.Content
-	28, // 1: adk.memory.v1.MemoryEntry.timestamp:type_name -> google.protobuf.Timestamp
-	29, // 2: adk.memory.v1.AddSessionToMemoryRequest.session:type_name -> adk.session.v1.Session
+	31, // 0: adk.memory.v1.MemoryEntry.content:type_name -> adk.session.v1.Content
+	32, // 1: adk.memory.v1.MemoryEntry.timestamp:type_name -> google.protobuf.Timestamp
+	33, // 2: adk.memory.v1.AddSessionToMemoryRequest.session:type_name -> adk.session.v1.Session
 	5,  // 3: adk.memory.v1.AddSessionToMemoryRequest.session_ref:type_name -> adk.memory.v1.SessionRef
 	18, // 4: adk.memory.v1.AddSessionToMemoryRequest.generate:type_name -> adk.memory.v1.GenerateOptions
-	22, // 5: adk.memory.v1.AddSessionToMemoryResponse.generation:type_name -> adk.memory.v1.GenerationJob
-	30, // 6: adk.memory.v1.AddEventsToMemoryRequest.events:type_name -> adk.session.v1.Event
+	24, // 5: adk.memory.v1.AddSessionToMemoryResponse.generation:type_name -> adk.memory.v1.GenerationJob
+	34, // 6: adk.memory.v1.AddEventsToMemoryRequest.events:type_name -> adk.session.v1.Event
 	4,  // 7: adk.memory.v1.AddMemoryRequest.memories:type_name -> adk.memory.v1.MemoryEntry
-	28, // 8: adk.memory.v1.SearchMemoryRequest.after_timestamp:type_name -> google.protobuf.Timestamp
-	28, // 9: adk.memory.v1.SearchMemoryRequest.before_timestamp:type_name -> google.protobuf.Timestamp
+	32, // 8: adk.memory.v1.SearchMemoryRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	32, // 9: adk.memory.v1.SearchMemoryRequest.before_timestamp:type_name -> google.protobuf.Timestamp
 	1,  // 10: adk.memory.v1.SearchMemoryRequest.mode:type_name -> adk.memory.v1.SearchMode
 	0,  // 11: adk.memory.v1.SearchMemoryRequest.kind:type_name -> adk.memory.v1.MemoryKind
 	4,  // 12: adk.memory.v1.SearchMemoryResponse.memories:type_name -> adk.memory.v1.MemoryEntry
 	0,  // 13: adk.memory.v1.ListMemoriesRequest.kind:type_name -> adk.memory.v1.MemoryKind
 	4,  // 14: adk.memory.v1.ListMemoriesResponse.memories:type_name -> adk.memory.v1.MemoryEntry
-	31, // 15: adk.memory.v1.GenerateOptions.ttl:type_name -> google.protobuf.Duration
-	30, // 16: adk.memory.v1.EventList.events:type_name -> adk.session.v1.Event
-	29, // 17: adk.memory.v1.GenerateMemoriesRequest.session:type_name -> adk.session.v1.Session
-	5,  // 18: adk.memory.v1.GenerateMemoriesRequest.session_ref:type_name -> adk.memory.v1.SessionRef
-	19, // 19: adk.memory.v1.GenerateMemoriesRequest.events:type_name -> adk.memory.v1.EventList
-	18, // 20: adk.memory.v1.GenerateMemoriesRequest.options:type_name -> adk.memory.v1.GenerateOptions
-	22, // 21: adk.memory.v1.GenerateMemoriesResponse.job:type_name -> adk.memory.v1.GenerationJob
-	2,  // 22: adk.memory.v1.GenerationJob.state:type_name -> adk.memory.v1.GenerationState
-	28, // 23: adk.memory.v1.GenerationJob.create_time:type_name -> google.protobuf.Timestamp
-	28, // 24: adk.memory.v1.GenerationJob.update_time:type_name -> google.protobuf.Timestamp
-	3,  // 25: adk.memory.v1.MemoryRevision.action:type_name -> adk.memory.v1.RevisionAction
-	28, // 26: adk.memory.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	24, // 27: adk.memory.v1.ListMemoryRevisionsResponse.revisions:type_name -> adk.memory.v1.MemoryRevision
-	6,  // 28: adk.memory.v1.MemoryService.AddSessionToMemory:input_type -> adk.memory.v1.AddSessionToMemoryRequest
-	8,  // 29: adk.memory.v1.MemoryService.AddEventsToMemory:input_type -> adk.memory.v1.AddEventsToMemoryRequest
-	10, // 30: adk.memory.v1.MemoryService.AddMemory:input_type -> adk.memory.v1.AddMemoryRequest
-	12, // 31: adk.memory.v1.MemoryService.SearchMemory:input_type -> adk.memory.v1.SearchMemoryRequest
-	14, // 32: adk.memory.v1.MemoryService.DeleteMemory:input_type -> adk.memory.v1.DeleteMemoryRequest
-	16, // 33: adk.memory.v1.MemoryService.ListMemories:input_type -> adk.memory.v1.ListMemoriesRequest
-	20, // 34: adk.memory.v1.MemoryService.GenerateMemories:input_type -> adk.memory.v1.GenerateMemoriesRequest
-	23, // 35: adk.memory.v1.MemoryService.GetGenerationJob:input_type -> adk.memory.v1.GetGenerationJobRequest
-	25, // 36: adk.memory.v1.MemoryService.ListMemoryRevisions:input_type -> adk.memory.v1.ListMemoryRevisionsRequest
-	7,  // 37: adk.memory.v1.MemoryService.AddSessionToMemory:output_type -> adk.memory.v1.AddSessionToMemoryResponse
-	9,  // 38: adk.memory.v1.MemoryService.AddEventsToMemory:output_type -> adk.memory.v1.AddEventsToMemoryResponse
-	11, // 39: adk.memory.v1.MemoryService.AddMemory:output_type -> adk.memory.v1.AddMemoryResponse
-	13, // 40: adk.memory.v1.MemoryService.SearchMemory:output_type -> adk.memory.v1.SearchMemoryResponse
-	15, // 41: adk.memory.v1.MemoryService.DeleteMemory:output_type -> adk.memory.v1.DeleteMemoryResponse
-	17, // 42: adk.memory.v1.MemoryService.ListMemories:output_type -> adk.memory.v1.ListMemoriesResponse
-	21, // 43: adk.memory.v1.MemoryService.GenerateMemories:output_type -> adk.memory.v1.GenerateMemoriesResponse
-	22, // 44: adk.memory.v1.MemoryService.GetGenerationJob:output_type -> adk.memory.v1.GenerationJob
-	26, // 45: adk.memory.v1.MemoryService.ListMemoryRevisions:output_type -> adk.memory.v1.ListMemoryRevisionsResponse
-	37, // [37:46] is the sub-list for method output_type
-	28, // [28:37] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	35, // 15: adk.memory.v1.GenerateOptions.ttl:type_name -> google.protobuf.Duration
+	34, // 16: adk.memory.v1.EventList.events:type_name -> adk.session.v1.Event
+	20, // 17: adk.memory.v1.FactList.facts:type_name -> adk.memory.v1.ExtractedFact
+	33, // 18: adk.memory.v1.GenerateMemoriesRequest.session:type_name -> adk.session.v1.Session
+	5,  // 19: adk.memory.v1.GenerateMemoriesRequest.session_ref:type_name -> adk.memory.v1.SessionRef
+	19, // 20: adk.memory.v1.GenerateMemoriesRequest.events:type_name -> adk.memory.v1.EventList
+	21, // 21: adk.memory.v1.GenerateMemoriesRequest.facts:type_name -> adk.memory.v1.FactList
+	18, // 22: adk.memory.v1.GenerateMemoriesRequest.options:type_name -> adk.memory.v1.GenerateOptions
+	24, // 23: adk.memory.v1.GenerateMemoriesResponse.job:type_name -> adk.memory.v1.GenerationJob
+	2,  // 24: adk.memory.v1.GenerationJob.state:type_name -> adk.memory.v1.GenerationState
+	32, // 25: adk.memory.v1.GenerationJob.create_time:type_name -> google.protobuf.Timestamp
+	32, // 26: adk.memory.v1.GenerationJob.update_time:type_name -> google.protobuf.Timestamp
+	3,  // 27: adk.memory.v1.MemoryRevision.action:type_name -> adk.memory.v1.RevisionAction
+	32, // 28: adk.memory.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	26, // 29: adk.memory.v1.ListMemoryRevisionsResponse.revisions:type_name -> adk.memory.v1.MemoryRevision
+	26, // 30: adk.memory.v1.RollbackMemoryResponse.revision:type_name -> adk.memory.v1.MemoryRevision
+	6,  // 31: adk.memory.v1.MemoryService.AddSessionToMemory:input_type -> adk.memory.v1.AddSessionToMemoryRequest
+	8,  // 32: adk.memory.v1.MemoryService.AddEventsToMemory:input_type -> adk.memory.v1.AddEventsToMemoryRequest
+	10, // 33: adk.memory.v1.MemoryService.AddMemory:input_type -> adk.memory.v1.AddMemoryRequest
+	12, // 34: adk.memory.v1.MemoryService.SearchMemory:input_type -> adk.memory.v1.SearchMemoryRequest
+	14, // 35: adk.memory.v1.MemoryService.DeleteMemory:input_type -> adk.memory.v1.DeleteMemoryRequest
+	16, // 36: adk.memory.v1.MemoryService.ListMemories:input_type -> adk.memory.v1.ListMemoriesRequest
+	22, // 37: adk.memory.v1.MemoryService.GenerateMemories:input_type -> adk.memory.v1.GenerateMemoriesRequest
+	25, // 38: adk.memory.v1.MemoryService.GetGenerationJob:input_type -> adk.memory.v1.GetGenerationJobRequest
+	27, // 39: adk.memory.v1.MemoryService.ListMemoryRevisions:input_type -> adk.memory.v1.ListMemoryRevisionsRequest
+	29, // 40: adk.memory.v1.MemoryService.RollbackMemory:input_type -> adk.memory.v1.RollbackMemoryRequest
+	7,  // 41: adk.memory.v1.MemoryService.AddSessionToMemory:output_type -> adk.memory.v1.AddSessionToMemoryResponse
+	9,  // 42: adk.memory.v1.MemoryService.AddEventsToMemory:output_type -> adk.memory.v1.AddEventsToMemoryResponse
+	11, // 43: adk.memory.v1.MemoryService.AddMemory:output_type -> adk.memory.v1.AddMemoryResponse
+	13, // 44: adk.memory.v1.MemoryService.SearchMemory:output_type -> adk.memory.v1.SearchMemoryResponse
+	15, // 45: adk.memory.v1.MemoryService.DeleteMemory:output_type -> adk.memory.v1.DeleteMemoryResponse
+	17, // 46: adk.memory.v1.MemoryService.ListMemories:output_type -> adk.memory.v1.ListMemoriesResponse
+	23, // 47: adk.memory.v1.MemoryService.GenerateMemories:output_type -> adk.memory.v1.GenerateMemoriesResponse
+	24, // 48: adk.memory.v1.MemoryService.GetGenerationJob:output_type -> adk.memory.v1.GenerationJob
+	28, // 49: adk.memory.v1.MemoryService.ListMemoryRevisions:output_type -> adk.memory.v1.ListMemoryRevisionsResponse
+	30, // 50: adk.memory.v1.MemoryService.RollbackMemory:output_type -> adk.memory.v1.RollbackMemoryResponse
+	41, // [41:51] is the sub-list for method output_type
+	31, // [31:41] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_adk_memory_v1_memory_proto_init() }
@@ -2274,10 +2574,11 @@ func file_adk_memory_v1_memory_proto_init() {
 		(*DeleteMemoryRequest_SessionId)(nil),
 		(*DeleteMemoryRequest_All)(nil),
 	}
-	file_adk_memory_v1_memory_proto_msgTypes[16].OneofWrappers = []any{
+	file_adk_memory_v1_memory_proto_msgTypes[18].OneofWrappers = []any{
 		(*GenerateMemoriesRequest_Session)(nil),
 		(*GenerateMemoriesRequest_SessionRef)(nil),
 		(*GenerateMemoriesRequest_Events)(nil),
+		(*GenerateMemoriesRequest_Facts)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2285,7 +2586,7 @@ func file_adk_memory_v1_memory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_adk_memory_v1_memory_proto_rawDesc), len(file_adk_memory_v1_memory_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   23,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

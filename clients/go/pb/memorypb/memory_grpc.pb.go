@@ -32,6 +32,7 @@ const (
 	MemoryService_GenerateMemories_FullMethodName    = "/adk.memory.v1.MemoryService/GenerateMemories"
 	MemoryService_GetGenerationJob_FullMethodName    = "/adk.memory.v1.MemoryService/GetGenerationJob"
 	MemoryService_ListMemoryRevisions_FullMethodName = "/adk.memory.v1.MemoryService/ListMemoryRevisions"
+	MemoryService_RollbackMemory_FullMethodName      = "/adk.memory.v1.MemoryService/RollbackMemory"
 )
 
 // MemoryServiceClient is the client API for MemoryService service.
@@ -54,13 +55,17 @@ type MemoryServiceClient interface {
 	// Pages through one (app, user)'s memories in ingestion order.
 	ListMemories(ctx context.Context, in *ListMemoriesRequest, opts ...grpc.CallOption) (*ListMemoriesResponse, error)
 	// Extracts facts from a session or events with the generation model (memory-svc
-	// --generator) and consolidates them with the user's generated memories, in a durable
-	// background job, or before answering when options.wait is set.
+	// --generator), or takes facts the caller already extracted, and consolidates them with the
+	// user's generated memories, in a durable background job, or before answering when
+	// options.wait is set.
 	GenerateMemories(ctx context.Context, in *GenerateMemoriesRequest, opts ...grpc.CallOption) (*GenerateMemoriesResponse, error)
 	// The state of a generation job.
 	GetGenerationJob(ctx context.Context, in *GetGenerationJobRequest, opts ...grpc.CallOption) (*GenerationJob, error)
 	// Pages through the changes generation made to one (app, user)'s memories, oldest first.
 	ListMemoryRevisions(ctx context.Context, in *ListMemoryRevisionsRequest, opts ...grpc.CallOption) (*ListMemoryRevisionsResponse, error)
+	// Restores a generated memory (a deleted one too) to the fact one of its revisions left it
+	// with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+	RollbackMemory(ctx context.Context, in *RollbackMemoryRequest, opts ...grpc.CallOption) (*RollbackMemoryResponse, error)
 }
 
 type memoryServiceClient struct {
@@ -161,6 +166,16 @@ func (c *memoryServiceClient) ListMemoryRevisions(ctx context.Context, in *ListM
 	return out, nil
 }
 
+func (c *memoryServiceClient) RollbackMemory(ctx context.Context, in *RollbackMemoryRequest, opts ...grpc.CallOption) (*RollbackMemoryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RollbackMemoryResponse)
+	err := c.cc.Invoke(ctx, MemoryService_RollbackMemory_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MemoryServiceServer is the server API for MemoryService service.
 // All implementations must embed UnimplementedMemoryServiceServer
 // for forward compatibility.
@@ -181,13 +196,17 @@ type MemoryServiceServer interface {
 	// Pages through one (app, user)'s memories in ingestion order.
 	ListMemories(context.Context, *ListMemoriesRequest) (*ListMemoriesResponse, error)
 	// Extracts facts from a session or events with the generation model (memory-svc
-	// --generator) and consolidates them with the user's generated memories, in a durable
-	// background job, or before answering when options.wait is set.
+	// --generator), or takes facts the caller already extracted, and consolidates them with the
+	// user's generated memories, in a durable background job, or before answering when
+	// options.wait is set.
 	GenerateMemories(context.Context, *GenerateMemoriesRequest) (*GenerateMemoriesResponse, error)
 	// The state of a generation job.
 	GetGenerationJob(context.Context, *GetGenerationJobRequest) (*GenerationJob, error)
 	// Pages through the changes generation made to one (app, user)'s memories, oldest first.
 	ListMemoryRevisions(context.Context, *ListMemoryRevisionsRequest) (*ListMemoryRevisionsResponse, error)
+	// Restores a generated memory (a deleted one too) to the fact one of its revisions left it
+	// with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+	RollbackMemory(context.Context, *RollbackMemoryRequest) (*RollbackMemoryResponse, error)
 	mustEmbedUnimplementedMemoryServiceServer()
 }
 
@@ -224,6 +243,9 @@ func (UnimplementedMemoryServiceServer) GetGenerationJob(context.Context, *GetGe
 }
 func (UnimplementedMemoryServiceServer) ListMemoryRevisions(context.Context, *ListMemoryRevisionsRequest) (*ListMemoryRevisionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListMemoryRevisions not implemented")
+}
+func (UnimplementedMemoryServiceServer) RollbackMemory(context.Context, *RollbackMemoryRequest) (*RollbackMemoryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RollbackMemory not implemented")
 }
 func (UnimplementedMemoryServiceServer) mustEmbedUnimplementedMemoryServiceServer() {}
 func (UnimplementedMemoryServiceServer) testEmbeddedByValue()                       {}
@@ -408,6 +430,24 @@ func _MemoryService_ListMemoryRevisions_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MemoryService_RollbackMemory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RollbackMemoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).RollbackMemory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_RollbackMemory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).RollbackMemory(ctx, req.(*RollbackMemoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MemoryService_ServiceDesc is the grpc.ServiceDesc for MemoryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -450,6 +490,10 @@ var MemoryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListMemoryRevisions",
 			Handler:    _MemoryService_ListMemoryRevisions_Handler,
+		},
+		{
+			MethodName: "RollbackMemory",
+			Handler:    _MemoryService_RollbackMemory_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

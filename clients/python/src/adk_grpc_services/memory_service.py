@@ -159,13 +159,15 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         events: Sequence[Event] = (),
         session: Session | None = None,
         session_id: str | None = None,
+        facts: Sequence[str] = (),
         wait_for_completion: bool = False,
         disable_consolidation: bool = False,
         ttl: str | float | datetime.timedelta | None = None,
         allowed_topics: Sequence[object] | None = None,
     ) -> mpb.GenerationJob:
         """Generates memories of (app, user) from ``events``, a ``session`` given by value, or
-        the session ``session_id`` that memory-svc fetches from session-svc; returns the job.
+        the session ``session_id`` that memory-svc fetches from session-svc; or consolidates
+        ``facts`` already extracted (no extraction call to the model); returns the job.
 
         Without ``wait_for_completion`` the job is queued and runs in the background (see
         ``get_generation_job``); with it, this returns once the job has succeeded, and a job
@@ -185,6 +187,12 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         elif session_id:
             request.session_ref.CopyFrom(
                 mpb.SessionRef(app_name=app_name, user_id=user_id, session_id=session_id)
+            )
+        elif facts:
+            if events:
+                raise ValueError("generate_memories: give events or facts, not both")
+            request.facts.CopyFrom(
+                mpb.FactList(facts=[mpb.ExtractedFact(text=fact) for fact in facts])
             )
         else:
             request.events.CopyFrom(mpb.EventList(events=memory_events_to_proto(events)))
@@ -222,6 +230,18 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
             if not token:
                 return revisions
 
+    async def rollback_memory(
+        self, *, app_name: str, user_id: str, memory_id: str, revision_id: str
+    ) -> mpb.MemoryRevision:
+        """Restores the generated memory ``memory_id`` (a deleted one too) to the fact its
+        revision ``revision_id`` (from ``list_memory_revisions``) left it with; returns the
+        revision the rollback recorded (action ``REVISION_ACTION_ROLLED_BACK``)."""
+        request = mpb.RollbackMemoryRequest(
+            app_name=app_name, user_id=user_id, memory_id=memory_id, revision_id=revision_id
+        )
+        reply: mpb.RollbackMemoryResponse = await self._invoke("RollbackMemory", request)
+        return reply.revision
+
     async def add_memory(
         self,
         *,
@@ -258,8 +278,9 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
 
         ``mode`` says how they are ranked: ``"keyword"`` (BM25), ``"semantic"`` (nearest by
         meaning; needs memory-svc started with ``--embedder``), ``"hybrid"`` (both, fused) or
-        ``"auto"`` (ADK's ``load_memory`` and ``preload_memory`` use it: hybrid when memory-svc
-        has an embedding model, else keyword).
+        ``"auto"`` (ADK's ``load_memory`` and ``preload_memory`` use it: keyword, with the
+        ranking by meaning joining in where keyword matches are weak when memory-svc has an
+        embedding model).
 
         ``language`` (an ISO 639-1 code such as ``"de"``) is the query's language, instead of
         the constructor's ``search_language`` or the detected one: the query's words are

@@ -76,8 +76,15 @@ class ApiError extends Error {
   }
 }
 
+// Page changes so far. An answer that arrives after the page that asked for it was left is
+// dropped (Superseded), so a slow page never replaces the one shown after it.
+let pageChanges = 0;
+
+class Superseded extends Error {}
+
 // Calls the console's API; a 401 shows the sign-in form.
 async function api(path, options) {
+  const askedOn = pageChanges;
   const response = await fetch(path, options);
   let body = {};
   try {
@@ -85,6 +92,7 @@ async function api(path, options) {
   } catch (_) {
     body = {};
   }
+  if (askedOn !== pageChanges) throw new Superseded();
   if (!response.ok) throw new ApiError(response.status, body);
   return body;
 }
@@ -109,6 +117,7 @@ function errorBox(error) {
 // Shows what failed: the sign-in form when the gateway wants a token (its refusal is for
 // programs, not for a person opening the console).
 function failed(error) {
+  if (error instanceof Superseded) return;
   if (error instanceof ApiError && error.status === 401) {
     showLogin();
   } else {
@@ -164,9 +173,11 @@ document.getElementById("logout").addEventListener("click", async () => {
 
 // ---- confirmation ----
 
-function confirmDelete(text) {
+// Asks `text`; resolves true once the user confirms with the `action` button.
+function confirmAction(text, action) {
   const dialog = document.getElementById("confirm");
   document.getElementById("confirm-text").textContent = text;
+  document.getElementById("confirm-ok").textContent = action;
   return new Promise((resolve) => {
     const ok = document.getElementById("confirm-ok");
     const cancel = document.getElementById("confirm-cancel");
@@ -236,7 +247,7 @@ async function appPage(app, params) {
   try {
     data = await api(`/api/apps/${enc(app)}/users${query({ prefix, page })}`);
   } catch (error) {
-    if (error.status === 401) throw error;
+    if (error.status === 401 || error instanceof Superseded) throw error;
     show(el("h1", { text: app }), nav, errorBox(error));
     return;
   }
@@ -497,11 +508,12 @@ async function memoryPage(app, user, params) {
   const path = `/api/apps/${enc(app)}/users/${enc(user)}/memories`;
   const message = el("div", { id: "memory-message" });
   const results = el("div", { id: "search-results" });
+  const history = el("div", { id: "memory-history" });
   const listBox = el("div", { id: "memory-list" });
   const tokens = [""];
 
   const remove = async (what, target) => {
-    if (!(await confirmDelete(`Delete ${what}? This cannot be undone.`))) return;
+    if (!(await confirmAction(`Delete ${what}? This cannot be undone.`, "Delete"))) return;
     try {
       const done = await post(`${path}/delete`, target);
       message.replaceChildren(el("p", { class: "notice", text: `Deleted ${done.deleted} ${done.deleted === 1 ? "entry" : "entries"}.` }));
@@ -511,7 +523,38 @@ async function memoryPage(app, user, params) {
       message.replaceChildren(errorBox(error));
     }
   };
+  // A generated memory's revisions, oldest first, each but a deletion with a rollback button.
+  async function showHistory(id) {
+    try {
+      const found = await api(`${path}/revisions${query({ memory_id: id })}`);
+      const change = (r) => r.action === "deleted" ? r.previous_fact : r.new_fact;
+      history.replaceChildren(
+        el("h2", { text: `History of memory ${id}` }),
+        el("table", { id: "revisions" },
+          el("thead", {}, el("tr", {}, ["Revision", "Time", "Action", "Before", "After", ""].map((h) => el("th", { text: h })))),
+          el("tbody", {}, found.revisions.map((r) => el("tr", { "data-revision": r.revision_id },
+            el("td", { text: r.revision_id }), el("td", { text: time(r.create_time) }),
+            el("td", { class: "action", text: r.action.replace("_", " ") + (r.restored_revision_id ? ` (to ${r.restored_revision_id})` : "") }),
+            el("td", { text: r.previous_fact }), el("td", { class: "fact", text: r.new_fact }),
+            el("td", {}, r.action === "deleted" ? "" : el("button", { type: "button", class: "rollback", text: "Roll back to this", onclick: () => rollback(id, r.revision_id, change(r)) })))))));
+    } catch (error) {
+      history.replaceChildren(errorBox(error));
+    }
+  }
+  async function rollback(id, revision, fact) {
+    if (!(await confirmAction(`Roll memory ${id} back to revision ${revision}: "${fact}"?`, "Roll back"))) return;
+    try {
+      await post(`${path}/rollback`, { memory_id: id, revision_id: revision });
+      message.replaceChildren(el("p", { class: "notice", text: `Rolled memory ${id} back to revision ${revision}.` }));
+      await loadList(tokens[tokens.length - 1]);
+      await showHistory(id);
+    } catch (error) {
+      message.replaceChildren(errorBox(error));
+    }
+  }
+  const generated = (m) => m.custom_metadata && m.custom_metadata.kind === "generated";
   const deleteButtons = (m) => el("td", {},
+    generated(m) ? el("button", { type: "button", class: "history", text: "History", onclick: () => showHistory(m.id) }) : null, " ",
     el("button", { type: "button", class: "delete-entry", text: "Delete", onclick: () => remove(`memory entry ${m.id}`, { memory_id: m.id }) }), " ",
     m.session_id ? el("button", { type: "button", class: "delete-session", text: "Delete session's entries", onclick: () => remove(`every memory entry of session ${m.session_id}`, { session_id: m.session_id }) }) : null);
   const row = (m, rank) => el("tr", { "data-id": m.id },
@@ -564,6 +607,7 @@ async function memoryPage(app, user, params) {
     el("h1", { text: `Memory of ${user} in ${app}` }),
     el("div", { class: "cards" }, el("div", { class: "card" }, el("div", { text: "Memories" }), total)),
     message,
+    history,
     el("h2", { text: "Search" }),
     el("form", { class: "inline", id: "search", onsubmit: (e) => {
       e.preventDefault();
@@ -581,6 +625,7 @@ async function memoryPage(app, user, params) {
 // ---- router ----
 
 async function route() {
+  pageChanges++;
   closeLive();
   refreshWho();
   const hash = location.hash.replace(/^#/, "") || "/";

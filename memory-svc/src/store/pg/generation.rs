@@ -9,13 +9,24 @@ use deadpool_postgres::Transaction;
 use prost::Message;
 
 use super::{
-    super::{token, Expired, JobRecord, Result, RevisionRecord, Scope, StoreError},
+    super::{token, Expired, JobRecord, Result, Revision, RevisionRecord, Scope, StoreError},
     schema::db_int,
     PgMemoryStore,
 };
 
 fn decode_job(bytes: &[u8]) -> Result<JobRecord> {
     JobRecord::decode(bytes).map_err(|e| StoreError::corrupt(format!("job: {e}")))
+}
+
+/// A `memory_revisions` row read as `seq, record`.
+fn decode_revision(row: &tokio_postgres::Row) -> Result<Revision> {
+    let seq: i64 = row.try_get(0)?;
+    let record: &[u8] = row.try_get(1)?;
+    Ok(Revision {
+        seq: u64::try_from(seq).map_err(|_| StoreError::corrupt("revision seq"))?,
+        record: RevisionRecord::decode(record)
+            .map_err(|e| StoreError::corrupt(format!("revision: {e}")))?,
+    })
 }
 
 /// Records a revision in `tx`.
@@ -128,7 +139,7 @@ impl PgMemoryStore {
         memory_id: Option<&str>,
         page_size: usize,
         page_token: &str,
-    ) -> Result<(Vec<RevisionRecord>, String)> {
+    ) -> Result<(Vec<Revision>, String)> {
         let after = token::decode(scope, page_token)?.map_or(0, db_int);
         let size = page_size.max(1);
         let rows = self
@@ -149,22 +160,66 @@ impl PgMemoryStore {
                 ],
             )
             .await?;
-        let mut page = Vec::with_capacity(size);
-        let mut last = 0i64;
-        for row in rows.iter().take(size) {
-            last = row.try_get(0)?;
-            let record: &[u8] = row.try_get(1)?;
-            page.push(
-                RevisionRecord::decode(record)
-                    .map_err(|e| StoreError::corrupt(format!("revision: {e}")))?,
-            );
-        }
+        let page = rows
+            .iter()
+            .take(size)
+            .map(decode_revision)
+            .collect::<Result<Vec<_>>>()?;
         let next = if rows.len() > size {
-            token::encode(scope, u64::try_from(last).unwrap_or(0))
+            token::encode(scope, page.last().map_or(0, |r| r.seq))
         } else {
             String::new()
         };
         Ok((page, next))
+    }
+
+    pub(super) async fn revision_now(
+        &self,
+        scope: Scope<'_>,
+        seq: u64,
+    ) -> Result<Option<Revision>> {
+        self.pool
+            .get()
+            .await?
+            .query_opt(
+                "SELECT seq, record FROM memory_revisions
+                 WHERE app_name = $1 AND user_id = $2 AND seq = $3",
+                &[&scope.app_name, &scope.user_id, &db_int(seq)],
+            )
+            .await?
+            .as_ref()
+            .map(decode_revision)
+            .transpose()
+    }
+
+    /// The revisions a later one of their memory follows, oldest first: those recorded
+    /// before `before_ms` (their time is in the record) are deleted.
+    pub(super) async fn prune_revisions_now(&self, before_ms: i64, n: usize) -> Result<usize> {
+        let client = self.pool.get().await?;
+        let rows = client
+            .query(
+                "SELECT seq, record FROM memory_revisions r
+                 WHERE EXISTS (SELECT 1 FROM memory_revisions l
+                               WHERE l.app_name = r.app_name AND l.user_id = r.user_id
+                                 AND l.memory_id = r.memory_id AND l.seq > r.seq)
+                 ORDER BY seq LIMIT $1",
+                &[&db_int(n as u64)],
+            )
+            .await?;
+        let mut old = Vec::new();
+        for row in &rows {
+            let revision = decode_revision(row)?;
+            if revision.record.create_ms < before_ms {
+                old.push(db_int(revision.seq));
+            }
+        }
+        if old.is_empty() {
+            return Ok(0);
+        }
+        let pruned = client
+            .execute("DELETE FROM memory_revisions WHERE seq = ANY($1)", &[&old])
+            .await?;
+        Ok(usize::try_from(pruned).unwrap_or(usize::MAX))
     }
 
     pub(super) async fn prune_jobs_now(&self, before_ms: i64, n: usize) -> Result<usize> {

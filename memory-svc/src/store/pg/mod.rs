@@ -42,8 +42,8 @@ use super::{
     token,
     vector_cache::{self, VectorCache},
     vectors::{check_model, rank, ModelCheck},
-    Entry, Expired, Hit, JobRecord, MemoryStore, Result, RevisionRecord, Scope, SearchQuery,
-    StoreError, Unembedded, Vectors,
+    Entry, Expired, Hit, JobRecord, MemoryStore, Result, Revision, RevisionRecord, Scope,
+    SearchQuery, StoreError, Unembedded, Vectors,
 };
 use crate::{analysis::Analyzer, embed::Identity};
 
@@ -483,9 +483,17 @@ impl MemoryStore for PgMemoryStore {
         memory_id: Option<&str>,
         page_size: usize,
         page_token: &str,
-    ) -> Result<(Vec<RevisionRecord>, String)> {
+    ) -> Result<(Vec<Revision>, String)> {
         self.revisions_now(scope, memory_id, page_size, page_token)
             .await
+    }
+
+    async fn revision(&self, scope: Scope<'_>, seq: u64) -> Result<Option<Revision>> {
+        self.revision_now(scope, seq).await
+    }
+
+    async fn prune_revisions(&self, before_ms: i64, n: usize) -> Result<usize> {
+        self.prune_revisions_now(before_ms, n).await
     }
 
     async fn expired(&self, now_ms: i64, n: usize) -> Result<Vec<Expired>> {

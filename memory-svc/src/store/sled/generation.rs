@@ -4,7 +4,7 @@
 //! record in one transaction; a finish that ends the job keys it in `jobs_done` by the time it
 //! ended, where pruning finds the jobs past the retention, oldest first.
 
-use std::{convert::Infallible, ops::Bound};
+use std::{collections::HashMap, convert::Infallible, ops::Bound};
 
 use adk_common::sled::keys::{prefix_end, Key, KeyReader};
 use adk_proto::memory::v1::GenerationState;
@@ -15,7 +15,7 @@ use sled::{
 };
 
 use super::{
-    super::{token, Expired, JobRecord, Result, RevisionRecord, Scope, StoreError},
+    super::{token, Expired, JobRecord, Result, Revision, RevisionRecord, Scope, StoreError},
     records::{decode, key_seq, scope_key},
     SledMemoryStore,
 };
@@ -153,7 +153,7 @@ impl SledMemoryStore {
         memory_id: Option<&str>,
         page_size: usize,
         after: Option<u64>,
-    ) -> Result<(Vec<RevisionRecord>, String)> {
+    ) -> Result<(Vec<Revision>, String)> {
         let prefix = scope_key(scope);
         let start = match after {
             Some(seq) => Bound::Excluded(prefix.clone().u64(seq).into_vec()),
@@ -175,10 +175,94 @@ impl SledMemoryStore {
                     last.map_or_else(String::new, |seq| token::encode(scope, seq)),
                 ));
             }
-            last = Some(key_seq(&key, prefix.as_bytes().len())?);
-            page.push(revision);
+            let seq = key_seq(&key, prefix.as_bytes().len())?;
+            last = Some(seq);
+            page.push(Revision {
+                seq,
+                record: revision,
+            });
         }
         Ok((page, String::new()))
+    }
+
+    pub(super) fn revision_now(&self, scope: Scope<'_>, seq: u64) -> Result<Option<Revision>> {
+        let key = scope_key(scope).u64(seq);
+        self.revisions
+            .get(key.as_bytes())?
+            .map(|value| {
+                Ok(Revision {
+                    seq,
+                    record: decode(&value, "revision")?,
+                })
+            })
+            .transpose()
+    }
+
+    /// Reads the revisions scope by scope (a scope's keys are together, in the order they
+    /// were recorded), and removes those of each scope recorded before `before_ms` that a later
+    /// revision of their memory follows.
+    pub(super) fn prune_revisions_now(&self, before_ms: i64, n: usize) -> Result<usize> {
+        let mut pruned = 0;
+        // The current scope's key prefix, and its revisions: key, memory id, time.
+        let mut scope: Option<Vec<u8>> = None;
+        let mut group: Vec<(IVec, String, i64)> = Vec::new();
+        let mut iter = self.revisions.iter();
+        loop {
+            let next = iter.next().transpose()?;
+            let prefix = match &next {
+                Some((key, _)) => {
+                    let mut reader = KeyReader::new(key);
+                    let (Some(app_name), Some(user_id)) = (reader.str(), reader.str()) else {
+                        return Err(StoreError::corrupt("revision key"));
+                    };
+                    let scope = Scope {
+                        app_name: &app_name,
+                        user_id: &user_id,
+                    };
+                    Some(scope_key(scope).into_vec())
+                }
+                None => None,
+            };
+            if prefix != scope {
+                pruned += self.prune_group(&group, before_ms, n - pruned)?;
+                group.clear();
+                scope = prefix;
+            }
+            let Some((key, value)) = next else {
+                return Ok(pruned);
+            };
+            if pruned == n {
+                return Ok(pruned);
+            }
+            let revision: RevisionRecord = decode(&value, "revision")?;
+            group.push((key, revision.memory_id, revision.create_ms));
+        }
+    }
+
+    /// Removes up to `n` of one scope's revisions (in the order recorded) older than
+    /// `before_ms` and followed by a later one of their memory.
+    fn prune_group(
+        &self,
+        group: &[(IVec, String, i64)],
+        before_ms: i64,
+        n: usize,
+    ) -> Result<usize> {
+        let last: HashMap<&str, usize> = group
+            .iter()
+            .enumerate()
+            .map(|(i, (_, memory_id, _))| (memory_id.as_str(), i))
+            .collect();
+        let mut pruned = 0;
+        for (i, (key, memory_id, create_ms)) in group.iter().enumerate() {
+            if pruned == n {
+                break;
+            }
+            if *create_ms < before_ms && last.get(memory_id.as_str()) != Some(&i) {
+                self.revisions.remove(key)?;
+                pruned += 1;
+            }
+        }
+        Ok(pruned)
     }
 
     pub(super) fn prune_jobs_now(&self, before_ms: i64, n: usize) -> Result<usize> {

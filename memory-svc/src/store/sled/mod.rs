@@ -107,8 +107,8 @@ use super::{
     plan::Write,
     token,
     vector_cache::{self, VectorCache},
-    Entry, Expired, Hit, JobRecord, MemoryStore, Result, RevisionRecord, Scope, SearchQuery,
-    Unembedded, Vectors,
+    Entry, Expired, Hit, JobRecord, MemoryStore, Result, Revision, RevisionRecord, Scope,
+    SearchQuery, Unembedded, Vectors,
 };
 use crate::analysis::Analyzer;
 use crate::budget::{self, MemoryBudget, Part, Room};
@@ -578,7 +578,7 @@ impl MemoryStore for SledMemoryStore {
         memory_id: Option<&str>,
         page_size: usize,
         page_token: &str,
-    ) -> Result<(Vec<RevisionRecord>, String)> {
+    ) -> Result<(Vec<Revision>, String)> {
         let after = token::decode(scope, page_token)?;
         let (app_name, user_id) = (scope.app_name.to_owned(), scope.user_id.to_owned());
         let memory_id = memory_id.map(str::to_owned);
@@ -595,6 +595,33 @@ impl MemoryStore for SledMemoryStore {
     async fn expired(&self, now_ms: i64, n: usize) -> Result<Vec<Expired>> {
         self.blocking(move |store| store.expired_now(now_ms, n))
             .await
+    }
+
+    async fn revision(&self, scope: Scope<'_>, seq: u64) -> Result<Option<Revision>> {
+        let (app_name, user_id) = (scope.app_name.to_owned(), scope.user_id.to_owned());
+        self.blocking(move |store| {
+            let scope = Scope {
+                app_name: &app_name,
+                user_id: &user_id,
+            };
+            store.revision_now(scope, seq)
+        })
+        .await
+    }
+
+    async fn prune_revisions(&self, before_ms: i64, n: usize) -> Result<usize> {
+        self.commit.check_writable()?;
+        let writing = self.gate.writing_owned().await;
+        let pruned = self
+            .blocking(move |store| {
+                let _writing = writing;
+                store.prune_revisions_now(before_ms, n)
+            })
+            .await?;
+        if pruned > 0 {
+            self.commit.wait_durable().await?;
+        }
+        Ok(pruned)
     }
 
     async fn prune_jobs(&self, before_ms: i64, n: usize) -> Result<usize> {

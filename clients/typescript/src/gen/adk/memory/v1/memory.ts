@@ -48,7 +48,7 @@ export enum MemoryKind {
 
 /** How SearchMemory ranks entries, and what a result's score means. */
 export enum SearchMode {
-  /** SEARCH_MODE_UNSPECIFIED - Unspecified (auto): HYBRID when memory-svc has an embedding model, else KEYWORD. */
+  /** SEARCH_MODE_UNSPECIFIED - Unspecified (auto): KEYWORD, or with a model keyword first (SearchMemoryRequest.mode). */
   SEARCH_MODE_UNSPECIFIED = 0,
   /** SEARCH_MODE_KEYWORD - BM25 over the words of the query; score: the BM25 sum (unbounded, > 0). */
   SEARCH_MODE_KEYWORD = 1,
@@ -80,12 +80,14 @@ export enum GenerationState {
   UNRECOGNIZED = -1,
 }
 
-/** What generation did to a memory. */
+/** What generation (or a rollback) did to a memory. */
 export enum RevisionAction {
   REVISION_ACTION_UNSPECIFIED = 0,
   REVISION_ACTION_ADDED = 1,
   REVISION_ACTION_UPDATED = 2,
   REVISION_ACTION_DELETED = 3,
+  /** REVISION_ACTION_ROLLED_BACK - RollbackMemory restored the fact of restored_revision_id. */
+  REVISION_ACTION_ROLLED_BACK = 4,
   UNRECOGNIZED = -1,
 }
 
@@ -194,8 +196,11 @@ export interface SearchMemoryRequest {
    */
   language: string;
   /**
-   * How entries are ranked. Unspecified (auto): HYBRID when memory-svc has an embedding
-   * model (--embedder), else KEYWORD.
+   * How entries are ranked. Unspecified (auto): KEYWORD without an embedding model
+   * (--embedder). With one, KEYWORD's ranking as it is when its best match holds at least
+   * three quarters of the query's terms; else both rankings fused by reciprocal rank, alike:
+   * score: the sum over the two of 1 / (5 + rank), for each that found the entry among its
+   * first max(20, limit).
    */
   mode: SearchMode;
   /** Which memories are searched: raw entries, generated memories or both (the default). */
@@ -267,6 +272,27 @@ export interface EventList {
   events: Event[];
 }
 
+/**
+ * A fact the caller already extracted: GenerateMemories consolidates it as it is, without
+ * asking the model to extract anything.
+ */
+export interface ExtractedFact {
+  /** The fact, 1 to 1000 characters. */
+  text: string;
+  /**
+   * Optional: the label of one of the app's topics (memory-svc --generator-topics), stored as
+   * the memory's "topic" metadata key.
+   */
+  topic: string;
+  /** JSON object, the memory's custom_metadata beside the keys generation sets (which win). */
+  customMetadata: string;
+}
+
+/** Facts the caller already extracted, as GenerateMemories' source: 1 to 50 of them. */
+export interface FactList {
+  facts: ExtractedFact[];
+}
+
 /** GenerateMemories input. */
 export interface GenerateMemoriesRequest {
   /** The scope the memories are for; for a session source, it must be the session's. */
@@ -275,7 +301,9 @@ export interface GenerateMemoriesRequest {
   source: { $case: "session"; value: Session } | { $case: "sessionRef"; value: SessionRef } | {
     $case: "events";
     value: EventList;
-  } | undefined;
+  } | //
+  /** Facts to consolidate without extraction (options.allowed_topics does not apply). */
+  { $case: "facts"; value: FactList } | undefined;
   options: GenerateOptions | undefined;
 }
 
@@ -312,7 +340,7 @@ export interface GetGenerationJobRequest {
   jobId: string;
 }
 
-/** One change generation made to a generated memory. */
+/** One change generation (or a rollback) made to a generated memory. */
 export interface MemoryRevision {
   memoryId: string;
   action: RevisionAction;
@@ -325,8 +353,12 @@ export interface MemoryRevision {
   createTime:
     | Timestamp
     | undefined;
-  /** The job that made the change. */
+  /** The job that made the change; empty for a rollback. */
   jobId: string;
+  /** The revision's id, unique in its (app, user), for RollbackMemory. */
+  revisionId: string;
+  /** For a rollback: the revision whose fact it restored. */
+  restoredRevisionId: string;
 }
 
 /** ListMemoryRevisions input. */
@@ -345,6 +377,25 @@ export interface ListMemoryRevisionsResponse {
   revisions: MemoryRevision[];
   /** Empty on the last page. */
   nextPageToken: string;
+}
+
+/** RollbackMemory input. */
+export interface RollbackMemoryRequest {
+  appName: string;
+  userId: string;
+  /** The generated memory. */
+  memoryId: string;
+  /**
+   * One of the memory's revisions that added, updated or restored it (ListMemoryRevisions'
+   * revision_id): its new_fact becomes the memory's fact again.
+   */
+  revisionId: string;
+}
+
+/** RollbackMemory output. */
+export interface RollbackMemoryResponse {
+  /** The revision the rollback recorded. */
+  revision: MemoryRevision | undefined;
 }
 
 function createBaseMemoryEntry(): MemoryEntry {
@@ -1751,6 +1802,140 @@ export const EventList: MessageFns<EventList> = {
   },
 };
 
+function createBaseExtractedFact(): ExtractedFact {
+  return { text: "", topic: "", customMetadata: "" };
+}
+
+export const ExtractedFact: MessageFns<ExtractedFact> = {
+  encode(message: ExtractedFact, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.text !== "") {
+      writer.uint32(10).string(message.text);
+    }
+    if (message.topic !== "") {
+      writer.uint32(18).string(message.topic);
+    }
+    if (message.customMetadata !== "") {
+      writer.uint32(26).string(message.customMetadata);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExtractedFact {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExtractedFact();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.topic = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.customMetadata = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ExtractedFact>, I>>(base?: I): ExtractedFact {
+    return ExtractedFact.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExtractedFact>, I>>(object: I): ExtractedFact {
+    const message = createBaseExtractedFact();
+    message.text = object.text ?? "";
+    message.topic = object.topic ?? "";
+    message.customMetadata = object.customMetadata ?? "";
+    return message;
+  },
+};
+
+function createBaseFactList(): FactList {
+  return { facts: [] };
+}
+
+export const FactList: MessageFns<FactList> = {
+  encode(message: FactList, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.facts) {
+      ExtractedFact.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FactList {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFactList();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.facts.push(ExtractedFact.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<FactList>, I>>(base?: I): FactList {
+    return FactList.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FactList>, I>>(object: I): FactList {
+    const message = createBaseFactList();
+    message.facts = object.facts?.map((e) => ExtractedFact.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 function createBaseGenerateMemoriesRequest(): GenerateMemoriesRequest {
   return { appName: "", userId: "", source: undefined, options: undefined };
 }
@@ -1772,6 +1957,9 @@ export const GenerateMemoriesRequest: MessageFns<GenerateMemoriesRequest> = {
         break;
       case "events":
         EventList.encode(message.source.value, writer.uint32(42).fork()).join();
+        break;
+      case "facts":
+        FactList.encode(message.source.value, writer.uint32(58).fork()).join();
         break;
     }
     if (message.options !== undefined) {
@@ -1833,6 +2021,14 @@ export const GenerateMemoriesRequest: MessageFns<GenerateMemoriesRequest> = {
             message.source = { $case: "events", value: EventList.decode(reader, reader.uint32()) };
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.source = { $case: "facts", value: FactList.decode(reader, reader.uint32()) };
+            continue;
+          }
           case 6: {
             if (tag !== 50) {
               break;
@@ -1876,6 +2072,12 @@ export const GenerateMemoriesRequest: MessageFns<GenerateMemoriesRequest> = {
       case "events": {
         if (object.source?.value !== undefined && object.source?.value !== null) {
           message.source = { $case: "events", value: EventList.fromPartial(object.source.value) };
+        }
+        break;
+      }
+      case "facts": {
+        if (object.source?.value !== undefined && object.source?.value !== null) {
+          message.source = { $case: "facts", value: FactList.fromPartial(object.source.value) };
         }
         break;
       }
@@ -2234,6 +2436,8 @@ function createBaseMemoryRevision(): MemoryRevision {
     sourceEventIds: [],
     createTime: undefined,
     jobId: "",
+    revisionId: "",
+    restoredRevisionId: "",
   };
 }
 
@@ -2259,6 +2463,12 @@ export const MemoryRevision: MessageFns<MemoryRevision> = {
     }
     if (message.jobId !== "") {
       writer.uint32(58).string(message.jobId);
+    }
+    if (message.revisionId !== "") {
+      writer.uint32(66).string(message.revisionId);
+    }
+    if (message.restoredRevisionId !== "") {
+      writer.uint32(74).string(message.restoredRevisionId);
     }
     return writer;
   },
@@ -2332,6 +2542,22 @@ export const MemoryRevision: MessageFns<MemoryRevision> = {
             message.jobId = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.revisionId = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.restoredRevisionId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2358,6 +2584,8 @@ export const MemoryRevision: MessageFns<MemoryRevision> = {
       ? Timestamp.fromPartial(object.createTime)
       : undefined;
     message.jobId = object.jobId ?? "";
+    message.revisionId = object.revisionId ?? "";
+    message.restoredRevisionId = object.restoredRevisionId ?? "";
     return message;
   },
 };
@@ -2532,6 +2760,154 @@ export const ListMemoryRevisionsResponse: MessageFns<ListMemoryRevisionsResponse
   },
 };
 
+function createBaseRollbackMemoryRequest(): RollbackMemoryRequest {
+  return { appName: "", userId: "", memoryId: "", revisionId: "" };
+}
+
+export const RollbackMemoryRequest: MessageFns<RollbackMemoryRequest> = {
+  encode(message: RollbackMemoryRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.appName !== "") {
+      writer.uint32(10).string(message.appName);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.memoryId !== "") {
+      writer.uint32(26).string(message.memoryId);
+    }
+    if (message.revisionId !== "") {
+      writer.uint32(34).string(message.revisionId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RollbackMemoryRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRollbackMemoryRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.appName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.memoryId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.revisionId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RollbackMemoryRequest>, I>>(base?: I): RollbackMemoryRequest {
+    return RollbackMemoryRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RollbackMemoryRequest>, I>>(object: I): RollbackMemoryRequest {
+    const message = createBaseRollbackMemoryRequest();
+    message.appName = object.appName ?? "";
+    message.userId = object.userId ?? "";
+    message.memoryId = object.memoryId ?? "";
+    message.revisionId = object.revisionId ?? "";
+    return message;
+  },
+};
+
+function createBaseRollbackMemoryResponse(): RollbackMemoryResponse {
+  return { revision: undefined };
+}
+
+export const RollbackMemoryResponse: MessageFns<RollbackMemoryResponse> = {
+  encode(message: RollbackMemoryResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.revision !== undefined) {
+      MemoryRevision.encode(message.revision, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RollbackMemoryResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRollbackMemoryResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.revision = MemoryRevision.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RollbackMemoryResponse>, I>>(base?: I): RollbackMemoryResponse {
+    return RollbackMemoryResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RollbackMemoryResponse>, I>>(object: I): RollbackMemoryResponse {
+    const message = createBaseRollbackMemoryResponse();
+    message.revision = (object.revision !== undefined && object.revision !== null)
+      ? MemoryRevision.fromPartial(object.revision)
+      : undefined;
+    return message;
+  },
+};
+
 /**
  * MemoryService ingests sessions and answers ranked searches: keyword, semantic or hybrid (see
  * SearchMode).
@@ -2607,8 +2983,9 @@ export const MemoryServiceService = {
   },
   /**
    * Extracts facts from a session or events with the generation model (memory-svc
-   * --generator) and consolidates them with the user's generated memories, in a durable
-   * background job, or before answering when options.wait is set.
+   * --generator), or takes facts the caller already extracted, and consolidates them with the
+   * user's generated memories, in a durable background job, or before answering when
+   * options.wait is set.
    */
   generateMemories: {
     path: "/adk.memory.v1.MemoryService/GenerateMemories" as const,
@@ -2644,6 +3021,21 @@ export const MemoryServiceService = {
       Buffer.from(ListMemoryRevisionsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListMemoryRevisionsResponse => ListMemoryRevisionsResponse.decode(value),
   },
+  /**
+   * Restores a generated memory (a deleted one too) to the fact one of its revisions left it
+   * with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+   */
+  rollbackMemory: {
+    path: "/adk.memory.v1.MemoryService/RollbackMemory" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RollbackMemoryRequest): Buffer =>
+      Buffer.from(RollbackMemoryRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RollbackMemoryRequest => RollbackMemoryRequest.decode(value),
+    responseSerialize: (value: RollbackMemoryResponse): Buffer =>
+      Buffer.from(RollbackMemoryResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RollbackMemoryResponse => RollbackMemoryResponse.decode(value),
+  },
 } as const;
 
 export interface MemoryServiceServer extends UntypedServiceImplementation {
@@ -2661,14 +3053,20 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
   listMemories: handleUnaryCall<ListMemoriesRequest, ListMemoriesResponse>;
   /**
    * Extracts facts from a session or events with the generation model (memory-svc
-   * --generator) and consolidates them with the user's generated memories, in a durable
-   * background job, or before answering when options.wait is set.
+   * --generator), or takes facts the caller already extracted, and consolidates them with the
+   * user's generated memories, in a durable background job, or before answering when
+   * options.wait is set.
    */
   generateMemories: handleUnaryCall<GenerateMemoriesRequest, GenerateMemoriesResponse>;
   /** The state of a generation job. */
   getGenerationJob: handleUnaryCall<GetGenerationJobRequest, GenerationJob>;
   /** Pages through the changes generation made to one (app, user)'s memories, oldest first. */
   listMemoryRevisions: handleUnaryCall<ListMemoryRevisionsRequest, ListMemoryRevisionsResponse>;
+  /**
+   * Restores a generated memory (a deleted one too) to the fact one of its revisions left it
+   * with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+   */
+  rollbackMemory: handleUnaryCall<RollbackMemoryRequest, RollbackMemoryResponse>;
 }
 
 export interface MemoryServiceClient extends Client {
@@ -2770,8 +3168,9 @@ export interface MemoryServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Extracts facts from a session or events with the generation model (memory-svc
-   * --generator) and consolidates them with the user's generated memories, in a durable
-   * background job, or before answering when options.wait is set.
+   * --generator), or takes facts the caller already extracted, and consolidates them with the
+   * user's generated memories, in a durable background job, or before answering when
+   * options.wait is set.
    */
   generateMemories(
     request: GenerateMemoriesRequest,
@@ -2819,6 +3218,25 @@ export interface MemoryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListMemoryRevisionsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Restores a generated memory (a deleted one too) to the fact one of its revisions left it
+   * with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+   */
+  rollbackMemory(
+    request: RollbackMemoryRequest,
+    callback: (error: ServiceError | null, response: RollbackMemoryResponse) => void,
+  ): ClientUnaryCall;
+  rollbackMemory(
+    request: RollbackMemoryRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RollbackMemoryResponse) => void,
+  ): ClientUnaryCall;
+  rollbackMemory(
+    request: RollbackMemoryRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RollbackMemoryResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -39,6 +39,7 @@ class RevisionAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     REVISION_ACTION_ADDED: _ClassVar[RevisionAction]
     REVISION_ACTION_UPDATED: _ClassVar[RevisionAction]
     REVISION_ACTION_DELETED: _ClassVar[RevisionAction]
+    REVISION_ACTION_ROLLED_BACK: _ClassVar[RevisionAction]
 MEMORY_KIND_UNSPECIFIED: MemoryKind
 MEMORY_KIND_RAW: MemoryKind
 MEMORY_KIND_GENERATED: MemoryKind
@@ -55,6 +56,7 @@ REVISION_ACTION_UNSPECIFIED: RevisionAction
 REVISION_ACTION_ADDED: RevisionAction
 REVISION_ACTION_UPDATED: RevisionAction
 REVISION_ACTION_DELETED: RevisionAction
+REVISION_ACTION_ROLLED_BACK: RevisionAction
 
 class MemoryEntry(_message.Message):
     __slots__ = ("id", "content", "author", "timestamp", "custom_metadata", "session_id", "score")
@@ -230,21 +232,39 @@ class EventList(_message.Message):
     events: _containers.RepeatedCompositeFieldContainer[_session_pb2.Event]
     def __init__(self, events: _Optional[_Iterable[_Union[_session_pb2.Event, _Mapping]]] = ...) -> None: ...
 
+class ExtractedFact(_message.Message):
+    __slots__ = ("text", "topic", "custom_metadata")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_METADATA_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    topic: str
+    custom_metadata: str
+    def __init__(self, text: _Optional[str] = ..., topic: _Optional[str] = ..., custom_metadata: _Optional[str] = ...) -> None: ...
+
+class FactList(_message.Message):
+    __slots__ = ("facts",)
+    FACTS_FIELD_NUMBER: _ClassVar[int]
+    facts: _containers.RepeatedCompositeFieldContainer[ExtractedFact]
+    def __init__(self, facts: _Optional[_Iterable[_Union[ExtractedFact, _Mapping]]] = ...) -> None: ...
+
 class GenerateMemoriesRequest(_message.Message):
-    __slots__ = ("app_name", "user_id", "session", "session_ref", "events", "options")
+    __slots__ = ("app_name", "user_id", "session", "session_ref", "events", "facts", "options")
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     SESSION_REF_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
+    FACTS_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     user_id: str
     session: _session_pb2.Session
     session_ref: SessionRef
     events: EventList
+    facts: FactList
     options: GenerateOptions
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session: _Optional[_Union[_session_pb2.Session, _Mapping]] = ..., session_ref: _Optional[_Union[SessionRef, _Mapping]] = ..., events: _Optional[_Union[EventList, _Mapping]] = ..., options: _Optional[_Union[GenerateOptions, _Mapping]] = ...) -> None: ...
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session: _Optional[_Union[_session_pb2.Session, _Mapping]] = ..., session_ref: _Optional[_Union[SessionRef, _Mapping]] = ..., events: _Optional[_Union[EventList, _Mapping]] = ..., facts: _Optional[_Union[FactList, _Mapping]] = ..., options: _Optional[_Union[GenerateOptions, _Mapping]] = ...) -> None: ...
 
 class GenerateMemoriesResponse(_message.Message):
     __slots__ = ("job",)
@@ -291,7 +311,7 @@ class GetGenerationJobRequest(_message.Message):
     def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., job_id: _Optional[str] = ...) -> None: ...
 
 class MemoryRevision(_message.Message):
-    __slots__ = ("memory_id", "action", "previous_fact", "new_fact", "source_event_ids", "create_time", "job_id")
+    __slots__ = ("memory_id", "action", "previous_fact", "new_fact", "source_event_ids", "create_time", "job_id", "revision_id", "restored_revision_id")
     MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_FACT_FIELD_NUMBER: _ClassVar[int]
@@ -299,6 +319,8 @@ class MemoryRevision(_message.Message):
     SOURCE_EVENT_IDS_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    REVISION_ID_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_REVISION_ID_FIELD_NUMBER: _ClassVar[int]
     memory_id: str
     action: RevisionAction
     previous_fact: str
@@ -306,7 +328,9 @@ class MemoryRevision(_message.Message):
     source_event_ids: _containers.RepeatedScalarFieldContainer[str]
     create_time: _timestamp_pb2.Timestamp
     job_id: str
-    def __init__(self, memory_id: _Optional[str] = ..., action: _Optional[_Union[RevisionAction, str]] = ..., previous_fact: _Optional[str] = ..., new_fact: _Optional[str] = ..., source_event_ids: _Optional[_Iterable[str]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., job_id: _Optional[str] = ...) -> None: ...
+    revision_id: str
+    restored_revision_id: str
+    def __init__(self, memory_id: _Optional[str] = ..., action: _Optional[_Union[RevisionAction, str]] = ..., previous_fact: _Optional[str] = ..., new_fact: _Optional[str] = ..., source_event_ids: _Optional[_Iterable[str]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., job_id: _Optional[str] = ..., revision_id: _Optional[str] = ..., restored_revision_id: _Optional[str] = ...) -> None: ...
 
 class ListMemoryRevisionsRequest(_message.Message):
     __slots__ = ("app_name", "user_id", "memory_id", "page_size", "page_token")
@@ -329,3 +353,21 @@ class ListMemoryRevisionsResponse(_message.Message):
     revisions: _containers.RepeatedCompositeFieldContainer[MemoryRevision]
     next_page_token: str
     def __init__(self, revisions: _Optional[_Iterable[_Union[MemoryRevision, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class RollbackMemoryRequest(_message.Message):
+    __slots__ = ("app_name", "user_id", "memory_id", "revision_id")
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    REVISION_ID_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    user_id: str
+    memory_id: str
+    revision_id: str
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., memory_id: _Optional[str] = ..., revision_id: _Optional[str] = ...) -> None: ...
+
+class RollbackMemoryResponse(_message.Message):
+    __slots__ = ("revision",)
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    revision: MemoryRevision
+    def __init__(self, revision: _Optional[_Union[MemoryRevision, _Mapping]] = ...) -> None: ...

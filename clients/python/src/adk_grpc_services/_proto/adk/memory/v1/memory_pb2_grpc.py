@@ -81,6 +81,11 @@ class MemoryServiceStub:
                 request_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryRevisionsRequest.SerializeToString,
                 response_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryRevisionsResponse.FromString,
                 _registered_method=True)
+        self.RollbackMemory = channel.unary_unary(
+                '/adk.memory.v1.MemoryService/RollbackMemory',
+                request_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.RollbackMemoryRequest.SerializeToString,
+                response_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.RollbackMemoryResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -132,8 +137,9 @@ class MemoryServiceServicer:
 
     def GenerateMemories(self, request, context):
         """Extracts facts from a session or events with the generation model (memory-svc
-        --generator) and consolidates them with the user's generated memories, in a durable
-        background job, or before answering when options.wait is set.
+        --generator), or takes facts the caller already extracted, and consolidates them with the
+        user's generated memories, in a durable background job, or before answering when
+        options.wait is set.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -148,6 +154,14 @@ class MemoryServiceServicer:
 
     def ListMemoryRevisions(self, request, context):
         """Pages through the changes generation made to one (app, user)'s memories, oldest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RollbackMemory(self, request, context):
+        """Restores a generated memory (a deleted one too) to the fact one of its revisions left it
+        with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -200,6 +214,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ListMemoryRevisions,
                     request_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryRevisionsRequest.FromString,
                     response_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryRevisionsResponse.SerializeToString,
+            ),
+            'RollbackMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.RollbackMemory,
+                    request_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.RollbackMemoryRequest.FromString,
+                    response_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.RollbackMemoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -447,6 +466,33 @@ class MemoryService:
             '/adk.memory.v1.MemoryService/ListMemoryRevisions',
             adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryRevisionsRequest.SerializeToString,
             adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryRevisionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RollbackMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/adk.memory.v1.MemoryService/RollbackMemory',
+            adk_dot_memory_dot_v1_dot_memory__pb2.RollbackMemoryRequest.SerializeToString,
+            adk_dot_memory_dot_v1_dot_memory__pb2.RollbackMemoryResponse.FromString,
             options,
             channel_credentials,
             insecure,
