@@ -15,7 +15,9 @@ Used by deploy/validate. Checks:
     capabilities dropped, RuntimeDefault seccomp, requests and limits);
   - sled StatefulSets set their cache (*_SVC_CACHE_BYTES) to at most a quarter of the
     container's memory limit (sled holds much more than its accounted cache; see
-    deploy/README.md, "Memory");
+    deploy/README.md, "Memory"), or memory-svc its memory budget (MEMORY_SVC_MEMORY_BUDGET,
+    which sizes the cache) to at most half of it (a quarter is the default); memory-svc
+    Deployments set their budget too;
   - with --bin-dir DIR: every flag in `args` and every SESSION_SVC_*/MEMORY_SVC_* key of the
     ConfigMaps is known to the binary's --help (a misspelt environment variable is silently
     ignored otherwise).
@@ -155,8 +157,16 @@ def main():
             res = c.get("resources", {})
             if not res.get("requests") or not res.get("limits", {}).get("memory"):
                 finding(w, f"{where}: needs resource requests and a memory limit")
-            if w["kind"] == "StatefulSet":
-                limit = bytes_of(res.get("limits", {}).get("memory"))
+            limit = bytes_of(res.get("limits", {}).get("memory"))
+            budget = env.get("MEMORY_SVC_MEMORY_BUDGET")
+            if budget is not None:
+                if not str(budget).isdigit():
+                    finding(w, f"{where}: MEMORY_SVC_MEMORY_BUDGET={budget} is not a number of bytes")
+                elif limit is not None and int(budget) * 2 > limit:
+                    finding(w, f"{where}: memory budget {budget} bytes is more than half the memory limit {limit}")
+            elif any(k.startswith("MEMORY_SVC_") for k in env):
+                finding(w, f"{where}: set MEMORY_SVC_MEMORY_BUDGET explicitly, a quarter of the memory limit")
+            if w["kind"] == "StatefulSet" and budget is None:
                 cache = next((v for k, v in env.items() if re.match(r"^(SESSION|MEMORY)_SVC_CACHE_BYTES$", k)), None)
                 if cache is None or not str(cache).isdigit():
                     finding(w, f"{where}: set *_SVC_CACHE_BYTES (sled's cache) explicitly, below the memory limit")

@@ -6,7 +6,9 @@
 //! evicting. The server's RSS is sampled every second; the run prints it over time and its peak
 //! (`VmHWM`). With `--cgroup DIR` the server starts inside that cgroup (made by the caller, with
 //! its memory limit), so that without `--cache-bytes` it sizes its cache from the limit; the
-//! group's own peak usage and limit hits are printed too.
+//! group's own peak usage and limit hits are printed too, and with `--max-rss-percent` the run
+//! fails if the kernel's OOM killer killed the server or its peak RSS passed that share of the
+//! limit (as `memory-limit` judges memory-svc).
 
 use std::{
     path::{Path, PathBuf},
@@ -22,6 +24,7 @@ use adk_proto::session::v1::{GetSessionRequest, ListEventsRequest};
 use crate::{
     appends::stream_appends,
     ctx::Ctx,
+    limit::{judge, Group},
     load::drive,
     requests::{append_request, create_session, session_clients, template_event},
     server::Server,
@@ -37,6 +40,7 @@ pub struct Bounded {
     pub cgroup: Option<PathBuf>,
     pub load_secs: u64,
     pub concurrency: usize,
+    pub max_rss_percent: Option<u64>,
 }
 
 fn user_of(session: u64) -> String {
@@ -65,6 +69,8 @@ pub async fn bounded(ctx: &Ctx, run: Bounded) -> Result<()> {
     if let Some(bytes) = &cache {
         args.extend(["--cache-bytes", bytes]);
     }
+    let group = run.cgroup.clone().map(Group);
+    let kills_before = group.as_ref().map_or(0, Group::oom_kills);
     let server = Server::spawn_in_cgroup(ctx, "session-svc", &args, run.cgroup.as_deref()).await?;
     let sampler = Sampler::start(&server, run.cgroup.clone());
     let clients = Arc::new(session_clients(&server, 8));
@@ -105,8 +111,19 @@ pub async fn bounded(ctx: &Ctx, run: Bounded) -> Result<()> {
             }
         }));
     }
+    let mut seeded = Ok(());
     for s in seeders {
-        s.await??;
+        seeded = seeded.and(s.await?);
+    }
+    // A server the OOM killer killed fails the calls: the verdict names the kill.
+    let verdict = Verdict {
+        group: group.as_ref(),
+        kills_before,
+        max_rss_percent: run.max_rss_percent,
+    };
+    if let Err(e) = seeded {
+        verdict.stop(server).await?;
+        return Err(e);
     }
     let seeded = run.sessions * run.events;
     println!(
@@ -189,7 +206,14 @@ pub async fn bounded(ctx: &Ctx, run: Bounded) -> Result<()> {
             Ok(())
         }
     })
-    .await?;
+    .await;
+    let row = match row {
+        Ok(row) => row,
+        Err(e) => {
+            verdict.stop(server).await?;
+            return Err(e);
+        }
+    };
     let summary = sampler.stop().await;
     println!("  after the load: {}", summary);
     println!(
@@ -200,8 +224,28 @@ pub async fn bounded(ctx: &Ctx, run: Bounded) -> Result<()> {
         row.ops,
         row.secs
     );
-    server.stop().await;
-    Ok(())
+    verdict.stop(server).await
+}
+
+/// What a run in a cgroup is judged against (see [`judge`]).
+struct Verdict<'a> {
+    group: Option<&'a Group>,
+    kills_before: u64,
+    max_rss_percent: Option<u64>,
+}
+
+impl Verdict<'_> {
+    /// Stops `server`, then judges its peak RSS and whether it was killed.
+    async fn stop(&self, server: Server) -> Result<()> {
+        let peak = server.rss_kb().1 * 1024;
+        server.stop().await;
+        match (self.group, self.max_rss_percent) {
+            (Some(group), Some(percent)) => {
+                judge("session-svc", group, self.kills_before, peak, percent)
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Samples the server's RSS every second and prints it every 15 s.

@@ -169,6 +169,37 @@ pub enum Scenario {
         load_secs: u64,
         #[arg(long, default_value_t = 8)]
         concurrency: usize,
+        /// With `--cgroup`: fail if the OOM killer killed the server or its peak RSS passed
+        /// this percentage of the group's limit.
+        #[arg(long)]
+        max_rss_percent: Option<u64>,
+    },
+    /// memory-svc in a memory cgroup: ingestion into one user, then spread over many, and
+    /// searches; fails on an OOM kill or a peak RSS above `--max-rss-percent` of the limit (see
+    /// limit.rs). Not part of `all`.
+    MemoryLimit {
+        /// The cgroup (v1 or v2) directory to run the server in, made beforehand with its
+        /// memory limit. Without it the load runs unconstrained and nothing is judged.
+        #[arg(long)]
+        cgroup: Option<PathBuf>,
+        /// Entries ingested into one user's memory, then as many spread over `--users` (none
+        /// with `--users 0`).
+        #[arg(long, default_value_t = 300_000)]
+        entries: u64,
+        #[arg(long, default_value_t = 1000)]
+        users: u64,
+        /// Events per AddEventsToMemory call.
+        #[arg(long, default_value_t = 1000)]
+        batch: u64,
+        /// Concurrent AddEventsToMemory calls.
+        #[arg(long, default_value_t = 2)]
+        load_concurrency: usize,
+        /// The peak RSS allowed, in percent of the group's memory limit.
+        #[arg(long, default_value_t = 90)]
+        max_rss_percent: u64,
+        /// More flags for memory-svc (e.g. `--server-arg=--memory-budget=67108864`).
+        #[arg(long)]
+        server_arg: Vec<String>,
     },
     /// A bounded soak of both servers: paced appends, reads, watch streams, ingestion and
     /// searches for `--secs`, sampling RSS, open file descriptors and p99 per interval, then

@@ -11,9 +11,10 @@
 //! This file reads the flags ([`flags`]) and runs the scenario they name. Each scenario lives in
 //! a module of its own: [`appends`] (`append`, `append-stream`), [`reads`] (`get`, `recent`,
 //! `list`), [`ingest`], [`search`], [`contention`] (`search-under-ingest`), [`idle`], [`mcp`],
-//! [`bounded`], [`soak`] and [`recall`]; what they share is in [`ctx`] (the global settings),
-//! [`requests`] (connections and requests), [`server`] (the spawned servers), [`load`] (the
-//! closed-loop driver and the report) and [`text`] (the synthetic text).
+//! [`bounded`], [`limit`] (`memory-limit`), [`soak`] and [`recall`]; what they share is in
+//! [`ctx`] (the global settings), [`requests`] (connections and requests), [`server`] (the
+//! spawned servers), [`load`] (the closed-loop driver and the report) and [`text`] (the
+//! synthetic text).
 
 mod appends;
 mod bounded;
@@ -22,6 +23,7 @@ mod ctx;
 mod flags;
 mod idle;
 mod ingest;
+mod limit;
 mod load;
 mod mcp;
 mod reads;
@@ -153,6 +155,30 @@ async fn run(cli: Cli) -> Result<()> {
             let entries = ctx.shrink(vec![entries], 2000)[0];
             mcp::mcp(&ctx, &mut report, entries, clients).await?
         }
+        Scenario::MemoryLimit {
+            cgroup,
+            entries,
+            users,
+            batch,
+            load_concurrency,
+            max_rss_percent,
+            server_arg,
+        } => {
+            let entries = ctx.shrink(vec![entries], 20_000)[0];
+            limit::memory_limit(
+                &ctx,
+                limit::MemoryLimit {
+                    cgroup,
+                    entries,
+                    users,
+                    batch,
+                    concurrency: load_concurrency,
+                    max_rss_percent,
+                    server_args: server_arg,
+                },
+            )
+            .await?
+        }
         Scenario::Bounded {
             sessions,
             events,
@@ -160,6 +186,7 @@ async fn run(cli: Cli) -> Result<()> {
             cgroup,
             load_secs,
             concurrency,
+            max_rss_percent,
         } => {
             let (sessions, events, load_secs) = if q {
                 (sessions.min(20), events.min(200), load_secs.min(3))
@@ -175,6 +202,7 @@ async fn run(cli: Cli) -> Result<()> {
                     cgroup,
                     load_secs,
                     concurrency,
+                    max_rss_percent,
                 },
             )
             .await?

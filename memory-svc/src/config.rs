@@ -92,12 +92,22 @@ pub struct Config {
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub embedder_api_key_env: String,
 
+    /// Bytes of memory the service's sizeable structures may hold together: sled's page cache,
+    /// postings waiting for a merge, merges, writes in flight and the vector cache each draw
+    /// from a share of it (logged at startup; gauge `memory_budget_bytes`). Writes wait for
+    /// room and merges start earlier when their shares are used. Default: a quarter of the
+    /// container's memory limit (cgroup v2 `memory.max` or v1 `memory.limit_in_bytes`) when
+    /// there is one, else a quarter of the machine's memory. See deploy/README.md for sizing.
+    #[arg(long)]
+    pub memory_budget: Option<u64>,
+
     /// Bytes of memory for the vectors of recently searched users (with an embedder): a
     /// semantic search over a user's vectors held there does not read them from the store (on
-    /// PostgreSQL, it checks that no replica wrote the user since they were read). 4 bytes per dimension and 8 more per entry (1.5 KiB per entry at 384
-    /// dimensions); 0 turns it off.
-    #[arg(long, default_value_t = crate::store::vector_cache::DEFAULT_BYTES)]
-    pub vector_cache_bytes: usize,
+    /// PostgreSQL, it checks that no replica wrote the user since they were read). 4 bytes per
+    /// dimension and 8 more per entry (1.5 KiB per entry at 384 dimensions); 0 turns it off.
+    /// Default: an eighth of --memory-budget.
+    #[arg(long)]
+    pub vector_cache_bytes: Option<usize>,
 
     /// Bytes of memory for the posting blocks of recently searched words (PostgreSQL stores;
     /// sled has its own page cache): a keyword search of words held there does not read them
@@ -198,7 +208,10 @@ impl std::fmt::Display for Config {
                 " (language detection off)"
             },
             self.embedder,
-            adk_common::serve::flags::human_bytes(self.vector_cache_bytes),
+            self.vector_cache_bytes.map_or(
+                "its share".to_owned(),
+                adk_common::serve::flags::human_bytes
+            ),
             self.generator,
             self.serve
         )

@@ -4,6 +4,7 @@
 //!
 //! # Layout
 //! - [`config`]: command-line flags with environment fallbacks.
+//! - [`budget`]: the memory budget and each in-memory structure's share of it.
 //! - [`analysis`]: text analysis: memory text and queries turned into index terms (words,
 //!   stems per language, stopwords).
 //! - [`embed`]: sentence embedders (`--embedder`): a local model or an OpenAI-compatible endpoint.
@@ -23,6 +24,7 @@
 
 pub mod analysis;
 pub mod backfill;
+pub mod budget;
 pub mod config;
 pub mod embed;
 pub mod endpoint;

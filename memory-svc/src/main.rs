@@ -10,6 +10,16 @@ use memory_svc::{config::Config, server};
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// jemalloc's options, read before `main`: freed pages go straight back to the system (its
+/// default keeps them ten seconds, and a cgroup counts them), one arena, not four per core (each
+/// keeps its own free pages), and threads cache only allocations of up to 4 KiB (not 32 KiB: the
+/// blocking pool's threads each kept their own). A burst of writes allocates and frees far more
+/// than it keeps: in a 256 MiB cgroup the first two took 30-50 MB off memory-svc's RSS while
+/// ingesting, and the last two 27 MB more (BENCHMARKS.md, "Memory budget").
+/// `_RJEM_MALLOC_CONF` in the environment overrides them.
+#[export_name = "_rjem_malloc_conf"]
+static MALLOC_CONF: &[u8; 60] = b"dirty_decay_ms:0,muzzy_decay_ms:0,narenas:1,tcache_max:4096\0";
+
 fn main() -> ExitCode {
     // Before the runtime starts any thread: it sets environment variables.
     #[cfg(feature = "local-embedder")]

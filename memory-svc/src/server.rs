@@ -6,9 +6,10 @@ use std::sync::Arc;
 use adk_common::{
     postgres::StoreLocation,
     serve::{
-        hooks::{open_postgres, open_sled, PgBacked, SledBacked, StoreHooks},
+        hooks::{open_postgres, open_sled_with, PgBacked, SledBacked, StoreHooks},
         Running,
     },
+    sled::cache::SledCache,
     stopping::Shutdown,
     BoxError,
 };
@@ -16,6 +17,7 @@ use adk_proto::memory::v1::memory_service_server::MemoryServiceServer;
 
 use crate::{
     backfill,
+    budget::{MemoryBudget, Part},
     config::Config,
     embed::Embedder,
     generate::{jobs, Generator, JobRetry},
@@ -44,12 +46,18 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
     if let Some(embedder) = &embedder {
         tracing::info!(model = %embedder.identity(), "embedding model ready");
     }
+    let budget = MemoryBudget::choose(config.memory_budget);
+    tracing::info!("memory budget {}", budget.describe());
+    budget.record();
+    let vector_cache = (config.vector_cache_bytes)
+        .unwrap_or_else(|| usize::try_from(budget.share(Part::VectorCache)).unwrap_or(usize::MAX));
     match config.store() {
         StoreLocation::Sled(dir) => {
             let analyzer = config.analyzer();
-            let (store, hooks) = open_sled(&dir, &config.serve, |db, sync| {
+            let cache = SledCache::within(config.serve.cache_bytes, budget.share(Part::SledCache));
+            let (store, hooks) = open_sled_with(&dir, &config.serve, cache, |db, sync| {
                 SledMemoryStore::from_db(db, sync, analyzer)
-                    .map(|store| store.with_vector_cache(config.vector_cache_bytes))
+                    .map(|store| store.within(&budget).with_vector_cache(vector_cache))
             })?;
             let memories = Memories::new(store, sessions)
                 .with_embedder(embedder)
@@ -63,7 +71,7 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             let (store, hooks) = open_postgres(async {
                 opening.await.map(|store| {
                     store
-                        .with_vector_cache(config.vector_cache_bytes)
+                        .with_vector_cache(vector_cache)
                         .with_posting_cache(config.posting_cache_bytes)
                 })
             })

@@ -21,15 +21,15 @@ use adk_proto::{
     },
     session::v1::{part::Data, Content, Event, Part},
 };
-use adk_tests::{spawn_binary, ServerProcess};
+use adk_tests::{spawn_binary_with, ServerProcess};
 use tonic::transport::Channel;
 
 const WRITERS: usize = 3;
 const BATCH: usize = 5;
 const CYCLES: usize = 20;
 
-async fn spawn(dir: &Path) -> (ServerProcess, MemoryServiceClient<Channel>) {
-    let (child, channel) = spawn_binary(env!("CARGO_BIN_EXE_memory-svc"), dir).await;
+async fn spawn(dir: &Path, flags: &[&str]) -> (ServerProcess, MemoryServiceClient<Channel>) {
+    let (child, channel) = spawn_binary_with(env!("CARGO_BIN_EXE_memory-svc"), dir, flags).await;
     (child, MemoryServiceClient::new(channel))
 }
 
@@ -108,10 +108,21 @@ async fn found_ids(client: &mut MemoryServiceClient<Channel>, batch: usize) -> H
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_ingestion_and_deletes_survive_repeated_sigkills() {
+    sigkill_cycles(&[]).await;
+}
+
+/// The same with a memory budget so small that merges start after a few hundred postings and
+/// take a few records each, and writes wait for one another: the kills fall mid-merge too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_writes_survive_sigkills_under_a_small_memory_budget() {
+    sigkill_cycles(&["--memory-budget", "262144"]).await;
+}
+
+async fn sigkill_cycles(flags: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let acked = Arc::new(Mutex::new(Acknowledged::default()));
     let next_batch = Arc::new(AtomicUsize::new(0));
-    let (mut child, mut client) = spawn(dir.path()).await;
+    let (mut child, mut client) = spawn(dir.path(), flags).await;
     let mut checked = 0;
     for cycle in 0..CYCLES {
         let first_batch = next_batch.load(Ordering::SeqCst);
@@ -164,7 +175,7 @@ async fn acknowledged_ingestion_and_deletes_survive_repeated_sigkills() {
         for w in writers {
             w.await.unwrap();
         }
-        let (restarted, new_client) = spawn(dir.path()).await;
+        let (restarted, new_client) = spawn(dir.path(), flags).await;
         child = restarted;
         client = new_client;
 

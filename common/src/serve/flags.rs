@@ -32,7 +32,8 @@ pub struct ServeFlags {
 
     /// Capacity of sled's page cache, in bytes (sled stores only). Default: an eighth of the
     /// container's memory limit (cgroup v2 `memory.max` or v1 `memory.limit_in_bytes`) when
-    /// there is one, else sled's default of 1 GiB. See deploy/README.md for sizing.
+    /// there is one, else sled's default of 1 GiB; memory-svc's is a share of its
+    /// --memory-budget. See deploy/README.md for sizing.
     #[arg(long)]
     pub cache_bytes: Option<u64>,
 

@@ -57,7 +57,20 @@ where
     S: SledBacked,
     E: fmt::Display,
 {
-    let cache = SledCache::choose(flags.cache_bytes);
+    open_sled_with(dir, flags, SledCache::choose(flags.cache_bytes), open)
+}
+
+/// [`open_sled`] with a page cache the server chose itself (see [`SledCache::within`]).
+pub fn open_sled_with<S, E>(
+    dir: &Path,
+    flags: &ServeFlags,
+    cache: SledCache,
+    open: impl FnOnce(sled::Db, SyncMode) -> Result<S, E>,
+) -> Result<(S, StoreHooks), BoxError>
+where
+    S: SledBacked,
+    E: fmt::Display,
+{
     let cannot_open =
         |e: &dyn fmt::Display| format!("cannot open the data directory {}: {e}", dir.display());
     let db = cache.open(dir).map_err(|e| cannot_open(&e))?;

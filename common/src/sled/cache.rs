@@ -29,6 +29,8 @@ pub enum CacheSource {
     CgroupLimit(u64),
     /// No flag and no limit: sled's default.
     Default,
+    /// The server's own share of its memory budget (memory-svc's `--memory-budget`).
+    Budget,
 }
 
 /// The cache capacity a server runs with.
@@ -42,10 +44,21 @@ impl SledCache {
     /// `flag` when given, else a share of this process's cgroup memory limit, else sled's
     /// default.
     pub fn choose(flag: Option<u64>) -> Self {
-        Self::from_limit(
-            flag,
-            memory_limit(Path::new("/sys/fs/cgroup"), &own_cgroups()),
-        )
+        Self::from_limit(flag, container_memory_limit())
+    }
+
+    /// `flag` when given, else `share` (of a memory budget the server divides itself).
+    pub fn within(flag: Option<u64>, share: u64) -> Self {
+        match flag {
+            Some(bytes) => Self {
+                bytes,
+                source: CacheSource::Flag,
+            },
+            None => Self {
+                bytes: share,
+                source: CacheSource::Budget,
+            },
+        }
     }
 
     fn from_limit(flag: Option<u64>, limit: Option<u64>) -> Self {
@@ -89,6 +102,10 @@ impl SledCache {
                 bytes = self.bytes,
                 "sled cache: sled's default (no --cache-bytes, no cgroup memory limit)"
             ),
+            CacheSource::Budget => tracing::info!(
+                bytes = self.bytes,
+                "sled cache: its share of the memory budget"
+            ),
         }
         self.record();
     }
@@ -97,6 +114,11 @@ impl SledCache {
     pub fn record(&self) {
         metrics::gauge!("sled_cache_bytes").set(self.bytes as f64);
     }
+}
+
+/// This process's cgroup memory limit (the container's), if it has one.
+pub fn container_memory_limit() -> Option<u64> {
+    memory_limit(Path::new("/sys/fs/cgroup"), &own_cgroups())
 }
 
 /// The lines of `/proc/self/cgroup` (empty when it cannot be read, e.g. not on Linux).

@@ -149,6 +149,16 @@ impl Write {
             },
         }
     }
+
+    /// The entries the write stores (none for a delete or a re-indexing).
+    pub fn entries(&self) -> &[Entry] {
+        match self {
+            Self::Replace { entries, .. }
+            | Self::AddEvents { entries, .. }
+            | Self::AddMemories(entries) => entries,
+            Self::Delete(_) | Self::Reindex => &[],
+        }
+    }
 }
 
 /// The ids of `entries`, in order.

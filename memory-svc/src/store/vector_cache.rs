@@ -31,7 +31,8 @@ use lru::LruCache;
 
 use super::vectors::{Matrix, VectorEdits};
 
-/// Default `--vector-cache-bytes`: the vectors of about 170k entries of a 384-dimension model.
+/// A store's vector cache until it is told its size: the vectors of about 170k entries of a
+/// 384-dimension model.
 pub const DEFAULT_BYTES: usize = 256 << 20;
 
 /// Write counters (more stripes: fewer searches that cannot keep their reading because of a
@@ -103,6 +104,11 @@ impl VectorCache {
     /// The most one scope's matrix may take.
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// The bytes of the matrices kept.
+    pub fn held(&self) -> usize {
+        self.lock().bytes
     }
 
     /// The scope's matrix at `version` (the store's version of the scope's vectors; 0 where

@@ -28,7 +28,10 @@ use std::{
     collections::{hash_map::Entry, BTreeSet, HashMap},
     convert::Infallible,
     hash::{Hash, Hasher},
-    sync::{Mutex, MutexGuard, PoisonError},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Mutex, MutexGuard, PoisonError,
+    },
 };
 
 use adk_common::sled::keys::Key;
@@ -42,7 +45,8 @@ use super::{
     SledMemoryStore,
 };
 
-/// When journal records are merged, by the posting changes that wait.
+/// When journal records are merged, by the posting changes that wait, and how many a merge
+/// takes at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Thresholds {
     /// Changes of a scope at which a write queues the scope for the background merger.
@@ -52,18 +56,49 @@ pub(super) struct Thresholds {
     /// Changes in all scopes together at which a write queues every scope holding some for
     /// the merger; at twice as many, a write merges its own scope itself.
     pub held_at_most: usize,
+    /// Bytes of journal records (as stored) one round of a merge reads at most (but one record,
+    /// whatever its size).
+    pub merge_bytes: usize,
 }
+
+/// Bytes a change waiting for a merge takes in memory: 32 of its own, plus its share of its
+/// term's entry in the map (measured: 47 MB for a million).
+pub(super) const CHANGE_BYTES: usize = 48;
+
+/// A merge holds about this many times the bytes of the records it reads: their changes decoded,
+/// and the blocks of their terms read and rewritten (measured: 58 MB for records of 14 MB).
+pub(super) const MERGE_EXPANSION: usize = 4;
 
 impl Default for Thresholds {
     /// A scope's records are merged about every 200 sessions of 20 turns: merging the records
     /// of many writes at once writes a term they share once, not once per write (measured in
     /// BENCHMARKS.md, "Ingestion: searches read what waits for a merge"). A change waiting
-    /// takes 32 bytes, plus its share of its term's entry in the map.
+    /// takes [`CHANGE_BYTES`].
     fn default() -> Self {
         Self {
             merge_after: 1 << 18,
             backlog: 1 << 20,
             held_at_most: 1 << 20,
+            merge_bytes: usize::MAX,
+        }
+    }
+}
+
+impl Thresholds {
+    /// The defaults, lowered so that the changes waiting take `pending` bytes at most (a write
+    /// merges its own scope at twice `held_at_most`), and a merge about `merging` bytes.
+    pub fn within(pending: u64, merging: u64) -> Self {
+        let bytes = |b: u64| usize::try_from(b).unwrap_or(usize::MAX);
+        let all = Self::default();
+        let held_at_most = all
+            .held_at_most
+            .min(bytes(pending) / CHANGE_BYTES / 2)
+            .max(1);
+        Self {
+            merge_after: all.merge_after.min(held_at_most / 2).max(1),
+            backlog: all.backlog.min(held_at_most * 2),
+            held_at_most,
+            merge_bytes: bytes(merging) / MERGE_EXPANSION,
         }
     }
 }
@@ -237,6 +272,29 @@ impl Merger {
 pub(super) struct Merges {
     locks: [Mutex<()>; 64],
     queue: Mutex<Queue>,
+    /// About the bytes the merges under way hold (see [`MERGE_EXPANSION`]).
+    held: AtomicUsize,
+}
+
+/// A merge round's records, counted in [`Merges::held`] while it runs.
+struct MergeHeld<'a> {
+    merges: &'a Merges,
+    bytes: usize,
+}
+
+impl<'a> MergeHeld<'a> {
+    fn new(merges: &'a Merges, records: &[(IVec, IVec)]) -> Self {
+        let read: usize = records.iter().map(|(_, value)| value.len()).sum();
+        let bytes = read.saturating_mul(MERGE_EXPANSION);
+        merges.held.fetch_add(bytes, Ordering::Relaxed);
+        Self { merges, bytes }
+    }
+}
+
+impl Drop for MergeHeld<'_> {
+    fn drop(&mut self) {
+        self.merges.held.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -251,6 +309,7 @@ impl Default for Merges {
         Self {
             locks: std::array::from_fn(|_| Mutex::new(())),
             queue: Mutex::default(),
+            held: AtomicUsize::new(0),
         }
     }
 }
@@ -261,6 +320,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Merges {
+    /// About the bytes the merges under way hold.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
     /// Held while merging `scope`'s journal, or clearing the scope.
     pub fn lock(&self, scope: &Key) -> MutexGuard<'_, ()> {
         let mut hasher = std::hash::DefaultHasher::new();
@@ -338,11 +402,19 @@ impl SledMemoryStore {
             // without those of earlier generations.
             let records = {
                 let _reading = self.scans.reading(scope);
-                self.journal
-                    .scan_prefix(scope)
-                    .take(RECORDS_PER_MERGE)
-                    .collect::<std::result::Result<Vec<(IVec, IVec)>, _>>()?
+                let mut records: Vec<(IVec, IVec)> = Vec::new();
+                let mut bytes = 0;
+                for kv in self.journal.scan_prefix(scope).take(RECORDS_PER_MERGE) {
+                    let (key, value) = kv?;
+                    bytes += value.len();
+                    if bytes > self.thresholds.merge_bytes && !records.is_empty() {
+                        break;
+                    }
+                    records.push((key, value));
+                }
+                records
             };
+            let _held = MergeHeld::new(&self.merges, &records);
             let (Some((first, _)), Some((last, _))) = (records.first(), records.last()) else {
                 return Ok(());
             };
@@ -420,6 +492,7 @@ mod tests {
                 merge_after: usize::MAX,
                 backlog: usize::MAX,
                 held_at_most: 5,
+                merge_bytes: usize::MAX,
             },
             ..store
         };

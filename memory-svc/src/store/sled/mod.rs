@@ -111,6 +111,7 @@ use super::{
     SearchQuery, Unembedded, Vectors,
 };
 use crate::analysis::Analyzer;
+use crate::budget::{self, MemoryBudget, Part, Room};
 use crate::embed::Identity;
 
 /// Memory store on a sled database. Cheap to clone.
@@ -148,6 +149,9 @@ pub struct SledMemoryStore {
     /// Merges of the index journal (see [`journal`]).
     merges: Arc<journal::Merges>,
     thresholds: journal::Thresholds,
+    /// The memory-budget share of the writes being planned and committed: a write waits for
+    /// room before it starts (see [`write::cost`]).
+    writes: Arc<Room>,
 }
 
 /// Stripes of locks by scope: searches of a scope hold its stripe shared while they read, a
@@ -236,6 +240,7 @@ impl SledMemoryStore {
             scans: Arc::default(),
             merges: Arc::default(),
             thresholds: journal::Thresholds::default(),
+            writes: Arc::new(Room::new(u64::MAX)),
             db,
         };
         migrate::convert_kinds(&store)?;
@@ -252,11 +257,30 @@ impl SledMemoryStore {
         }
     }
 
-    /// Publishes the database's size on disk as a gauge (read at each metrics scrape).
+    /// The same, within `budget`: the postings waiting for a merge, merges and writes each
+    /// within their share.
+    pub fn within(self, budget: &MemoryBudget) -> Self {
+        Self {
+            thresholds: journal::Thresholds::within(
+                budget.share(Part::PendingPostings),
+                budget.share(Part::Merges),
+            ),
+            writes: Arc::new(Room::new(budget.share(Part::Writes))),
+            ..self
+        }
+    }
+
+    /// Publishes the database's size on disk, and what the parts of the memory budget hold, as
+    /// gauges (read at each metrics scrape).
     pub fn record_size(&self) {
         if let Ok(bytes) = self.db.size_on_disk() {
             gauge!("store_size_bytes", "service" => "memory-svc").set(bytes as f64);
         }
+        let pending = self.pending.all() * journal::CHANGE_BYTES;
+        budget::record_use(Part::PendingPostings, pending as u64);
+        budget::record_use(Part::Merges, self.merges.held() as u64);
+        budget::record_use(Part::Writes, self.writes.used());
+        budget::record_use(Part::VectorCache, self.vector_cache.held() as u64);
     }
 
     /// Watches for a disk failure (the health service turns NOT_SERVING on one).
@@ -433,11 +457,13 @@ impl MemoryStore for SledMemoryStore {
         revision: Option<RevisionRecord>,
     ) -> Result<u32> {
         self.commit.check_writable()?;
+        // Before the gate: a write waiting for room must not keep a snapshot waiting.
+        let room = self.writes.take(write::cost(&write)).await;
         let writing = self.gate.writing_owned().await;
         let key = scope_key(scope);
         let count = self
             .blocking(move |store| {
-                let _writing = writing;
+                let (_writing, _room) = (writing, room);
                 store.write_now(&key, &write, &vectors, revision.as_ref())
             })
             .await;

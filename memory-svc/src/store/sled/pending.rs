@@ -158,6 +158,11 @@ impl Pending {
         (held.scopes.get(scope).map_or(0, |s| s.len), held.len)
     }
 
+    /// How many changes all scopes hold.
+    pub fn all(&self) -> usize {
+        self.held().len
+    }
+
     /// Drops the changes of `scope`'s records up to generation `through`, merged into the
     /// blocks.
     pub fn merged(&self, scope: &Key, through: u64) {

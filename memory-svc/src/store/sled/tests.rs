@@ -496,10 +496,12 @@ async fn a_write_of_many_postings_is_indexed_after_the_waiting_ones() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_journal_stays_short() {
     let (_dir, store) = open().await;
+    // A merge round reads a few records at a time, as a small memory budget has it.
     let at = journal::Thresholds {
         merge_after: 40,
         backlog: 160,
         held_at_most: 400,
+        merge_bytes: 200,
     };
     let store = SledMemoryStore {
         thresholds: at,
@@ -565,6 +567,7 @@ async fn a_merge_cut_short_is_taken_up_where_it_stopped() {
             merge_after: usize::MAX,
             backlog: usize::MAX,
             held_at_most: usize::MAX,
+            merge_bytes: usize::MAX,
         },
         ..store
     };
