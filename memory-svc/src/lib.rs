@@ -8,6 +8,8 @@
 //!   stems per language, stopwords).
 //! - [`embed`]: sentence embedders (`--embedder`): a local model or an OpenAI-compatible endpoint.
 //! - [`endpoint`]: the HTTP client of OpenAI-compatible endpoints (timeouts, retries).
+//! - [`filter`]: filters of searches and listings (metadata conditions, topics), checked and
+//!   tested.
 //! - [`fusion`]: hybrid ranking, keyword and semantic rankings fused.
 //! - [`generate`]: memory generation (`--generator`): facts extracted and consolidated by a
 //!   chat model, in durable jobs.
@@ -27,6 +29,7 @@ pub mod config;
 pub mod embed;
 pub mod endpoint;
 pub mod error;
+pub mod filter;
 pub mod fusion;
 pub mod generate;
 pub mod grpc;

@@ -14,6 +14,7 @@ mod contract;
 pub mod generation;
 pub mod index;
 mod maxscore;
+pub mod metadata;
 pub mod pg;
 mod plan;
 pub mod sled;
@@ -32,6 +33,7 @@ pub use vectors::{Unembedded, Vectors};
 use crate::{
     analysis::{Analyzer, Language},
     embed::Identity,
+    filter::Filter,
 };
 use prost_types::Timestamp;
 
@@ -104,10 +106,12 @@ pub struct SearchQuery {
     pub generated: Option<bool>,
     /// The time (ms since the epoch) generated memories expire against; 0: none expire.
     pub now_ms: i64,
+    /// Only entries whose metadata passes this filter.
+    pub filter: Filter,
 }
 
 impl SearchQuery {
-    /// Whether the query filters by author, time or kind: a search must then check each
+    /// Whether the query filters by author, time, kind or metadata: a search must then check each
     /// candidate entry. (Expiry is not counted: few entries expire, so a search checks its
     /// results for expired ones instead, and only if it finds one, every candidate.)
     pub fn filters(&self) -> bool {
@@ -115,6 +119,7 @@ impl SearchQuery {
             || self.after.is_some()
             || self.before.is_some()
             || self.generated.is_some()
+            || !self.filter.is_empty()
     }
 
     /// Whether `entry` passes the author and time filters. An entry without a timestamp fails
@@ -132,6 +137,7 @@ impl SearchQuery {
                 .before
                 .as_ref()
                 .is_none_or(|b| time.is_some_and(|t| t < bound(b)))
+            && self.filter.admits(&entry.custom_metadata)
     }
 
     /// The results of a search ranked without checking the filters (postings alone ranked,
@@ -385,11 +391,13 @@ pub trait MemoryStore: Send + Sync + 'static {
     }
 
     /// One page of the user's entries in ingestion order, and the token of the next page
-    /// (empty after the last one).
+    /// (empty after the last one). With a `filter` the index narrows (see [`metadata`]), only
+    /// its candidates are read: a superset of the entries it admits, which the caller tests.
     fn list(
         &self,
         scope: Scope<'_>,
         page_size: usize,
         page_token: &str,
+        filter: &Filter,
     ) -> impl Future<Output = Result<(Vec<Entry>, String)>> + Send;
 }

@@ -3,25 +3,58 @@
 use std::time::Duration;
 
 use adk_proto::memory::v1::{
-    GenerationJob, GenerationState, MemoryEntry, MemoryKind, MemoryRevision, SearchMemoryRequest,
-    SearchMode,
+    GenerationJob, GenerationState, ListMemoriesRequest, MemoryEntry, MemoryFilter, MemoryKind,
+    MemoryRevision, SearchMemoryRequest, SearchMode,
 };
+use prost_types::Timestamp;
 use runner_client::{json, GenerateSource, MemoryTarget};
 use serde_json::json;
 
-use super::{output, Cli, CliError};
+use super::{filter, output, Cli, CliError, FilterArgs};
+
+/// The filters of `memory search` and `memory list`, as the requests carry them.
+pub(super) struct Filter {
+    filter: Option<MemoryFilter>,
+    author: String,
+    after: Option<Timestamp>,
+    before: Option<Timestamp>,
+}
+
+impl Filter {
+    /// The filter the flags give, or the flag that is not understood.
+    pub(super) fn of(args: &FilterArgs) -> Result<Self, CliError> {
+        let time = |flag: &str, text: &Option<String>| -> Result<Option<Timestamp>, CliError> {
+            text.as_deref()
+                .map(|t| {
+                    filter::time(t).ok_or_else(|| {
+                        format!("{flag}: {t:?} is not an RFC 3339 time (2026-05-01T12:00:00Z)")
+                            .into()
+                    })
+                })
+                .transpose()
+        };
+        let filter = filter::memory_filter(&args.groups, &args.topics)?;
+        Ok(Self {
+            filter: (filter != MemoryFilter::default()).then_some(filter),
+            author: args.author.clone().unwrap_or_default(),
+            after: time("--after", &args.after)?,
+            before: time("--before", &args.before)?,
+        })
+    }
+}
 
 /// How often `memory job --wait` asks for the job again.
 const JOB_POLL: Duration = Duration::from_millis(500);
 
-/// `memory search QUERY [--mode MODE] [--language CODE] [--kind KIND]`: the user's best
-/// matching memories, best first.
+/// `memory search QUERY [--mode MODE] [--language CODE] [--kind KIND] [filters]`: the user's
+/// best matching memories among those the filters keep, best first.
 pub(super) async fn search(
     cli: &Cli,
     query: &str,
     mode: SearchMode,
     language: Option<&str>,
     kind: MemoryKind,
+    filter: Filter,
 ) -> Result<(), CliError> {
     let request = SearchMemoryRequest {
         app_name: cli.app.clone(),
@@ -30,6 +63,10 @@ pub(super) async fn search(
         language: language.unwrap_or_default().to_owned(),
         mode: mode.into(),
         kind: kind.into(),
+        filter: filter.filter,
+        author: filter.author,
+        after_timestamp: filter.after,
+        before_timestamp: filter.before,
         ..Default::default()
     };
     let memories = cli.memory()?.search_request(request).await?;
@@ -160,11 +197,20 @@ pub(super) async fn rollback(cli: &Cli, id: &str, revision_id: &str) -> Result<(
     print_revision(cli, &revision)
 }
 
-/// `memory list [--kind KIND]`: every memory of the user (of that kind), oldest first.
-pub(super) async fn list(cli: &Cli, kind: MemoryKind) -> Result<(), CliError> {
-    let memories = (cli.memory()?)
-        .list_of_kind(&cli.app, cli.user(), kind)
-        .await?;
+/// `memory list [--kind KIND] [filters]`: every memory of the user (of that kind, that the
+/// filters keep), oldest first.
+pub(super) async fn list(cli: &Cli, kind: MemoryKind, filter: Filter) -> Result<(), CliError> {
+    let request = ListMemoriesRequest {
+        app_name: cli.app.clone(),
+        user_id: cli.user().to_owned(),
+        kind: kind.into(),
+        filter: filter.filter,
+        author: filter.author,
+        after_timestamp: filter.after,
+        before_timestamp: filter.before,
+        ..Default::default()
+    };
+    let memories = (cli.memory()?).list_request(request).await?;
     for memory in &memories {
         if cli.json {
             output::json_line(&json::memory_entry(memory))?;

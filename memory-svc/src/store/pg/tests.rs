@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use tokio_postgres::NoTls;
 
 use super::{blocks, schema::MIGRATIONS, vectors, PgMemoryStore};
-use crate::analysis::Analyzer;
 use crate::store::{
     contract::{
         self, add, assert_searches_exact, delete, entries, entry, generated_corpus, listed,
@@ -16,6 +15,7 @@ use crate::store::{
     plan::Write,
     DeleteTarget, Entry, MemoryStore, SearchQuery, Vectors,
 };
+use crate::{analysis::Analyzer, filter::Filter};
 
 /// A fresh schema's connection string; fails the test without a test database.
 async fn fresh_url() -> String {
@@ -276,7 +276,10 @@ async fn converts_a_schema_3_database() {
         .await
         .unwrap();
     let all = |store: PgMemoryStore| async move {
-        let (entries, next) = store.list(SCOPE, usize::MAX, "").await.unwrap();
+        let (entries, next) = store
+            .list(SCOPE, usize::MAX, "", &Filter::default())
+            .await
+            .unwrap();
         assert_eq!(next, "");
         entries
     };

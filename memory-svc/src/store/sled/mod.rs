@@ -19,6 +19,7 @@
 //! | `vectors`    | app, user, seq            | the entry's vector (see [`vectors`])    |
 //! | `revisions`  | app, user, revision seq   | `RevisionRecord` (protobuf)             |
 //! | `expiries`   | app, user, memory id      | its expiry, ms (i64 big-endian)         |
+//! | `metadata`   | app, user, key, value, seq| seq: entries by metadata value (below)  |
 //! | `jobs`       | job id                    | `JobRecord` (protobuf)                  |
 //! | `job_queue`  | due ms, job id            | (empty): the open jobs, due first       |
 //! | `jobs_done`  | end ms, job id            | (empty): the finished jobs, oldest first|
@@ -52,6 +53,11 @@
 //! (see [`migrate::reindex`]). Before format 4, an entry's kind and expiry were read from its
 //! metadata: [`migrate::convert_kinds`] stores them in the records of a format-3 database.
 //!
+//! The `metadata` tree indexes every top-level key of an entry's metadata by its value (see
+//! [`metadata`] and [`crate::store::metadata`]), so a filtered search or listing reads only
+//! the entries the filter may admit. Every write keeps it in step with the entries; a store of
+//! format 5 has it built at open ([`migrate::build_metadata`]).
+//!
 //! An entry's record holds its kind and expiry; the `expiries` tree indexes the expiries for
 //! the sweep, and every write keeps it in step with the entries it removes and inserts.
 //!
@@ -68,6 +74,7 @@
 
 mod generation;
 mod journal;
+mod metadata;
 mod migrate;
 mod pending;
 mod postings;
@@ -112,6 +119,7 @@ use super::{
 };
 use crate::analysis::Analyzer;
 use crate::embed::Identity;
+use crate::filter::Filter;
 
 /// Memory store on a sled database. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -133,6 +141,8 @@ pub struct SledMemoryStore {
     vector_model: Tree,
     revisions: Tree,
     expiries: Tree,
+    /// Entries by metadata value (see [`metadata`]).
+    metadata: Tree,
     jobs: Tree,
     job_queue: Tree,
     jobs_done: Tree,
@@ -225,6 +235,7 @@ impl SledMemoryStore {
             vector_model: db.open_tree("vector_model")?,
             revisions: db.open_tree("revisions")?,
             expiries: db.open_tree("expiries")?,
+            metadata: db.open_tree("metadata")?,
             jobs: db.open_tree("jobs")?,
             job_queue: db.open_tree("job_queue")?,
             jobs_done: db.open_tree("jobs_done")?,
@@ -239,6 +250,7 @@ impl SledMemoryStore {
             db,
         };
         migrate::convert_kinds(&store)?;
+        migrate::build_metadata(&store)?;
         migrate::reindex(&store)?;
         store.merge_left_records();
         Ok(store)
@@ -371,8 +383,13 @@ impl SledMemoryStore {
                 return Ok(hits);
             }
         }
-        // An entry removed since its posting was read is simply no longer there.
+        // Only the filter's candidates are read; an entry removed since its posting was read
+        // is simply no longer there.
+        let candidates = self.candidates(scope, &query.filter)?;
         let ranked = self.rank(scope, query, |seq| {
+            if candidates.as_ref().is_some_and(|c| !c.contains(&seq)) {
+                return Ok(None);
+            }
             Ok(self
                 .record(scope, seq)?
                 .map(EntryRecord::into_entry)
@@ -393,8 +410,29 @@ impl SledMemoryStore {
         scope: Scope<'_>,
         page_size: usize,
         after: Option<u64>,
+        filter: &Filter,
     ) -> Result<(Vec<Entry>, String)> {
         let prefix = scope_key(scope);
+        if let Some(candidates) = self.candidates(&prefix, filter)? {
+            let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+            let mut seqs = candidates.range((from, Bound::Unbounded)).copied();
+            let mut page = Vec::new();
+            let mut last_seq = None;
+            for seq in seqs.by_ref() {
+                if let Some(record) = self.record(&prefix, seq)? {
+                    page.push(record.into_entry());
+                }
+                last_seq = Some(seq);
+                if page.len() >= page_size.max(1) {
+                    break;
+                }
+            }
+            let next = match (seqs.next(), last_seq) {
+                (Some(_), Some(seq)) => token::encode(scope, seq),
+                _ => String::new(),
+            };
+            return Ok((page, next));
+        }
         let start = match after {
             Some(seq) => Bound::Excluded(prefix.clone().u64(seq).into_vec()),
             None => Bound::Included(prefix.clone().into_vec()),
@@ -619,15 +657,17 @@ impl MemoryStore for SledMemoryStore {
         scope: Scope<'_>,
         page_size: usize,
         page_token: &str,
+        filter: &Filter,
     ) -> Result<(Vec<Entry>, String)> {
         let after = token::decode(scope, page_token)?;
         let (app_name, user_id) = (scope.app_name.to_owned(), scope.user_id.to_owned());
+        let filter = filter.clone();
         self.blocking(move |store| {
             let scope = Scope {
                 app_name: &app_name,
                 user_id: &user_id,
             };
-            store.list_now(scope, page_size, after)
+            store.list_now(scope, page_size, after, &filter)
         })
         .await
     }

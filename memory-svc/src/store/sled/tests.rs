@@ -23,7 +23,7 @@ use super::{
     records::{decode, key_seq, scope_key, u64_value, EntryRecord, Stats},
     MemoryStore, Scope, SledMemoryStore,
 };
-use crate::analysis::Analyzer;
+use crate::{analysis::Analyzer, filter::Filter};
 
 async fn open() -> (tempfile::TempDir, SledMemoryStore) {
     let dir = tempfile::tempdir().unwrap();
@@ -388,7 +388,10 @@ async fn converts_the_kinds_of_a_format_3_store() {
     // Converted once: opening again changes nothing.
     drop(store);
     let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
-    let (listed, _) = store.list(SCOPE, 100, "").await.unwrap();
+    let (listed, _) = store
+        .list(SCOPE, 100, "", &Filter::default())
+        .await
+        .unwrap();
     assert_eq!(listed.iter().filter(|e| e.kind.generated).count(), 2);
 }
 
