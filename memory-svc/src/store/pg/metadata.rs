@@ -43,6 +43,19 @@ pub(super) async fn insert<'a>(
     Ok(())
 }
 
+/// The seqs each of a filter's scans finds (`$3`: scan numbers, `$4`: keys, `$5` and `$6`: the
+/// ranges' ends): one range probe of the primary key per scan (`OFFSET 0` keeps each a probe, a
+/// plan that does not depend on the statistics, as in `super::search`).
+pub(super) const CANDIDATES: &str =
+    "SELECT q.scan, m.seq FROM unnest($3::int[], $4::text[], $5::bytea[], $6::bytea[])
+         AS q(scan, key, low, high)
+     CROSS JOIN LATERAL (
+         SELECT seq FROM memory_metadata
+         WHERE app_name = $1 AND user_id = $2 AND key = q.key
+             AND value >= q.low AND value < q.high
+         OFFSET 0
+     ) AS m";
+
 /// The seqs of `scope` that may pass `filter`, in order; `None` when the index cannot narrow
 /// it (every entry is a candidate).
 pub(super) async fn candidates(
@@ -60,20 +73,7 @@ pub(super) async fn candidates(
         highs.push(scan.high.as_slice());
         scans.push(i as i32);
     }
-    // One range probe of the primary key per scan (`OFFSET 0` keeps each a probe, as in
-    // `super::search`).
-    let statement = client
-        .prepare_cached(
-            "SELECT q.scan, m.seq FROM unnest($3::int[], $4::text[], $5::bytea[], $6::bytea[])
-                 AS q(scan, key, low, high)
-             CROSS JOIN LATERAL (
-                 SELECT seq FROM memory_metadata
-                 WHERE app_name = $1 AND user_id = $2 AND key = q.key
-                     AND value >= q.low AND value < q.high
-                 OFFSET 0
-             ) AS m",
-        )
-        .await?;
+    let statement = client.prepare_cached(CANDIDATES).await?;
     let rows = client
         .query(
             &statement,
