@@ -17,6 +17,7 @@
 //! - [`backfill`]: embedding, in the background, the entries stored without a vector.
 //! - [`grpc`]: tonic handlers (thin) and the mapping of errors to statuses.
 //! - [`memories`]: the domain: request checks and ADK's memory rules, free of transport types.
+//! - [`purge`]: purges by filter, dry runs and durable operations.
 //! - [`session_source`]: fetching sessions from session-svc for ingestion by reference.
 //! - [`store`]: the storage trait, the ingestion rules both backends share, and the sled and
 //!   PostgreSQL backends.
@@ -35,6 +36,7 @@ pub mod generate;
 pub mod grpc;
 pub mod lifetimes;
 pub mod memories;
+pub mod purge;
 pub mod server;
 pub mod session_source;
 pub mod store;

@@ -742,17 +742,7 @@ impl<S: MemoryStore> Memories<S> {
     pub async fn list(&self, req: ListMemoriesRequest) -> Result<(Vec<Entry>, String)> {
         let scope = scope("app_name", &req.app_name, "user_id", &req.user_id)?;
         let page_size = page_size("page_size", req.page_size)?;
-        timestamp("after_timestamp", req.after_timestamp.as_ref())?;
-        timestamp("before_timestamp", req.before_timestamp.as_ref())?;
-        let filter = SearchQuery {
-            generated: kind("kind", req.kind)?,
-            now_ms: now_ms(),
-            after: req.after_timestamp,
-            before: req.before_timestamp,
-            author: Some(req.author).filter(|a| !a.is_empty()),
-            filter: Filter::parse("filter", req.filter)?,
-            ..SearchQuery::default()
-        };
+        let filter = listing_filter(&req)?;
         let mut token = req.page_token;
         let mut page = Vec::new();
         loop {
@@ -767,6 +757,21 @@ impl<S: MemoryStore> Memories<S> {
             }
         }
     }
+}
+
+/// The filters of a listing, checked (also a purge's, which lists what it deletes).
+pub fn listing_filter(req: &ListMemoriesRequest) -> Result<SearchQuery> {
+    timestamp("after_timestamp", req.after_timestamp.as_ref())?;
+    timestamp("before_timestamp", req.before_timestamp.as_ref())?;
+    Ok(SearchQuery {
+        generated: kind("kind", req.kind)?,
+        now_ms: now_ms(),
+        after: req.after_timestamp,
+        before: req.before_timestamp,
+        author: Some(req.author.clone()).filter(|a| !a.is_empty()),
+        filter: Filter::parse("filter", req.filter.clone())?,
+        ..SearchQuery::default()
+    })
 }
 
 fn scope<'a>(

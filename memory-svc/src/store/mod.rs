@@ -27,6 +27,7 @@ use std::future::Future;
 use adk_common::{page::PageTokenError, storage::StorageError};
 use adk_proto::session::v1::Content;
 pub use generation::{Expired, FactRecord, JobRecord, Revision, RevisionRecord};
+
 pub use plan::Write;
 pub use vectors::{Unembedded, Vectors};
 
@@ -160,6 +161,19 @@ impl SearchQuery {
     }
 }
 
+/// A purge asked to delete (see [`crate::purge`]), kept until it has run to its end.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PurgeRecord {
+    #[prost(string, tag = "1")]
+    pub id: String,
+    /// The request as it was given (an encoded `PurgeMemoriesRequest`).
+    #[prost(bytes = "vec", tag = "2")]
+    pub request: Vec<u8>,
+    /// When it was asked for, ms since the epoch.
+    #[prost(int64, tag = "3")]
+    pub create_ms: i64,
+}
+
 /// What [`MemoryStore::delete`] removes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DeleteTarget {
@@ -276,6 +290,18 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// Removes up to `n` finished jobs (succeeded or failed) last updated before `before_ms`;
     /// returns how many.
     fn prune_jobs(&self, before_ms: i64, n: usize) -> impl Future<Output = Result<usize>> + Send;
+
+    /// Records a purge, durably.
+    fn put_purge(&self, purge: &PurgeRecord) -> impl Future<Output = Result<()>> + Send;
+
+    /// The purges recorded and not removed, oldest first.
+    fn purges(&self) -> impl Future<Output = Result<Vec<PurgeRecord>>> + Send;
+
+    /// Removes the record of a purge that has run to its end, durably.
+    fn remove_purge(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// The users of `app` whose memory was ever written, in order.
+    fn users(&self, app: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
 
     /// [`MemoryStore::write_embedded`] without vectors. The calls below are this with their
     /// [`Write`].

@@ -17,6 +17,7 @@ mod blocks;
 mod cache;
 mod generation;
 mod metadata;
+mod purges;
 mod schema;
 mod scopes;
 mod search;
@@ -43,8 +44,8 @@ use super::{
     token,
     vector_cache::{self, VectorCache},
     vectors::{check_model, rank, ModelCheck},
-    Entry, Expired, Hit, JobRecord, MemoryStore, Result, Revision, RevisionRecord, Scope,
-    SearchQuery, StoreError, Unembedded, Vectors,
+    Entry, Expired, Hit, JobRecord, MemoryStore, PurgeRecord, Result, Revision, RevisionRecord,
+    Scope, SearchQuery, StoreError, Unembedded, Vectors,
 };
 use crate::{analysis::Analyzer, embed::Identity, filter::Filter};
 
@@ -505,6 +506,22 @@ impl MemoryStore for PgMemoryStore {
 
     async fn prune_jobs(&self, before_ms: i64, n: usize) -> Result<usize> {
         self.prune_jobs_now(before_ms, n).await
+    }
+
+    async fn put_purge(&self, purge: &PurgeRecord) -> Result<()> {
+        self.put_purge_now(purge).await
+    }
+
+    async fn purges(&self) -> Result<Vec<PurgeRecord>> {
+        self.purges_now().await
+    }
+
+    async fn remove_purge(&self, id: &str) -> Result<()> {
+        self.remove_purge_now(id).await
+    }
+
+    async fn users(&self, app: &str) -> Result<Vec<String>> {
+        self.users_now(app).await
     }
 
     async fn list(

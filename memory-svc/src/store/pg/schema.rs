@@ -1,6 +1,6 @@
 //! The PostgreSQL memory schema, and how a stored entry is read back.
 //!
-//! Schema version 8, created by the service itself ([`MIGRATIONS`], then [`convert`]):
+//! Schema version 9, created by the service itself ([`MIGRATIONS`], then [`convert`]):
 //!
 //! | table               | primary key             | holds                                        |
 //! |---------------------|-------------------------|----------------------------------------------|
@@ -14,6 +14,7 @@
 //! | `memory_revisions`  | app, user, seq          | changes generation made (`RevisionRecord`)   |
 //! | `memory_jobs`       | id                      | generation jobs (`JobRecord`), due and end times |
 //! | `memory_metadata`   | app, user, key, value, seq | entries by metadata value (`super::metadata`) |
+//! | `memory_purges`     | id                      | purges not yet finished (`PurgeRecord`)      |
 //!
 //! `memory_entries` is also indexed by (session, app, user, seq), which finds a session's last
 //! entry (its tail, for the context of appended events) in one index probe, and by expiry
@@ -48,7 +49,8 @@
 //!
 //! Version 8 added `memory_metadata`, the index of the entries' metadata values (see
 //! [`super::metadata`]); [`convert`] fills it from the entries of an older schema. Its index by
-//! seq, which the cascading deletes use, is led by `seq` for the reason above.
+//! seq, which the cascading deletes use, is led by `seq` for the reason above. Version 9 added
+//! `memory_purges`, the purges asked to delete until they have run to their end.
 //!
 //! Every primary key starts with (app, user): no statement reads or writes outside one user's
 //! memory, and a distributed engine can shard by it.
@@ -201,6 +203,13 @@ CREATE TABLE memory_metadata (
     FOREIGN KEY (app_name, user_id, seq) REFERENCES memory_entries ON DELETE CASCADE
 );
 CREATE INDEX memory_metadata_seqs ON memory_metadata (seq, app_name, user_id);
+"#,
+    r#"
+CREATE TABLE memory_purges (
+    id        text COLLATE "C" PRIMARY KEY,
+    create_ms bigint NOT NULL,
+    record    bytea NOT NULL
+);
 "#,
 ];
 

@@ -23,6 +23,7 @@
 //! | `jobs`       | job id                    | `JobRecord` (protobuf)                  |
 //! | `job_queue`  | due ms, job id            | (empty): the open jobs, due first       |
 //! | `jobs_done`  | end ms, job id            | (empty): the finished jobs, oldest first|
+//! | `purges`     | purge id                  | `PurgeRecord`: a purge not yet finished |
 //!
 //! The `postings` module describes the blocks and the df values (the document frequency, how
 //! many blocks were appended since the last merge of the term's blocks, and the last journal
@@ -78,6 +79,7 @@ mod metadata;
 mod migrate;
 mod pending;
 mod postings;
+mod purges;
 mod records;
 #[cfg(test)]
 mod tests;
@@ -114,8 +116,8 @@ use super::{
     plan::Write,
     token,
     vector_cache::{self, VectorCache},
-    Entry, Expired, Hit, JobRecord, MemoryStore, Result, Revision, RevisionRecord, Scope,
-    SearchQuery, Unembedded, Vectors,
+    Entry, Expired, Hit, JobRecord, MemoryStore, PurgeRecord, Result, Revision, RevisionRecord,
+    Scope, SearchQuery, Unembedded, Vectors,
 };
 use crate::analysis::Analyzer;
 use crate::embed::Identity;
@@ -146,6 +148,8 @@ pub struct SledMemoryStore {
     jobs: Tree,
     job_queue: Tree,
     jobs_done: Tree,
+    /// Purges asked to delete, until they have run to their end.
+    purges: Tree,
     commit: GroupCommit,
     gate: WriteGate,
     analyzer: Analyzer,
@@ -239,6 +243,7 @@ impl SledMemoryStore {
             jobs: db.open_tree("jobs")?,
             job_queue: db.open_tree("job_queue")?,
             jobs_done: db.open_tree("jobs_done")?,
+            purges: db.open_tree("purges")?,
             commit: GroupCommit::start(db.clone(), sync),
             gate: WriteGate::default(),
             analyzer,
@@ -650,6 +655,25 @@ impl MemoryStore for SledMemoryStore {
             self.commit.wait_durable().await?;
         }
         Ok(pruned)
+    }
+
+    async fn put_purge(&self, purge: &PurgeRecord) -> Result<()> {
+        let purge = purge.clone();
+        self.durably(move |store| store.put_purge_now(&purge)).await
+    }
+
+    async fn purges(&self) -> Result<Vec<PurgeRecord>> {
+        self.blocking(|store| store.purges_now()).await
+    }
+
+    async fn remove_purge(&self, id: &str) -> Result<()> {
+        let id = id.to_owned();
+        self.durably(move |store| store.remove_purge_now(&id)).await
+    }
+
+    async fn users(&self, app: &str) -> Result<Vec<String>> {
+        let app = app.to_owned();
+        self.blocking(move |store| store.users_now(&app)).await
     }
 
     async fn list(
