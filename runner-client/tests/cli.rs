@@ -501,6 +501,61 @@ async fn memory_list_and_search_with_filters() {
 }
 
 #[tokio::test]
+async fn memory_purge_is_a_dry_run_unless_forced() {
+    let s = servers().await;
+    for text in ["I like tea.", "I live in Lyon.", "I like coffee."] {
+        ok(s.cli().args(["--session", "a", "run", "--remember", text])).await;
+    }
+    let unmatched = [
+        "memory",
+        "purge",
+        "--filter",
+        "source?",
+        "--after",
+        "2000-01-01T00:00:00Z",
+    ];
+    // No entry has a `source` key: nothing matches.
+    let none = ok(s.cli().args(unmatched)).await;
+    assert_eq!(
+        none.lines().next().unwrap(),
+        "0 memories match; nothing deleted (--force deletes them)"
+    );
+    let dry = ok(s.cli().args(["memory", "purge", "--author", "user"])).await;
+    assert_eq!(dry.lines().count(), 4, "{dry}");
+    assert!(
+        dry.starts_with("3 memories match; nothing deleted"),
+        "{dry}"
+    );
+    assert_eq!(
+        json_lines(&ok(s.cli().args(["memory", "list", "--json"])).await).len(),
+        3
+    );
+    let forced = json_lines(
+        &ok(s.cli().args([
+            "memory",
+            "purge",
+            "--author",
+            "user",
+            "--all-users",
+            "--force",
+            "--json",
+        ]))
+        .await,
+    );
+    assert_eq!(forced[0]["count"], 3);
+    assert_eq!(forced[0]["deleted"], true);
+    let left = output(s.cli().args(["memory", "list"])).await;
+    assert!(left.ok && left.stdout.is_empty());
+    let unfiltered = output(s.cli().args(["memory", "purge", "--force"])).await;
+    assert!(!unfiltered.ok);
+    assert!(
+        unfiltered.stderr.contains("filter"),
+        "{}",
+        unfiltered.stderr
+    );
+}
+
+#[tokio::test]
 async fn memory_list_and_delete() {
     let s = servers().await;
     for (session, text) in [

@@ -97,3 +97,23 @@ async def test_bad_conditions_are_rejected(memory_service: GrpcMemoryService, ap
         )
     with pytest.raises(ValueError, match="not an operator"):
         await listed(memory_service, app, where=[[("color", "~", "red")]])
+
+
+async def test_purge_is_a_dry_run_unless_forced(
+    memory_service: GrpcMemoryService, app: str
+) -> None:
+    await memory_service.add_memory(
+        app_name=app, user_id=USER, memories=[entry(i) for i in range(20)]
+    )
+    dry = await memory_service.purge_memories(app_name=app, where=[[("n", ">=", 15)]])
+    assert dry.count == 5
+    assert [m.id for m in dry.sample] == [f"m{i}" for i in range(15, 20)]
+    assert dry.operation_id is None
+    assert len(await listed(memory_service, app)) == 20
+    forced = await memory_service.purge_memories(
+        app_name=app, user_id=USER, where=[[("n", ">=", 15)]], force=True
+    )
+    assert forced.count == 5 and forced.operation_id
+    assert await listed(memory_service, app) == [f"m{i:02}" for i in range(15)]
+    with pytest.raises(ValueError, match="filter"):
+        await memory_service.purge_memories(app_name=app, force=True)

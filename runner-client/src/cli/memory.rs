@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use adk_proto::memory::v1::{
     GenerationJob, GenerationState, ListMemoriesRequest, MemoryEntry, MemoryFilter, MemoryKind,
-    MemoryRevision, SearchMemoryRequest, SearchMode,
+    MemoryRevision, PurgeMemoriesRequest, SearchMemoryRequest, SearchMode,
 };
 use prost_types::Timestamp;
 use runner_client::{json, GenerateSource, MemoryTarget};
@@ -220,6 +220,54 @@ pub(super) async fn list(cli: &Cli, kind: MemoryKind, filter: Filter) -> Result<
     }
     if memories.is_empty() && !cli.json {
         eprintln!("no memories of user {} in app {}", cli.user(), cli.app);
+    }
+    Ok(())
+}
+
+/// `memory purge [--kind KIND] [filters] [--all-users] [--force]`: a dry run (how many match,
+/// and a sample), or with `force` the purge.
+pub(super) async fn purge(
+    cli: &Cli,
+    kind: MemoryKind,
+    filter: Filter,
+    all_users: bool,
+    force: bool,
+) -> Result<(), CliError> {
+    let request = PurgeMemoriesRequest {
+        app_name: cli.app.clone(),
+        user_id: if all_users {
+            String::new()
+        } else {
+            cli.user().to_owned()
+        },
+        kind: kind.into(),
+        filter: filter.filter,
+        author: filter.author,
+        after_timestamp: filter.after,
+        before_timestamp: filter.before,
+        force,
+    };
+    let purged = cli.memory()?.purge(request).await?;
+    if cli.json {
+        let sample: Vec<_> = purged.sample.iter().map(json::memory_entry).collect();
+        return Ok(output::json_line(&json!({
+            "count": purged.count, "deleted": force, "operation_id": purged.operation_id,
+            "sample": sample,
+        }))?);
+    }
+    let memories = output::count(purged.count, "memory", "memories");
+    if force {
+        output::line(&format!(
+            "deleted {memories} (operation {})",
+            purged.operation_id
+        ))?;
+    } else {
+        output::line(&format!(
+            "{memories} match; nothing deleted (--force deletes them)"
+        ))?;
+        for memory in &purged.sample {
+            output::line(&format!("{}  {}", memory.id, memory_line(memory)))?;
+        }
     }
     Ok(())
 }

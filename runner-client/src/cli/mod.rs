@@ -330,6 +330,21 @@ enum MemoryCommand {
         #[command(flatten)]
         filter: FilterArgs,
     },
+    /// Delete the memories of --user (of every user of --app with --all-users) that pass the
+    /// filters. Without --force a dry run: prints how many match and some of them.
+    Purge {
+        /// Which memories.
+        #[arg(long, value_enum, default_value_t = Kind::All)]
+        kind: Kind,
+        #[command(flatten)]
+        filter: FilterArgs,
+        /// Every user of the app, not only --user.
+        #[arg(long)]
+        all_users: bool,
+        /// Delete (otherwise nothing is deleted).
+        #[arg(long)]
+        force: bool,
+    },
     /// Delete memories of --user: the one with --id, all of them with --all, otherwise those
     /// that came from the --session.
     Delete {
@@ -481,6 +496,15 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
             MemoryCommand::Rollback { id, revision } => memory::rollback(cli, id, revision).await,
             MemoryCommand::List { kind, filter } => {
                 memory::list(cli, (*kind).into(), memory::Filter::of(filter)?).await
+            }
+            MemoryCommand::Purge {
+                kind,
+                filter,
+                all_users,
+                force,
+            } => {
+                let filter = memory::Filter::of(filter)?;
+                memory::purge(cli, (*kind).into(), filter, *all_users, *force).await
             }
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,
         },

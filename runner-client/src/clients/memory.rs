@@ -7,8 +7,8 @@ use adk_proto::{
         memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest, DeleteMemoryRequest,
         EventList, GenerateMemoriesRequest, GenerateOptions, GenerationJob,
         GetGenerationJobRequest, ListMemoriesRequest, ListMemoriesResponse,
-        ListMemoryRevisionsRequest, MemoryEntry, MemoryKind, MemoryRevision, RollbackMemoryRequest,
-        SearchMemoryRequest, SearchMode, SessionRef,
+        ListMemoryRevisionsRequest, MemoryEntry, MemoryKind, MemoryRevision, PurgeMemoriesRequest,
+        PurgeMemoriesResponse, RollbackMemoryRequest, SearchMemoryRequest, SearchMode, SessionRef,
     },
     session::v1::{Event, Session},
 };
@@ -325,6 +325,16 @@ impl MemoryClient {
             .await
             .map(tonic::Response::into_inner)
             .map_err(|s| self.remote.error("ListMemories", s))
+    }
+
+    /// Runs `request`: a dry run, or with `force` the purge.
+    pub async fn purge(&self, request: PurgeMemoriesRequest) -> Result<PurgeMemoriesResponse> {
+        self.client
+            .clone()
+            .purge_memories(self.remote.request(request))
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| self.remote.error("PurgeMemories", s))
     }
 
     /// Deletes the (app, user)'s memories that `target` names; returns how many there were.

@@ -17,6 +17,7 @@ working; searches return generated memories beside raw ones (``kind`` chooses).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -353,6 +354,40 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
                 return
             token = reply.next_page_token
 
+    async def purge_memories(
+        self,
+        *,
+        app_name: str,
+        user_id: str | None = None,
+        kind: MemoryKind = "all",
+        where: Where | None = None,
+        filter_groups: Sequence[Mapping[str, object]] | None = None,
+        topics: Sequence[str] = (),
+        author: str | None = None,
+        after: datetime.datetime | None = None,
+        before: datetime.datetime | None = None,
+        force: bool = False,
+    ) -> PurgeResult:
+        """Deletes the memories of ``user_id`` (of every user of the app when None) that pass
+        the filters (those of ``search_memory``; at least one is needed). Without ``force`` a
+        dry run: nothing is deleted, and the result says how many match, with a sample. A forced
+        purge is one durable operation on the server: cut short by a restart, it finishes
+        after it."""
+        request = mpb.PurgeMemoriesRequest(
+            app_name=app_name,
+            user_id=user_id or "",
+            kind=_KINDS[kind],
+            author=author or "",
+            force=force,
+        )
+        _set_filter(request, where, filter_groups, topics, after, before)
+        reply: mpb.PurgeMemoriesResponse = await self._invoke("PurgeMemories", request)
+        return PurgeResult(
+            count=reply.count,
+            sample=[_entry_from_proto(m) for m in reply.sample],
+            operation_id=reply.operation_id or None,
+        )
+
     async def delete_memory(
         self, *, app_name: str, user_id: str, memory_id: str | None = None
     ) -> None:
@@ -420,8 +455,20 @@ _VERTEX_OPERATORS = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class PurgeResult:
+    """What ``purge_memories`` found (a dry run) or deleted (forced)."""
+
+    count: int
+    """The memories that match, or that were deleted."""
+    sample: list[MemoryEntry]
+    """Up to 10 of them, in (user, ingestion) order."""
+    operation_id: str | None
+    """A forced purge's operation id, as the server's log names it."""
+
+
 def _set_filter(
-    request: mpb.SearchMemoryRequest | mpb.ListMemoriesRequest,
+    request: mpb.SearchMemoryRequest | mpb.ListMemoriesRequest | mpb.PurgeMemoriesRequest,
     where: Where | None,
     filter_groups: Sequence[Mapping[str, object]] | None,
     topics: Sequence[str],

@@ -430,3 +430,33 @@ class RollbackMemoryResponse(_message.Message):
     REVISION_FIELD_NUMBER: _ClassVar[int]
     revision: MemoryRevision
     def __init__(self, revision: _Optional[_Union[MemoryRevision, _Mapping]] = ...) -> None: ...
+
+class PurgeMemoriesRequest(_message.Message):
+    __slots__ = ("app_name", "user_id", "filter", "kind", "author", "after_timestamp", "before_timestamp", "force")
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    AUTHOR_FIELD_NUMBER: _ClassVar[int]
+    AFTER_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    user_id: str
+    filter: MemoryFilter
+    kind: MemoryKind
+    author: str
+    after_timestamp: _timestamp_pb2.Timestamp
+    before_timestamp: _timestamp_pb2.Timestamp
+    force: bool
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., author: _Optional[str] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., force: _Optional[bool] = ...) -> None: ...
+
+class PurgeMemoriesResponse(_message.Message):
+    __slots__ = ("count", "sample", "operation_id")
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    sample: _containers.RepeatedCompositeFieldContainer[MemoryEntry]
+    operation_id: str
+    def __init__(self, count: _Optional[int] = ..., sample: _Optional[_Iterable[_Union[MemoryEntry, _Mapping]]] = ..., operation_id: _Optional[str] = ...) -> None: ...
