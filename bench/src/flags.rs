@@ -126,6 +126,15 @@ pub enum Scenario {
         #[arg(long)]
         embedder: Option<String>,
     },
+    /// SearchMemory with and without a metadata filter keeping 1% of one user's memory, and a
+    /// filtered ListMemories.
+    FilteredSearch {
+        /// Entries of the user's memory.
+        #[arg(long, default_value_t = 100_000)]
+        entries: u64,
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+    },
     /// SearchMemory and health-check latency on memory-svc, quiet and while `ingesters`
     /// clients ingest at full speed (AddEventsToMemory batches, one user each).
     SearchUnderIngest {

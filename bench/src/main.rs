@@ -10,16 +10,17 @@
 //!
 //! This file reads the flags ([`flags`]) and runs the scenario they name. Each scenario lives in
 //! a module of its own: [`appends`] (`append`, `append-stream`), [`reads`] (`get`, `recent`,
-//! `list`), [`ingest`], [`search`], [`contention`] (`search-under-ingest`), [`idle`], [`mcp`],
-//! [`bounded`], [`limit`] (`memory-limit`), [`soak`] and [`recall`]; what they share is in
-//! [`ctx`] (the global settings), [`requests`] (connections and requests), [`server`] (the
-//! spawned servers), [`load`] (the closed-loop driver and the report) and [`text`] (the
-//! synthetic text).
+//! `list`), [`ingest`], [`search`], [`filters`] (`filtered-search`), [`contention`]
+//! (`search-under-ingest`), [`idle`], [`mcp`], [`bounded`], [`limit`] (`memory-limit`), [`soak`]
+//! and [`recall`]; what they share is in [`ctx`] (the global settings), [`requests`]
+//! (connections and requests), [`server`] (the spawned servers), [`load`] (the closed-loop
+//! driver and the report) and [`text`] (the synthetic text).
 
 mod appends;
 mod bounded;
 mod contention;
 mod ctx;
+mod filters;
 mod flags;
 mod idle;
 mod ingest;
@@ -139,6 +140,18 @@ async fn run(cli: Cli) -> Result<()> {
                 batch,
                 load_concurrency,
                 embedder.as_deref(),
+            )
+            .await?
+        }
+        Scenario::FilteredSearch {
+            entries,
+            concurrency,
+        } => {
+            filters::filtered_search(
+                &ctx,
+                &mut report,
+                ctx.shrink(vec![entries], 10_000)[0],
+                concurrency,
             )
             .await?
         }

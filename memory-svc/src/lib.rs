@@ -9,6 +9,8 @@
 //!   stems per language, stopwords).
 //! - [`embed`]: sentence embedders (`--embedder`): a local model or an OpenAI-compatible endpoint.
 //! - [`endpoint`]: the HTTP client of OpenAI-compatible endpoints (timeouts, retries).
+//! - [`filter`]: filters of searches and listings (metadata conditions, topics), checked and
+//!   tested.
 //! - [`fusion`]: hybrid ranking, keyword and semantic rankings fused.
 //! - [`generate`]: memory generation (`--generator`): facts extracted and consolidated by a
 //!   chat model, in durable jobs.
@@ -16,6 +18,7 @@
 //! - [`backfill`]: embedding, in the background, the entries stored without a vector.
 //! - [`grpc`]: tonic handlers (thin) and the mapping of errors to statuses.
 //! - [`memories`]: the domain: request checks and ADK's memory rules, free of transport types.
+//! - [`purge`]: purges by filter, dry runs and durable operations.
 //! - [`session_source`]: fetching sessions from session-svc for ingestion by reference.
 //! - [`store`]: the storage trait, the ingestion rules both backends share, and the sled and
 //!   PostgreSQL backends.
@@ -29,11 +32,13 @@ pub mod config;
 pub mod embed;
 pub mod endpoint;
 pub mod error;
+pub mod filter;
 pub mod fusion;
 pub mod generate;
 pub mod grpc;
 pub mod lifetimes;
 pub mod memories;
+pub mod purge;
 pub mod server;
 pub mod session_source;
 pub mod store;

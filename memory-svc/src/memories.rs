@@ -39,6 +39,7 @@ use crate::{
     analysis::Language,
     embed::Embedder,
     error::{MemoryError, Result},
+    filter::Filter,
     fusion,
     generate::{
         jobs::{self, generated_entry, now_ms, MemoryAccess, Written},
@@ -645,6 +646,7 @@ impl<S: MemoryStore> Memories<S> {
             author: Some(req.author).filter(|a| !a.is_empty()),
             generated: kind("kind", req.kind)?,
             now_ms: now_ms(),
+            filter: Filter::parse("filter", req.filter)?,
         };
         self.ranked(scope, query, mode).await
     }
@@ -734,22 +736,19 @@ impl<S: MemoryStore> Memories<S> {
         Ok(self.store.delete(scope, &target).await?)
     }
 
-    /// A page of the user's memories in ingestion order, of the kind asked for; expired
-    /// generated memories are left out. Pages are read from the store until this one is full.
+    /// A page of the user's memories in ingestion order that pass the request's filters;
+    /// expired generated memories are left out. Pages are read from the store until this one
+    /// is full.
     pub async fn list(&self, req: ListMemoriesRequest) -> Result<(Vec<Entry>, String)> {
         let scope = scope("app_name", &req.app_name, "user_id", &req.user_id)?;
         let page_size = page_size("page_size", req.page_size)?;
-        let filter = SearchQuery {
-            generated: kind("kind", req.kind)?,
-            now_ms: now_ms(),
-            ..SearchQuery::default()
-        };
+        let filter = listing_filter(&req)?;
         let mut token = req.page_token;
         let mut page = Vec::new();
         loop {
             let (entries, next) = self
                 .store
-                .list(scope, page_size - page.len(), &token)
+                .list(scope, page_size - page.len(), &token, &filter.filter)
                 .await?;
             page.extend(entries.into_iter().filter(|e| filter.admits(e)));
             token = next;
@@ -758,6 +757,21 @@ impl<S: MemoryStore> Memories<S> {
             }
         }
     }
+}
+
+/// The filters of a listing, checked (also a purge's, which lists what it deletes).
+pub fn listing_filter(req: &ListMemoriesRequest) -> Result<SearchQuery> {
+    timestamp("after_timestamp", req.after_timestamp.as_ref())?;
+    timestamp("before_timestamp", req.before_timestamp.as_ref())?;
+    Ok(SearchQuery {
+        generated: kind("kind", req.kind)?,
+        now_ms: now_ms(),
+        after: req.after_timestamp,
+        before: req.before_timestamp,
+        author: Some(req.author.clone()).filter(|a| !a.is_empty()),
+        filter: Filter::parse("filter", req.filter.clone())?,
+        ..SearchQuery::default()
+    })
 }
 
 fn scope<'a>(

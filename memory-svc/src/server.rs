@@ -23,6 +23,7 @@ use crate::{
     generate::{jobs, Generator, JobRetry},
     grpc::MemoryGrpc,
     memories::Memories,
+    purge,
     session_source::{SessionAccess, SessionSource},
     store::{pg::PgMemoryStore, sled::SledMemoryStore, MemoryStore},
 };
@@ -134,6 +135,21 @@ async fn serve<S: MemoryStore + Clone>(
         });
     }
     let memories = Arc::new(memories);
+    {
+        // Purges a stopped process left unfinished run to their end.
+        let (memories, stopping) = (memories.clone(), shutdown.signal());
+        let stop = stopping.clone();
+        stopping.spawn(async move {
+            tokio::select! {
+                outcome = purge::resume(&*memories) => {
+                    if let Err(e) = outcome {
+                        tracing::error!(error = %e, "a purge left unfinished failed; it runs again at the next start");
+                    }
+                }
+                _ = stop.wait() => {}
+            }
+        });
+    }
     if let Some(generator) = memories.generator().cloned() {
         tracing::info!(model = %generator.model.base_url(), workers = generator.workers, "memory generation on");
         for _ in 0..generator.workers {

@@ -176,6 +176,7 @@ async fn answers(c: &mut MemoryServiceClient<Channel>) -> Vec<Vec<(String, u64)>
                 page_size: 37,
                 page_token: token,
                 kind: 0,
+                ..Default::default()
             })
             .await
             .unwrap()

@@ -72,6 +72,7 @@ async fn stored_ids(client: &mut MemoryServiceClient<Channel>) -> HashSet<String
                 page_size: 100,
                 page_token: token,
                 kind: 0,
+                ..Default::default()
             })
             .await
             .unwrap()

@@ -89,6 +89,7 @@ async fn listed(c: &mut MemoryServiceClient<Channel>, kind: MemoryKind) -> Vec<M
         page_size: 100,
         page_token: String::new(),
         kind: kind as i32,
+        ..Default::default()
     })
     .await
     .unwrap()

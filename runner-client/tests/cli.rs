@@ -415,6 +415,147 @@ async fn an_http1_server_at_an_endpoint_is_named() {
 }
 
 #[tokio::test]
+async fn memory_list_and_search_with_filters() {
+    use adk_proto::memory::v1::{AddMemoryRequest, MemoryEntry};
+    let s = servers().await;
+    let memories = (0..6)
+        .map(|i| MemoryEntry {
+            id: format!("m{i}"),
+            content: adk_tests::text_event("user", &format!("a note about tea {i}")).content,
+            author: if i % 2 == 0 { "alice" } else { "bob" }.into(),
+            custom_metadata: json!({
+                "n": i,
+                "color": if i % 2 == 0 { "red" } else { "blue" },
+                "seen": format!("2026-05-0{}T12:00:00Z", i + 1),
+                "label": if i == 4 { "a, b" } else { "c" },
+            })
+            .to_string(),
+            ..Default::default()
+        })
+        .collect();
+    s._memory
+        .client
+        .clone()
+        .add_memory(AddMemoryRequest {
+            app_name: "demo".into(),
+            user_id: "alice".into(),
+            memories,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let ids = |args: &[&str]| {
+        let mut command = s.cli();
+        command.args(["memory"]).args(args).arg("--json");
+        async move {
+            json_lines(&ok(&mut command).await)
+                .iter()
+                .map(|m| m["id"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        ids(&["list", "--filter", "color=red, n>=2"]).await,
+        ["m2", "m4"]
+    );
+    assert_eq!(
+        ids(&["list", "--filter", "n<1", "--filter", r#"label="a, b""#]).await,
+        ["m0", "m4"]
+    );
+    assert_eq!(
+        ids(&[
+            "list",
+            "--filter",
+            "seen>2026-05-04T00:00:00Z,color!=red",
+            "--author",
+            "bob"
+        ])
+        .await,
+        ["m3", "m5"]
+    );
+    assert_eq!(
+        ids(&[
+            "list",
+            "--filter",
+            "label?",
+            "--after",
+            "2026-01-01T00:00:00Z"
+        ])
+        .await
+        .len(),
+        0
+    );
+    let mut found = ids(&["search", "tea", "--filter", "n>3"]).await;
+    found.sort();
+    assert_eq!(found, ["m4", "m5"]);
+    let bad = output(s.cli().args(["memory", "list", "--filter", "n<red"])).await;
+    assert!(!bad.ok);
+    assert!(
+        bad.stderr.contains("filter.any_of[0].all_of[0].value"),
+        "{}",
+        bad.stderr
+    );
+    let typo = output(s.cli().args(["memory", "list", "--filter", "color"])).await;
+    assert!(!typo.ok);
+    assert!(typo.stderr.contains("--filter"), "{}", typo.stderr);
+}
+
+#[tokio::test]
+async fn memory_purge_is_a_dry_run_unless_forced() {
+    let s = servers().await;
+    for text in ["I like tea.", "I live in Lyon.", "I like coffee."] {
+        ok(s.cli().args(["--session", "a", "run", "--remember", text])).await;
+    }
+    let unmatched = [
+        "memory",
+        "purge",
+        "--filter",
+        "source?",
+        "--after",
+        "2000-01-01T00:00:00Z",
+    ];
+    // No entry has a `source` key: nothing matches.
+    let none = ok(s.cli().args(unmatched)).await;
+    assert_eq!(
+        none.lines().next().unwrap(),
+        "0 memories match; nothing deleted (--force deletes them)"
+    );
+    let dry = ok(s.cli().args(["memory", "purge", "--author", "user"])).await;
+    assert_eq!(dry.lines().count(), 4, "{dry}");
+    assert!(
+        dry.starts_with("3 memories match; nothing deleted"),
+        "{dry}"
+    );
+    assert_eq!(
+        json_lines(&ok(s.cli().args(["memory", "list", "--json"])).await).len(),
+        3
+    );
+    let forced = json_lines(
+        &ok(s.cli().args([
+            "memory",
+            "purge",
+            "--author",
+            "user",
+            "--all-users",
+            "--force",
+            "--json",
+        ]))
+        .await,
+    );
+    assert_eq!(forced[0]["count"], 3);
+    assert_eq!(forced[0]["deleted"], true);
+    let left = output(s.cli().args(["memory", "list"])).await;
+    assert!(left.ok && left.stdout.is_empty());
+    let unfiltered = output(s.cli().args(["memory", "purge", "--force"])).await;
+    assert!(!unfiltered.ok);
+    assert!(
+        unfiltered.stderr.contains("filter"),
+        "{}",
+        unfiltered.stderr
+    );
+}
+
+#[tokio::test]
 async fn memory_list_and_delete() {
     let s = servers().await;
     for (session, text) in [

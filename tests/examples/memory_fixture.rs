@@ -225,6 +225,7 @@ async fn list(c: &mut Client, user: &str) -> Result<Vec<Value>, Failure> {
                 page_size: 100,
                 page_token: token,
                 kind: 0,
+                ..Default::default()
             })
             .await?
             .into_inner();

@@ -16,7 +16,7 @@ use adk_proto::{
         memory_service_client::MemoryServiceClient, AddEventsToMemoryRequest, AddMemoryRequest,
         AddSessionToMemoryRequest, DeleteMemoryRequest, EventList, GenerateMemoriesRequest,
         GenerateOptions, GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest,
-        MemoryKind, RollbackMemoryRequest, SessionRef,
+        MemoryKind, PurgeMemoriesRequest, RollbackMemoryRequest, SessionRef,
     },
     session::v1::{
         session_service_client::SessionServiceClient, DeleteSessionRequest, Event,
@@ -187,6 +187,17 @@ fn generate_request(text: &str) -> GenerateMemoriesRequest {
             disable_consolidation: true,
             ..Default::default()
         }),
+    }
+}
+
+/// A forced purge of `user`'s memories (every user's with ""), by an author no memory has.
+fn purge_request(user: &str) -> PurgeMemoriesRequest {
+    PurgeMemoriesRequest {
+        app_name: APP.into(),
+        user_id: user.into(),
+        author: "nobody".into(),
+        force: true,
+        ..Default::default()
     }
 }
 
@@ -572,6 +583,28 @@ fn rows() -> Vec<Row> {
                         revision_id: made.revision_id.clone(),
                     };
                     c.memories().rollback_memory(request).await.map(drop)
+                })
+            },
+        ),
+        row(
+            "adk.memory.v1.MemoryService/PurgeMemories",
+            "user_id",
+            User,
+            |c, _| {
+                Box::pin(async move {
+                    let request = purge_request(USER);
+                    c.memories().purge_memories(request).await.map(drop)
+                })
+            },
+        ),
+        row(
+            "adk.memory.v1.MemoryService/PurgeMemories",
+            "every user",
+            AllUsers,
+            |c, _| {
+                Box::pin(async move {
+                    let request = purge_request("");
+                    c.memories().purge_memories(request).await.map(drop)
                 })
             },
         ),

@@ -234,6 +234,7 @@ async fn memory_refuses_hostile_queries_and_identifiers() {
             page_size: -5,
             page_token: String::new(),
             kind: 0,
+            ..Default::default()
         })
         .await;
     assert_eq!(r.unwrap_err().code(), Code::InvalidArgument);

@@ -499,6 +499,7 @@ async fn list_memories_pages_in_ingestion_order() {
                 page_size: 20,
                 page_token: token,
                 kind: 0,
+                ..Default::default()
             })
             .await
             .unwrap()
@@ -520,6 +521,7 @@ async fn list_memories_pages_in_ingestion_order() {
             page_size: 20,
             page_token: "AAAA".into(),
             kind: 0,
+            ..Default::default()
         })
         .await
         .unwrap_err();

@@ -111,6 +111,7 @@ async fn list(c: &mut Client, user: &str) -> Vec<Value> {
                 page_size: 100,
                 page_token: token,
                 kind: 0,
+                ..Default::default()
             })
             .await
             .expect("list_memories")

@@ -214,6 +214,7 @@ export class GrpcMemoryService implements BaseMemoryService {
       language: request.language ?? this.searchLanguage,
       mode: request.mode ?? SearchMode.SEARCH_MODE_UNSPECIFIED,
       kind: request.kind ?? MemoryKind.MEMORY_KIND_UNSPECIFIED,
+      filter: undefined,
     };
     try {
       const reply = await invoke(this.client.searchMemory.bind(this.client), message, this.settings);
@@ -259,6 +260,10 @@ export class GrpcMemoryService implements BaseMemoryService {
         pageSize: 100,
         pageToken,
         kind: request.kind ?? MemoryKind.MEMORY_KIND_UNSPECIFIED,
+        filter: undefined,
+        afterTimestamp: undefined,
+        beforeTimestamp: undefined,
+        author: "",
       };
       let reply;
       try {

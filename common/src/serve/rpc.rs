@@ -11,7 +11,7 @@ use adk_proto::{
         add_session_to_memory_request::Source, AddEventsToMemoryRequest, AddMemoryRequest,
         AddSessionToMemoryRequest, DeleteMemoryRequest, GenerateMemoriesRequest,
         GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest,
-        RollbackMemoryRequest, SearchMemoryRequest,
+        PurgeMemoriesRequest, RollbackMemoryRequest, SearchMemoryRequest,
     },
     session::v1::{
         AppendEventRequest, CreateSessionRequest, DeleteSessionRequest, GetAppStateRequest,
@@ -75,6 +75,16 @@ impl Scoped for ListSessionsRequest {
 }
 
 impl Scoped for WatchEventsRequest {
+    fn app(&self) -> &str {
+        &self.app_name
+    }
+    fn user(&self) -> Option<&str> {
+        Some(self.user_id.as_str()).filter(|u| !u.is_empty())
+    }
+}
+
+/// A purge names one user, or with none every user of the app.
+impl Scoped for PurgeMemoriesRequest {
     fn app(&self) -> &str {
         &self.app_name
     }

@@ -214,6 +214,7 @@ impl Calls<'_> {
             page_size,
             page_token,
             kind: 0,
+            ..Default::default()
         };
         self.backend
             .memory()

@@ -99,6 +99,7 @@ impl Gateway {
                     page_size: args::count("page_size", a.page_size)?,
                     page_token: a.page_token.unwrap_or_default(),
                     kind: kind(a.kind) as i32,
+                    ..Default::default()
                 };
                 let page = self
                     .backend

@@ -294,6 +294,7 @@ impl Fixture {
                 page_size: 100,
                 page_token: String::new(),
                 kind: 0,
+                ..Default::default()
             })
             .await
             .expect("list_memories")

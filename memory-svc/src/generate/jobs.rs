@@ -33,6 +33,7 @@ use crate::{
     embed::EmbedError,
     endpoint::backoff,
     error::MemoryError,
+    filter::Filter,
     lifetimes::{Action, Lifetimes},
     store::{
         DeleteTarget, Entry, Hit, JobRecord, Kind, MemoryStore, RevisionRecord, Scope, SearchQuery,
@@ -348,6 +349,7 @@ async fn candidates<M: MemoryAccess>(
             author: None,
             generated: Some(true),
             now_ms: now_ms(),
+            filter: Filter::default(),
         };
         let hits = memories.search(scope, query).await?;
         for hit in hits {

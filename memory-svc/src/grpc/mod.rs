@@ -12,13 +12,15 @@ use adk_proto::memory::v1::{
     DeleteMemoryRequest, DeleteMemoryResponse, GenerateMemoriesRequest, GenerateMemoriesResponse,
     GenerationJob, GetGenerationJobRequest, ListMemoriesRequest, ListMemoriesResponse,
     ListMemoryRevisionsRequest, ListMemoryRevisionsResponse, MemoryEntry, MemoryRevision,
-    RollbackMemoryRequest, RollbackMemoryResponse, SearchMemoryRequest, SearchMemoryResponse,
+    PurgeMemoriesRequest, PurgeMemoriesResponse, RollbackMemoryRequest, RollbackMemoryResponse,
+    SearchMemoryRequest, SearchMemoryResponse,
 };
 use tonic::{Request, Response, Status};
 
 use crate::{
     generate::jobs::timestamp_of,
     memories::Memories,
+    purge::Purged,
     store::{Entry, JobRecord, MemoryStore, Revision},
 };
 
@@ -142,6 +144,27 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         Ok(Response::new(RollbackMemoryResponse {
             revision: Some(memory_revision(revision)),
         }))
+    }
+
+    async fn purge_memories(
+        &self,
+        request: Request<PurgeMemoriesRequest>,
+    ) -> Result<Response<PurgeMemoriesResponse>, Status> {
+        let (request, span) = admit(request, "PurgeMemories")?;
+        let outcome = traced(span, self.memories.purge(request)).await?;
+        Ok(Response::new(purged(outcome)))
+    }
+}
+
+fn purged(purged: Purged) -> PurgeMemoriesResponse {
+    PurgeMemoriesResponse {
+        count: purged.count,
+        sample: purged
+            .sample
+            .into_iter()
+            .map(|e| memory_entry(e, 0.0))
+            .collect(),
+        operation_id: purged.operation_id,
     }
 }
 

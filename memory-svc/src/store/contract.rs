@@ -10,7 +10,7 @@ use super::{
     index::{self, Terms, UNIT},
     DeleteTarget, Entry, MemoryStore, Scope, SearchQuery, StoreError,
 };
-use crate::analysis::Analyzer;
+use crate::{analysis::Analyzer, filter::Filter};
 
 /// Declares one `#[tokio::test]` per contract test, each on the store `$open` gives: an async
 /// expression of type `(guard, store)`, the guard kept alive during the test (a temporary
@@ -137,7 +137,10 @@ pub(crate) async fn search(store: &impl MemoryStore, text: &str) -> Vec<String> 
 
 /// The ids of all entries, in listing order.
 pub(crate) async fn listed(store: &impl MemoryStore, scope: Scope<'_>) -> Vec<String> {
-    let (entries, next) = store.list(scope, 1000, "").await.unwrap();
+    let (entries, next) = store
+        .list(scope, 1000, "", &Filter::default())
+        .await
+        .unwrap();
     assert_eq!(next, "");
     entries.into_iter().map(|e| e.id).collect()
 }
@@ -159,7 +162,7 @@ pub async fn indexes_the_text_of_all_parts<S: MemoryStore + Clone>(store: S) {
     assert_eq!(search(&store, "answer").await, ["a"]);
     assert!(search(&store, "answertail").await.is_empty());
     // Stored whole and listable, but an entry without text is not indexed.
-    let (listed, _) = store.list(SCOPE, 10, "").await.unwrap();
+    let (listed, _) = store.list(SCOPE, 10, "", &Filter::default()).await.unwrap();
     assert_eq!(listed[0], e);
     assert_eq!(listed[1].id, "b");
     assert_scores_exact(&store, &["answer reasoning tail"]).await;
@@ -190,7 +193,7 @@ pub async fn replace_session_replaces_its_entries<S: MemoryStore + Clone>(store:
     assert_eq!(replace(&store, "s1", dup).await, 1);
     assert_eq!(listed(&store, SCOPE).await, ["x", "d"]);
     assert!(search(&store, "second").await.is_empty());
-    let (listed_entries, _) = store.list(SCOPE, 10, "").await.unwrap();
+    let (listed_entries, _) = store.list(SCOPE, 10, "", &Filter::default()).await.unwrap();
     assert_eq!(listed_entries[1].session_id, "s1");
 
     assert_eq!(replace(&store, "s1", vec![]).await, 0);
@@ -293,7 +296,7 @@ pub async fn delete_by_session_and_all<S: MemoryStore + Clone>(store: S) {
     // Deleting a session tombstones nothing.
     assert_eq!(replace(&store, "s1", entries(&[("a", "alpha")])).await, 1);
 
-    let (_, token) = store.list(SCOPE, 1, "").await.unwrap();
+    let (_, token) = store.list(SCOPE, 1, "", &Filter::default()).await.unwrap();
     assert_eq!(delete(&store, DeleteTarget::All).await, 2);
     assert!(listed(&store, SCOPE).await.is_empty());
     assert!(search(&store, "alpha gamma").await.is_empty());
@@ -302,7 +305,10 @@ pub async fn delete_by_session_and_all<S: MemoryStore + Clone>(store: S) {
     // nothing added after.
     assert_eq!(add(&store, "", entries(&[("d", "delta")])).await, 1);
     assert_eq!(search(&store, "delta").await, ["d"]);
-    let (page, _) = store.list(SCOPE, 10, &token).await.unwrap();
+    let (page, _) = store
+        .list(SCOPE, 10, &token, &Filter::default())
+        .await
+        .unwrap();
     assert_eq!(
         page.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
         ["d"]
@@ -368,9 +374,15 @@ pub async fn scopes_are_isolated<S: MemoryStore + Clone>(store: S) {
     // A page token works only for the scope it was issued for.
     let extra = vec![entry("x", "")];
     store.add_events(scopes[3], "t", extra).await.unwrap();
-    let (_, token) = store.list(scopes[3], 1, "").await.unwrap();
+    let (_, token) = store
+        .list(scopes[3], 1, "", &Filter::default())
+        .await
+        .unwrap();
     assert!(!token.is_empty());
-    let err = store.list(scopes[4], 1, &token).await.unwrap_err();
+    let err = store
+        .list(scopes[4], 1, &token, &Filter::default())
+        .await
+        .unwrap_err();
     assert!(matches!(err, StoreError::InvalidPageToken(_)), "{err}");
 }
 
@@ -477,7 +489,10 @@ pub async fn lists_in_pages<S: MemoryStore + Clone>(store: S) {
     let mut token = String::new();
     let mut pages = Vec::new();
     loop {
-        let (page, next) = store.list(SCOPE, 2, &token).await.unwrap();
+        let (page, next) = store
+            .list(SCOPE, 2, &token, &Filter::default())
+            .await
+            .unwrap();
         pages.push(page.into_iter().map(|e| e.id).collect::<Vec<_>>());
         if next.is_empty() {
             break;
@@ -487,12 +502,15 @@ pub async fn lists_in_pages<S: MemoryStore + Clone>(store: S) {
     assert_eq!(pages, [vec!["e0", "e1"], vec!["e2", "e3"], vec!["e4"]]);
 
     // A page is never empty while entries remain, and the last one has no token.
-    let (page, next) = store.list(SCOPE, 0, "").await.unwrap();
+    let (page, next) = store.list(SCOPE, 0, "", &Filter::default()).await.unwrap();
     assert_eq!((page.len(), next.is_empty()), (1, false));
-    let (page, next) = store.list(SCOPE, 5, "").await.unwrap();
+    let (page, next) = store.list(SCOPE, 5, "", &Filter::default()).await.unwrap();
     assert_eq!((page.len(), next.as_str()), (5, ""));
 
-    let err = store.list(SCOPE, 2, "not a token!").await.unwrap_err();
+    let err = store
+        .list(SCOPE, 2, "not a token!", &Filter::default())
+        .await
+        .unwrap_err();
     assert!(matches!(err, StoreError::InvalidPageToken(_)), "{err}");
 }
 
@@ -609,7 +627,10 @@ pub(crate) async fn generated_corpus(store: &impl MemoryStore) {
 /// ingests each session's turns in order, so an entry's context is the text of the entries
 /// next to it in its session.
 async fn indexed(store: &impl MemoryStore, scope: Scope<'_>) -> Vec<(Entry, Terms)> {
-    let (entries, _) = store.list(scope, usize::MAX, "").await.unwrap();
+    let (entries, _) = store
+        .list(scope, usize::MAX, "", &Filter::default())
+        .await
+        .unwrap();
     let text = |e: &Entry| index::text_of(&e.content);
     (0..entries.len())
         .map(|i| {
@@ -1042,7 +1063,7 @@ pub async fn kinds_are_stored_not_read_from_metadata<S: MemoryStore + Clone>(sto
         ..kind(None)
     };
     assert_eq!(found(&store, SCOPE, &later).await, ["forged"]);
-    let (listed, _) = store.list(SCOPE, 10, "").await.unwrap();
+    let (listed, _) = store.list(SCOPE, 10, "", &Filter::default()).await.unwrap();
     let kinds: Vec<_> = listed
         .iter()
         .map(|e| (e.id.as_str(), e.custom_metadata.as_str(), e.kind))
@@ -1183,7 +1204,10 @@ pub(crate) async fn before_kinds(store: &impl MemoryStore) -> Vec<(&'static str,
 /// vouch for are generated, with the expiries it recorded; metadata stays as it was.
 pub(crate) async fn assert_kinds_converted(store: &impl MemoryStore) {
     use super::Kind;
-    let (listed, _) = store.list(SCOPE, 100, "").await.unwrap();
+    let (listed, _) = store
+        .list(SCOPE, 100, "", &Filter::default())
+        .await
+        .unwrap();
     let kinds: Vec<_> = listed
         .iter()
         .map(|e| (e.id.as_str(), e.session_id.as_str(), e.kind))

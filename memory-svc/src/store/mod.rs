@@ -14,6 +14,7 @@ mod contract;
 pub mod generation;
 pub mod index;
 mod maxscore;
+pub mod metadata;
 pub mod pg;
 mod plan;
 pub mod sled;
@@ -26,12 +27,14 @@ use std::future::Future;
 use adk_common::{page::PageTokenError, storage::StorageError};
 use adk_proto::session::v1::Content;
 pub use generation::{Expired, FactRecord, JobRecord, Revision, RevisionRecord};
+
 pub use plan::Write;
 pub use vectors::{Unembedded, Vectors};
 
 use crate::{
     analysis::{Analyzer, Language},
     embed::Identity,
+    filter::Filter,
 };
 use prost_types::Timestamp;
 
@@ -104,10 +107,12 @@ pub struct SearchQuery {
     pub generated: Option<bool>,
     /// The time (ms since the epoch) generated memories expire against; 0: none expire.
     pub now_ms: i64,
+    /// Only entries whose metadata passes this filter.
+    pub filter: Filter,
 }
 
 impl SearchQuery {
-    /// Whether the query filters by author, time or kind: a search must then check each
+    /// Whether the query filters by author, time, kind or metadata: a search must then check each
     /// candidate entry. (Expiry is not counted: few entries expire, so a search checks its
     /// results for expired ones instead, and only if it finds one, every candidate.)
     pub fn filters(&self) -> bool {
@@ -115,6 +120,7 @@ impl SearchQuery {
             || self.after.is_some()
             || self.before.is_some()
             || self.generated.is_some()
+            || !self.filter.is_empty()
     }
 
     /// Whether `entry` passes the author and time filters. An entry without a timestamp fails
@@ -132,6 +138,7 @@ impl SearchQuery {
                 .before
                 .as_ref()
                 .is_none_or(|b| time.is_some_and(|t| t < bound(b)))
+            && self.filter.admits(&entry.custom_metadata)
     }
 
     /// The results of a search ranked without checking the filters (postings alone ranked,
@@ -152,6 +159,19 @@ impl SearchQuery {
         }
         Ok(Some(hits))
     }
+}
+
+/// A purge asked to delete (see [`crate::purge`]), kept until it has run to its end.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PurgeRecord {
+    #[prost(string, tag = "1")]
+    pub id: String,
+    /// The request as it was given (an encoded `PurgeMemoriesRequest`).
+    #[prost(bytes = "vec", tag = "2")]
+    pub request: Vec<u8>,
+    /// When it was asked for, ms since the epoch.
+    #[prost(int64, tag = "3")]
+    pub create_ms: i64,
 }
 
 /// What [`MemoryStore::delete`] removes.
@@ -271,6 +291,18 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// returns how many.
     fn prune_jobs(&self, before_ms: i64, n: usize) -> impl Future<Output = Result<usize>> + Send;
 
+    /// Records a purge, durably.
+    fn put_purge(&self, purge: &PurgeRecord) -> impl Future<Output = Result<()>> + Send;
+
+    /// The purges recorded and not removed, oldest first.
+    fn purges(&self) -> impl Future<Output = Result<Vec<PurgeRecord>>> + Send;
+
+    /// Removes the record of a purge that has run to its end, durably.
+    fn remove_purge(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// The users of `app` whose memory was ever written, in order.
+    fn users(&self, app: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
+
     /// [`MemoryStore::write_embedded`] without vectors. The calls below are this with their
     /// [`Write`].
     fn write(&self, scope: Scope<'_>, write: Write) -> impl Future<Output = Result<u32>> + Send {
@@ -385,11 +417,13 @@ pub trait MemoryStore: Send + Sync + 'static {
     }
 
     /// One page of the user's entries in ingestion order, and the token of the next page
-    /// (empty after the last one).
+    /// (empty after the last one). With a `filter` the index narrows (see [`metadata`]), only
+    /// its candidates are read: a superset of the entries it admits, which the caller tests.
     fn list(
         &self,
         scope: Scope<'_>,
         page_size: usize,
         page_token: &str,
+        filter: &Filter,
     ) -> impl Future<Output = Result<(Vec<Entry>, String)>> + Send;
 }

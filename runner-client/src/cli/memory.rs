@@ -3,25 +3,58 @@
 use std::time::Duration;
 
 use adk_proto::memory::v1::{
-    GenerationJob, GenerationState, MemoryEntry, MemoryKind, MemoryRevision, SearchMemoryRequest,
-    SearchMode,
+    GenerationJob, GenerationState, ListMemoriesRequest, MemoryEntry, MemoryFilter, MemoryKind,
+    MemoryRevision, PurgeMemoriesRequest, SearchMemoryRequest, SearchMode,
 };
+use prost_types::Timestamp;
 use runner_client::{json, GenerateSource, MemoryTarget};
 use serde_json::json;
 
-use super::{output, Cli, CliError};
+use super::{filter, output, Cli, CliError, FilterArgs};
+
+/// The filters of `memory search` and `memory list`, as the requests carry them.
+pub(super) struct Filter {
+    filter: Option<MemoryFilter>,
+    author: String,
+    after: Option<Timestamp>,
+    before: Option<Timestamp>,
+}
+
+impl Filter {
+    /// The filter the flags give, or the flag that is not understood.
+    pub(super) fn of(args: &FilterArgs) -> Result<Self, CliError> {
+        let time = |flag: &str, text: &Option<String>| -> Result<Option<Timestamp>, CliError> {
+            text.as_deref()
+                .map(|t| {
+                    filter::time(t).ok_or_else(|| {
+                        format!("{flag}: {t:?} is not an RFC 3339 time (2026-05-01T12:00:00Z)")
+                            .into()
+                    })
+                })
+                .transpose()
+        };
+        let filter = filter::memory_filter(&args.groups, &args.topics)?;
+        Ok(Self {
+            filter: (filter != MemoryFilter::default()).then_some(filter),
+            author: args.author.clone().unwrap_or_default(),
+            after: time("--after", &args.after)?,
+            before: time("--before", &args.before)?,
+        })
+    }
+}
 
 /// How often `memory job --wait` asks for the job again.
 const JOB_POLL: Duration = Duration::from_millis(500);
 
-/// `memory search QUERY [--mode MODE] [--language CODE] [--kind KIND]`: the user's best
-/// matching memories, best first.
+/// `memory search QUERY [--mode MODE] [--language CODE] [--kind KIND] [filters]`: the user's
+/// best matching memories among those the filters keep, best first.
 pub(super) async fn search(
     cli: &Cli,
     query: &str,
     mode: SearchMode,
     language: Option<&str>,
     kind: MemoryKind,
+    filter: Filter,
 ) -> Result<(), CliError> {
     let request = SearchMemoryRequest {
         app_name: cli.app.clone(),
@@ -30,6 +63,10 @@ pub(super) async fn search(
         language: language.unwrap_or_default().to_owned(),
         mode: mode.into(),
         kind: kind.into(),
+        filter: filter.filter,
+        author: filter.author,
+        after_timestamp: filter.after,
+        before_timestamp: filter.before,
         ..Default::default()
     };
     let memories = cli.memory()?.search_request(request).await?;
@@ -160,11 +197,20 @@ pub(super) async fn rollback(cli: &Cli, id: &str, revision_id: &str) -> Result<(
     print_revision(cli, &revision)
 }
 
-/// `memory list [--kind KIND]`: every memory of the user (of that kind), oldest first.
-pub(super) async fn list(cli: &Cli, kind: MemoryKind) -> Result<(), CliError> {
-    let memories = (cli.memory()?)
-        .list_of_kind(&cli.app, cli.user(), kind)
-        .await?;
+/// `memory list [--kind KIND] [filters]`: every memory of the user (of that kind, that the
+/// filters keep), oldest first.
+pub(super) async fn list(cli: &Cli, kind: MemoryKind, filter: Filter) -> Result<(), CliError> {
+    let request = ListMemoriesRequest {
+        app_name: cli.app.clone(),
+        user_id: cli.user().to_owned(),
+        kind: kind.into(),
+        filter: filter.filter,
+        author: filter.author,
+        after_timestamp: filter.after,
+        before_timestamp: filter.before,
+        ..Default::default()
+    };
+    let memories = (cli.memory()?).list_request(request).await?;
     for memory in &memories {
         if cli.json {
             output::json_line(&json::memory_entry(memory))?;
@@ -174,6 +220,54 @@ pub(super) async fn list(cli: &Cli, kind: MemoryKind) -> Result<(), CliError> {
     }
     if memories.is_empty() && !cli.json {
         eprintln!("no memories of user {} in app {}", cli.user(), cli.app);
+    }
+    Ok(())
+}
+
+/// `memory purge [--kind KIND] [filters] [--all-users] [--force]`: a dry run (how many match,
+/// and a sample), or with `force` the purge.
+pub(super) async fn purge(
+    cli: &Cli,
+    kind: MemoryKind,
+    filter: Filter,
+    all_users: bool,
+    force: bool,
+) -> Result<(), CliError> {
+    let request = PurgeMemoriesRequest {
+        app_name: cli.app.clone(),
+        user_id: if all_users {
+            String::new()
+        } else {
+            cli.user().to_owned()
+        },
+        kind: kind.into(),
+        filter: filter.filter,
+        author: filter.author,
+        after_timestamp: filter.after,
+        before_timestamp: filter.before,
+        force,
+    };
+    let purged = cli.memory()?.purge(request).await?;
+    if cli.json {
+        let sample: Vec<_> = purged.sample.iter().map(json::memory_entry).collect();
+        return Ok(output::json_line(&json!({
+            "count": purged.count, "deleted": force, "operation_id": purged.operation_id,
+            "sample": sample,
+        }))?);
+    }
+    let memories = output::count(purged.count, "memory", "memories");
+    if force {
+        output::line(&format!(
+            "deleted {memories} (operation {})",
+            purged.operation_id
+        ))?;
+    } else {
+        output::line(&format!(
+            "{memories} match; nothing deleted (--force deletes them)"
+        ))?;
+        for memory in &purged.sample {
+            output::line(&format!("{}  {}", memory.id, memory_line(memory)))?;
+        }
     }
     Ok(())
 }

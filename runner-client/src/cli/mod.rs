@@ -1,6 +1,7 @@
 //! The command line: flags (each with an environment-variable fallback), subcommands, and the
 //! dispatch to their handlers. Handlers only translate between the terminal and the library.
 
+mod filter;
 mod memory;
 mod output;
 mod sessions;
@@ -245,6 +246,30 @@ impl From<Kind> for adk_proto::memory::v1::MemoryKind {
     }
 }
 
+/// The filters of `memory search` and `memory list`.
+#[derive(Debug, Args)]
+struct FilterArgs {
+    /// Conditions on custom_metadata keys that must all hold, separated by commas:
+    /// KEY=VALUE, KEY!=VALUE, KEY<VALUE, KEY<=VALUE, KEY>VALUE, KEY>=VALUE, or KEY? (present).
+    /// VALUE: true/false, a number, an RFC 3339 time (2026-05-01T12:00:00Z), or a string
+    /// ("quoted" to keep "3" a string or to hold a comma). Repeat for alternatives:
+    /// `--filter 'color=red,n>=3' --filter vip=true`.
+    #[arg(long = "filter", value_name = "CONDITIONS")]
+    groups: Vec<String>,
+    /// Only memories of this topic (repeat for several).
+    #[arg(long = "topic", value_name = "TOPIC")]
+    topics: Vec<String>,
+    /// Only memories by this author.
+    #[arg(long)]
+    author: Option<String>,
+    /// Only memories of this time or later (RFC 3339, 2026-05-01T12:00:00Z).
+    #[arg(long, value_name = "TIME")]
+    after: Option<String>,
+    /// Only memories before this time (RFC 3339).
+    #[arg(long, value_name = "TIME")]
+    before: Option<String>,
+}
+
 #[derive(Debug, Subcommand)]
 enum MemoryCommand {
     /// Search the memory of --user.
@@ -261,6 +286,8 @@ enum MemoryCommand {
         /// Which memories to search.
         #[arg(long, value_enum, default_value_t = Kind::All)]
         kind: Kind,
+        #[command(flatten)]
+        filter: FilterArgs,
     },
     /// Add (or refresh) the --session in memory.
     AddSession,
@@ -300,6 +327,23 @@ enum MemoryCommand {
         /// Which memories to list.
         #[arg(long, value_enum, default_value_t = Kind::All)]
         kind: Kind,
+        #[command(flatten)]
+        filter: FilterArgs,
+    },
+    /// Delete the memories of --user (of every user of --app with --all-users) that pass the
+    /// filters. Without --force a dry run: prints how many match and some of them.
+    Purge {
+        /// Which memories.
+        #[arg(long, value_enum, default_value_t = Kind::All)]
+        kind: Kind,
+        #[command(flatten)]
+        filter: FilterArgs,
+        /// Every user of the app, not only --user.
+        #[arg(long)]
+        all_users: bool,
+        /// Delete (otherwise nothing is deleted).
+        #[arg(long)]
+        force: bool,
     },
     /// Delete memories of --user: the one with --id, all of them with --all, otherwise those
     /// that came from the --session.
@@ -439,16 +483,29 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
                 mode,
                 language,
                 kind,
+                filter,
             } => {
                 let (mode, kind) = ((*mode).into(), (*kind).into());
-                memory::search(cli, query, mode, language.as_deref(), kind).await
+                let filter = memory::Filter::of(filter)?;
+                memory::search(cli, query, mode, language.as_deref(), kind, filter).await
             }
             MemoryCommand::AddSession => memory::add_session(cli).await,
             MemoryCommand::Generate { no_wait } => memory::generate(cli, !no_wait).await,
             MemoryCommand::Revisions { id } => memory::revisions(cli, id.as_deref()).await,
             MemoryCommand::Job { id, wait } => memory::job(cli, id, *wait).await,
             MemoryCommand::Rollback { id, revision } => memory::rollback(cli, id, revision).await,
-            MemoryCommand::List { kind } => memory::list(cli, (*kind).into()).await,
+            MemoryCommand::List { kind, filter } => {
+                memory::list(cli, (*kind).into(), memory::Filter::of(filter)?).await
+            }
+            MemoryCommand::Purge {
+                kind,
+                filter,
+                all_users,
+                force,
+            } => {
+                let filter = memory::Filter::of(filter)?;
+                memory::purge(cli, (*kind).into(), filter, *all_users, *force).await
+            }
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,
         },
         Command::Completions { shell } => Ok(output::bytes(&completions(*shell))?),

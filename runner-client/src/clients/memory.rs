@@ -7,8 +7,8 @@ use adk_proto::{
         memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest, DeleteMemoryRequest,
         EventList, GenerateMemoriesRequest, GenerateOptions, GenerationJob,
         GetGenerationJobRequest, ListMemoriesRequest, ListMemoriesResponse,
-        ListMemoryRevisionsRequest, MemoryEntry, MemoryKind, MemoryRevision, RollbackMemoryRequest,
-        SearchMemoryRequest, SearchMode, SessionRef,
+        ListMemoryRevisionsRequest, MemoryEntry, MemoryKind, MemoryRevision, PurgeMemoriesRequest,
+        PurgeMemoriesResponse, RollbackMemoryRequest, SearchMemoryRequest, SearchMode, SessionRef,
     },
     session::v1::{Event, Session},
 };
@@ -257,12 +257,32 @@ impl MemoryClient {
         user: &str,
         kind: MemoryKind,
     ) -> Result<Vec<MemoryEntry>> {
+        self.list_request(ListMemoriesRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            kind: kind.into(),
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// Every memory `request` lists (its filters applied), in ingestion order, read page by
+    /// page from the first (`page_size` and `page_token` are this call's).
+    pub async fn list_request(&self, request: ListMemoriesRequest) -> Result<Vec<MemoryEntry>> {
         let mut memories = Vec::new();
         let mut page_token = String::new();
         loop {
             let page = self
-                .page_of_kind(app, user, LIST_PAGE, page_token, kind)
-                .await?;
+                .client
+                .clone()
+                .list_memories(self.remote.request(ListMemoriesRequest {
+                    page_size: LIST_PAGE,
+                    page_token,
+                    ..request.clone()
+                }))
+                .await
+                .map_err(|s| self.remote.error("ListMemories", s))?
+                .into_inner();
             memories.extend(page.memories);
             if page.next_page_token.is_empty() {
                 return Ok(memories);
@@ -297,6 +317,7 @@ impl MemoryClient {
             page_size,
             page_token,
             kind: kind.into(),
+            ..Default::default()
         };
         self.client
             .clone()
@@ -304,6 +325,16 @@ impl MemoryClient {
             .await
             .map(tonic::Response::into_inner)
             .map_err(|s| self.remote.error("ListMemories", s))
+    }
+
+    /// Runs `request`: a dry run, or with `force` the purge.
+    pub async fn purge(&self, request: PurgeMemoriesRequest) -> Result<PurgeMemoriesResponse> {
+        self.client
+            .clone()
+            .purge_memories(self.remote.request(request))
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| self.remote.error("PurgeMemories", s))
     }
 
     /// Deletes the (app, user)'s memories that `target` names; returns how many there were.

@@ -28,6 +28,77 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// How a MetadataCondition compares a key's value. A key absent, or holding a value of
+// another type than the condition's, fails every operator but NOT_EQUAL.
+type MetadataOperator int32
+
+const (
+	MetadataOperator_METADATA_OPERATOR_UNSPECIFIED MetadataOperator = 0
+	// The value equals the condition's.
+	MetadataOperator_METADATA_OPERATOR_EQUAL MetadataOperator = 1
+	// Not EQUAL: the key is absent or holds another value.
+	MetadataOperator_METADATA_OPERATOR_NOT_EQUAL MetadataOperator = 2
+	// For a number or a time: the value is below the condition's.
+	MetadataOperator_METADATA_OPERATOR_LESS          MetadataOperator = 3
+	MetadataOperator_METADATA_OPERATOR_LESS_OR_EQUAL MetadataOperator = 4
+	// For a number or a time: the value is above the condition's.
+	MetadataOperator_METADATA_OPERATOR_GREATER          MetadataOperator = 5
+	MetadataOperator_METADATA_OPERATOR_GREATER_OR_EQUAL MetadataOperator = 6
+	// The key is present, whatever its value (no value in the condition).
+	MetadataOperator_METADATA_OPERATOR_EXISTS MetadataOperator = 7
+)
+
+// Enum value maps for MetadataOperator.
+var (
+	MetadataOperator_name = map[int32]string{
+		0: "METADATA_OPERATOR_UNSPECIFIED",
+		1: "METADATA_OPERATOR_EQUAL",
+		2: "METADATA_OPERATOR_NOT_EQUAL",
+		3: "METADATA_OPERATOR_LESS",
+		4: "METADATA_OPERATOR_LESS_OR_EQUAL",
+		5: "METADATA_OPERATOR_GREATER",
+		6: "METADATA_OPERATOR_GREATER_OR_EQUAL",
+		7: "METADATA_OPERATOR_EXISTS",
+	}
+	MetadataOperator_value = map[string]int32{
+		"METADATA_OPERATOR_UNSPECIFIED":      0,
+		"METADATA_OPERATOR_EQUAL":            1,
+		"METADATA_OPERATOR_NOT_EQUAL":        2,
+		"METADATA_OPERATOR_LESS":             3,
+		"METADATA_OPERATOR_LESS_OR_EQUAL":    4,
+		"METADATA_OPERATOR_GREATER":          5,
+		"METADATA_OPERATOR_GREATER_OR_EQUAL": 6,
+		"METADATA_OPERATOR_EXISTS":           7,
+	}
+)
+
+func (x MetadataOperator) Enum() *MetadataOperator {
+	p := new(MetadataOperator)
+	*p = x
+	return p
+}
+
+func (x MetadataOperator) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MetadataOperator) Descriptor() protoreflect.EnumDescriptor {
+	return file_adk_memory_v1_memory_proto_enumTypes[0].Descriptor()
+}
+
+func (MetadataOperator) Type() protoreflect.EnumType {
+	return &file_adk_memory_v1_memory_proto_enumTypes[0]
+}
+
+func (x MetadataOperator) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MetadataOperator.Descriptor instead.
+func (MetadataOperator) EnumDescriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{0}
+}
+
 // Where a memory entry came from.
 type MemoryKind int32
 
@@ -66,11 +137,11 @@ func (x MemoryKind) String() string {
 }
 
 func (MemoryKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_adk_memory_v1_memory_proto_enumTypes[0].Descriptor()
+	return file_adk_memory_v1_memory_proto_enumTypes[1].Descriptor()
 }
 
 func (MemoryKind) Type() protoreflect.EnumType {
-	return &file_adk_memory_v1_memory_proto_enumTypes[0]
+	return &file_adk_memory_v1_memory_proto_enumTypes[1]
 }
 
 func (x MemoryKind) Number() protoreflect.EnumNumber {
@@ -79,7 +150,7 @@ func (x MemoryKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MemoryKind.Descriptor instead.
 func (MemoryKind) EnumDescriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{0}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{1}
 }
 
 // How SearchMemory ranks entries, and what a result's score means.
@@ -127,11 +198,11 @@ func (x SearchMode) String() string {
 }
 
 func (SearchMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_adk_memory_v1_memory_proto_enumTypes[1].Descriptor()
+	return file_adk_memory_v1_memory_proto_enumTypes[2].Descriptor()
 }
 
 func (SearchMode) Type() protoreflect.EnumType {
-	return &file_adk_memory_v1_memory_proto_enumTypes[1]
+	return &file_adk_memory_v1_memory_proto_enumTypes[2]
 }
 
 func (x SearchMode) Number() protoreflect.EnumNumber {
@@ -140,7 +211,7 @@ func (x SearchMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SearchMode.Descriptor instead.
 func (SearchMode) EnumDescriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{1}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{2}
 }
 
 // The life of a generation job.
@@ -186,11 +257,11 @@ func (x GenerationState) String() string {
 }
 
 func (GenerationState) Descriptor() protoreflect.EnumDescriptor {
-	return file_adk_memory_v1_memory_proto_enumTypes[2].Descriptor()
+	return file_adk_memory_v1_memory_proto_enumTypes[3].Descriptor()
 }
 
 func (GenerationState) Type() protoreflect.EnumType {
-	return &file_adk_memory_v1_memory_proto_enumTypes[2]
+	return &file_adk_memory_v1_memory_proto_enumTypes[3]
 }
 
 func (x GenerationState) Number() protoreflect.EnumNumber {
@@ -199,7 +270,7 @@ func (x GenerationState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use GenerationState.Descriptor instead.
 func (GenerationState) EnumDescriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{2}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{3}
 }
 
 // What generation (or a rollback) did to a memory.
@@ -243,11 +314,11 @@ func (x RevisionAction) String() string {
 }
 
 func (RevisionAction) Descriptor() protoreflect.EnumDescriptor {
-	return file_adk_memory_v1_memory_proto_enumTypes[3].Descriptor()
+	return file_adk_memory_v1_memory_proto_enumTypes[4].Descriptor()
 }
 
 func (RevisionAction) Type() protoreflect.EnumType {
-	return &file_adk_memory_v1_memory_proto_enumTypes[3]
+	return &file_adk_memory_v1_memory_proto_enumTypes[4]
 }
 
 func (x RevisionAction) Number() protoreflect.EnumNumber {
@@ -256,7 +327,7 @@ func (x RevisionAction) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RevisionAction.Descriptor instead.
 func (RevisionAction) EnumDescriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{3}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{4}
 }
 
 // One remembered piece of content.
@@ -833,7 +904,10 @@ type SearchMemoryRequest struct {
 	// first max(20, limit).
 	Mode SearchMode `protobuf:"varint,9,opt,name=mode,proto3,enum=adk.memory.v1.SearchMode" json:"mode,omitempty"`
 	// Which memories are searched: raw entries, generated memories or both (the default).
-	Kind          MemoryKind `protobuf:"varint,10,opt,name=kind,proto3,enum=adk.memory.v1.MemoryKind" json:"kind,omitempty"`
+	Kind MemoryKind `protobuf:"varint,10,opt,name=kind,proto3,enum=adk.memory.v1.MemoryKind" json:"kind,omitempty"`
+	// Only memories that pass this filter; the ranking is among them, and the limit applies
+	// after filtering.
+	Filter        *MemoryFilter `protobuf:"bytes,11,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -938,6 +1012,254 @@ func (x *SearchMemoryRequest) GetKind() MemoryKind {
 	return MemoryKind_MEMORY_KIND_UNSPECIFIED
 }
 
+func (x *SearchMemoryRequest) GetFilter() *MemoryFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+// Which memories a search, a listing or a purge considers: each field given must hold.
+type MemoryFilter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Conditions on custom_metadata: a memory passes when every condition of at least one
+	// group holds (an OR of ANDs). Empty: no condition. At most 10 groups and 50 conditions.
+	AnyOf []*MetadataConditions `protobuf:"bytes,1,rep,name=any_of,json=anyOf,proto3" json:"any_of,omitempty"`
+	// Only memories of one of these topics (a generated memory's "topic" metadata key, one of
+	// the app's --generator-topics labels, or any "topic" string a caller stored); empty: any.
+	Topics        []string `protobuf:"bytes,2,rep,name=topics,proto3" json:"topics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemoryFilter) Reset() {
+	*x = MemoryFilter{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemoryFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemoryFilter) ProtoMessage() {}
+
+func (x *MemoryFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemoryFilter.ProtoReflect.Descriptor instead.
+func (*MemoryFilter) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *MemoryFilter) GetAnyOf() []*MetadataConditions {
+	if x != nil {
+		return x.AnyOf
+	}
+	return nil
+}
+
+func (x *MemoryFilter) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+// Conditions that must all hold; at least one.
+type MetadataConditions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AllOf         []*MetadataCondition   `protobuf:"bytes,1,rep,name=all_of,json=allOf,proto3" json:"all_of,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetadataConditions) Reset() {
+	*x = MetadataConditions{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetadataConditions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetadataConditions) ProtoMessage() {}
+
+func (x *MetadataConditions) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetadataConditions.ProtoReflect.Descriptor instead.
+func (*MetadataConditions) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *MetadataConditions) GetAllOf() []*MetadataCondition {
+	if x != nil {
+		return x.AllOf
+	}
+	return nil
+}
+
+// A condition on one top-level key of a memory's custom_metadata.
+type MetadataCondition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key, 1 to 256 bytes.
+	Key      string           `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Operator MetadataOperator `protobuf:"varint,2,opt,name=operator,proto3,enum=adk.memory.v1.MetadataOperator" json:"operator,omitempty"`
+	// What the key's value is compared with: absent for METADATA_OPERATOR_EXISTS; a number or
+	// a time for the ordering operators.
+	//
+	// Types that are valid to be assigned to Value:
+	//
+	//	*MetadataCondition_StringValue
+	//	*MetadataCondition_NumberValue
+	//	*MetadataCondition_BoolValue
+	//	*MetadataCondition_TimeValue
+	Value         isMetadataCondition_Value `protobuf_oneof:"value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetadataCondition) Reset() {
+	*x = MetadataCondition{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetadataCondition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetadataCondition) ProtoMessage() {}
+
+func (x *MetadataCondition) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetadataCondition.ProtoReflect.Descriptor instead.
+func (*MetadataCondition) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *MetadataCondition) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *MetadataCondition) GetOperator() MetadataOperator {
+	if x != nil {
+		return x.Operator
+	}
+	return MetadataOperator_METADATA_OPERATOR_UNSPECIFIED
+}
+
+func (x *MetadataCondition) GetValue() isMetadataCondition_Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *MetadataCondition) GetStringValue() string {
+	if x != nil {
+		if x, ok := x.Value.(*MetadataCondition_StringValue); ok {
+			return x.StringValue
+		}
+	}
+	return ""
+}
+
+func (x *MetadataCondition) GetNumberValue() float64 {
+	if x != nil {
+		if x, ok := x.Value.(*MetadataCondition_NumberValue); ok {
+			return x.NumberValue
+		}
+	}
+	return 0
+}
+
+func (x *MetadataCondition) GetBoolValue() bool {
+	if x != nil {
+		if x, ok := x.Value.(*MetadataCondition_BoolValue); ok {
+			return x.BoolValue
+		}
+	}
+	return false
+}
+
+func (x *MetadataCondition) GetTimeValue() *timestamppb.Timestamp {
+	if x != nil {
+		if x, ok := x.Value.(*MetadataCondition_TimeValue); ok {
+			return x.TimeValue
+		}
+	}
+	return nil
+}
+
+type isMetadataCondition_Value interface {
+	isMetadataCondition_Value()
+}
+
+type MetadataCondition_StringValue struct {
+	// Equal to a JSON string.
+	StringValue string `protobuf:"bytes,3,opt,name=string_value,json=stringValue,proto3,oneof"`
+}
+
+type MetadataCondition_NumberValue struct {
+	// Compared with a JSON number; finite.
+	NumberValue float64 `protobuf:"fixed64,4,opt,name=number_value,json=numberValue,proto3,oneof"`
+}
+
+type MetadataCondition_BoolValue struct {
+	// Equal to a JSON true or false.
+	BoolValue bool `protobuf:"varint,5,opt,name=bool_value,json=boolValue,proto3,oneof"`
+}
+
+type MetadataCondition_TimeValue struct {
+	// Compared with a JSON string holding an RFC 3339 time ("2026-05-01T12:00:00Z").
+	TimeValue *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=time_value,json=timeValue,proto3,oneof"`
+}
+
+func (*MetadataCondition_StringValue) isMetadataCondition_Value() {}
+
+func (*MetadataCondition_NumberValue) isMetadataCondition_Value() {}
+
+func (*MetadataCondition_BoolValue) isMetadataCondition_Value() {}
+
+func (*MetadataCondition_TimeValue) isMetadataCondition_Value() {}
+
 // SearchMemory output.
 type SearchMemoryResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -949,7 +1271,7 @@ type SearchMemoryResponse struct {
 
 func (x *SearchMemoryResponse) Reset() {
 	*x = SearchMemoryResponse{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[9]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -961,7 +1283,7 @@ func (x *SearchMemoryResponse) String() string {
 func (*SearchMemoryResponse) ProtoMessage() {}
 
 func (x *SearchMemoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[9]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -974,7 +1296,7 @@ func (x *SearchMemoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchMemoryResponse.ProtoReflect.Descriptor instead.
 func (*SearchMemoryResponse) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{9}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SearchMemoryResponse) GetMemories() []*MemoryEntry {
@@ -1001,7 +1323,7 @@ type DeleteMemoryRequest struct {
 
 func (x *DeleteMemoryRequest) Reset() {
 	*x = DeleteMemoryRequest{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[10]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +1335,7 @@ func (x *DeleteMemoryRequest) String() string {
 func (*DeleteMemoryRequest) ProtoMessage() {}
 
 func (x *DeleteMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[10]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +1348,7 @@ func (x *DeleteMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteMemoryRequest.ProtoReflect.Descriptor instead.
 func (*DeleteMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{10}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeleteMemoryRequest) GetAppName() string {
@@ -1112,7 +1434,7 @@ type DeleteMemoryResponse struct {
 
 func (x *DeleteMemoryResponse) Reset() {
 	*x = DeleteMemoryResponse{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[11]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1446,7 @@ func (x *DeleteMemoryResponse) String() string {
 func (*DeleteMemoryResponse) ProtoMessage() {}
 
 func (x *DeleteMemoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[11]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1459,7 @@ func (x *DeleteMemoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteMemoryResponse.ProtoReflect.Descriptor instead.
 func (*DeleteMemoryResponse) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{11}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeleteMemoryResponse) GetDeleted() uint32 {
@@ -1156,14 +1478,22 @@ type ListMemoriesRequest struct {
 	PageSize  int32  `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Which memories are listed: raw entries, generated memories or both (the default).
-	Kind          MemoryKind `protobuf:"varint,5,opt,name=kind,proto3,enum=adk.memory.v1.MemoryKind" json:"kind,omitempty"`
+	Kind MemoryKind `protobuf:"varint,5,opt,name=kind,proto3,enum=adk.memory.v1.MemoryKind" json:"kind,omitempty"`
+	// Only memories that pass this filter.
+	Filter *MemoryFilter `protobuf:"bytes,6,opt,name=filter,proto3" json:"filter,omitempty"`
+	// Only entries with timestamp >= after_timestamp.
+	AfterTimestamp *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=after_timestamp,json=afterTimestamp,proto3" json:"after_timestamp,omitempty"`
+	// Only entries with timestamp < before_timestamp.
+	BeforeTimestamp *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=before_timestamp,json=beforeTimestamp,proto3" json:"before_timestamp,omitempty"`
+	// Only entries by this author.
+	Author        string `protobuf:"bytes,9,opt,name=author,proto3" json:"author,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListMemoriesRequest) Reset() {
 	*x = ListMemoriesRequest{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[12]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1505,7 @@ func (x *ListMemoriesRequest) String() string {
 func (*ListMemoriesRequest) ProtoMessage() {}
 
 func (x *ListMemoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[12]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1518,7 @@ func (x *ListMemoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoriesRequest.ProtoReflect.Descriptor instead.
 func (*ListMemoriesRequest) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{12}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListMemoriesRequest) GetAppName() string {
@@ -1226,6 +1556,34 @@ func (x *ListMemoriesRequest) GetKind() MemoryKind {
 	return MemoryKind_MEMORY_KIND_UNSPECIFIED
 }
 
+func (x *ListMemoriesRequest) GetFilter() *MemoryFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *ListMemoriesRequest) GetAfterTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AfterTimestamp
+	}
+	return nil
+}
+
+func (x *ListMemoriesRequest) GetBeforeTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BeforeTimestamp
+	}
+	return nil
+}
+
+func (x *ListMemoriesRequest) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
 // ListMemories output.
 type ListMemoriesResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -1238,7 +1596,7 @@ type ListMemoriesResponse struct {
 
 func (x *ListMemoriesResponse) Reset() {
 	*x = ListMemoriesResponse{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[13]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1608,7 @@ func (x *ListMemoriesResponse) String() string {
 func (*ListMemoriesResponse) ProtoMessage() {}
 
 func (x *ListMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[13]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1621,7 @@ func (x *ListMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*ListMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{13}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListMemoriesResponse) GetMemories() []*MemoryEntry {
@@ -1297,7 +1655,7 @@ type GenerateOptions struct {
 
 func (x *GenerateOptions) Reset() {
 	*x = GenerateOptions{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[14]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1309,7 +1667,7 @@ func (x *GenerateOptions) String() string {
 func (*GenerateOptions) ProtoMessage() {}
 
 func (x *GenerateOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[14]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1322,7 +1680,7 @@ func (x *GenerateOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateOptions.ProtoReflect.Descriptor instead.
 func (*GenerateOptions) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{14}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GenerateOptions) GetWait() bool {
@@ -1363,7 +1721,7 @@ type EventList struct {
 
 func (x *EventList) Reset() {
 	*x = EventList{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[15]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1375,7 +1733,7 @@ func (x *EventList) String() string {
 func (*EventList) ProtoMessage() {}
 
 func (x *EventList) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[15]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1388,7 +1746,7 @@ func (x *EventList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventList.ProtoReflect.Descriptor instead.
 func (*EventList) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{15}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EventList) GetEvents() []*sessionpb.Event {
@@ -1415,7 +1773,7 @@ type ExtractedFact struct {
 
 func (x *ExtractedFact) Reset() {
 	*x = ExtractedFact{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[16]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1785,7 @@ func (x *ExtractedFact) String() string {
 func (*ExtractedFact) ProtoMessage() {}
 
 func (x *ExtractedFact) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[16]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1798,7 @@ func (x *ExtractedFact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtractedFact.ProtoReflect.Descriptor instead.
 func (*ExtractedFact) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{16}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExtractedFact) GetText() string {
@@ -1474,7 +1832,7 @@ type FactList struct {
 
 func (x *FactList) Reset() {
 	*x = FactList{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[17]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1486,7 +1844,7 @@ func (x *FactList) String() string {
 func (*FactList) ProtoMessage() {}
 
 func (x *FactList) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[17]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1499,7 +1857,7 @@ func (x *FactList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FactList.ProtoReflect.Descriptor instead.
 func (*FactList) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{17}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FactList) GetFacts() []*ExtractedFact {
@@ -1529,7 +1887,7 @@ type GenerateMemoriesRequest struct {
 
 func (x *GenerateMemoriesRequest) Reset() {
 	*x = GenerateMemoriesRequest{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[18]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1541,7 +1899,7 @@ func (x *GenerateMemoriesRequest) String() string {
 func (*GenerateMemoriesRequest) ProtoMessage() {}
 
 func (x *GenerateMemoriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[18]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1554,7 +1912,7 @@ func (x *GenerateMemoriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateMemoriesRequest.ProtoReflect.Descriptor instead.
 func (*GenerateMemoriesRequest) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{18}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GenerateMemoriesRequest) GetAppName() string {
@@ -1660,7 +2018,7 @@ type GenerateMemoriesResponse struct {
 
 func (x *GenerateMemoriesResponse) Reset() {
 	*x = GenerateMemoriesResponse{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[19]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +2030,7 @@ func (x *GenerateMemoriesResponse) String() string {
 func (*GenerateMemoriesResponse) ProtoMessage() {}
 
 func (x *GenerateMemoriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[19]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +2043,7 @@ func (x *GenerateMemoriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateMemoriesResponse.ProtoReflect.Descriptor instead.
 func (*GenerateMemoriesResponse) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{19}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GenerateMemoriesResponse) GetJob() *GenerationJob {
@@ -1719,7 +2077,7 @@ type GenerationJob struct {
 
 func (x *GenerationJob) Reset() {
 	*x = GenerationJob{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[20]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1731,7 +2089,7 @@ func (x *GenerationJob) String() string {
 func (*GenerationJob) ProtoMessage() {}
 
 func (x *GenerationJob) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[20]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1744,7 +2102,7 @@ func (x *GenerationJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationJob.ProtoReflect.Descriptor instead.
 func (*GenerationJob) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{20}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GenerationJob) GetId() string {
@@ -1843,7 +2201,7 @@ type GetGenerationJobRequest struct {
 
 func (x *GetGenerationJobRequest) Reset() {
 	*x = GetGenerationJobRequest{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[21]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1855,7 +2213,7 @@ func (x *GetGenerationJobRequest) String() string {
 func (*GetGenerationJobRequest) ProtoMessage() {}
 
 func (x *GetGenerationJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[21]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1868,7 +2226,7 @@ func (x *GetGenerationJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGenerationJobRequest.ProtoReflect.Descriptor instead.
 func (*GetGenerationJobRequest) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{21}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetGenerationJobRequest) GetAppName() string {
@@ -1916,7 +2274,7 @@ type MemoryRevision struct {
 
 func (x *MemoryRevision) Reset() {
 	*x = MemoryRevision{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[22]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +2286,7 @@ func (x *MemoryRevision) String() string {
 func (*MemoryRevision) ProtoMessage() {}
 
 func (x *MemoryRevision) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[22]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2299,7 @@ func (x *MemoryRevision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryRevision.ProtoReflect.Descriptor instead.
 func (*MemoryRevision) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{22}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *MemoryRevision) GetMemoryId() string {
@@ -2023,7 +2381,7 @@ type ListMemoryRevisionsRequest struct {
 
 func (x *ListMemoryRevisionsRequest) Reset() {
 	*x = ListMemoryRevisionsRequest{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[23]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2035,7 +2393,7 @@ func (x *ListMemoryRevisionsRequest) String() string {
 func (*ListMemoryRevisionsRequest) ProtoMessage() {}
 
 func (x *ListMemoryRevisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[23]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2048,7 +2406,7 @@ func (x *ListMemoryRevisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoryRevisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListMemoryRevisionsRequest) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{23}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListMemoryRevisionsRequest) GetAppName() string {
@@ -2098,7 +2456,7 @@ type ListMemoryRevisionsResponse struct {
 
 func (x *ListMemoryRevisionsResponse) Reset() {
 	*x = ListMemoryRevisionsResponse{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[24]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2110,7 +2468,7 @@ func (x *ListMemoryRevisionsResponse) String() string {
 func (*ListMemoryRevisionsResponse) ProtoMessage() {}
 
 func (x *ListMemoryRevisionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[24]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2123,7 +2481,7 @@ func (x *ListMemoryRevisionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMemoryRevisionsResponse.ProtoReflect.Descriptor instead.
 func (*ListMemoryRevisionsResponse) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{24}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListMemoryRevisionsResponse) GetRevisions() []*MemoryRevision {
@@ -2156,7 +2514,7 @@ type RollbackMemoryRequest struct {
 
 func (x *RollbackMemoryRequest) Reset() {
 	*x = RollbackMemoryRequest{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[25]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2168,7 +2526,7 @@ func (x *RollbackMemoryRequest) String() string {
 func (*RollbackMemoryRequest) ProtoMessage() {}
 
 func (x *RollbackMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[25]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2181,7 +2539,7 @@ func (x *RollbackMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackMemoryRequest.ProtoReflect.Descriptor instead.
 func (*RollbackMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{25}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RollbackMemoryRequest) GetAppName() string {
@@ -2223,7 +2581,7 @@ type RollbackMemoryResponse struct {
 
 func (x *RollbackMemoryResponse) Reset() {
 	*x = RollbackMemoryResponse{}
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[26]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2235,7 +2593,7 @@ func (x *RollbackMemoryResponse) String() string {
 func (*RollbackMemoryResponse) ProtoMessage() {}
 
 func (x *RollbackMemoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_adk_memory_v1_memory_proto_msgTypes[26]
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2248,7 +2606,7 @@ func (x *RollbackMemoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackMemoryResponse.ProtoReflect.Descriptor instead.
 func (*RollbackMemoryResponse) Descriptor() ([]byte, []int) {
-	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{26}
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RollbackMemoryResponse) GetRevision() *MemoryRevision {
@@ -2256,6 +2614,179 @@ func (x *RollbackMemoryResponse) GetRevision() *MemoryRevision {
 		return x.Revision
 	}
 	return nil
+}
+
+// PurgeMemories input. At least one of filter, kind, author, after_timestamp and
+// before_timestamp must be given.
+type PurgeMemoriesRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AppName string                 `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	// Only this user's memories; empty: every user of the app.
+	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Only memories that pass this filter (as SearchMemory's).
+	Filter *MemoryFilter `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	// Only memories of this kind; unspecified: both.
+	Kind MemoryKind `protobuf:"varint,4,opt,name=kind,proto3,enum=adk.memory.v1.MemoryKind" json:"kind,omitempty"`
+	// Only entries by this author.
+	Author string `protobuf:"bytes,5,opt,name=author,proto3" json:"author,omitempty"`
+	// Only entries with timestamp >= after_timestamp.
+	AfterTimestamp *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=after_timestamp,json=afterTimestamp,proto3" json:"after_timestamp,omitempty"`
+	// Only entries with timestamp < before_timestamp.
+	BeforeTimestamp *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=before_timestamp,json=beforeTimestamp,proto3" json:"before_timestamp,omitempty"`
+	// Delete. Without it, a dry run.
+	Force         bool `protobuf:"varint,8,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PurgeMemoriesRequest) Reset() {
+	*x = PurgeMemoriesRequest{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PurgeMemoriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PurgeMemoriesRequest) ProtoMessage() {}
+
+func (x *PurgeMemoriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PurgeMemoriesRequest.ProtoReflect.Descriptor instead.
+func (*PurgeMemoriesRequest) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *PurgeMemoriesRequest) GetAppName() string {
+	if x != nil {
+		return x.AppName
+	}
+	return ""
+}
+
+func (x *PurgeMemoriesRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *PurgeMemoriesRequest) GetFilter() *MemoryFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *PurgeMemoriesRequest) GetKind() MemoryKind {
+	if x != nil {
+		return x.Kind
+	}
+	return MemoryKind_MEMORY_KIND_UNSPECIFIED
+}
+
+func (x *PurgeMemoriesRequest) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *PurgeMemoriesRequest) GetAfterTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AfterTimestamp
+	}
+	return nil
+}
+
+func (x *PurgeMemoriesRequest) GetBeforeTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BeforeTimestamp
+	}
+	return nil
+}
+
+func (x *PurgeMemoriesRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+// PurgeMemories output.
+type PurgeMemoriesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A dry run: the memories that match. With force: the memories deleted.
+	Count uint64 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	// Up to 10 of the matching memories, in (user, ingestion) order.
+	Sample []*MemoryEntry `protobuf:"bytes,2,rep,name=sample,proto3" json:"sample,omitempty"`
+	// With force: the operation's id, as the server's log names it.
+	OperationId   string `protobuf:"bytes,3,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PurgeMemoriesResponse) Reset() {
+	*x = PurgeMemoriesResponse{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PurgeMemoriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PurgeMemoriesResponse) ProtoMessage() {}
+
+func (x *PurgeMemoriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PurgeMemoriesResponse.ProtoReflect.Descriptor instead.
+func (*PurgeMemoriesResponse) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *PurgeMemoriesResponse) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *PurgeMemoriesResponse) GetSample() []*MemoryEntry {
+	if x != nil {
+		return x.Sample
+	}
+	return nil
+}
+
+func (x *PurgeMemoriesResponse) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
 }
 
 var File_adk_memory_v1_memory_proto protoreflect.FileDescriptor
@@ -2304,7 +2835,7 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\bmemories\x18\x03 \x03(\v2\x1a.adk.memory.v1.MemoryEntryR\bmemories\x12'\n" +
 	"\x0fcustom_metadata\x18\x04 \x01(\tR\x0ecustomMetadata\"%\n" +
 	"\x11AddMemoryResponse\x12\x10\n" +
-	"\x03ids\x18\x01 \x03(\tR\x03ids\"\x93\x03\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\"\xc8\x03\n" +
 	"\x13SearchMemoryRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x14\n" +
@@ -2316,7 +2847,23 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\blanguage\x18\b \x01(\tR\blanguage\x12-\n" +
 	"\x04mode\x18\t \x01(\x0e2\x19.adk.memory.v1.SearchModeR\x04mode\x12-\n" +
 	"\x04kind\x18\n" +
-	" \x01(\x0e2\x19.adk.memory.v1.MemoryKindR\x04kind\"N\n" +
+	" \x01(\x0e2\x19.adk.memory.v1.MemoryKindR\x04kind\x123\n" +
+	"\x06filter\x18\v \x01(\v2\x1b.adk.memory.v1.MemoryFilterR\x06filter\"`\n" +
+	"\fMemoryFilter\x128\n" +
+	"\x06any_of\x18\x01 \x03(\v2!.adk.memory.v1.MetadataConditionsR\x05anyOf\x12\x16\n" +
+	"\x06topics\x18\x02 \x03(\tR\x06topics\"M\n" +
+	"\x12MetadataConditions\x127\n" +
+	"\x06all_of\x18\x01 \x03(\v2 .adk.memory.v1.MetadataConditionR\x05allOf\"\x93\x02\n" +
+	"\x11MetadataCondition\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
+	"\boperator\x18\x02 \x01(\x0e2\x1f.adk.memory.v1.MetadataOperatorR\boperator\x12#\n" +
+	"\fstring_value\x18\x03 \x01(\tH\x00R\vstringValue\x12#\n" +
+	"\fnumber_value\x18\x04 \x01(\x01H\x00R\vnumberValue\x12\x1f\n" +
+	"\n" +
+	"bool_value\x18\x05 \x01(\bH\x00R\tboolValue\x12;\n" +
+	"\n" +
+	"time_value\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampH\x00R\ttimeValueB\a\n" +
+	"\x05value\"N\n" +
 	"\x14SearchMemoryResponse\x126\n" +
 	"\bmemories\x18\x01 \x03(\v2\x1a.adk.memory.v1.MemoryEntryR\bmemories\"\xa7\x01\n" +
 	"\x13DeleteMemoryRequest\x12\x19\n" +
@@ -2328,14 +2875,18 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x03all\x18\x05 \x01(\bH\x00R\x03allB\b\n" +
 	"\x06target\"0\n" +
 	"\x14DeleteMemoryResponse\x12\x18\n" +
-	"\adeleted\x18\x01 \x01(\rR\adeleted\"\xb4\x01\n" +
+	"\adeleted\x18\x01 \x01(\rR\adeleted\"\x8d\x03\n" +
 	"\x13ListMemoriesRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1b\n" +
 	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\x12-\n" +
-	"\x04kind\x18\x05 \x01(\x0e2\x19.adk.memory.v1.MemoryKindR\x04kind\"v\n" +
+	"\x04kind\x18\x05 \x01(\x0e2\x19.adk.memory.v1.MemoryKindR\x04kind\x123\n" +
+	"\x06filter\x18\x06 \x01(\v2\x1b.adk.memory.v1.MemoryFilterR\x06filter\x12C\n" +
+	"\x0fafter_timestamp\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0eafterTimestamp\x12E\n" +
+	"\x10before_timestamp\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x0fbeforeTimestamp\x12\x16\n" +
+	"\x06author\x18\t \x01(\tR\x06author\"v\n" +
 	"\x14ListMemoriesResponse\x126\n" +
 	"\bmemories\x18\x01 \x03(\v2\x1a.adk.memory.v1.MemoryEntryR\bmemories\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xae\x01\n" +
@@ -2413,7 +2964,29 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\vrevision_id\x18\x04 \x01(\tR\n" +
 	"revisionId\"S\n" +
 	"\x16RollbackMemoryResponse\x129\n" +
-	"\brevision\x18\x01 \x01(\v2\x1d.adk.memory.v1.MemoryRevisionR\brevision*Y\n" +
+	"\brevision\x18\x01 \x01(\v2\x1d.adk.memory.v1.MemoryRevisionR\brevision\"\xe8\x02\n" +
+	"\x14PurgeMemoriesRequest\x12\x19\n" +
+	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x123\n" +
+	"\x06filter\x18\x03 \x01(\v2\x1b.adk.memory.v1.MemoryFilterR\x06filter\x12-\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x19.adk.memory.v1.MemoryKindR\x04kind\x12\x16\n" +
+	"\x06author\x18\x05 \x01(\tR\x06author\x12C\n" +
+	"\x0fafter_timestamp\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x0eafterTimestamp\x12E\n" +
+	"\x10before_timestamp\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0fbeforeTimestamp\x12\x14\n" +
+	"\x05force\x18\b \x01(\bR\x05force\"\x84\x01\n" +
+	"\x15PurgeMemoriesResponse\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x04R\x05count\x122\n" +
+	"\x06sample\x18\x02 \x03(\v2\x1a.adk.memory.v1.MemoryEntryR\x06sample\x12!\n" +
+	"\foperation_id\x18\x03 \x01(\tR\voperationId*\x99\x02\n" +
+	"\x10MetadataOperator\x12!\n" +
+	"\x1dMETADATA_OPERATOR_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17METADATA_OPERATOR_EQUAL\x10\x01\x12\x1f\n" +
+	"\x1bMETADATA_OPERATOR_NOT_EQUAL\x10\x02\x12\x1a\n" +
+	"\x16METADATA_OPERATOR_LESS\x10\x03\x12#\n" +
+	"\x1fMETADATA_OPERATOR_LESS_OR_EQUAL\x10\x04\x12\x1d\n" +
+	"\x19METADATA_OPERATOR_GREATER\x10\x05\x12&\n" +
+	"\"METADATA_OPERATOR_GREATER_OR_EQUAL\x10\x06\x12\x1c\n" +
+	"\x18METADATA_OPERATOR_EXISTS\x10\a*Y\n" +
 	"\n" +
 	"MemoryKind\x12\x1b\n" +
 	"\x17MEMORY_KIND_UNSPECIFIED\x10\x00\x12\x13\n" +
@@ -2436,7 +3009,7 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x15REVISION_ACTION_ADDED\x10\x01\x12\x1b\n" +
 	"\x17REVISION_ACTION_UPDATED\x10\x02\x12\x1b\n" +
 	"\x17REVISION_ACTION_DELETED\x10\x03\x12\x1f\n" +
-	"\x1bREVISION_ACTION_ROLLED_BACK\x10\x042\xc9\a\n" +
+	"\x1bREVISION_ACTION_ROLLED_BACK\x10\x042\xa5\b\n" +
 	"\rMemoryService\x12i\n" +
 	"\x12AddSessionToMemory\x12(.adk.memory.v1.AddSessionToMemoryRequest\x1a).adk.memory.v1.AddSessionToMemoryResponse\x12f\n" +
 	"\x11AddEventsToMemory\x12'.adk.memory.v1.AddEventsToMemoryRequest\x1a(.adk.memory.v1.AddEventsToMemoryResponse\x12N\n" +
@@ -2447,7 +3020,8 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x10GenerateMemories\x12&.adk.memory.v1.GenerateMemoriesRequest\x1a'.adk.memory.v1.GenerateMemoriesResponse\x12X\n" +
 	"\x10GetGenerationJob\x12&.adk.memory.v1.GetGenerationJobRequest\x1a\x1c.adk.memory.v1.GenerationJob\x12l\n" +
 	"\x13ListMemoryRevisions\x12).adk.memory.v1.ListMemoryRevisionsRequest\x1a*.adk.memory.v1.ListMemoryRevisionsResponse\x12]\n" +
-	"\x0eRollbackMemory\x12$.adk.memory.v1.RollbackMemoryRequest\x1a%.adk.memory.v1.RollbackMemoryResponseb\x06proto3"
+	"\x0eRollbackMemory\x12$.adk.memory.v1.RollbackMemoryRequest\x1a%.adk.memory.v1.RollbackMemoryResponse\x12Z\n" +
+	"\rPurgeMemories\x12#.adk.memory.v1.PurgeMemoriesRequest\x1a$.adk.memory.v1.PurgeMemoriesResponseb\x06proto3"
 
 var (
 	file_adk_memory_v1_memory_proto_rawDescOnce sync.Once
@@ -2461,103 +3035,124 @@ func file_adk_memory_v1_memory_proto_rawDescGZIP() []byte {
 	return file_adk_memory_v1_memory_proto_rawDescData
 }
 
-var file_adk_memory_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_adk_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_adk_memory_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_adk_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_adk_memory_v1_memory_proto_goTypes = []any{
-	(MemoryKind)(0),                     // 0: adk.memory.v1.MemoryKind
-	(SearchMode)(0),                     // 1: adk.memory.v1.SearchMode
-	(GenerationState)(0),                // 2: adk.memory.v1.GenerationState
-	(RevisionAction)(0),                 // 3: adk.memory.v1.RevisionAction
-	(*MemoryEntry)(nil),                 // 4: adk.memory.v1.MemoryEntry
-	(*SessionRef)(nil),                  // 5: adk.memory.v1.SessionRef
-	(*AddSessionToMemoryRequest)(nil),   // 6: adk.memory.v1.AddSessionToMemoryRequest
-	(*AddSessionToMemoryResponse)(nil),  // 7: adk.memory.v1.AddSessionToMemoryResponse
-	(*AddEventsToMemoryRequest)(nil),    // 8: adk.memory.v1.AddEventsToMemoryRequest
-	(*AddEventsToMemoryResponse)(nil),   // 9: adk.memory.v1.AddEventsToMemoryResponse
-	(*AddMemoryRequest)(nil),            // 10: adk.memory.v1.AddMemoryRequest
-	(*AddMemoryResponse)(nil),           // 11: adk.memory.v1.AddMemoryResponse
-	(*SearchMemoryRequest)(nil),         // 12: adk.memory.v1.SearchMemoryRequest
-	(*SearchMemoryResponse)(nil),        // 13: adk.memory.v1.SearchMemoryResponse
-	(*DeleteMemoryRequest)(nil),         // 14: adk.memory.v1.DeleteMemoryRequest
-	(*DeleteMemoryResponse)(nil),        // 15: adk.memory.v1.DeleteMemoryResponse
-	(*ListMemoriesRequest)(nil),         // 16: adk.memory.v1.ListMemoriesRequest
-	(*ListMemoriesResponse)(nil),        // 17: adk.memory.v1.ListMemoriesResponse
-	(*GenerateOptions)(nil),             // 18: adk.memory.v1.GenerateOptions
-	(*EventList)(nil),                   // 19: adk.memory.v1.EventList
-	(*ExtractedFact)(nil),               // 20: adk.memory.v1.ExtractedFact
-	(*FactList)(nil),                    // 21: adk.memory.v1.FactList
-	(*GenerateMemoriesRequest)(nil),     // 22: adk.memory.v1.GenerateMemoriesRequest
-	(*GenerateMemoriesResponse)(nil),    // 23: adk.memory.v1.GenerateMemoriesResponse
-	(*GenerationJob)(nil),               // 24: adk.memory.v1.GenerationJob
-	(*GetGenerationJobRequest)(nil),     // 25: adk.memory.v1.GetGenerationJobRequest
-	(*MemoryRevision)(nil),              // 26: adk.memory.v1.MemoryRevision
-	(*ListMemoryRevisionsRequest)(nil),  // 27: adk.memory.v1.ListMemoryRevisionsRequest
-	(*ListMemoryRevisionsResponse)(nil), // 28: adk.memory.v1.ListMemoryRevisionsResponse
-	(*RollbackMemoryRequest)(nil),       // 29: adk.memory.v1.RollbackMemoryRequest
-	(*RollbackMemoryResponse)(nil),      // 30: adk.memory.v1.RollbackMemoryResponse
-	(*sessionpb.Content)(nil),           // 31: adk.session.v1.Content
-	(*timestamppb.Timestamp)(nil),       // 32: google.protobuf.Timestamp
-	(*sessionpb.Session)(nil),           // 33: adk.session.v1.Session
-	(*sessionpb.Event)(nil),             // 34: adk.session.v1.Event
-	(*durationpb.Duration)(nil),         // 35: google.protobuf.Duration
+	(MetadataOperator)(0),               // 0: adk.memory.v1.MetadataOperator
+	(MemoryKind)(0),                     // 1: adk.memory.v1.MemoryKind
+	(SearchMode)(0),                     // 2: adk.memory.v1.SearchMode
+	(GenerationState)(0),                // 3: adk.memory.v1.GenerationState
+	(RevisionAction)(0),                 // 4: adk.memory.v1.RevisionAction
+	(*MemoryEntry)(nil),                 // 5: adk.memory.v1.MemoryEntry
+	(*SessionRef)(nil),                  // 6: adk.memory.v1.SessionRef
+	(*AddSessionToMemoryRequest)(nil),   // 7: adk.memory.v1.AddSessionToMemoryRequest
+	(*AddSessionToMemoryResponse)(nil),  // 8: adk.memory.v1.AddSessionToMemoryResponse
+	(*AddEventsToMemoryRequest)(nil),    // 9: adk.memory.v1.AddEventsToMemoryRequest
+	(*AddEventsToMemoryResponse)(nil),   // 10: adk.memory.v1.AddEventsToMemoryResponse
+	(*AddMemoryRequest)(nil),            // 11: adk.memory.v1.AddMemoryRequest
+	(*AddMemoryResponse)(nil),           // 12: adk.memory.v1.AddMemoryResponse
+	(*SearchMemoryRequest)(nil),         // 13: adk.memory.v1.SearchMemoryRequest
+	(*MemoryFilter)(nil),                // 14: adk.memory.v1.MemoryFilter
+	(*MetadataConditions)(nil),          // 15: adk.memory.v1.MetadataConditions
+	(*MetadataCondition)(nil),           // 16: adk.memory.v1.MetadataCondition
+	(*SearchMemoryResponse)(nil),        // 17: adk.memory.v1.SearchMemoryResponse
+	(*DeleteMemoryRequest)(nil),         // 18: adk.memory.v1.DeleteMemoryRequest
+	(*DeleteMemoryResponse)(nil),        // 19: adk.memory.v1.DeleteMemoryResponse
+	(*ListMemoriesRequest)(nil),         // 20: adk.memory.v1.ListMemoriesRequest
+	(*ListMemoriesResponse)(nil),        // 21: adk.memory.v1.ListMemoriesResponse
+	(*GenerateOptions)(nil),             // 22: adk.memory.v1.GenerateOptions
+	(*EventList)(nil),                   // 23: adk.memory.v1.EventList
+	(*ExtractedFact)(nil),               // 24: adk.memory.v1.ExtractedFact
+	(*FactList)(nil),                    // 25: adk.memory.v1.FactList
+	(*GenerateMemoriesRequest)(nil),     // 26: adk.memory.v1.GenerateMemoriesRequest
+	(*GenerateMemoriesResponse)(nil),    // 27: adk.memory.v1.GenerateMemoriesResponse
+	(*GenerationJob)(nil),               // 28: adk.memory.v1.GenerationJob
+	(*GetGenerationJobRequest)(nil),     // 29: adk.memory.v1.GetGenerationJobRequest
+	(*MemoryRevision)(nil),              // 30: adk.memory.v1.MemoryRevision
+	(*ListMemoryRevisionsRequest)(nil),  // 31: adk.memory.v1.ListMemoryRevisionsRequest
+	(*ListMemoryRevisionsResponse)(nil), // 32: adk.memory.v1.ListMemoryRevisionsResponse
+	(*RollbackMemoryRequest)(nil),       // 33: adk.memory.v1.RollbackMemoryRequest
+	(*RollbackMemoryResponse)(nil),      // 34: adk.memory.v1.RollbackMemoryResponse
+	(*PurgeMemoriesRequest)(nil),        // 35: adk.memory.v1.PurgeMemoriesRequest
+	(*PurgeMemoriesResponse)(nil),       // 36: adk.memory.v1.PurgeMemoriesResponse
+	(*sessionpb.Content)(nil),           // 37: adk.session.v1.Content
+	(*timestamppb.Timestamp)(nil),       // 38: google.protobuf.Timestamp
+	(*sessionpb.Session)(nil),           // 39: adk.session.v1.Session
+	(*sessionpb.Event)(nil),             // 40: adk.session.v1.Event
+	(*durationpb.Duration)(nil),         // 41: google.protobuf.Duration
 }
 var file_adk_memory_v1_memory_proto_depIdxs = []int32{
-	31, // 0: adk.memory.v1.MemoryEntry.content:type_name -> adk.session.v1.Content
-	32, // 1: adk.memory.v1.MemoryEntry.timestamp:type_name -> google.protobuf.Timestamp
-	33, // 2: adk.memory.v1.AddSessionToMemoryRequest.session:type_name -> adk.session.v1.Session
-	5,  // 3: adk.memory.v1.AddSessionToMemoryRequest.session_ref:type_name -> adk.memory.v1.SessionRef
-	18, // 4: adk.memory.v1.AddSessionToMemoryRequest.generate:type_name -> adk.memory.v1.GenerateOptions
-	24, // 5: adk.memory.v1.AddSessionToMemoryResponse.generation:type_name -> adk.memory.v1.GenerationJob
-	34, // 6: adk.memory.v1.AddEventsToMemoryRequest.events:type_name -> adk.session.v1.Event
-	4,  // 7: adk.memory.v1.AddMemoryRequest.memories:type_name -> adk.memory.v1.MemoryEntry
-	32, // 8: adk.memory.v1.SearchMemoryRequest.after_timestamp:type_name -> google.protobuf.Timestamp
-	32, // 9: adk.memory.v1.SearchMemoryRequest.before_timestamp:type_name -> google.protobuf.Timestamp
-	1,  // 10: adk.memory.v1.SearchMemoryRequest.mode:type_name -> adk.memory.v1.SearchMode
-	0,  // 11: adk.memory.v1.SearchMemoryRequest.kind:type_name -> adk.memory.v1.MemoryKind
-	4,  // 12: adk.memory.v1.SearchMemoryResponse.memories:type_name -> adk.memory.v1.MemoryEntry
-	0,  // 13: adk.memory.v1.ListMemoriesRequest.kind:type_name -> adk.memory.v1.MemoryKind
-	4,  // 14: adk.memory.v1.ListMemoriesResponse.memories:type_name -> adk.memory.v1.MemoryEntry
-	35, // 15: adk.memory.v1.GenerateOptions.ttl:type_name -> google.protobuf.Duration
-	34, // 16: adk.memory.v1.EventList.events:type_name -> adk.session.v1.Event
-	20, // 17: adk.memory.v1.FactList.facts:type_name -> adk.memory.v1.ExtractedFact
-	33, // 18: adk.memory.v1.GenerateMemoriesRequest.session:type_name -> adk.session.v1.Session
-	5,  // 19: adk.memory.v1.GenerateMemoriesRequest.session_ref:type_name -> adk.memory.v1.SessionRef
-	19, // 20: adk.memory.v1.GenerateMemoriesRequest.events:type_name -> adk.memory.v1.EventList
-	21, // 21: adk.memory.v1.GenerateMemoriesRequest.facts:type_name -> adk.memory.v1.FactList
-	18, // 22: adk.memory.v1.GenerateMemoriesRequest.options:type_name -> adk.memory.v1.GenerateOptions
-	24, // 23: adk.memory.v1.GenerateMemoriesResponse.job:type_name -> adk.memory.v1.GenerationJob
-	2,  // 24: adk.memory.v1.GenerationJob.state:type_name -> adk.memory.v1.GenerationState
-	32, // 25: adk.memory.v1.GenerationJob.create_time:type_name -> google.protobuf.Timestamp
-	32, // 26: adk.memory.v1.GenerationJob.update_time:type_name -> google.protobuf.Timestamp
-	3,  // 27: adk.memory.v1.MemoryRevision.action:type_name -> adk.memory.v1.RevisionAction
-	32, // 28: adk.memory.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	26, // 29: adk.memory.v1.ListMemoryRevisionsResponse.revisions:type_name -> adk.memory.v1.MemoryRevision
-	26, // 30: adk.memory.v1.RollbackMemoryResponse.revision:type_name -> adk.memory.v1.MemoryRevision
-	6,  // 31: adk.memory.v1.MemoryService.AddSessionToMemory:input_type -> adk.memory.v1.AddSessionToMemoryRequest
-	8,  // 32: adk.memory.v1.MemoryService.AddEventsToMemory:input_type -> adk.memory.v1.AddEventsToMemoryRequest
-	10, // 33: adk.memory.v1.MemoryService.AddMemory:input_type -> adk.memory.v1.AddMemoryRequest
-	12, // 34: adk.memory.v1.MemoryService.SearchMemory:input_type -> adk.memory.v1.SearchMemoryRequest
-	14, // 35: adk.memory.v1.MemoryService.DeleteMemory:input_type -> adk.memory.v1.DeleteMemoryRequest
-	16, // 36: adk.memory.v1.MemoryService.ListMemories:input_type -> adk.memory.v1.ListMemoriesRequest
-	22, // 37: adk.memory.v1.MemoryService.GenerateMemories:input_type -> adk.memory.v1.GenerateMemoriesRequest
-	25, // 38: adk.memory.v1.MemoryService.GetGenerationJob:input_type -> adk.memory.v1.GetGenerationJobRequest
-	27, // 39: adk.memory.v1.MemoryService.ListMemoryRevisions:input_type -> adk.memory.v1.ListMemoryRevisionsRequest
-	29, // 40: adk.memory.v1.MemoryService.RollbackMemory:input_type -> adk.memory.v1.RollbackMemoryRequest
-	7,  // 41: adk.memory.v1.MemoryService.AddSessionToMemory:output_type -> adk.memory.v1.AddSessionToMemoryResponse
-	9,  // 42: adk.memory.v1.MemoryService.AddEventsToMemory:output_type -> adk.memory.v1.AddEventsToMemoryResponse
-	11, // 43: adk.memory.v1.MemoryService.AddMemory:output_type -> adk.memory.v1.AddMemoryResponse
-	13, // 44: adk.memory.v1.MemoryService.SearchMemory:output_type -> adk.memory.v1.SearchMemoryResponse
-	15, // 45: adk.memory.v1.MemoryService.DeleteMemory:output_type -> adk.memory.v1.DeleteMemoryResponse
-	17, // 46: adk.memory.v1.MemoryService.ListMemories:output_type -> adk.memory.v1.ListMemoriesResponse
-	23, // 47: adk.memory.v1.MemoryService.GenerateMemories:output_type -> adk.memory.v1.GenerateMemoriesResponse
-	24, // 48: adk.memory.v1.MemoryService.GetGenerationJob:output_type -> adk.memory.v1.GenerationJob
-	28, // 49: adk.memory.v1.MemoryService.ListMemoryRevisions:output_type -> adk.memory.v1.ListMemoryRevisionsResponse
-	30, // 50: adk.memory.v1.MemoryService.RollbackMemory:output_type -> adk.memory.v1.RollbackMemoryResponse
-	41, // [41:51] is the sub-list for method output_type
-	31, // [31:41] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	37, // 0: adk.memory.v1.MemoryEntry.content:type_name -> adk.session.v1.Content
+	38, // 1: adk.memory.v1.MemoryEntry.timestamp:type_name -> google.protobuf.Timestamp
+	39, // 2: adk.memory.v1.AddSessionToMemoryRequest.session:type_name -> adk.session.v1.Session
+	6,  // 3: adk.memory.v1.AddSessionToMemoryRequest.session_ref:type_name -> adk.memory.v1.SessionRef
+	22, // 4: adk.memory.v1.AddSessionToMemoryRequest.generate:type_name -> adk.memory.v1.GenerateOptions
+	28, // 5: adk.memory.v1.AddSessionToMemoryResponse.generation:type_name -> adk.memory.v1.GenerationJob
+	40, // 6: adk.memory.v1.AddEventsToMemoryRequest.events:type_name -> adk.session.v1.Event
+	5,  // 7: adk.memory.v1.AddMemoryRequest.memories:type_name -> adk.memory.v1.MemoryEntry
+	38, // 8: adk.memory.v1.SearchMemoryRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	38, // 9: adk.memory.v1.SearchMemoryRequest.before_timestamp:type_name -> google.protobuf.Timestamp
+	2,  // 10: adk.memory.v1.SearchMemoryRequest.mode:type_name -> adk.memory.v1.SearchMode
+	1,  // 11: adk.memory.v1.SearchMemoryRequest.kind:type_name -> adk.memory.v1.MemoryKind
+	14, // 12: adk.memory.v1.SearchMemoryRequest.filter:type_name -> adk.memory.v1.MemoryFilter
+	15, // 13: adk.memory.v1.MemoryFilter.any_of:type_name -> adk.memory.v1.MetadataConditions
+	16, // 14: adk.memory.v1.MetadataConditions.all_of:type_name -> adk.memory.v1.MetadataCondition
+	0,  // 15: adk.memory.v1.MetadataCondition.operator:type_name -> adk.memory.v1.MetadataOperator
+	38, // 16: adk.memory.v1.MetadataCondition.time_value:type_name -> google.protobuf.Timestamp
+	5,  // 17: adk.memory.v1.SearchMemoryResponse.memories:type_name -> adk.memory.v1.MemoryEntry
+	1,  // 18: adk.memory.v1.ListMemoriesRequest.kind:type_name -> adk.memory.v1.MemoryKind
+	14, // 19: adk.memory.v1.ListMemoriesRequest.filter:type_name -> adk.memory.v1.MemoryFilter
+	38, // 20: adk.memory.v1.ListMemoriesRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	38, // 21: adk.memory.v1.ListMemoriesRequest.before_timestamp:type_name -> google.protobuf.Timestamp
+	5,  // 22: adk.memory.v1.ListMemoriesResponse.memories:type_name -> adk.memory.v1.MemoryEntry
+	41, // 23: adk.memory.v1.GenerateOptions.ttl:type_name -> google.protobuf.Duration
+	40, // 24: adk.memory.v1.EventList.events:type_name -> adk.session.v1.Event
+	24, // 25: adk.memory.v1.FactList.facts:type_name -> adk.memory.v1.ExtractedFact
+	39, // 26: adk.memory.v1.GenerateMemoriesRequest.session:type_name -> adk.session.v1.Session
+	6,  // 27: adk.memory.v1.GenerateMemoriesRequest.session_ref:type_name -> adk.memory.v1.SessionRef
+	23, // 28: adk.memory.v1.GenerateMemoriesRequest.events:type_name -> adk.memory.v1.EventList
+	25, // 29: adk.memory.v1.GenerateMemoriesRequest.facts:type_name -> adk.memory.v1.FactList
+	22, // 30: adk.memory.v1.GenerateMemoriesRequest.options:type_name -> adk.memory.v1.GenerateOptions
+	28, // 31: adk.memory.v1.GenerateMemoriesResponse.job:type_name -> adk.memory.v1.GenerationJob
+	3,  // 32: adk.memory.v1.GenerationJob.state:type_name -> adk.memory.v1.GenerationState
+	38, // 33: adk.memory.v1.GenerationJob.create_time:type_name -> google.protobuf.Timestamp
+	38, // 34: adk.memory.v1.GenerationJob.update_time:type_name -> google.protobuf.Timestamp
+	4,  // 35: adk.memory.v1.MemoryRevision.action:type_name -> adk.memory.v1.RevisionAction
+	38, // 36: adk.memory.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	30, // 37: adk.memory.v1.ListMemoryRevisionsResponse.revisions:type_name -> adk.memory.v1.MemoryRevision
+	30, // 38: adk.memory.v1.RollbackMemoryResponse.revision:type_name -> adk.memory.v1.MemoryRevision
+	14, // 39: adk.memory.v1.PurgeMemoriesRequest.filter:type_name -> adk.memory.v1.MemoryFilter
+	1,  // 40: adk.memory.v1.PurgeMemoriesRequest.kind:type_name -> adk.memory.v1.MemoryKind
+	38, // 41: adk.memory.v1.PurgeMemoriesRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	38, // 42: adk.memory.v1.PurgeMemoriesRequest.before_timestamp:type_name -> google.protobuf.Timestamp
+	5,  // 43: adk.memory.v1.PurgeMemoriesResponse.sample:type_name -> adk.memory.v1.MemoryEntry
+	7,  // 44: adk.memory.v1.MemoryService.AddSessionToMemory:input_type -> adk.memory.v1.AddSessionToMemoryRequest
+	9,  // 45: adk.memory.v1.MemoryService.AddEventsToMemory:input_type -> adk.memory.v1.AddEventsToMemoryRequest
+	11, // 46: adk.memory.v1.MemoryService.AddMemory:input_type -> adk.memory.v1.AddMemoryRequest
+	13, // 47: adk.memory.v1.MemoryService.SearchMemory:input_type -> adk.memory.v1.SearchMemoryRequest
+	18, // 48: adk.memory.v1.MemoryService.DeleteMemory:input_type -> adk.memory.v1.DeleteMemoryRequest
+	20, // 49: adk.memory.v1.MemoryService.ListMemories:input_type -> adk.memory.v1.ListMemoriesRequest
+	26, // 50: adk.memory.v1.MemoryService.GenerateMemories:input_type -> adk.memory.v1.GenerateMemoriesRequest
+	29, // 51: adk.memory.v1.MemoryService.GetGenerationJob:input_type -> adk.memory.v1.GetGenerationJobRequest
+	31, // 52: adk.memory.v1.MemoryService.ListMemoryRevisions:input_type -> adk.memory.v1.ListMemoryRevisionsRequest
+	33, // 53: adk.memory.v1.MemoryService.RollbackMemory:input_type -> adk.memory.v1.RollbackMemoryRequest
+	35, // 54: adk.memory.v1.MemoryService.PurgeMemories:input_type -> adk.memory.v1.PurgeMemoriesRequest
+	8,  // 55: adk.memory.v1.MemoryService.AddSessionToMemory:output_type -> adk.memory.v1.AddSessionToMemoryResponse
+	10, // 56: adk.memory.v1.MemoryService.AddEventsToMemory:output_type -> adk.memory.v1.AddEventsToMemoryResponse
+	12, // 57: adk.memory.v1.MemoryService.AddMemory:output_type -> adk.memory.v1.AddMemoryResponse
+	17, // 58: adk.memory.v1.MemoryService.SearchMemory:output_type -> adk.memory.v1.SearchMemoryResponse
+	19, // 59: adk.memory.v1.MemoryService.DeleteMemory:output_type -> adk.memory.v1.DeleteMemoryResponse
+	21, // 60: adk.memory.v1.MemoryService.ListMemories:output_type -> adk.memory.v1.ListMemoriesResponse
+	27, // 61: adk.memory.v1.MemoryService.GenerateMemories:output_type -> adk.memory.v1.GenerateMemoriesResponse
+	28, // 62: adk.memory.v1.MemoryService.GetGenerationJob:output_type -> adk.memory.v1.GenerationJob
+	32, // 63: adk.memory.v1.MemoryService.ListMemoryRevisions:output_type -> adk.memory.v1.ListMemoryRevisionsResponse
+	34, // 64: adk.memory.v1.MemoryService.RollbackMemory:output_type -> adk.memory.v1.RollbackMemoryResponse
+	36, // 65: adk.memory.v1.MemoryService.PurgeMemories:output_type -> adk.memory.v1.PurgeMemoriesResponse
+	55, // [55:66] is the sub-list for method output_type
+	44, // [44:55] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_adk_memory_v1_memory_proto_init() }
@@ -2569,12 +3164,18 @@ func file_adk_memory_v1_memory_proto_init() {
 		(*AddSessionToMemoryRequest_Session)(nil),
 		(*AddSessionToMemoryRequest_SessionRef)(nil),
 	}
-	file_adk_memory_v1_memory_proto_msgTypes[10].OneofWrappers = []any{
+	file_adk_memory_v1_memory_proto_msgTypes[11].OneofWrappers = []any{
+		(*MetadataCondition_StringValue)(nil),
+		(*MetadataCondition_NumberValue)(nil),
+		(*MetadataCondition_BoolValue)(nil),
+		(*MetadataCondition_TimeValue)(nil),
+	}
+	file_adk_memory_v1_memory_proto_msgTypes[13].OneofWrappers = []any{
 		(*DeleteMemoryRequest_MemoryId)(nil),
 		(*DeleteMemoryRequest_SessionId)(nil),
 		(*DeleteMemoryRequest_All)(nil),
 	}
-	file_adk_memory_v1_memory_proto_msgTypes[18].OneofWrappers = []any{
+	file_adk_memory_v1_memory_proto_msgTypes[21].OneofWrappers = []any{
 		(*GenerateMemoriesRequest_Session)(nil),
 		(*GenerateMemoriesRequest_SessionRef)(nil),
 		(*GenerateMemoriesRequest_Events)(nil),
@@ -2585,8 +3186,8 @@ func file_adk_memory_v1_memory_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_adk_memory_v1_memory_proto_rawDesc), len(file_adk_memory_v1_memory_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   27,
+			NumEnums:      5,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

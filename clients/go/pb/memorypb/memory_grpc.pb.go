@@ -33,6 +33,7 @@ const (
 	MemoryService_GetGenerationJob_FullMethodName    = "/adk.memory.v1.MemoryService/GetGenerationJob"
 	MemoryService_ListMemoryRevisions_FullMethodName = "/adk.memory.v1.MemoryService/ListMemoryRevisions"
 	MemoryService_RollbackMemory_FullMethodName      = "/adk.memory.v1.MemoryService/RollbackMemory"
+	MemoryService_PurgeMemories_FullMethodName       = "/adk.memory.v1.MemoryService/PurgeMemories"
 )
 
 // MemoryServiceClient is the client API for MemoryService service.
@@ -66,6 +67,11 @@ type MemoryServiceClient interface {
 	// Restores a generated memory (a deleted one too) to the fact one of its revisions left it
 	// with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
 	RollbackMemory(ctx context.Context, in *RollbackMemoryRequest, opts ...grpc.CallOption) (*RollbackMemoryResponse, error)
+	// Deletes every memory of an app (or of one user) that passes a filter, as DeleteMemory
+	// deletes by memory_id. Without force a dry run: nothing is deleted, and the response says
+	// how many memories match, with a sample. With force, one durable operation: recorded before
+	// anything is deleted, and taken up again after a restart until it has run to its end.
+	PurgeMemories(ctx context.Context, in *PurgeMemoriesRequest, opts ...grpc.CallOption) (*PurgeMemoriesResponse, error)
 }
 
 type memoryServiceClient struct {
@@ -176,6 +182,16 @@ func (c *memoryServiceClient) RollbackMemory(ctx context.Context, in *RollbackMe
 	return out, nil
 }
 
+func (c *memoryServiceClient) PurgeMemories(ctx context.Context, in *PurgeMemoriesRequest, opts ...grpc.CallOption) (*PurgeMemoriesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PurgeMemoriesResponse)
+	err := c.cc.Invoke(ctx, MemoryService_PurgeMemories_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MemoryServiceServer is the server API for MemoryService service.
 // All implementations must embed UnimplementedMemoryServiceServer
 // for forward compatibility.
@@ -207,6 +223,11 @@ type MemoryServiceServer interface {
 	// Restores a generated memory (a deleted one too) to the fact one of its revisions left it
 	// with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
 	RollbackMemory(context.Context, *RollbackMemoryRequest) (*RollbackMemoryResponse, error)
+	// Deletes every memory of an app (or of one user) that passes a filter, as DeleteMemory
+	// deletes by memory_id. Without force a dry run: nothing is deleted, and the response says
+	// how many memories match, with a sample. With force, one durable operation: recorded before
+	// anything is deleted, and taken up again after a restart until it has run to its end.
+	PurgeMemories(context.Context, *PurgeMemoriesRequest) (*PurgeMemoriesResponse, error)
 	mustEmbedUnimplementedMemoryServiceServer()
 }
 
@@ -246,6 +267,9 @@ func (UnimplementedMemoryServiceServer) ListMemoryRevisions(context.Context, *Li
 }
 func (UnimplementedMemoryServiceServer) RollbackMemory(context.Context, *RollbackMemoryRequest) (*RollbackMemoryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RollbackMemory not implemented")
+}
+func (UnimplementedMemoryServiceServer) PurgeMemories(context.Context, *PurgeMemoriesRequest) (*PurgeMemoriesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PurgeMemories not implemented")
 }
 func (UnimplementedMemoryServiceServer) mustEmbedUnimplementedMemoryServiceServer() {}
 func (UnimplementedMemoryServiceServer) testEmbeddedByValue()                       {}
@@ -448,6 +472,24 @@ func _MemoryService_RollbackMemory_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MemoryService_PurgeMemories_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PurgeMemoriesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).PurgeMemories(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_PurgeMemories_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).PurgeMemories(ctx, req.(*PurgeMemoriesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MemoryService_ServiceDesc is the grpc.ServiceDesc for MemoryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -494,6 +536,10 @@ var MemoryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RollbackMemory",
 			Handler:    _MemoryService_RollbackMemory_Handler,
+		},
+		{
+			MethodName: "PurgeMemories",
+			Handler:    _MemoryService_PurgeMemories_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -17,9 +17,10 @@ working; searches return generated memories beside raw ones (``kind`` chooses).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
 
 import grpc
@@ -273,6 +274,12 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         mode: SearchMode = "auto",
         language: str | None = None,
         kind: MemoryKind = "all",
+        where: Where | None = None,
+        filter_groups: Sequence[Mapping[str, object]] | None = None,
+        topics: Sequence[str] = (),
+        author: str | None = None,
+        after: datetime.datetime | None = None,
+        before: datetime.datetime | None = None,
     ) -> SearchMemoryResponse:
         """The memories of (app, user) that best match ``query``, best first.
 
@@ -289,6 +296,15 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         ``kind`` chooses raw memories (events and direct writes), generated ones (facts, their
         ``custom_metadata`` saying ``"kind": "generated"``, their topic and source events), or
         ``"all"``.
+
+        The other arguments filter: the ranking is among the memories that pass, and the limit
+        applies after filtering. ``where`` holds conditions on ``custom_metadata`` keys as an
+        OR of AND groups: ``[[("color", "==", "red"), ("n", ">=", 3)], [("vip", "exists")]]``
+        (see ``Where``); ``filter_groups`` takes the same in Vertex AI Memory Bank's shape
+        (``[{"filters": [{"key": "n", "value": {"double_value": 3}, "op": "GREATER_THAN"}]}]``).
+        ``topics`` keeps memories of these topics, ``author`` those by this author, ``after``
+        and ``before`` those whose time is at or after, and before, these times. A condition
+        the server cannot use is a ``ValueError`` naming it.
         """
         request = mpb.SearchMemoryRequest(
             app_name=app_name,
@@ -298,9 +314,79 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
             mode=_MODES[mode],
             language=language or self._search_language or "",
             kind=_KINDS[kind],
+            author=author or "",
         )
+        _set_filter(request, where, filter_groups, topics, after, before)
         reply: mpb.SearchMemoryResponse = await self._invoke("SearchMemory", request)
         return SearchMemoryResponse(memories=[_entry_from_proto(m) for m in reply.memories])
+
+    async def list_memories(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        kind: MemoryKind = "all",
+        where: Where | None = None,
+        filter_groups: Sequence[Mapping[str, object]] | None = None,
+        topics: Sequence[str] = (),
+        author: str | None = None,
+        after: datetime.datetime | None = None,
+        before: datetime.datetime | None = None,
+        page_size: int = 100,
+    ) -> AsyncIterator[MemoryEntry]:
+        """The memories of (app, user) in ingestion order, fetched ``page_size`` at a time,
+        that pass the filters (the arguments of ``search_memory``)."""
+        token = ""
+        while True:
+            request = mpb.ListMemoriesRequest(
+                app_name=app_name,
+                user_id=user_id,
+                page_size=page_size,
+                page_token=token,
+                kind=_KINDS[kind],
+                author=author or "",
+            )
+            _set_filter(request, where, filter_groups, topics, after, before)
+            reply: mpb.ListMemoriesResponse = await self._invoke("ListMemories", request)
+            for message in reply.memories:
+                yield _entry_from_proto(message)
+            if not reply.next_page_token:
+                return
+            token = reply.next_page_token
+
+    async def purge_memories(
+        self,
+        *,
+        app_name: str,
+        user_id: str | None = None,
+        kind: MemoryKind = "all",
+        where: Where | None = None,
+        filter_groups: Sequence[Mapping[str, object]] | None = None,
+        topics: Sequence[str] = (),
+        author: str | None = None,
+        after: datetime.datetime | None = None,
+        before: datetime.datetime | None = None,
+        force: bool = False,
+    ) -> PurgeResult:
+        """Deletes the memories of ``user_id`` (of every user of the app when None) that pass
+        the filters (those of ``search_memory``; at least one is needed). Without ``force`` a
+        dry run: nothing is deleted, and the result says how many match, with a sample. A forced
+        purge is one durable operation on the server: cut short by a restart, it finishes
+        after it."""
+        request = mpb.PurgeMemoriesRequest(
+            app_name=app_name,
+            user_id=user_id or "",
+            kind=_KINDS[kind],
+            author=author or "",
+            force=force,
+        )
+        _set_filter(request, where, filter_groups, topics, after, before)
+        reply: mpb.PurgeMemoriesResponse = await self._invoke("PurgeMemories", request)
+        return PurgeResult(
+            count=reply.count,
+            sample=[_entry_from_proto(m) for m in reply.sample],
+            operation_id=reply.operation_id or None,
+        )
 
     async def delete_memory(
         self, *, app_name: str, user_id: str, memory_id: str | None = None
@@ -340,6 +426,114 @@ _KINDS: dict[str, mpb.MemoryKind] = {
     "raw": mpb.MEMORY_KIND_RAW,
     "generated": mpb.MEMORY_KIND_GENERATED,
 }
+
+Condition = tuple[str, str] | tuple[str, str, object]
+"""A condition on a ``custom_metadata`` key: ``(key, operator, value)``, the operator one of
+``"=="``, ``"!="``, ``"<"``, ``"<="``, ``">"``, ``">="`` (numbers and ``datetime`` values), or
+``(key, "exists")``. A value is a ``str``, ``bool``, ``int``/``float`` or a
+``datetime.datetime`` (naive: local time), compared with RFC 3339 strings in UTC. ``"!="``
+holds for a memory without the key too."""
+
+Where = Sequence[Sequence[Condition]]
+"""Conditions as an OR of AND groups: a memory passes when every condition of one group holds."""
+
+_OPERATORS: dict[str, mpb.MetadataOperator] = {
+    "==": mpb.METADATA_OPERATOR_EQUAL,
+    "!=": mpb.METADATA_OPERATOR_NOT_EQUAL,
+    "<": mpb.METADATA_OPERATOR_LESS,
+    "<=": mpb.METADATA_OPERATOR_LESS_OR_EQUAL,
+    ">": mpb.METADATA_OPERATOR_GREATER,
+    ">=": mpb.METADATA_OPERATOR_GREATER_OR_EQUAL,
+    "exists": mpb.METADATA_OPERATOR_EXISTS,
+}
+
+# Memory Bank's operators (MemoryFilter.op), and with ``negate`` set.
+_VERTEX_OPERATORS = {
+    "EQUAL": ("==", "!="),
+    "GREATER_THAN": (">", "<="),
+    "LESS_THAN": ("<", ">="),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class PurgeResult:
+    """What ``purge_memories`` found (a dry run) or deleted (forced)."""
+
+    count: int
+    """The memories that match, or that were deleted."""
+    sample: list[MemoryEntry]
+    """Up to 10 of them, in (user, ingestion) order."""
+    operation_id: str | None
+    """A forced purge's operation id, as the server's log names it."""
+
+
+def _set_filter(
+    request: mpb.SearchMemoryRequest | mpb.ListMemoriesRequest | mpb.PurgeMemoriesRequest,
+    where: Where | None,
+    filter_groups: Sequence[Mapping[str, object]] | None,
+    topics: Sequence[str],
+    after: datetime.datetime | None,
+    before: datetime.datetime | None,
+) -> None:
+    groups = list(where or ()) + [_vertex_group(g) for g in filter_groups or ()]
+    for group in groups:
+        conditions = request.filter.any_of.add()
+        for condition in group:
+            _condition(conditions.all_of.add(), condition)
+    request.filter.topics.extend(topics)
+    if after is not None:
+        request.after_timestamp.FromDatetime(_aware(after))
+    if before is not None:
+        request.before_timestamp.FromDatetime(_aware(before))
+
+
+def _condition(message: mpb.MetadataCondition, condition: Condition) -> None:
+    key, operator, *rest = condition
+    if operator not in _OPERATORS:
+        raise ValueError(f"where: {operator!r} is not an operator ({', '.join(_OPERATORS)})")
+    message.key = key
+    message.operator = _OPERATORS[operator]
+    if not rest:
+        return
+    (value,) = rest
+    if isinstance(value, bool):
+        message.bool_value = value
+    elif isinstance(value, (int, float)):
+        message.number_value = float(value)
+    elif isinstance(value, str):
+        message.string_value = value
+    elif isinstance(value, datetime.datetime):
+        message.time_value.FromDatetime(_aware(value))
+    else:
+        raise ValueError(f"where: {key}: {value!r} is not a str, bool, number or datetime")
+
+
+def _vertex_group(group: Mapping[str, object]) -> list[Condition]:
+    """One of Memory Bank's ``filter_groups`` (a conjunction of ``filters``) as conditions."""
+    conditions: list[Condition] = []
+    for f in _sequence(group.get("filters"), "filter_groups.filters"):
+        if not isinstance(f, Mapping):
+            raise ValueError(f"filter_groups: {f!r} is not a filter")
+        op = f.get("op", "EQUAL")
+        if not isinstance(op, str) or op not in _VERTEX_OPERATORS:
+            raise ValueError(f"filter_groups: {op!r} is not an operator")
+        operator = _VERTEX_OPERATORS[op][1 if f.get("negate") else 0]
+        value = f.get("value")
+        if not isinstance(value, Mapping) or len(value) != 1:
+            raise ValueError(f"filter_groups: {value!r} is not a metadata value")
+        ((kind, typed),) = value.items()
+        if kind == "double_value" and isinstance(typed, (int, float)):
+            typed = float(typed)
+        elif kind not in ("string_value", "bool_value", "timestamp_value"):
+            raise ValueError(f"filter_groups: {kind!r} is not a metadata value type")
+        conditions.append((str(f.get("key", "")), operator, typed))
+    return conditions
+
+
+def _aware(value: datetime.datetime) -> datetime.datetime:
+    """``value`` with its time zone; a naive one is local time, as ADK writes times."""
+    return value if value.tzinfo is not None else value.astimezone()
+
 
 GENERATION_KEYS = frozenset(
     {"wait_for_completion", "disable_consolidation", "ttl", "allowed_topics"}
@@ -386,11 +580,11 @@ def _options(values: Mapping[str, object]) -> mpb.GenerateOptions:
     return options
 
 
-def _sequence(value: object) -> Sequence[object]:
+def _sequence(value: object, name: str = "allowed_topics") -> Sequence[object]:
     if value is None:
         return ()
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise ValueError(f"allowed_topics: expected a list of topics, got {value!r}")
+        raise ValueError(f"{name}: expected a list, got {value!r}")
     return value
 
 

@@ -16,6 +16,8 @@
 mod blocks;
 mod cache;
 mod generation;
+mod metadata;
+mod purges;
 mod schema;
 mod scopes;
 mod search;
@@ -42,10 +44,10 @@ use super::{
     token,
     vector_cache::{self, VectorCache},
     vectors::{check_model, rank, ModelCheck},
-    Entry, Expired, Hit, JobRecord, MemoryStore, Result, Revision, RevisionRecord, Scope,
-    SearchQuery, StoreError, Unembedded, Vectors,
+    Entry, Expired, Hit, JobRecord, MemoryStore, PurgeRecord, Result, Revision, RevisionRecord,
+    Scope, SearchQuery, StoreError, Unembedded, Vectors,
 };
-use crate::{analysis::Analyzer, embed::Identity};
+use crate::{analysis::Analyzer, embed::Identity, filter::Filter};
 
 pub use self::cache::DEFAULT_BYTES as DEFAULT_POSTING_CACHE_BYTES;
 
@@ -290,7 +292,7 @@ impl MemoryStore for PgMemoryStore {
             return Ok(Vec::new());
         };
         let key = vectors::cache_key(scope);
-        let mut ranked = match self.vector_cache.get(&key, version) {
+        let ranked = match self.vector_cache.get(&key, version) {
             Ok(matrix) => matrix.rank(vector)?,
             Err(reading) => {
                 let rows = client
@@ -315,6 +317,8 @@ impl MemoryStore for PgMemoryStore {
                 ranked
             }
         };
+        let candidates = metadata::candidates(&client, scope, &query.filter).await?;
+        let mut ranked = ranked.filter(|n| candidates.as_ref().is_none_or(|c| c.contains(&n.seq)));
         let mut hits = Vec::new();
         loop {
             let chunk: Vec<_> = ranked.by_ref().take(FETCH).collect();
@@ -504,16 +508,52 @@ impl MemoryStore for PgMemoryStore {
         self.prune_jobs_now(before_ms, n).await
     }
 
+    async fn put_purge(&self, purge: &PurgeRecord) -> Result<()> {
+        self.put_purge_now(purge).await
+    }
+
+    async fn purges(&self) -> Result<Vec<PurgeRecord>> {
+        self.purges_now().await
+    }
+
+    async fn remove_purge(&self, id: &str) -> Result<()> {
+        self.remove_purge_now(id).await
+    }
+
+    async fn users(&self, app: &str) -> Result<Vec<String>> {
+        self.users_now(app).await
+    }
+
     async fn list(
         &self,
         scope: Scope<'_>,
         page_size: usize,
         page_token: &str,
+        filter: &Filter,
     ) -> Result<(Vec<Entry>, String)> {
         let after = token::decode(scope, page_token)?.map_or(0, db_int);
         // A page of at least one entry, so paging always makes progress.
         let size = page_size.max(1);
         let client = self.pool.get().await?;
+        if let Some(candidates) = metadata::candidates(&client, scope, filter).await? {
+            let seqs: Vec<i64> = candidates
+                .into_iter()
+                .map(db_int)
+                .filter(|&seq| seq > after)
+                .take(size.saturating_add(1))
+                .collect();
+            let mut found = search::entries(&client, scope, &seqs[..seqs.len().min(size)]).await?;
+            let page = seqs
+                .iter()
+                .take(size)
+                .filter_map(|seq| found.remove(seq))
+                .collect();
+            let next = match seqs.get(size.wrapping_sub(1)) {
+                Some(&seq) if seqs.len() > size => token::encode(scope, seq as u64),
+                _ => String::new(),
+            };
+            return Ok((page, next));
+        }
         let rows = client
             .query(
                 &format!(

@@ -1,6 +1,6 @@
 //! The PostgreSQL memory schema, and how a stored entry is read back.
 //!
-//! Schema version 7, created by the service itself ([`MIGRATIONS`], then [`convert`]):
+//! Schema version 9, created by the service itself ([`MIGRATIONS`], then [`convert`]):
 //!
 //! | table               | primary key             | holds                                        |
 //! |---------------------|-------------------------|----------------------------------------------|
@@ -13,6 +13,8 @@
 //! | `memory_vector_model` | (one row)             | the model that made the vectors              |
 //! | `memory_revisions`  | app, user, seq          | changes generation made (`RevisionRecord`)   |
 //! | `memory_jobs`       | id                      | generation jobs (`JobRecord`), due and end times |
+//! | `memory_metadata`   | app, user, key, value, seq | entries by metadata value (`super::metadata`) |
+//! | `memory_purges`     | id                      | purges not yet finished (`PurgeRecord`)      |
 //!
 //! `memory_entries` is also indexed by (session, app, user, seq), which finds a session's last
 //! entry (its tail, for the context of appended events) in one index probe, and by expiry
@@ -44,6 +46,11 @@
 //! them with `seq` as a filter: every probe walked the user's whole index, and a search of a
 //! 100k-entry memory took 80-750 ms instead of 3 ms. Led by their own column, they serve only
 //! the lookups that name it, and a lookup by seq has the primary key alone.
+//!
+//! Version 8 added `memory_metadata`, the index of the entries' metadata values (see
+//! [`super::metadata`]); [`convert`] fills it from the entries of an older schema. Its index by
+//! seq, which the cascading deletes use, is led by `seq` for the reason above. Version 9 added
+//! `memory_purges`, the purges asked to delete until they have run to their end.
 //!
 //! Every primary key starts with (app, user): no statement reads or writes outside one user's
 //! memory, and a distributed engine can shard by it.
@@ -185,6 +192,25 @@ CREATE UNIQUE INDEX memory_slots ON memory_entries (session_id, id, app_name, us
 CREATE INDEX memory_ids ON memory_entries (id, app_name, user_id);
 CREATE INDEX memory_session_seqs ON memory_entries (session_id, app_name, user_id, seq);
 "#,
+    r#"
+CREATE TABLE memory_metadata (
+    app_name text COLLATE "C" NOT NULL,
+    user_id  text COLLATE "C" NOT NULL,
+    key      text COLLATE "C" NOT NULL,
+    value    bytea NOT NULL,
+    seq      bigint NOT NULL,
+    PRIMARY KEY (app_name, user_id, key, value, seq),
+    FOREIGN KEY (app_name, user_id, seq) REFERENCES memory_entries ON DELETE CASCADE
+);
+CREATE INDEX memory_metadata_seqs ON memory_metadata (seq, app_name, user_id);
+"#,
+    r#"
+CREATE TABLE memory_purges (
+    id        text COLLATE "C" PRIMARY KEY,
+    create_ms bigint NOT NULL,
+    record    bytea NOT NULL
+);
+"#,
 ];
 
 /// Fills what version 6 added from what an older schema stored, when [`MIGRATIONS`] took it
@@ -193,9 +219,19 @@ CREATE INDEX memory_session_seqs ON memory_entries (session_id, app_name, user_i
 /// generator wrote, never from metadata; a finished job's end time is its record's last update.
 pub(super) fn convert<'t>(tx: &'t Transaction<'t>, from: u32) -> Conversion<'t, StoreError> {
     Box::pin(async move {
-        if from >= 6 {
-            return Ok(());
+        if from < 6 {
+            convert_kinds(tx).await?;
         }
+        if from < 8 {
+            super::metadata::backfill(tx).await?;
+        }
+        Ok(())
+    })
+}
+
+/// Version 6's columns, filled from what schema 5 stored (see [`convert`]).
+async fn convert_kinds(tx: &Transaction<'_>) -> Result<()> {
+    {
         // Only an entry in no session with a revision can be generated: the others stay raw.
         // Each is read with the last revision of its id (one pass over the revisions, not one
         // probe per entry: they are not indexed by memory id).
@@ -265,7 +301,7 @@ pub(super) fn convert<'t>(tx: &'t Transaction<'t>, from: u32) -> Conversion<'t, 
         .await?;
         tx.batch_execute("DROP TABLE memory_expiries").await?;
         Ok(())
-    })
+    }
 }
 
 /// The `memory_entries` columns [`stored`] reads, in order.

@@ -324,8 +324,14 @@ impl PgMemoryStore {
         // Bounds bound only when no idf is negative (see `maxscore`).
         let prune = lists.iter().all(|(_, idf)| *idf >= 0.0);
 
-        // Filtered searches: the entries read so far, `None` for those the filters refuse.
+        // Filtered searches: the entries read so far, `None` for those the filters refuse; the
+        // metadata filter's candidates, when its index narrows it (others are refused unread).
         let mut checked = HashMap::<u64, Option<Entry>>::new();
+        let candidates = if filtered {
+            super::metadata::candidates(&tx, scope, &query.filter).await?
+        } else {
+            None
+        };
         // The best entries of the spans read so far. Spans hold disjoint seqs and an entry's
         // score depends only on its own postings, so the best of all spans read is the best of
         // this list and of each new round's spans: a round ranks only the postings it read.
@@ -405,6 +411,9 @@ impl PgMemoryStore {
                 let ranked = maxscore::top_k(cursors, avg_len, query.limit, theta, |seq| {
                     if !filtered {
                         return Ok(Some(()));
+                    }
+                    if candidates.as_ref().is_some_and(|c| !c.contains(&seq)) {
+                        return Ok(None);
                     }
                     Ok(match checked.get(&seq) {
                         Some(entry) => entry.as_ref().map(|_| ()),

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use tokio_postgres::NoTls;
 
 use super::{blocks, schema::MIGRATIONS, vectors, PgMemoryStore};
-use crate::analysis::Analyzer;
 use crate::store::{
     contract::{
         self, add, assert_searches_exact, delete, entries, entry, generated_corpus, listed,
@@ -16,6 +15,7 @@ use crate::store::{
     plan::Write,
     DeleteTarget, Entry, MemoryStore, SearchQuery, Vectors,
 };
+use crate::{analysis::Analyzer, filter::Filter};
 
 /// A fresh schema's connection string; fails the test without a test database.
 async fn fresh_url() -> String {
@@ -276,7 +276,10 @@ async fn converts_a_schema_3_database() {
         .await
         .unwrap();
     let all = |store: PgMemoryStore| async move {
-        let (entries, next) = store.list(SCOPE, usize::MAX, "").await.unwrap();
+        let (entries, next) = store
+            .list(SCOPE, usize::MAX, "", &Filter::default())
+            .await
+            .unwrap();
         assert_eq!(next, "");
         entries
     };
@@ -439,6 +442,76 @@ async fn lookups_by_seq_use_the_primary_key_whatever_the_statistics() {
         plan.contains("memory_entries_pkey") && !plan.contains("Filter"),
         "{plan}"
     );
+}
+
+/// A filter's index ranges are read by probes of `memory_metadata`'s primary key, and an entry's
+/// rows are deleted with it through the index led by seq, whatever the statistics say (here
+/// taken while the user had two entries).
+#[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
+async fn metadata_lookups_probe_their_indexes_whatever_the_statistics() {
+    let with_metadata = |i: u64| Entry {
+        custom_metadata: format!(r#"{{"n": {i}, "c": "c{}"}}"#, i % 100),
+        ..entry(&format!("m{i}"), &text(i))
+    };
+    let store = PgMemoryStore::open(&fresh_url().await, 4, Analyzer::default())
+        .await
+        .unwrap();
+    memorize(&store, (0..2).map(with_metadata).collect()).await;
+    let client = store.pool.get().await.unwrap();
+    client
+        .batch_execute("ANALYZE memory_metadata")
+        .await
+        .unwrap();
+    for batch in 0..4 {
+        memorize(
+            &store,
+            (batch * 500..(batch + 1) * 500)
+                .map(with_metadata)
+                .collect(),
+        )
+        .await;
+    }
+    let (app, user) = (SCOPE.app_name, SCOPE.user_id);
+    let scans = generic_plan(
+        &client,
+        "candidates",
+        "text, text, int[], text[], bytea[], bytea[]",
+        super::metadata::CANDIDATES,
+        &format!("'{app}', '{user}', '{{0}}', '{{c}}', '{{\\x01}}', '{{\\x02}}'"),
+    )
+    .await;
+    assert!(
+        scans.contains("memory_metadata_pkey") && !scans.contains("Seq Scan"),
+        "{scans}"
+    );
+    // The statement of the cascading delete.
+    let cascade = generic_plan(
+        &client,
+        "cascade",
+        "text, text, bigint",
+        "DELETE FROM ONLY memory_metadata WHERE $1 = app_name AND $2 = user_id AND $3 = seq",
+        &format!("'{app}', '{user}', 7"),
+    )
+    .await;
+    assert!(
+        cascade.contains("memory_metadata_seqs") && !cascade.contains("Seq Scan"),
+        "{cascade}"
+    );
+    let filter = crate::filter::Filter {
+        any_of: vec![vec![crate::filter::Condition {
+            key: "c".into(),
+            test: crate::filter::Test::Equal(crate::filter::Value::String("c7".into())),
+        }]],
+        topics: vec![],
+    };
+    let (listed, _) = store.list(SCOPE, 100, "", &filter).await.unwrap();
+    let ids: Vec<&str> = listed.iter().map(|e| e.id.as_str()).collect();
+    let expected: Vec<String> = (0..2000)
+        .filter(|i| i % 100 == 7)
+        .map(|i| format!("m{i}"))
+        .collect();
+    assert_eq!(ids, expected);
 }
 
 /// Two stores on one fresh schema, as two replicas.

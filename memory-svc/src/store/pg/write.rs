@@ -557,5 +557,8 @@ async fn insert_entries(
         ],
     )
     .await?;
-    Ok(())
+    let indexed = inserted
+        .iter()
+        .map(|item| (db_int(item.seq), item.entry.custom_metadata.as_str()));
+    super::metadata::insert(tx, scope, indexed).await
 }

@@ -28,6 +28,8 @@ const TURNS: &[u8] = b"turns";
 /// The key in [`INDEX`] saying that entries carry their kind and finished jobs are in
 /// `jobs_done` (format 4).
 const KINDS: &[u8] = b"kinds";
+/// The key in [`INDEX`] saying that the `metadata` tree indexes every entry (format 6).
+const METADATA: &[u8] = b"metadata";
 
 /// Builds the `turns` tree from the `buckets` tree in a store written before it was kept.
 /// The tree is only trusted once [`TURNS`] is stored, after it is on disk: a build cut short
@@ -191,6 +193,42 @@ pub(super) fn reindex(store: &SledMemoryStore) -> Result<()> {
     Ok(())
 }
 
+/// Builds the `metadata` tree (see [`super::metadata`]) from the entries of a store written
+/// before it was kept. The tree is only trusted once [`METADATA`] is stored, after it is on
+/// disk: a build cut short starts over at the next open.
+pub(super) fn build_metadata(store: &SledMemoryStore) -> Result<()> {
+    let index = store.db.open_tree(INDEX)?;
+    if index.contains_key(METADATA)? {
+        return Ok(());
+    }
+    store.metadata.clear()?;
+    let (mut batch, mut queued) = (Batch::default(), 0usize);
+    for kv in store.entries.iter() {
+        let (key, value) = kv?;
+        let mut reader = KeyReader::new(&key);
+        let (Some(app_name), Some(user_id), Some(seq)) = (reader.str(), reader.str(), reader.u64())
+        else {
+            return Err(StoreError::corrupt("memory entry key"));
+        };
+        let record: EntryRecord = decode(&value, "entry")?;
+        let scope = Key::new().str(&app_name).str(&user_id);
+        for key in super::metadata::keys(&scope, seq, &record.custom_metadata) {
+            batch.insert(key, &seq.to_be_bytes()[..]);
+            queued += 1;
+        }
+        // Applied in parts, to bound the memory the batch takes.
+        if queued >= 100_000 {
+            store.metadata.apply_batch(std::mem::take(&mut batch))?;
+            queued = 0;
+        }
+    }
+    store.metadata.apply_batch(batch)?;
+    store.db.flush()?;
+    index.insert(METADATA, IVec::default())?;
+    store.db.flush()?;
+    Ok(())
+}
+
 /// The tree of one key per posting that [`migrate`] converts.
 pub(super) const OLD_POSTINGS: &[u8] = b"postings";
 
@@ -201,8 +239,9 @@ pub(super) const OLD_POSTINGS: &[u8] = b"postings";
 /// 4: an entry's kind and expiry are in its record (an older binary would take them from its
 /// metadata, and keep neither when it rewrites the entry). 5: the postings of recent writes
 /// may be in the `journal` tree rather than in the blocks (an older binary would search
-/// without them).
-const FORMAT: u32 = 5;
+/// without them). 6: entries' metadata is indexed in the `metadata` tree (an older binary
+/// would not keep it in step with its writes).
+const FORMAT: u32 = 6;
 
 /// Refuses a database of a newer format than [`FORMAT`] (recording [`FORMAT`] in an older one).
 ///

@@ -19,9 +19,11 @@
 //! | `vectors`    | app, user, seq            | the entry's vector (see [`vectors`])    |
 //! | `revisions`  | app, user, revision seq   | `RevisionRecord` (protobuf)             |
 //! | `expiries`   | app, user, memory id      | its expiry, ms (i64 big-endian)         |
+//! | `metadata`   | app, user, key, value, seq| seq: entries by metadata value (below)  |
 //! | `jobs`       | job id                    | `JobRecord` (protobuf)                  |
 //! | `job_queue`  | due ms, job id            | (empty): the open jobs, due first       |
 //! | `jobs_done`  | end ms, job id            | (empty): the finished jobs, oldest first|
+//! | `purges`     | purge id                  | `PurgeRecord`: a purge not yet finished |
 //!
 //! The `postings` module describes the blocks and the df values (the document frequency, how
 //! many blocks were appended since the last merge of the term's blocks, and the last journal
@@ -52,6 +54,11 @@
 //! (see [`migrate::reindex`]). Before format 4, an entry's kind and expiry were read from its
 //! metadata: [`migrate::convert_kinds`] stores them in the records of a format-3 database.
 //!
+//! The `metadata` tree indexes every top-level key of an entry's metadata by its value (see
+//! [`metadata`] and [`crate::store::metadata`]), so a filtered search or listing reads only
+//! the entries the filter may admit. Every write keeps it in step with the entries; a store of
+//! format 5 has it built at open ([`migrate::build_metadata`]).
+//!
 //! An entry's record holds its kind and expiry; the `expiries` tree indexes the expiries for
 //! the sweep, and every write keeps it in step with the entries it removes and inserts.
 //!
@@ -68,9 +75,11 @@
 
 mod generation;
 mod journal;
+mod metadata;
 mod migrate;
 mod pending;
 mod postings;
+mod purges;
 mod records;
 #[cfg(test)]
 mod tests;
@@ -107,12 +116,13 @@ use super::{
     plan::Write,
     token,
     vector_cache::{self, VectorCache},
-    Entry, Expired, Hit, JobRecord, MemoryStore, Result, Revision, RevisionRecord, Scope,
-    SearchQuery, Unembedded, Vectors,
+    Entry, Expired, Hit, JobRecord, MemoryStore, PurgeRecord, Result, Revision, RevisionRecord,
+    Scope, SearchQuery, Unembedded, Vectors,
 };
 use crate::analysis::Analyzer;
 use crate::budget::{self, MemoryBudget, Part, Room};
 use crate::embed::Identity;
+use crate::filter::Filter;
 
 /// Memory store on a sled database. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -134,9 +144,13 @@ pub struct SledMemoryStore {
     vector_model: Tree,
     revisions: Tree,
     expiries: Tree,
+    /// Entries by metadata value (see [`metadata`]).
+    metadata: Tree,
     jobs: Tree,
     job_queue: Tree,
     jobs_done: Tree,
+    /// Purges asked to delete, until they have run to their end.
+    purges: Tree,
     commit: GroupCommit,
     gate: WriteGate,
     analyzer: Analyzer,
@@ -229,9 +243,11 @@ impl SledMemoryStore {
             vector_model: db.open_tree("vector_model")?,
             revisions: db.open_tree("revisions")?,
             expiries: db.open_tree("expiries")?,
+            metadata: db.open_tree("metadata")?,
             jobs: db.open_tree("jobs")?,
             job_queue: db.open_tree("job_queue")?,
             jobs_done: db.open_tree("jobs_done")?,
+            purges: db.open_tree("purges")?,
             commit: GroupCommit::start(db.clone(), sync),
             gate: WriteGate::default(),
             analyzer,
@@ -244,6 +260,7 @@ impl SledMemoryStore {
             db,
         };
         migrate::convert_kinds(&store)?;
+        migrate::build_metadata(&store)?;
         migrate::reindex(&store)?;
         store.merge_left_records();
         Ok(store)
@@ -395,8 +412,13 @@ impl SledMemoryStore {
                 return Ok(hits);
             }
         }
-        // An entry removed since its posting was read is simply no longer there.
+        // Only the filter's candidates are read; an entry removed since its posting was read
+        // is simply no longer there.
+        let candidates = self.candidates(scope, &query.filter)?;
         let ranked = self.rank(scope, query, |seq| {
+            if candidates.as_ref().is_some_and(|c| !c.contains(&seq)) {
+                return Ok(None);
+            }
             Ok(self
                 .record(scope, seq)?
                 .map(EntryRecord::into_entry)
@@ -417,8 +439,29 @@ impl SledMemoryStore {
         scope: Scope<'_>,
         page_size: usize,
         after: Option<u64>,
+        filter: &Filter,
     ) -> Result<(Vec<Entry>, String)> {
         let prefix = scope_key(scope);
+        if let Some(candidates) = self.candidates(&prefix, filter)? {
+            let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+            let mut seqs = candidates.range((from, Bound::Unbounded)).copied();
+            let mut page = Vec::new();
+            let mut last_seq = None;
+            for seq in seqs.by_ref() {
+                if let Some(record) = self.record(&prefix, seq)? {
+                    page.push(record.into_entry());
+                }
+                last_seq = Some(seq);
+                if page.len() >= page_size.max(1) {
+                    break;
+                }
+            }
+            let next = match (seqs.next(), last_seq) {
+                (Some(_), Some(seq)) => token::encode(scope, seq),
+                _ => String::new(),
+            };
+            return Ok((page, next));
+        }
         let start = match after {
             Some(seq) => Bound::Excluded(prefix.clone().u64(seq).into_vec()),
             None => Bound::Included(prefix.clone().into_vec()),
@@ -640,20 +683,41 @@ impl MemoryStore for SledMemoryStore {
         Ok(pruned)
     }
 
+    async fn put_purge(&self, purge: &PurgeRecord) -> Result<()> {
+        let purge = purge.clone();
+        self.durably(move |store| store.put_purge_now(&purge)).await
+    }
+
+    async fn purges(&self) -> Result<Vec<PurgeRecord>> {
+        self.blocking(|store| store.purges_now()).await
+    }
+
+    async fn remove_purge(&self, id: &str) -> Result<()> {
+        let id = id.to_owned();
+        self.durably(move |store| store.remove_purge_now(&id)).await
+    }
+
+    async fn users(&self, app: &str) -> Result<Vec<String>> {
+        let app = app.to_owned();
+        self.blocking(move |store| store.users_now(&app)).await
+    }
+
     async fn list(
         &self,
         scope: Scope<'_>,
         page_size: usize,
         page_token: &str,
+        filter: &Filter,
     ) -> Result<(Vec<Entry>, String)> {
         let after = token::decode(scope, page_token)?;
         let (app_name, user_id) = (scope.app_name.to_owned(), scope.user_id.to_owned());
+        let filter = filter.clone();
         self.blocking(move |store| {
             let scope = Scope {
                 app_name: &app_name,
                 user_id: &user_id,
             };
-            store.list_now(scope, page_size, after)
+            store.list_now(scope, page_size, after, &filter)
         })
         .await
     }

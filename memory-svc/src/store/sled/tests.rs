@@ -23,7 +23,7 @@ use super::{
     records::{decode, key_seq, scope_key, u64_value, EntryRecord, Stats},
     MemoryStore, Scope, SledMemoryStore,
 };
-use crate::analysis::Analyzer;
+use crate::{analysis::Analyzer, filter::Filter};
 
 async fn open() -> (tempfile::TempDir, SledMemoryStore) {
     let dir = tempfile::tempdir().unwrap();
@@ -70,6 +70,7 @@ async fn clearing_removes_every_key_and_keeps_the_numbering() {
         &store.blocks,
         &store.df,
         &store.tombstones,
+        &store.metadata,
     ] {
         assert!(tree.is_empty());
     }
@@ -363,6 +364,50 @@ async fn builds_the_turns_of_an_older_store() {
     assert_eq!(search(&store, "offered").await, ["t", "r"]);
 }
 
+/// A store written before the metadata index has it built at open, from its entries; writes
+/// keep it in step after that (a rewrite drops the old values, a deletion its entry's).
+#[tokio::test]
+async fn builds_the_metadata_index_of_an_older_store() {
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let store =
+        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+    let with = |id: &str, metadata: &str| Entry {
+        custom_metadata: metadata.into(),
+        ..entry(id, "some text")
+    };
+    memorize(
+        &store,
+        vec![
+            with("a", r#"{"c": "red", "n": 1}"#),
+            with("b", r#"{"c": "blue"}"#),
+            with("x", "not json"),
+        ],
+    )
+    .await;
+    let built: Vec<_> = store.metadata.iter().keys().map(|k| k.unwrap()).collect();
+    assert_eq!(built.len(), 3);
+    // As an older version left it: no index, and nothing saying it was built.
+    store.metadata.clear().unwrap();
+    db.open_tree("index").unwrap().remove("metadata").unwrap();
+    drop(store);
+
+    let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
+    let rebuilt: Vec<_> = store.metadata.iter().keys().map(|k| k.unwrap()).collect();
+    assert_eq!(rebuilt, built);
+    memorize(&store, vec![with("a", r#"{"c": "blue"}"#)]).await;
+    delete(&store, memory_id("b")).await;
+    let blue = crate::filter::Filter {
+        any_of: vec![vec![crate::filter::Condition {
+            key: "c".into(),
+            test: crate::filter::Test::Equal(crate::filter::Value::String("blue".into())),
+        }]],
+        topics: vec![],
+    };
+    let candidates = store.candidates(&scope_key(SCOPE), &blue).unwrap().unwrap();
+    assert_eq!(candidates.len(), 1);
+    assert_eq!(store.metadata.len(), 1);
+}
+
 /// A store of format 3, whose entries' kinds were read from their metadata, gets them stored
 /// when opened, decided by the generator's revisions (see `contract::before_kinds`); its
 /// finished jobs become prunable.
@@ -388,7 +433,10 @@ async fn converts_the_kinds_of_a_format_3_store() {
     // Converted once: opening again changes nothing.
     drop(store);
     let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
-    let (listed, _) = store.list(SCOPE, 100, "").await.unwrap();
+    let (listed, _) = store
+        .list(SCOPE, 100, "", &Filter::default())
+        .await
+        .unwrap();
     assert_eq!(listed.iter().filter(|e| e.kind.generated).count(), 2);
 }
 

@@ -69,8 +69,12 @@ impl SledMemoryStore {
                 ranked
             }
         };
+        let candidates = self.candidates(scope, &query.filter)?;
         let mut hits = Vec::with_capacity(query.limit);
         for Nearest { seq, score } in ranked {
+            if candidates.as_ref().is_some_and(|c| !c.contains(&seq)) {
+                continue;
+            }
             // An entry removed since its vector was read is simply no longer there.
             let Some(record) = self.record(scope, seq)? else {
                 continue;

@@ -23,6 +23,7 @@ use super::{
         Result, RevisionRecord, StoreError,
     },
     journal::{JournalRecord, Merger, TermEdits},
+    metadata,
     postings::Posting,
     records::{decode, key_seq, u64_value, EntryRecord, Stats},
     SledMemoryStore,
@@ -213,6 +214,8 @@ struct Batches {
     vector_edits: VectorEdits,
     revisions: Batch,
     expiries: Batch,
+    /// See [`super::metadata`].
+    metadata: Batch,
 }
 
 impl Batches {
@@ -245,6 +248,7 @@ impl Batches {
             vector_edits: VectorEdits::default(),
             revisions: Batch::default(),
             expiries: Batch::default(),
+            metadata: Batch::default(),
         };
         // The postings it changes, in order.
         let mut record = JournalRecord::default();
@@ -265,6 +269,9 @@ impl Batches {
                             .remove(scope.clone().str(&entry.session_id).u64(seq));
                     }
                     b.ids.remove(scope.clone().str(&entry.id).u64(seq));
+                    for key in metadata::keys(scope, seq, &entry.custom_metadata) {
+                        b.metadata.remove(key);
+                    }
                     if entry.kind.expire_ms.is_some() {
                         expiries.entry(entry.id.clone()).or_insert(None);
                     }
@@ -303,6 +310,9 @@ impl Batches {
                     if let Some(at) = stored.expire_ms {
                         expiries.insert(stored.id.clone(), Some(at));
                     }
+                    for key in metadata::keys(scope, seq, &stored.custom_metadata) {
+                        b.metadata.insert(key, &seq.to_be_bytes()[..]);
+                    }
                     b.entries
                         .insert(scope.clone().u64(seq), stored.encode_to_vec());
                 }
@@ -318,6 +328,7 @@ impl Batches {
                     remove_all(&store.journal, scope, &mut b.journal)?;
                     remove_all(&store.tombstones, scope, &mut b.tombstones)?;
                     remove_all(&store.expiries, scope, &mut b.expiries)?;
+                    remove_all(&store.metadata, scope, &mut b.metadata)?;
                 }
             }
         }
@@ -363,6 +374,7 @@ impl Batches {
             &store.vectors,
             &store.revisions,
             &store.expiries,
+            &store.metadata,
         );
         let _writing = store.scans.writing(scope);
         let committed = trees
@@ -380,6 +392,7 @@ impl Batches {
                     vectors,
                     revisions,
                     expiries,
+                    metadata,
                 )| {
                     if stats.get(scope)? != base {
                         return Ok(false);
@@ -395,6 +408,7 @@ impl Batches {
                     vectors.apply_batch(&self.vectors)?;
                     revisions.apply_batch(&self.revisions)?;
                     expiries.apply_batch(&self.expiries)?;
+                    metadata.apply_batch(&self.metadata)?;
                     stats.insert(scope.as_bytes(), self.stats.encode_to_vec())?;
                     Ok(true)
                 },

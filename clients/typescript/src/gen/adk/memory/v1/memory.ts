@@ -32,6 +32,27 @@ export const protobufFileName = "adk/memory/v1/memory.proto";
  * adk/session/v1/session.proto: a string holding one JSON document, empty meaning absent.
  */
 
+/**
+ * How a MetadataCondition compares a key's value. A key absent, or holding a value of
+ * another type than the condition's, fails every operator but NOT_EQUAL.
+ */
+export enum MetadataOperator {
+  METADATA_OPERATOR_UNSPECIFIED = 0,
+  /** METADATA_OPERATOR_EQUAL - The value equals the condition's. */
+  METADATA_OPERATOR_EQUAL = 1,
+  /** METADATA_OPERATOR_NOT_EQUAL - Not EQUAL: the key is absent or holds another value. */
+  METADATA_OPERATOR_NOT_EQUAL = 2,
+  /** METADATA_OPERATOR_LESS - For a number or a time: the value is below the condition's. */
+  METADATA_OPERATOR_LESS = 3,
+  METADATA_OPERATOR_LESS_OR_EQUAL = 4,
+  /** METADATA_OPERATOR_GREATER - For a number or a time: the value is above the condition's. */
+  METADATA_OPERATOR_GREATER = 5,
+  METADATA_OPERATOR_GREATER_OR_EQUAL = 6,
+  /** METADATA_OPERATOR_EXISTS - The key is present, whatever its value (no value in the condition). */
+  METADATA_OPERATOR_EXISTS = 7,
+  UNRECOGNIZED = -1,
+}
+
 /** Where a memory entry came from. */
 export enum MemoryKind {
   /** MEMORY_KIND_UNSPECIFIED - Unspecified: both kinds (in a filter). */
@@ -205,6 +226,55 @@ export interface SearchMemoryRequest {
   mode: SearchMode;
   /** Which memories are searched: raw entries, generated memories or both (the default). */
   kind: MemoryKind;
+  /**
+   * Only memories that pass this filter; the ranking is among them, and the limit applies
+   * after filtering.
+   */
+  filter: MemoryFilter | undefined;
+}
+
+/** Which memories a search, a listing or a purge considers: each field given must hold. */
+export interface MemoryFilter {
+  /**
+   * Conditions on custom_metadata: a memory passes when every condition of at least one
+   * group holds (an OR of ANDs). Empty: no condition. At most 10 groups and 50 conditions.
+   */
+  anyOf: MetadataConditions[];
+  /**
+   * Only memories of one of these topics (a generated memory's "topic" metadata key, one of
+   * the app's --generator-topics labels, or any "topic" string a caller stored); empty: any.
+   */
+  topics: string[];
+}
+
+/** Conditions that must all hold; at least one. */
+export interface MetadataConditions {
+  allOf: MetadataCondition[];
+}
+
+/** A condition on one top-level key of a memory's custom_metadata. */
+export interface MetadataCondition {
+  /** The key, 1 to 256 bytes. */
+  key: string;
+  operator: MetadataOperator;
+  /**
+   * What the key's value is compared with: absent for METADATA_OPERATOR_EXISTS; a number or
+   * a time for the ordering operators.
+   */
+  value:
+    | //
+    /** Equal to a JSON string. */
+    { $case: "stringValue"; value: string }
+    | //
+    /** Compared with a JSON number; finite. */
+    { $case: "numberValue"; value: number }
+    | //
+    /** Equal to a JSON true or false. */
+    { $case: "boolValue"; value: boolean }
+    | //
+    /** Compared with a JSON string holding an RFC 3339 time ("2026-05-01T12:00:00Z"). */
+    { $case: "timeValue"; value: Timestamp }
+    | undefined;
 }
 
 /** SearchMemory output. */
@@ -244,6 +314,20 @@ export interface ListMemoriesRequest {
   pageToken: string;
   /** Which memories are listed: raw entries, generated memories or both (the default). */
   kind: MemoryKind;
+  /** Only memories that pass this filter. */
+  filter:
+    | MemoryFilter
+    | undefined;
+  /** Only entries with timestamp >= after_timestamp. */
+  afterTimestamp:
+    | Timestamp
+    | undefined;
+  /** Only entries with timestamp < before_timestamp. */
+  beforeTimestamp:
+    | Timestamp
+    | undefined;
+  /** Only entries by this author. */
+  author: string;
 }
 
 /** ListMemories output. */
@@ -396,6 +480,44 @@ export interface RollbackMemoryRequest {
 export interface RollbackMemoryResponse {
   /** The revision the rollback recorded. */
   revision: MemoryRevision | undefined;
+}
+
+/**
+ * PurgeMemories input. At least one of filter, kind, author, after_timestamp and
+ * before_timestamp must be given.
+ */
+export interface PurgeMemoriesRequest {
+  appName: string;
+  /** Only this user's memories; empty: every user of the app. */
+  userId: string;
+  /** Only memories that pass this filter (as SearchMemory's). */
+  filter:
+    | MemoryFilter
+    | undefined;
+  /** Only memories of this kind; unspecified: both. */
+  kind: MemoryKind;
+  /** Only entries by this author. */
+  author: string;
+  /** Only entries with timestamp >= after_timestamp. */
+  afterTimestamp:
+    | Timestamp
+    | undefined;
+  /** Only entries with timestamp < before_timestamp. */
+  beforeTimestamp:
+    | Timestamp
+    | undefined;
+  /** Delete. Without it, a dry run. */
+  force: boolean;
+}
+
+/** PurgeMemories output. */
+export interface PurgeMemoriesResponse {
+  /** A dry run: the memories that match. With force: the memories deleted. */
+  count: number;
+  /** Up to 10 of the matching memories, in (user, ingestion) order. */
+  sample: MemoryEntry[];
+  /** With force: the operation's id, as the server's log names it. */
+  operationId: string;
 }
 
 function createBaseMemoryEntry(): MemoryEntry {
@@ -1088,6 +1210,7 @@ function createBaseSearchMemoryRequest(): SearchMemoryRequest {
     language: "",
     mode: 0,
     kind: 0,
+    filter: undefined,
   };
 }
 
@@ -1122,6 +1245,9 @@ export const SearchMemoryRequest: MessageFns<SearchMemoryRequest> = {
     }
     if (message.kind !== 0) {
       writer.uint32(80).int32(message.kind);
+    }
+    if (message.filter !== undefined) {
+      MemoryFilter.encode(message.filter, writer.uint32(90).fork()).join();
     }
     return writer;
   },
@@ -1219,6 +1345,14 @@ export const SearchMemoryRequest: MessageFns<SearchMemoryRequest> = {
             message.kind = reader.int32() as any;
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.filter = MemoryFilter.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1250,6 +1384,270 @@ export const SearchMemoryRequest: MessageFns<SearchMemoryRequest> = {
     message.language = object.language ?? "";
     message.mode = object.mode ?? 0;
     message.kind = object.kind ?? 0;
+    message.filter = (object.filter !== undefined && object.filter !== null)
+      ? MemoryFilter.fromPartial(object.filter)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseMemoryFilter(): MemoryFilter {
+  return { anyOf: [], topics: [] };
+}
+
+export const MemoryFilter: MessageFns<MemoryFilter> = {
+  encode(message: MemoryFilter, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.anyOf) {
+      MetadataConditions.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.topics) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MemoryFilter {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMemoryFilter();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.anyOf.push(MetadataConditions.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.topics.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<MemoryFilter>, I>>(base?: I): MemoryFilter {
+    return MemoryFilter.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MemoryFilter>, I>>(object: I): MemoryFilter {
+    const message = createBaseMemoryFilter();
+    message.anyOf = object.anyOf?.map((e) => MetadataConditions.fromPartial(e)) || [];
+    message.topics = object.topics?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseMetadataConditions(): MetadataConditions {
+  return { allOf: [] };
+}
+
+export const MetadataConditions: MessageFns<MetadataConditions> = {
+  encode(message: MetadataConditions, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.allOf) {
+      MetadataCondition.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MetadataConditions {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMetadataConditions();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.allOf.push(MetadataCondition.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<MetadataConditions>, I>>(base?: I): MetadataConditions {
+    return MetadataConditions.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MetadataConditions>, I>>(object: I): MetadataConditions {
+    const message = createBaseMetadataConditions();
+    message.allOf = object.allOf?.map((e) => MetadataCondition.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseMetadataCondition(): MetadataCondition {
+  return { key: "", operator: 0, value: undefined };
+}
+
+export const MetadataCondition: MessageFns<MetadataCondition> = {
+  encode(message: MetadataCondition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.operator !== 0) {
+      writer.uint32(16).int32(message.operator);
+    }
+    switch (message.value?.$case) {
+      case "stringValue":
+        writer.uint32(26).string(message.value.value);
+        break;
+      case "numberValue":
+        writer.uint32(33).double(message.value.value);
+        break;
+      case "boolValue":
+        writer.uint32(40).bool(message.value.value);
+        break;
+      case "timeValue":
+        Timestamp.encode(message.value.value, writer.uint32(50).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MetadataCondition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMetadataCondition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.operator = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.value = { $case: "stringValue", value: reader.string() };
+            continue;
+          }
+          case 4: {
+            if (tag !== 33) {
+              break;
+            }
+
+            message.value = { $case: "numberValue", value: reader.double() };
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.value = { $case: "boolValue", value: reader.bool() };
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.value = { $case: "timeValue", value: Timestamp.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<MetadataCondition>, I>>(base?: I): MetadataCondition {
+    return MetadataCondition.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MetadataCondition>, I>>(object: I): MetadataCondition {
+    const message = createBaseMetadataCondition();
+    message.key = object.key ?? "";
+    message.operator = object.operator ?? 0;
+    switch (object.value?.$case) {
+      case "stringValue": {
+        if (object.value?.value !== undefined && object.value?.value !== null) {
+          message.value = { $case: "stringValue", value: object.value.value };
+        }
+        break;
+      }
+      case "numberValue": {
+        if (object.value?.value !== undefined && object.value?.value !== null) {
+          message.value = { $case: "numberValue", value: object.value.value };
+        }
+        break;
+      }
+      case "boolValue": {
+        if (object.value?.value !== undefined && object.value?.value !== null) {
+          message.value = { $case: "boolValue", value: object.value.value };
+        }
+        break;
+      }
+      case "timeValue": {
+        if (object.value?.value !== undefined && object.value?.value !== null) {
+          message.value = { $case: "timeValue", value: Timestamp.fromPartial(object.value.value) };
+        }
+        break;
+      }
+    }
     return message;
   },
 };
@@ -1487,7 +1885,17 @@ export const DeleteMemoryResponse: MessageFns<DeleteMemoryResponse> = {
 };
 
 function createBaseListMemoriesRequest(): ListMemoriesRequest {
-  return { appName: "", userId: "", pageSize: 0, pageToken: "", kind: 0 };
+  return {
+    appName: "",
+    userId: "",
+    pageSize: 0,
+    pageToken: "",
+    kind: 0,
+    filter: undefined,
+    afterTimestamp: undefined,
+    beforeTimestamp: undefined,
+    author: "",
+  };
 }
 
 export const ListMemoriesRequest: MessageFns<ListMemoriesRequest> = {
@@ -1506,6 +1914,18 @@ export const ListMemoriesRequest: MessageFns<ListMemoriesRequest> = {
     }
     if (message.kind !== 0) {
       writer.uint32(40).int32(message.kind);
+    }
+    if (message.filter !== undefined) {
+      MemoryFilter.encode(message.filter, writer.uint32(50).fork()).join();
+    }
+    if (message.afterTimestamp !== undefined) {
+      Timestamp.encode(message.afterTimestamp, writer.uint32(58).fork()).join();
+    }
+    if (message.beforeTimestamp !== undefined) {
+      Timestamp.encode(message.beforeTimestamp, writer.uint32(66).fork()).join();
+    }
+    if (message.author !== "") {
+      writer.uint32(74).string(message.author);
     }
     return writer;
   },
@@ -1563,6 +1983,38 @@ export const ListMemoriesRequest: MessageFns<ListMemoriesRequest> = {
             message.kind = reader.int32() as any;
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.filter = MemoryFilter.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.afterTimestamp = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.beforeTimestamp = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.author = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1585,6 +2037,16 @@ export const ListMemoriesRequest: MessageFns<ListMemoriesRequest> = {
     message.pageSize = object.pageSize ?? 0;
     message.pageToken = object.pageToken ?? "";
     message.kind = object.kind ?? 0;
+    message.filter = (object.filter !== undefined && object.filter !== null)
+      ? MemoryFilter.fromPartial(object.filter)
+      : undefined;
+    message.afterTimestamp = (object.afterTimestamp !== undefined && object.afterTimestamp !== null)
+      ? Timestamp.fromPartial(object.afterTimestamp)
+      : undefined;
+    message.beforeTimestamp = (object.beforeTimestamp !== undefined && object.beforeTimestamp !== null)
+      ? Timestamp.fromPartial(object.beforeTimestamp)
+      : undefined;
+    message.author = object.author ?? "";
     return message;
   },
 };
@@ -2908,6 +3370,239 @@ export const RollbackMemoryResponse: MessageFns<RollbackMemoryResponse> = {
   },
 };
 
+function createBasePurgeMemoriesRequest(): PurgeMemoriesRequest {
+  return {
+    appName: "",
+    userId: "",
+    filter: undefined,
+    kind: 0,
+    author: "",
+    afterTimestamp: undefined,
+    beforeTimestamp: undefined,
+    force: false,
+  };
+}
+
+export const PurgeMemoriesRequest: MessageFns<PurgeMemoriesRequest> = {
+  encode(message: PurgeMemoriesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.appName !== "") {
+      writer.uint32(10).string(message.appName);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.filter !== undefined) {
+      MemoryFilter.encode(message.filter, writer.uint32(26).fork()).join();
+    }
+    if (message.kind !== 0) {
+      writer.uint32(32).int32(message.kind);
+    }
+    if (message.author !== "") {
+      writer.uint32(42).string(message.author);
+    }
+    if (message.afterTimestamp !== undefined) {
+      Timestamp.encode(message.afterTimestamp, writer.uint32(50).fork()).join();
+    }
+    if (message.beforeTimestamp !== undefined) {
+      Timestamp.encode(message.beforeTimestamp, writer.uint32(58).fork()).join();
+    }
+    if (message.force !== false) {
+      writer.uint32(64).bool(message.force);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PurgeMemoriesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePurgeMemoriesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.appName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.filter = MemoryFilter.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.kind = reader.int32() as any;
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.author = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.afterTimestamp = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.beforeTimestamp = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.force = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PurgeMemoriesRequest>, I>>(base?: I): PurgeMemoriesRequest {
+    return PurgeMemoriesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PurgeMemoriesRequest>, I>>(object: I): PurgeMemoriesRequest {
+    const message = createBasePurgeMemoriesRequest();
+    message.appName = object.appName ?? "";
+    message.userId = object.userId ?? "";
+    message.filter = (object.filter !== undefined && object.filter !== null)
+      ? MemoryFilter.fromPartial(object.filter)
+      : undefined;
+    message.kind = object.kind ?? 0;
+    message.author = object.author ?? "";
+    message.afterTimestamp = (object.afterTimestamp !== undefined && object.afterTimestamp !== null)
+      ? Timestamp.fromPartial(object.afterTimestamp)
+      : undefined;
+    message.beforeTimestamp = (object.beforeTimestamp !== undefined && object.beforeTimestamp !== null)
+      ? Timestamp.fromPartial(object.beforeTimestamp)
+      : undefined;
+    message.force = object.force ?? false;
+    return message;
+  },
+};
+
+function createBasePurgeMemoriesResponse(): PurgeMemoriesResponse {
+  return { count: 0, sample: [], operationId: "" };
+}
+
+export const PurgeMemoriesResponse: MessageFns<PurgeMemoriesResponse> = {
+  encode(message: PurgeMemoriesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.count !== 0) {
+      writer.uint32(8).uint64(message.count);
+    }
+    for (const v of message.sample) {
+      MemoryEntry.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.operationId !== "") {
+      writer.uint32(26).string(message.operationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PurgeMemoriesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePurgeMemoriesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.count = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.sample.push(MemoryEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.operationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PurgeMemoriesResponse>, I>>(base?: I): PurgeMemoriesResponse {
+    return PurgeMemoriesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PurgeMemoriesResponse>, I>>(object: I): PurgeMemoriesResponse {
+    const message = createBasePurgeMemoriesResponse();
+    message.count = object.count ?? 0;
+    message.sample = object.sample?.map((e) => MemoryEntry.fromPartial(e)) || [];
+    message.operationId = object.operationId ?? "";
+    return message;
+  },
+};
+
 /**
  * MemoryService ingests sessions and answers ranked searches: keyword, semantic or hybrid (see
  * SearchMode).
@@ -3036,6 +3731,22 @@ export const MemoryServiceService = {
       Buffer.from(RollbackMemoryResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RollbackMemoryResponse => RollbackMemoryResponse.decode(value),
   },
+  /**
+   * Deletes every memory of an app (or of one user) that passes a filter, as DeleteMemory
+   * deletes by memory_id. Without force a dry run: nothing is deleted, and the response says
+   * how many memories match, with a sample. With force, one durable operation: recorded before
+   * anything is deleted, and taken up again after a restart until it has run to its end.
+   */
+  purgeMemories: {
+    path: "/adk.memory.v1.MemoryService/PurgeMemories" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PurgeMemoriesRequest): Buffer => Buffer.from(PurgeMemoriesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PurgeMemoriesRequest => PurgeMemoriesRequest.decode(value),
+    responseSerialize: (value: PurgeMemoriesResponse): Buffer =>
+      Buffer.from(PurgeMemoriesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PurgeMemoriesResponse => PurgeMemoriesResponse.decode(value),
+  },
 } as const;
 
 export interface MemoryServiceServer extends UntypedServiceImplementation {
@@ -3067,6 +3778,13 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
    * with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
    */
   rollbackMemory: handleUnaryCall<RollbackMemoryRequest, RollbackMemoryResponse>;
+  /**
+   * Deletes every memory of an app (or of one user) that passes a filter, as DeleteMemory
+   * deletes by memory_id. Without force a dry run: nothing is deleted, and the response says
+   * how many memories match, with a sample. With force, one durable operation: recorded before
+   * anything is deleted, and taken up again after a restart until it has run to its end.
+   */
+  purgeMemories: handleUnaryCall<PurgeMemoriesRequest, PurgeMemoriesResponse>;
 }
 
 export interface MemoryServiceClient extends Client {
@@ -3238,6 +3956,27 @@ export interface MemoryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RollbackMemoryResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Deletes every memory of an app (or of one user) that passes a filter, as DeleteMemory
+   * deletes by memory_id. Without force a dry run: nothing is deleted, and the response says
+   * how many memories match, with a sample. With force, one durable operation: recorded before
+   * anything is deleted, and taken up again after a restart until it has run to its end.
+   */
+  purgeMemories(
+    request: PurgeMemoriesRequest,
+    callback: (error: ServiceError | null, response: PurgeMemoriesResponse) => void,
+  ): ClientUnaryCall;
+  purgeMemories(
+    request: PurgeMemoriesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PurgeMemoriesResponse) => void,
+  ): ClientUnaryCall;
+  purgeMemories(
+    request: PurgeMemoriesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PurgeMemoriesResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const MemoryServiceClient = makeGenericClientConstructor(
@@ -3261,6 +4000,17 @@ export type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 export type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
+}
 
 export interface MessageFns<T> {
   encode(message: T, writer?: BinaryWriter): BinaryWriter;

@@ -12,6 +12,17 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class MetadataOperator(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    METADATA_OPERATOR_UNSPECIFIED: _ClassVar[MetadataOperator]
+    METADATA_OPERATOR_EQUAL: _ClassVar[MetadataOperator]
+    METADATA_OPERATOR_NOT_EQUAL: _ClassVar[MetadataOperator]
+    METADATA_OPERATOR_LESS: _ClassVar[MetadataOperator]
+    METADATA_OPERATOR_LESS_OR_EQUAL: _ClassVar[MetadataOperator]
+    METADATA_OPERATOR_GREATER: _ClassVar[MetadataOperator]
+    METADATA_OPERATOR_GREATER_OR_EQUAL: _ClassVar[MetadataOperator]
+    METADATA_OPERATOR_EXISTS: _ClassVar[MetadataOperator]
+
 class MemoryKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     MEMORY_KIND_UNSPECIFIED: _ClassVar[MemoryKind]
@@ -40,6 +51,14 @@ class RevisionAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     REVISION_ACTION_UPDATED: _ClassVar[RevisionAction]
     REVISION_ACTION_DELETED: _ClassVar[RevisionAction]
     REVISION_ACTION_ROLLED_BACK: _ClassVar[RevisionAction]
+METADATA_OPERATOR_UNSPECIFIED: MetadataOperator
+METADATA_OPERATOR_EQUAL: MetadataOperator
+METADATA_OPERATOR_NOT_EQUAL: MetadataOperator
+METADATA_OPERATOR_LESS: MetadataOperator
+METADATA_OPERATOR_LESS_OR_EQUAL: MetadataOperator
+METADATA_OPERATOR_GREATER: MetadataOperator
+METADATA_OPERATOR_GREATER_OR_EQUAL: MetadataOperator
+METADATA_OPERATOR_EXISTS: MetadataOperator
 MEMORY_KIND_UNSPECIFIED: MemoryKind
 MEMORY_KIND_RAW: MemoryKind
 MEMORY_KIND_GENERATED: MemoryKind
@@ -143,7 +162,7 @@ class AddMemoryResponse(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchMemoryRequest(_message.Message):
-    __slots__ = ("app_name", "user_id", "query", "limit", "after_timestamp", "before_timestamp", "author", "language", "mode", "kind")
+    __slots__ = ("app_name", "user_id", "query", "limit", "after_timestamp", "before_timestamp", "author", "language", "mode", "kind", "filter")
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
@@ -154,6 +173,7 @@ class SearchMemoryRequest(_message.Message):
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     user_id: str
     query: str
@@ -164,7 +184,38 @@ class SearchMemoryRequest(_message.Message):
     language: str
     mode: SearchMode
     kind: MemoryKind
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., author: _Optional[str] = ..., language: _Optional[str] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., kind: _Optional[_Union[MemoryKind, str]] = ...) -> None: ...
+    filter: MemoryFilter
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., author: _Optional[str] = ..., language: _Optional[str] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ...) -> None: ...
+
+class MemoryFilter(_message.Message):
+    __slots__ = ("any_of", "topics")
+    ANY_OF_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    any_of: _containers.RepeatedCompositeFieldContainer[MetadataConditions]
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, any_of: _Optional[_Iterable[_Union[MetadataConditions, _Mapping]]] = ..., topics: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class MetadataConditions(_message.Message):
+    __slots__ = ("all_of",)
+    ALL_OF_FIELD_NUMBER: _ClassVar[int]
+    all_of: _containers.RepeatedCompositeFieldContainer[MetadataCondition]
+    def __init__(self, all_of: _Optional[_Iterable[_Union[MetadataCondition, _Mapping]]] = ...) -> None: ...
+
+class MetadataCondition(_message.Message):
+    __slots__ = ("key", "operator", "string_value", "number_value", "bool_value", "time_value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    STRING_VALUE_FIELD_NUMBER: _ClassVar[int]
+    NUMBER_VALUE_FIELD_NUMBER: _ClassVar[int]
+    BOOL_VALUE_FIELD_NUMBER: _ClassVar[int]
+    TIME_VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    operator: MetadataOperator
+    string_value: str
+    number_value: float
+    bool_value: bool
+    time_value: _timestamp_pb2.Timestamp
+    def __init__(self, key: _Optional[str] = ..., operator: _Optional[_Union[MetadataOperator, str]] = ..., string_value: _Optional[str] = ..., number_value: _Optional[float] = ..., bool_value: _Optional[bool] = ..., time_value: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class SearchMemoryResponse(_message.Message):
     __slots__ = ("memories",)
@@ -193,18 +244,26 @@ class DeleteMemoryResponse(_message.Message):
     def __init__(self, deleted: _Optional[int] = ...) -> None: ...
 
 class ListMemoriesRequest(_message.Message):
-    __slots__ = ("app_name", "user_id", "page_size", "page_token", "kind")
+    __slots__ = ("app_name", "user_id", "page_size", "page_token", "kind", "filter", "after_timestamp", "before_timestamp", "author")
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    AFTER_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    AUTHOR_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     user_id: str
     page_size: int
     page_token: str
     kind: MemoryKind
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ...) -> None: ...
+    filter: MemoryFilter
+    after_timestamp: _timestamp_pb2.Timestamp
+    before_timestamp: _timestamp_pb2.Timestamp
+    author: str
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., author: _Optional[str] = ...) -> None: ...
 
 class ListMemoriesResponse(_message.Message):
     __slots__ = ("memories", "next_page_token")
@@ -371,3 +430,33 @@ class RollbackMemoryResponse(_message.Message):
     REVISION_FIELD_NUMBER: _ClassVar[int]
     revision: MemoryRevision
     def __init__(self, revision: _Optional[_Union[MemoryRevision, _Mapping]] = ...) -> None: ...
+
+class PurgeMemoriesRequest(_message.Message):
+    __slots__ = ("app_name", "user_id", "filter", "kind", "author", "after_timestamp", "before_timestamp", "force")
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    AUTHOR_FIELD_NUMBER: _ClassVar[int]
+    AFTER_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    user_id: str
+    filter: MemoryFilter
+    kind: MemoryKind
+    author: str
+    after_timestamp: _timestamp_pb2.Timestamp
+    before_timestamp: _timestamp_pb2.Timestamp
+    force: bool
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., author: _Optional[str] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., force: _Optional[bool] = ...) -> None: ...
+
+class PurgeMemoriesResponse(_message.Message):
+    __slots__ = ("count", "sample", "operation_id")
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    sample: _containers.RepeatedCompositeFieldContainer[MemoryEntry]
+    operation_id: str
+    def __init__(self, count: _Optional[int] = ..., sample: _Optional[_Iterable[_Union[MemoryEntry, _Mapping]]] = ..., operation_id: _Optional[str] = ...) -> None: ...

@@ -86,6 +86,11 @@ class MemoryServiceStub:
                 request_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.RollbackMemoryRequest.SerializeToString,
                 response_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.RollbackMemoryResponse.FromString,
                 _registered_method=True)
+        self.PurgeMemories = channel.unary_unary(
+                '/adk.memory.v1.MemoryService/PurgeMemories',
+                request_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.PurgeMemoriesRequest.SerializeToString,
+                response_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.PurgeMemoriesResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -167,6 +172,16 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PurgeMemories(self, request, context):
+        """Deletes every memory of an app (or of one user) that passes a filter, as DeleteMemory
+        deletes by memory_id. Without force a dry run: nothing is deleted, and the response says
+        how many memories match, with a sample. With force, one durable operation: recorded before
+        anything is deleted, and taken up again after a restart until it has run to its end.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -219,6 +234,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.RollbackMemory,
                     request_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.RollbackMemoryRequest.FromString,
                     response_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.RollbackMemoryResponse.SerializeToString,
+            ),
+            'PurgeMemories': grpc.unary_unary_rpc_method_handler(
+                    servicer.PurgeMemories,
+                    request_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.PurgeMemoriesRequest.FromString,
+                    response_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.PurgeMemoriesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -493,6 +513,33 @@ class MemoryService:
             '/adk.memory.v1.MemoryService/RollbackMemory',
             adk_dot_memory_dot_v1_dot_memory__pb2.RollbackMemoryRequest.SerializeToString,
             adk_dot_memory_dot_v1_dot_memory__pb2.RollbackMemoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PurgeMemories(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/adk.memory.v1.MemoryService/PurgeMemories',
+            adk_dot_memory_dot_v1_dot_memory__pb2.PurgeMemoriesRequest.SerializeToString,
+            adk_dot_memory_dot_v1_dot_memory__pb2.PurgeMemoriesResponse.FromString,
             options,
             channel_credentials,
             insecure,
