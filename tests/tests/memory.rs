@@ -832,6 +832,7 @@ async fn reflection_describes_every_memory_rpc() {
             "GetGenerationJob",
             "ListMemoryRevisions",
             "RollbackMemory",
+            "PurgeMemories",
         ]
     );
 }
@@ -846,7 +847,7 @@ type PaddedCall = for<'a> fn(
 fn padded_calls() -> Vec<(&'static str, PaddedCall)> {
     use adk_proto::memory::v1::{
         generate_memories_request, EventList, GenerateMemoriesRequest, GetGenerationJobRequest,
-        ListMemoryRevisionsRequest, RollbackMemoryRequest,
+        ListMemoryRevisionsRequest, PurgeMemoriesRequest, RollbackMemoryRequest,
     };
     vec![
         ("AddSessionToMemory", |c, pad| {
@@ -960,6 +961,18 @@ fn padded_calls() -> Vec<(&'static str, PaddedCall)> {
                     user_id: "u".into(),
                     memory_id: pad,
                     revision_id: "1".into(),
+                })
+                .await
+                .map(drop)
+            })
+        }),
+        ("PurgeMemories", |c, pad| {
+            Box::pin(async move {
+                c.purge_memories(PurgeMemoriesRequest {
+                    app_name: "app".into(),
+                    user_id: "u".into(),
+                    author: pad,
+                    ..Default::default()
                 })
                 .await
                 .map(drop)
