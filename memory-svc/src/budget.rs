@@ -107,6 +107,14 @@ impl MemoryBudget {
         Self { bytes, source }
     }
 
+    /// Whether the budget comes from a limit (the flag or a cgroup's), not the machine's size.
+    pub fn is_limited(&self) -> bool {
+        matches!(
+            self.source,
+            BudgetSource::Flag | BudgetSource::CgroupLimit(_)
+        )
+    }
+
     /// The bytes `part` may hold.
     pub fn share(&self, part: Part) -> u64 {
         self.bytes / 8 * part.eighths()

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use memory_svc::{config::Config, server};
+use memory_svc::{budget::MemoryBudget, config::Config, server};
 
 /// The servers allocate with jemalloc: after a burst of writes it hands freed memory back to the
 /// system, where glibc's malloc kept about 2.7x more resident (BENCHMARKS.md, "Peak RSS at 1M
@@ -10,15 +10,31 @@ use memory_svc::{config::Config, server};
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// jemalloc's options, read before `main`: freed pages go straight back to the system (its
-/// default keeps them ten seconds, and a cgroup counts them), one arena, not four per core (each
-/// keeps its own free pages), and threads cache only allocations of up to 4 KiB (not 32 KiB: the
-/// blocking pool's threads each kept their own). A burst of writes allocates and frees far more
-/// than it keeps: in a 256 MiB cgroup the first two took 30-50 MB off memory-svc's RSS while
-/// ingesting, and the last two 27 MB more (BENCHMARKS.md, "Memory budget").
+/// jemalloc's options, read before `main`: one arena, not four per core (each keeps its own free
+/// pages), and threads cache only allocations of up to 4 KiB (not 32 KiB: the blocking pool's
+/// threads each kept their own). In a 256 MiB cgroup these took 27 MB off memory-svc's RSS while
+/// ingesting, at no cost in throughput (BENCHMARKS.md, "Memory budget").
 /// `_RJEM_MALLOC_CONF` in the environment overrides them.
 #[export_name = "_rjem_malloc_conf"]
-static MALLOC_CONF: &[u8; 60] = b"dirty_decay_ms:0,muzzy_decay_ms:0,narenas:1,tcache_max:4096\0";
+static MALLOC_CONF: &[u8; 26] = b"narenas:1,tcache_max:4096\0";
+
+/// Under a memory limit, freed pages go straight back to the system: jemalloc's default keeps
+/// them ten seconds, and a cgroup counts them (30-50 MB of a burst of writes in a 256 MiB
+/// cgroup). Without a limit they stay: returning each at once halved ingestion.
+fn return_freed_pages_at_once() {
+    // MALLCTL_ARENAS_ALL: every arena made so far; `arenas.*` the ones made later.
+    for name in [
+        &b"arena.4096.dirty_decay_ms\0"[..],
+        b"arena.4096.muzzy_decay_ms\0",
+        b"arenas.dirty_decay_ms\0",
+        b"arenas.muzzy_decay_ms\0",
+    ] {
+        // SAFETY: each name is a NUL-terminated jemalloc option whose value is an ssize_t.
+        if let Err(e) = unsafe { tikv_jemalloc_ctl::raw::write::<isize>(name, 0) } {
+            tracing::warn!(option = %String::from_utf8_lossy(name), "jemalloc refused: {e}");
+        }
+    }
+}
 
 fn main() -> ExitCode {
     // Before the runtime starts any thread: it sets environment variables.
@@ -40,5 +56,8 @@ async fn run() -> ExitCode {
     }
     adk_common::serve::flags::init_logging(config.serve.log_format);
     tracing::info!("starting: {config}");
+    if MemoryBudget::choose(config.memory_budget).is_limited() {
+        return_freed_pages_at_once();
+    }
     adk_common::serve::run_until_signal("memory-svc", server::start(config).await).await
 }
