@@ -10,17 +10,12 @@ use memory_svc::{budget::MemoryBudget, config::Config, server};
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// jemalloc's options, read before `main`: one arena, not four per core (each keeps its own free
-/// pages), and threads cache only allocations of up to 4 KiB (not 32 KiB: the blocking pool's
-/// threads each kept their own). In a 256 MiB cgroup these took 27 MB off memory-svc's RSS while
-/// ingesting, at no cost in throughput (BENCHMARKS.md, "Memory budget").
-/// `_RJEM_MALLOC_CONF` in the environment overrides them.
-#[export_name = "_rjem_malloc_conf"]
-static MALLOC_CONF: &[u8; 26] = b"narenas:1,tcache_max:4096\0";
-
 /// Under a memory limit, freed pages go straight back to the system: jemalloc's default keeps
 /// them ten seconds, and a cgroup counts them (30-50 MB of a burst of writes in a 256 MiB
-/// cgroup). Without a limit they stay: returning each at once halved ingestion.
+/// cgroup). Without a limit they stay: returning each at once halved ingestion. jemalloc's
+/// other defaults stand: one arena with 4 KiB thread caches (`_RJEM_MALLOC_CONF=narenas:1,
+/// tcache_max:4096`) took 27 MB more off that cgroup's peak but slowed searches at 100,000
+/// entries 1.3-1.5x (BENCHMARKS.md, "Memory budget").
 fn return_freed_pages_at_once() {
     // MALLCTL_ARENAS_ALL: every arena made so far; `arenas.*` the ones made later.
     for name in [
