@@ -17,16 +17,24 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// tcache_max:4096`) took 27 MB more off that cgroup's peak but slowed searches at 100,000
 /// entries 1.3-1.5x (BENCHMARKS.md, "Memory budget").
 fn return_freed_pages_at_once() {
-    // MALLCTL_ARENAS_ALL: every arena made so far; `arenas.*` the ones made later.
-    for name in [
-        &b"arena.4096.dirty_decay_ms\0"[..],
-        b"arena.4096.muzzy_decay_ms\0",
-        b"arenas.dirty_decay_ms\0",
-        b"arenas.muzzy_decay_ms\0",
-    ] {
-        // SAFETY: each name is a NUL-terminated jemalloc option whose value is an ssize_t.
-        if let Err(e) = unsafe { tikv_jemalloc_ctl::raw::write::<isize>(name, 0) } {
-            tracing::warn!(option = %String::from_utf8_lossy(name), "jemalloc refused: {e}");
+    // `arenas.*` for the arenas made from now on; each one made so far has its own setting
+    // (jemalloc refuses the all-arenas index for these), and those never used refuse it.
+    let set = |name: &str| {
+        let name = format!("{name}\0");
+        // SAFETY: the name is a NUL-terminated jemalloc option whose value is an ssize_t.
+        unsafe { tikv_jemalloc_ctl::raw::write::<isize>(name.as_bytes(), 0) }
+    };
+    for name in ["arenas.dirty_decay_ms", "arenas.muzzy_decay_ms"] {
+        if let Err(e) = set(name) {
+            tracing::warn!(option = name, "jemalloc refused: {e}");
+        }
+    }
+    // SAFETY: `arenas.narenas` is a NUL-terminated jemalloc option whose value is an unsigned.
+    let made = unsafe { tikv_jemalloc_ctl::raw::read::<u32>(b"arenas.narenas\0") }.unwrap_or(0);
+    for arena in 0..made {
+        for decay in ["dirty_decay_ms", "muzzy_decay_ms"] {
+            // An arena not yet made refuses it, and takes the `arenas.*` setting when it is.
+            let _ = set(&format!("arena.{arena}.{decay}"));
         }
     }
 }
