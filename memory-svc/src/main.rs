@@ -18,7 +18,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// entries 1.3-1.5x (BENCHMARKS.md, "Memory budget").
 fn return_freed_pages_at_once() {
     // `arenas.*` for the arenas made from now on; each one made so far has its own setting
-    // (jemalloc refuses the all-arenas index for these), and those never used refuse it.
+    // (jemalloc refuses the all-arenas index for these).
     let set = |name: &str| {
         let name = format!("{name}\0");
         // SAFETY: the name is a NUL-terminated jemalloc option whose value is an ssize_t.
@@ -30,11 +30,19 @@ fn return_freed_pages_at_once() {
         }
     }
     // SAFETY: `arenas.narenas` is a NUL-terminated jemalloc option whose value is an unsigned.
-    let made = unsafe { tikv_jemalloc_ctl::raw::read::<u32>(b"arenas.narenas\0") }.unwrap_or(0);
-    for arena in 0..made {
+    let arenas = unsafe { tikv_jemalloc_ctl::raw::read::<u32>(b"arenas.narenas\0") }.unwrap_or(0);
+    for arena in 0..arenas {
+        let initialized = format!("arena.{arena}.initialized\0");
+        // SAFETY: a NUL-terminated jemalloc option whose value is a bool.
+        if !unsafe { tikv_jemalloc_ctl::raw::read::<bool>(initialized.as_bytes()) }.unwrap_or(false)
+        {
+            continue;
+        }
         for decay in ["dirty_decay_ms", "muzzy_decay_ms"] {
-            // An arena not yet made refuses it, and takes the `arenas.*` setting when it is.
-            let _ = set(&format!("arena.{arena}.{decay}"));
+            let name = format!("arena.{arena}.{decay}");
+            if let Err(e) = set(&name) {
+                tracing::warn!(option = %name, "jemalloc refused: {e}");
+            }
         }
     }
 }
