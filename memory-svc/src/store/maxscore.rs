@@ -17,7 +17,10 @@
 //! Candidates come in increasing seq (ingestion) order, so one that ties with θ ranks after the
 //! entries holding θ and is rightly left out.
 
-use std::{cmp::Ordering, collections::BinaryHeap};
+use std::{
+    cmp::Ordering,
+    collections::{btree_set, BTreeSet, BinaryHeap},
+};
 
 use super::{
     index::{self, K1},
@@ -43,6 +46,94 @@ pub trait Cursor {
     fn advance(&mut self) -> Result<()>;
     /// The posting of `seq`, if the term has one. Seqs are sought in increasing order.
     fn seek(&mut self, seq: u64) -> Result<Option<Posting>>;
+}
+
+/// A term's postings, all of them or only those of a filter's candidates. Only candidates can
+/// enter the results, so their postings rank exactly as the whole list would; when they are few,
+/// seeking each of them reads far fewer postings than scanning the list (see [`among_few`]).
+pub struct Among<'a, C> {
+    inner: C,
+    /// The candidates not sought yet; `None`: every posting.
+    seqs: Option<btree_set::Iter<'a, u64>>,
+    /// The posting of the last candidate found, when only candidates are read.
+    at: Option<Posting>,
+}
+
+impl<'a, C: Cursor> Among<'a, C> {
+    /// Every posting of `inner`.
+    pub fn all(inner: C) -> Self {
+        Self {
+            inner,
+            seqs: None,
+            at: None,
+        }
+    }
+
+    /// The postings of `inner` whose seq is one of `candidates`.
+    pub fn only(inner: C, candidates: &'a BTreeSet<u64>) -> Result<Self> {
+        let mut among = Self {
+            inner,
+            seqs: Some(candidates.iter()),
+            at: None,
+        };
+        among.find()?;
+        Ok(among)
+    }
+
+    /// Moves to the posting of the next candidate the term has.
+    fn find(&mut self) -> Result<()> {
+        self.at = None;
+        if let Some(seqs) = &mut self.seqs {
+            for &seq in seqs.by_ref() {
+                if let Some(p) = self.inner.seek(seq)? {
+                    self.at = Some(p);
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<C: Cursor> Cursor for Among<'_, C> {
+    fn current(&self) -> Option<Posting> {
+        match self.seqs {
+            Some(_) => self.at,
+            None => self.inner.current(),
+        }
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        match self.seqs {
+            Some(_) => self.find(),
+            None => self.inner.advance(),
+        }
+    }
+
+    fn seek(&mut self, seq: u64) -> Result<Option<Posting>> {
+        match self.seqs {
+            // A seq past the candidate the cursor is at: that candidate is passed over, as a
+            // scan passes over the postings before a seek's.
+            Some(_) => {
+                while self.at.is_some_and(|p| p.seq < seq) {
+                    self.find()?;
+                }
+                Ok(self.at.filter(|p| p.seq == seq))
+            }
+            None => self.inner.seek(seq),
+        }
+    }
+}
+
+/// Whether ranking `candidates` entries by seeking each in `lists` term lists reads less than
+/// scanning the lists' `postings`: a seek costs about as much as scanning a few postings
+/// (measured in BENCHMARKS.md, "Filtered search").
+pub fn among_few(candidates: usize, lists: usize, postings: u64) -> bool {
+    const SEEK_COST: u64 = 4;
+    (candidates as u64)
+        .saturating_mul(lists as u64)
+        .saturating_mul(SEEK_COST)
+        < postings
 }
 
 /// Relative margin on bounds: sums of a few dozen non-negative terms in different orders differ
@@ -214,4 +305,105 @@ pub fn top_k<C: Cursor, T>(
         }
     }
     Ok(heap.into_sorted_vec().into_iter().map(|w| w.0).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A term's postings in a list.
+    struct Listed(Vec<Posting>, usize);
+
+    impl Cursor for Listed {
+        fn current(&self) -> Option<Posting> {
+            self.0.get(self.1).copied()
+        }
+        fn advance(&mut self) -> Result<()> {
+            self.1 += 1;
+            Ok(())
+        }
+        fn seek(&mut self, seq: u64) -> Result<Option<Posting>> {
+            self.1 += self.0[self.1..].partition_point(|p| p.seq < seq);
+            Ok(self.current().filter(|p| p.seq == seq))
+        }
+    }
+
+    /// Three terms over 2,000 entries: a common one, one in every third entry, a rare one; the
+    /// frequencies and lengths vary with the seq.
+    fn lists() -> Vec<(f64, Vec<Posting>)> {
+        let posting = |seq: u64| Posting {
+            seq,
+            tf: (seq % 5 + 1) as u32 * index::UNIT,
+            len: (seq % 40 + 5) as u32 * index::UNIT,
+        };
+        [(0.2, 1), (1.1, 3), (3.0, 97)]
+            .into_iter()
+            .map(|(idf, every)| (idf, (0..2000).step_by(every).map(posting).collect()))
+            .collect()
+    }
+
+    fn ranked(candidates: &BTreeSet<u64>, seek: bool, k: usize) -> Vec<(u64, f64)> {
+        let lists = lists()
+            .into_iter()
+            .map(|(idf, postings)| {
+                let cursor = Listed(postings, 0);
+                let cursor = if seek {
+                    Among::only(cursor, candidates)?
+                } else {
+                    Among::all(cursor)
+                };
+                Ok(TermList { idf, cursor })
+            })
+            .collect::<Result<Vec<_>>>()
+            .unwrap();
+        top_k(
+            lists,
+            20.0 * f64::from(index::UNIT),
+            k,
+            f64::NEG_INFINITY,
+            |seq| Ok(candidates.contains(&seq).then_some(())),
+        )
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.seq, r.score))
+        .collect()
+    }
+
+    #[test]
+    fn seeking_the_candidates_ranks_as_scanning_the_lists() {
+        let sets: [BTreeSet<u64>; 4] = [
+            (0..2000).step_by(101).collect(),
+            (0..2000).step_by(7).collect(),
+            [0, 97, 1999, 1500, 3, 2500].into_iter().collect(),
+            BTreeSet::new(),
+        ];
+        for candidates in &sets {
+            for k in [1, 5, 50] {
+                let scanned = ranked(candidates, false, k);
+                assert_eq!(
+                    ranked(candidates, true, k),
+                    scanned,
+                    "{k} of {candidates:?}"
+                );
+                assert!(scanned.iter().all(|(seq, _)| candidates.contains(seq)));
+                let expected = k.min(candidates.iter().filter(|&&s| s < 2000).count());
+                assert_eq!(scanned.len(), expected);
+            }
+        }
+    }
+
+    #[test]
+    fn a_seek_past_a_candidate_passes_it_over() {
+        let candidates: BTreeSet<u64> = [2, 4, 6, 9].into_iter().collect();
+        let postings = (0..10).map(|seq| Posting { seq, tf: 1, len: 1 }).collect();
+        let mut among = Among::only(Listed(postings, 0), &candidates).unwrap();
+        assert_eq!(among.current().map(|p| p.seq), Some(2));
+        assert_eq!(among.seek(5).unwrap(), None);
+        assert_eq!(among.current().map(|p| p.seq), Some(6));
+        assert_eq!(among.seek(6).unwrap().map(|p| p.seq), Some(6));
+        among.advance().unwrap();
+        assert_eq!(among.current().map(|p| p.seq), Some(9));
+        among.advance().unwrap();
+        assert_eq!(among.current(), None);
+    }
 }

@@ -25,6 +25,12 @@ pub fn span_of(seq: u64) -> i64 {
     i64::try_from(seq / SPAN).unwrap_or(i64::MAX)
 }
 
+/// The seqs of `span`.
+pub fn seqs_of(span: i64) -> std::ops::Range<u64> {
+    let first = u64::try_from(span).unwrap_or(0).saturating_mul(SPAN);
+    first..first.saturating_add(SPAN)
+}
+
 /// The postings of one block and their bounds, as a write sends them.
 #[derive(Debug, Default)]
 pub struct Encoded {

@@ -40,7 +40,7 @@ use tokio_postgres::{types::ToSql, IsolationLevel};
 use super::{
     super::{
         index,
-        maxscore::{self, cannot_beat, Cursor, Posting, Ranked, TermList},
+        maxscore::{self, cannot_beat, Among, Cursor, Posting, Ranked, TermList},
         Entry, Hit, Result, Scope, SearchQuery,
     },
     blocks,
@@ -332,6 +332,18 @@ impl PgMemoryStore {
         } else {
             None
         };
+        // Few candidates are sought in the lists rather than the lists scanned: only the spans
+        // holding one are read, and a span then costs a round its candidates' seeks.
+        let postings = order.iter().map(|s| s.postings).sum();
+        let among =
+            (candidates.as_ref()).filter(|c| maxscore::among_few(c.len(), lists.len(), postings));
+        if let Some(among) = among {
+            order.retain_mut(|s| {
+                let held = among.range(blocks::seqs_of(s.span)).count();
+                s.postings = (held * s.terms.len()) as u64;
+                held > 0
+            });
+        }
         // The best entries of the spans read so far. Spans hold disjoint seqs and an entry's
         // score depends only on its own postings, so the best of all spans read is the best of
         // this list and of each new round's spans: a round ranks only the postings it read.
@@ -399,11 +411,17 @@ impl PgMemoryStore {
                 let cursors = lists
                     .iter()
                     .zip(&fresh)
-                    .map(|(&(_, idf), blocks)| TermList {
-                        idf,
-                        cursor: Loaded::new(blocks),
+                    .map(|(&(_, idf), blocks)| {
+                        let cursor = Loaded::new(blocks);
+                        Ok(TermList {
+                            idf,
+                            cursor: match among {
+                                Some(among) => Among::only(cursor, among)?,
+                                None => Among::all(cursor),
+                            },
+                        })
                     })
-                    .collect();
+                    .collect::<Result<_>>()?;
                 // An entry not read yet counts as admitted for this ranking, which is then done
                 // again once it is read.
                 // The rounds before hold `limit` entries at `theta` or above: an entry of this

@@ -87,6 +87,7 @@ mod vectors;
 mod write;
 
 use std::{
+    collections::BTreeSet,
     hash::{Hash, Hasher},
     ops::Bound,
     path::Path,
@@ -112,7 +113,7 @@ use self::{
 };
 use super::{
     index,
-    maxscore::{self, Ranked, TermList},
+    maxscore::{self, Among, Ranked, TermList},
     plan::Write,
     token,
     vector_cache::{self, VectorCache},
@@ -350,11 +351,12 @@ impl SledMemoryStore {
     }
 
     /// The best `query.limit` entries for the query's terms among those `admit` lets through
-    /// (see [`maxscore::top_k`]).
+    /// (see [`maxscore::top_k`]), which are all among `candidates` when it is given.
     fn rank<T>(
         &self,
         scope: &Key,
         query: &SearchQuery,
+        candidates: Option<&BTreeSet<u64>>,
         admit: impl FnMut(u64) -> Result<Option<T>>,
     ) -> Result<Vec<Ranked<T>>> {
         let terms = self.analyzer.query_terms(&query.text, query.language);
@@ -364,7 +366,7 @@ impl SledMemoryStore {
         }
         let n = stats.docs as f64;
         let avg_len = stats.total_len as f64 / n;
-        let mut lists = Vec::with_capacity(terms.len());
+        let mut found = Vec::with_capacity(terms.len());
         for term in &terms {
             let prefix = scope.clone().str(term);
             let (df, overlay) = self.df(scope, term, &prefix)?;
@@ -372,9 +374,18 @@ impl SledMemoryStore {
             if df == 0 {
                 continue;
             }
+            found.push((df, overlay.over(Cursor::new(&self.blocks, &prefix)?)?));
+        }
+        let postings = found.iter().map(|(df, _)| df).sum();
+        let among = candidates.filter(|c| maxscore::among_few(c.len(), found.len(), postings));
+        let mut lists = Vec::with_capacity(found.len());
+        for (df, cursor) in found {
             lists.push(TermList {
                 idf: index::idf(n, df as f64),
-                cursor: overlay.over(Cursor::new(&self.blocks, &prefix)?)?,
+                cursor: match among {
+                    Some(candidates) => Among::only(cursor, candidates)?,
+                    None => Among::all(cursor),
+                },
             });
         }
         maxscore::top_k(lists, avg_len, query.limit, f64::NEG_INFINITY, admit)
@@ -401,7 +412,7 @@ impl SledMemoryStore {
         if !query.filters() {
             // Searches do not lock out writers: an entry removed since its postings were read
             // sends the search the filtering way, as an expired generated memory does.
-            let ranked = self.rank(scope, query, |_| Ok(Some(())))?;
+            let ranked = self.rank(scope, query, None, |_| Ok(Some(())))?;
             let hits = ranked.iter().map(|r| {
                 Ok(self.record(scope, r.seq)?.map(|record| Hit {
                     entry: record.into_entry(),
@@ -415,7 +426,7 @@ impl SledMemoryStore {
         // Only the filter's candidates are read; an entry removed since its posting was read
         // is simply no longer there.
         let candidates = self.candidates(scope, &query.filter)?;
-        let ranked = self.rank(scope, query, |seq| {
+        let ranked = self.rank(scope, query, candidates.as_ref(), |seq| {
             if candidates.as_ref().is_some_and(|c| !c.contains(&seq)) {
                 return Ok(None);
             }
