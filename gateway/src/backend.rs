@@ -114,9 +114,12 @@ impl Backend {
     /// the caller's token, within the caller's grant.
     pub async fn apps(&self, caller: &Caller) -> Result<Vec<String>, GatewayError> {
         let mut apps = self
-            .session_call(caller, "ListApps", ListAppsRequest {}, |mut c, r| async move {
-                c.list_apps(r).await
-            })
+            .session_call(
+                caller,
+                "ListApps",
+                ListAppsRequest {},
+                |mut c, r| async move { c.list_apps(r).await },
+            )
             .await?
             .app_names;
         apps.retain(|app| caller.grant().check_app(app).is_ok());

@@ -46,10 +46,11 @@ impl MemoryFilters {
             .map(str::trim)
             .filter(|t| !t.is_empty())
             .collect();
-        let filter = filter::memory_filter(&groups, &topics).map_err(|e| GatewayError::Invalid {
-            field: "filter".into(),
-            why: e.to_string(),
-        })?;
+        let filter =
+            filter::memory_filter(&groups, &topics).map_err(|e| GatewayError::Invalid {
+                field: "filter".into(),
+                why: e.to_string(),
+            })?;
         Ok(Self {
             filter: Some(filter).filter(|f| *f != MemoryFilter::default()),
             kind: MemoryKind::Unspecified,

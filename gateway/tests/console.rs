@@ -569,10 +569,7 @@ async fn lists_and_searches_keep_what_passes_the_filters() {
         ),
         ("topics=pets".to_owned(), vec!["c-red"]),
         ("author=nobody".to_owned(), vec![]),
-        (
-            format!("before={}", param("2000-01-01T00:00:00Z")),
-            vec![],
-        ),
+        (format!("before={}", param("2000-01-01T00:00:00Z")), vec![]),
         (String::new(), vec!["c-red", "c-blue", "c-vip", "c-plain"]),
     ] {
         let (status, body) = browser.get(&format!("{list}?{query}")).await;
@@ -581,10 +578,7 @@ async fn lists_and_searches_keep_what_passes_the_filters() {
         assert_eq!(body["total"], json!(4), "the figure is the user's: {query}");
     }
     let (status, body) = browser
-        .get(&format!(
-            "{list}/search?q=kite&filter={}",
-            param("n>=3")
-        ))
+        .get(&format!("{list}/search?q=kite&filter={}", param("n>=3")))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let mut found = ids(&body);
@@ -599,7 +593,10 @@ async fn lists_and_searches_keep_what_passes_the_filters() {
         (format!("filter={}", param("=red")), "filter"),
         ("after=yesterday".to_owned(), "after"),
     ] {
-        for path in [format!("{list}?{query}"), format!("{list}/search?q=kite&{query}")] {
+        for path in [
+            format!("{list}?{query}"),
+            format!("{list}/search?q=kite&{query}"),
+        ] {
             let (status, body) = browser.get(&path).await;
             assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
             assert!(
@@ -635,7 +632,10 @@ async fn a_purge_is_a_dry_run_until_forced_and_a_write_of_the_page() {
     let (status, body) = browser.post(purge, json!({"force": true})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert!(
-        body["error"].as_str().unwrap_or_default().contains("filter"),
+        body["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("filter"),
         "{body}"
     );
     let (status, body) = browser

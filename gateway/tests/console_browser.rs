@@ -909,8 +909,18 @@ async fn memory_filters_and_a_purge_in_a_browser() {
     )
     .await;
     assert_eq!(fixture.memory_ids_of("carol").await, ["c-blue", "c-plain"]);
-    until_text(&browser, "#memory-list .empty", "No memory passes these filters.").await;
-    until_text(&browser, "#search-results .empty", "Nothing in memory matches.").await;
+    until_text(
+        &browser,
+        "#memory-list .empty",
+        "No memory passes these filters.",
+    )
+    .await;
+    until_text(
+        &browser,
+        "#search-results .empty",
+        "Nothing in memory matches.",
+    )
+    .await;
     until(
         &browser,
         "the dry run's preview gone",

@@ -425,7 +425,11 @@ async fn memory_tools_filter_and_purge_with_a_dry_run_first() {
         .and_then(|t| t.iter().find(|t| t["name"] == "purge_memories"))
         .expect("a purge_memories tool");
     assert_eq!(purge["annotations"]["destructiveHint"], true, "{purge}");
-    assert_eq!(purge["inputSchema"]["required"], json!(["filters"]), "{purge}");
+    assert_eq!(
+        purge["inputSchema"]["required"],
+        json!(["filters"]),
+        "{purge}"
+    );
     let all = || async {
         let (_, listed) = rpc(&stack.url, alice, call("list_memories", json!({}))).await;
         ids(&listed, "memories")
@@ -441,7 +445,10 @@ async fn memory_tools_filter_and_purge_with_a_dry_run_first() {
     let (_, dry) = rpc(
         &stack.url,
         alice,
-        call("purge_memories", json!({"filters": {"metadata": at_least_3}})),
+        call(
+            "purge_memories",
+            json!({"filters": {"metadata": at_least_3}}),
+        ),
     )
     .await;
     assert_eq!(dry["result"]["isError"], false, "{dry}");
@@ -460,7 +467,10 @@ async fn memory_tools_filter_and_purge_with_a_dry_run_first() {
     )
     .await;
     assert_eq!(forced["result"]["isError"], false, "{forced}");
-    assert_eq!(forced["result"]["structuredContent"]["count"], 2, "{forced}");
+    assert_eq!(
+        forced["result"]["structuredContent"]["count"], 2,
+        "{forced}"
+    );
     assert_eq!(forced["result"]["structuredContent"]["deleted"], true);
     assert_eq!(all().await, [blue]);
     // Another user's memories are out of reach.

@@ -132,7 +132,9 @@ fn string_value(text: &str) -> Value {
 pub fn json_value(value: &serde_json::Value) -> Option<Value> {
     match value {
         serde_json::Value::Bool(b) => Some(Value::BoolValue(*b)),
-        serde_json::Value::Number(n) => n.as_f64().filter(|n| n.is_finite()).map(Value::NumberValue),
+        serde_json::Value::Number(n) => {
+            n.as_f64().filter(|n| n.is_finite()).map(Value::NumberValue)
+        }
         serde_json::Value::String(s) => Some(string_value(s)),
         _ => None,
     }

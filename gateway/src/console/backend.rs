@@ -115,9 +115,12 @@ impl Calls<'_> {
             };
             let page = self
                 .backend
-                .session_call(self.caller, "ListSessions", request, |mut c, r| async move {
-                    c.list_sessions(r).await
-                })
+                .session_call(
+                    self.caller,
+                    "ListSessions",
+                    request,
+                    |mut c, r| async move { c.list_sessions(r).await },
+                )
                 .await?;
             sessions.extend(page.sessions);
             if page.next_page_token.is_empty() {
@@ -217,9 +220,12 @@ impl Calls<'_> {
             ..Default::default()
         });
         self.backend
-            .memory_call(self.caller, "ListMemories", request, |mut c, r| async move {
-                c.list_memories(r).await
-            })
+            .memory_call(
+                self.caller,
+                "ListMemories",
+                request,
+                |mut c, r| async move { c.list_memories(r).await },
+            )
             .await
     }
 
@@ -227,9 +233,12 @@ impl Calls<'_> {
     pub async fn search(&self, request: SearchMemoryRequest) -> Result<Vec<MemoryEntry>> {
         let found = self
             .backend
-            .memory_call(self.caller, "SearchMemory", request, |mut c, r| async move {
-                c.search_memory(r).await
-            })
+            .memory_call(
+                self.caller,
+                "SearchMemory",
+                request,
+                |mut c, r| async move { c.search_memory(r).await },
+            )
             .await?;
         Ok(found.memories)
     }
@@ -238,9 +247,12 @@ impl Calls<'_> {
     /// purge.
     pub async fn purge(&self, request: PurgeMemoriesRequest) -> Result<PurgeMemoriesResponse> {
         self.backend
-            .memory_call(self.caller, "PurgeMemories", request, |mut c, r| async move {
-                c.purge_memories(r).await
-            })
+            .memory_call(
+                self.caller,
+                "PurgeMemories",
+                request,
+                |mut c, r| async move { c.purge_memories(r).await },
+            )
             .await
     }
 
@@ -264,9 +276,12 @@ impl Calls<'_> {
             };
             let page = self
                 .backend
-                .memory_call(self.caller, "ListMemoryRevisions", request, |mut c, r| async move {
-                    c.list_memory_revisions(r).await
-                })
+                .memory_call(
+                    self.caller,
+                    "ListMemoryRevisions",
+                    request,
+                    |mut c, r| async move { c.list_memory_revisions(r).await },
+                )
                 .await?;
             revisions.extend(page.revisions);
             if page.next_page_token.is_empty() || revisions.len() >= MAX_REVISIONS_READ {
@@ -293,9 +308,12 @@ impl Calls<'_> {
         };
         let done = self
             .backend
-            .memory_call(self.caller, "RollbackMemory", request, |mut c, r| async move {
-                c.rollback_memory(r).await
-            })
+            .memory_call(
+                self.caller,
+                "RollbackMemory",
+                request,
+                |mut c, r| async move { c.rollback_memory(r).await },
+            )
             .await?;
         Ok(done.revision)
     }
@@ -309,9 +327,12 @@ impl Calls<'_> {
         };
         let done = self
             .backend
-            .memory_call(self.caller, "DeleteMemory", request, |mut c, r| async move {
-                c.delete_memory(r).await
-            })
+            .memory_call(
+                self.caller,
+                "DeleteMemory",
+                request,
+                |mut c, r| async move { c.delete_memory(r).await },
+            )
             .await?;
         Ok(done.deleted)
     }

@@ -328,19 +328,22 @@ impl Gateway {
                 c.purge_memories(r).await
             })
             .await?;
+        let memories = match purged.count {
+            1 => "1 memory".to_owned(),
+            n => format!("{n} memories"),
+        };
         let whose = format!("of user {:?} in app {:?}", scope.user, scope.app);
         let text = if force {
             format!(
-                "Deleted {} memories {whose} (operation {}).",
-                purged.count, purged.operation_id
+                "Deleted {memories} {whose} (operation {}).",
+                purged.operation_id
             )
         } else if purged.count == 0 {
             format!("Dry run: no memories {whose} match; nothing was deleted.")
         } else {
             format!(
-                "Dry run: {} memories {whose} match; nothing was deleted. Call again with \
+                "Dry run: {memories} {whose} match; nothing was deleted. Call again with \
                  force: true to delete them. Some of them:\n{}",
-                purged.count,
                 memories_text(&purged.sample, "(none)")
             )
         };

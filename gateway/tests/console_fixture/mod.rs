@@ -270,7 +270,11 @@ impl Fixture {
                         "carol flies a golden kite",
                         serde_json::json!({"vip": true, "n": 5}),
                     ),
-                    memory("c-plain", "carol flies a plain kite", serde_json::Value::Null),
+                    memory(
+                        "c-plain",
+                        "carol flies a plain kite",
+                        serde_json::Value::Null,
+                    ),
                 ],
                 custom_metadata: String::new(),
             })
