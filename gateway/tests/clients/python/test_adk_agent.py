@@ -43,7 +43,9 @@ class ScriptedModel(BaseLlm):
         tagged = {"metadata": [[{"key": "batch", "op": "=", "value": self.batch}]]}
         if message.startswith("Remember:"):
             text = message.removeprefix("Remember:").strip()
-            call = types.FunctionCall(name="add_memory", args={"text": text, "metadata": {"batch": self.batch}})
+            call = types.FunctionCall(
+                name="add_memory", args={"text": text, "metadata": {"batch": self.batch}}
+            )
         elif message.startswith("Forget for good:"):
             call = types.FunctionCall(name="purge_memories", args={"filters": tagged, "force": True})
         elif message.startswith("Forget:"):
