@@ -430,6 +430,11 @@ async fn memory_tools_filter_and_purge_with_a_dry_run_first() {
         json!(["filters"]),
         "{purge}"
     );
+    assert_eq!(
+        purge["inputSchema"]["$defs"]["Condition"]["required"],
+        json!(["key", "op"]),
+        "a condition of \"exists\" has no value: {purge}"
+    );
     let all = || async {
         let (_, listed) = rpc(&stack.url, alice, call("list_memories", json!({}))).await;
         ids(&listed, "memories")

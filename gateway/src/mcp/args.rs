@@ -123,6 +123,7 @@ pub struct Condition {
     /// What the key's value is compared with: a string, a number, true or false, or a time as
     /// an RFC 3339 string; "<", "<=", ">" and ">=" compare numbers and times. Leave it out for
     /// "exists".
+    #[serde(default)]
     #[schemars(schema_with = "condition_value")]
     pub value: Option<serde_json::Value>,
 }
@@ -140,12 +141,16 @@ pub enum Op {
     /// Not equal (an absent key passes).
     #[serde(rename = "!=")]
     NotEqual,
+    /// Less than (numbers and times).
     #[serde(rename = "<")]
     Less,
+    /// Less than or equal (numbers and times).
     #[serde(rename = "<=")]
     LessOrEqual,
+    /// Greater than (numbers and times).
     #[serde(rename = ">")]
     Greater,
+    /// Greater than or equal (numbers and times).
     #[serde(rename = ">=")]
     GreaterOrEqual,
     /// The key is present, whatever its value.
@@ -286,8 +291,7 @@ pub struct ListMemories {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct PurgeMemories {
-    /// Which of the user's memories to delete: at least one filter (to forget everything of
-    /// a memory, use delete_memory per id).
+    /// Which of the user's memories to delete; at least one filter is required.
     pub filters: Filters,
     /// Delete the memories that match. Default false: a dry run that only counts them and
     /// shows some; call it first and check what would go.

@@ -109,7 +109,7 @@ impl Gateway {
 
     #[tool(
         description = "Delete every memory of the user that passes the filters (a request to forget, a bad import). By default a dry run: it deletes nothing and says how many memories match, with some of them. Only with force: true does it delete them, for good.",
-        annotations(destructive_hint = true, idempotent_hint = true)
+        annotations(destructive_hint = true)
     )]
     async fn purge_memories(
         &self,
