@@ -1,6 +1,8 @@
 //! The services behind the gateway: one connection to each, shared by every caller, with each
 //! call carrying its caller's token.
 
+use std::future::Future;
+
 use adk_proto::{
     memory::v1::memory_service_client::MemoryServiceClient,
     session::v1::{session_service_client::SessionServiceClient, ListAppsRequest},
@@ -9,7 +11,7 @@ use runner_client::{clients::channel, Access};
 use tonic::{
     metadata::{Ascii, MetadataValue},
     transport::Channel,
-    Request,
+    Request, Response, Status,
 };
 use tonic_health::pb::health_client::HealthClient;
 
@@ -71,15 +73,54 @@ impl Backend {
         ]
     }
 
+    /// One session-svc call as `caller`: `call` makes the `rpc` with the client and the
+    /// request (which carries the caller's token); a failure names the service and the RPC.
+    pub async fn session_call<T, R, F>(
+        &self,
+        caller: &Caller,
+        rpc: &'static str,
+        message: T,
+        call: impl FnOnce(SessionServiceClient<Channel>, Request<T>) -> F,
+    ) -> Result<R, GatewayError>
+    where
+        F: Future<Output = Result<Response<R>, Status>>,
+    {
+        let request = self.request(caller, message)?;
+        call(self.sessions(), request)
+            .await
+            .map(Response::into_inner)
+            .map_err(|s| GatewayError::service("session-svc", rpc, s))
+    }
+
+    /// One memory-svc call as `caller`, as [`Backend::session_call`].
+    pub async fn memory_call<T, R, F>(
+        &self,
+        caller: &Caller,
+        rpc: &'static str,
+        message: T,
+        call: impl FnOnce(MemoryServiceClient<Channel>, Request<T>) -> F,
+    ) -> Result<R, GatewayError>
+    where
+        F: Future<Output = Result<Response<R>, Status>>,
+    {
+        let request = self.request(caller, message)?;
+        call(self.memory(), request)
+            .await
+            .map(Response::into_inner)
+            .map_err(|s| GatewayError::service("memory-svc", rpc, s))
+    }
+
     /// The apps with sessions the caller may use: what session-svc's ListApps answers for
     /// the caller's token, within the caller's grant.
     pub async fn apps(&self, caller: &Caller) -> Result<Vec<String>, GatewayError> {
         let mut apps = self
-            .sessions()
-            .list_apps(self.request(caller, ListAppsRequest {})?)
-            .await
-            .map_err(|s| GatewayError::service("session-svc", "ListApps", s))?
-            .into_inner()
+            .session_call(
+                caller,
+                "ListApps",
+                ListAppsRequest {},
+                |mut c, r| async move { c.list_apps(r).await },
+            )
+            .await?
             .app_names;
         apps.retain(|app| caller.grant().check_app(app).is_ok());
         Ok(apps)

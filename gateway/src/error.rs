@@ -2,6 +2,8 @@
 //! failed is a tool result with `isError` (its text is what a model reads to correct itself);
 //! a resource or prompt that cannot be served is a JSON-RPC error.
 
+use std::borrow::Cow;
+
 use rmcp::{
     model::{CallToolResult, ContentBlock},
     ErrorData,
@@ -16,9 +18,13 @@ pub enum GatewayError {
         field: &'static str,
         why: &'static str,
     },
-    /// A value the gateway refuses before asking a service.
+    /// A value the gateway refuses before asking a service; `field` is the argument's path
+    /// (`filters.metadata[0][1].value`).
     #[error("{field}: {why}")]
-    Invalid { field: &'static str, why: String },
+    Invalid {
+        field: Cow<'static, str>,
+        why: String,
+    },
     /// Outside the caller's grant.
     #[error("permission denied: {0}")]
     Denied(String),

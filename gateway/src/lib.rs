@@ -7,6 +7,7 @@
 //! - [`guard`]: the Host and Origin checks and the bearer token's caller, for every route;
 //! - [`caller`]: who calls, and the one rule deciding whose data a call touches;
 //! - [`backend`]: the connections to the services, each call carrying its caller's token;
+//! - [`filters`]: the filters of memory searches, listings and purges;
 //! - [`mcp`]: the MCP server (tools, resources, prompt);
 //! - [`console`]: the web console;
 //! - [`error`]: the gateway's errors and how they reach MCP clients.
@@ -16,6 +17,7 @@ pub mod caller;
 pub mod config;
 pub mod console;
 pub mod error;
+pub mod filters;
 pub mod guard;
 pub mod http;
 pub mod mcp;

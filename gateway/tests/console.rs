@@ -531,3 +531,155 @@ async fn sessions_come_newest_first_filtered_by_user_and_id_prefix() {
         "most recently active first"
     );
 }
+
+/// `text` as a query parameter value.
+fn param(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// The ids of a list's or a search's memories (a search's sorted: ranks are not the point).
+fn ids(body: &Value) -> Vec<String> {
+    body["memories"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| m["id"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn lists_and_searches_keep_what_passes_the_filters() {
+    let fixture = Fixture::start().await;
+    fixture.carol_with_metadata().await;
+    let mut browser = Browser::new(&fixture);
+    browser.sign_in(OPS_TOKEN).await;
+    let list = "/api/apps/a/users/carol/memories";
+    for (query, expected) in [
+        (format!("filter={}", param("color=red")), vec!["c-red"]),
+        (format!("filter={}", param("n>=3")), vec!["c-red", "c-vip"]),
+        (format!("filter={}", param("n>1, n<5")), vec!["c-red"]),
+        // One group per line: alternatives.
+        (
+            format!("filter={}", param("color=blue\nvip?")),
+            vec!["c-blue", "c-vip"],
+        ),
+        (
+            format!("filter={}", param("color!=red")),
+            vec!["c-blue", "c-vip", "c-plain"],
+        ),
+        ("topics=pets".to_owned(), vec!["c-red"]),
+        ("author=nobody".to_owned(), vec![]),
+        (format!("before={}", param("2000-01-01T00:00:00Z")), vec![]),
+        (String::new(), vec!["c-red", "c-blue", "c-vip", "c-plain"]),
+    ] {
+        let (status, body) = browser.get(&format!("{list}?{query}")).await;
+        assert_eq!(status, StatusCode::OK, "{query}: {body}");
+        assert_eq!(ids(&body), expected, "{query}");
+        assert_eq!(body["total"], json!(4), "the figure is the user's: {query}");
+    }
+    let (status, body) = browser
+        .get(&format!("{list}/search?q=kite&filter={}", param("n>=3")))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut found = ids(&body);
+    found.sort();
+    assert_eq!(found, ["c-red", "c-vip"]);
+    let (_, body) = browser
+        .get(&format!("{list}/search?q=kite&topics=pets&author=user"))
+        .await;
+    assert_eq!(ids(&body), ["c-red"]);
+    for (query, field) in [
+        (format!("filter={}", param("color")), "filter"),
+        (format!("filter={}", param("=red")), "filter"),
+        ("after=yesterday".to_owned(), "after"),
+    ] {
+        for path in [
+            format!("{list}?{query}"),
+            format!("{list}/search?q=kite&{query}"),
+        ] {
+            let (status, body) = browser.get(&path).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+            assert!(
+                body["error"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with(&format!("{field}: ")),
+                "{path}: {body}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_purge_is_a_dry_run_until_forced_and_a_write_of_the_page() {
+    let fixture = Fixture::start().await;
+    fixture.carol_with_metadata().await;
+    let all = ["c-red", "c-blue", "c-vip", "c-plain"];
+    let mut browser = Browser::new(&fixture);
+    browser.sign_in(OPS_TOKEN).await;
+    let purge = "/api/apps/a/users/carol/memories/purge";
+    let rule = json!({"filter": "n>=3", "force": true});
+    // A cross-site form cannot add the page's header.
+    let response = browser
+        .request(reqwest::Method::POST, purge)
+        .json(&rule)
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    assert_eq!(fixture.memory_ids_of("carol").await, all);
+    // A purge without any filter is refused by memory-svc, naming the filter.
+    let (status, body) = browser.post(purge, json!({"force": true})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("filter"),
+        "{body}"
+    );
+    let (status, body) = browser
+        .post(purge, json!({"filter": "n>=", "force": true}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(fixture.memory_ids_of("carol").await, all);
+    // The dry run: how many, and which, and nothing deleted.
+    let (status, body) = browser.post(purge, json!({"filter": "n>=3"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["count"], json!(2), "{body}");
+    assert_eq!(body["deleted"], json!(false));
+    let sample: Vec<&str> = body["sample"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    assert_eq!(sample, ["c-red", "c-vip"]);
+    assert_eq!(fixture.memory_ids_of("carol").await, all);
+    // Forced.
+    let (status, body) = browser.post(purge, rule).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["count"], json!(2), "{body}");
+    assert_eq!(body["deleted"], json!(true));
+    assert!(
+        !body["operation_id"].as_str().unwrap_or_default().is_empty(),
+        "{body}"
+    );
+    assert_eq!(fixture.memory_ids_of("carol").await, ["c-blue", "c-plain"]);
+    assert_eq!(
+        fixture.memory_ids().await.len(),
+        4,
+        "another user's memories stay"
+    );
+    // A token of app `a` purges nothing of app `b`.
+    let mut scoped = Browser::new(&fixture);
+    scoped.sign_in(A_TOKEN).await;
+    let (status, body) = scoped
+        .post(
+            "/api/apps/b/users/bob/memories/purge",
+            json!({"author": "user"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(body["code"], "PERMISSION_DENIED", "{body}");
+}

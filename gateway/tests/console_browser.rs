@@ -808,3 +808,140 @@ async fn the_console_in_a_browser() {
 
     browser.close().await.expect("closes the browser");
 }
+
+/// The `data-id`s of the rows of `css`.
+async fn row_ids(browser: &Client, css: &str) -> Vec<String> {
+    let ids = browser
+        .execute(
+            "return [...document.querySelectorAll(arguments[0])].map(r => r.dataset.id)",
+            vec![json!(css)],
+        )
+        .await
+        .expect("script runs");
+    serde_json::from_value(ids).expect("ids")
+}
+
+async fn type_into(browser: &Client, css: &str, text: &str) {
+    let field = browser
+        .wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no {css}: {e}"));
+    field.clear().await.expect("clears");
+    field.send_keys(text).await.expect("types");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromium-driver; .ci/run runs it"]
+async fn memory_filters_and_a_purge_in_a_browser() {
+    let fixture = Fixture::start().await;
+    fixture.carol_with_metadata().await;
+    let all = ["c-red", "c-blue", "c-vip", "c-plain"];
+    let console = fixture.url();
+    let driver = Driver::start().await;
+    let profile = tempfile::TempDir::new().expect("profile dir");
+    let browser = driver.browser(profile.path()).await;
+    sign_in(&browser, &console, OPS_TOKEN).await;
+    go(&browser, &format!("{console}/#/app/a/user/carol/memory")).await;
+    until_text(&browser, "#memory-total", "4").await;
+
+    // A filtered search, then the list with the same filters.
+    type_into(&browser, "#filter-conditions", "n>=3").await;
+    type_into(&browser, "#search-q", "kite").await;
+    click(&browser, "#search button[type=submit]").await;
+    until(
+        &browser,
+        "filtered search results",
+        "return document.querySelectorAll('#results tbody tr').length === 2",
+        vec![],
+    )
+    .await;
+    let mut found = row_ids(&browser, "#results tbody tr").await;
+    found.sort();
+    assert_eq!(found, ["c-red", "c-vip"]);
+    click(&browser, "#filter-apply").await;
+    until(
+        &browser,
+        "the filtered list",
+        "return document.querySelectorAll('#memories tbody tr').length === 2",
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        row_ids(&browser, "#memories tbody tr").await,
+        ["c-red", "c-vip"]
+    );
+    assert_eq!(text_of(&browser, "#memory-total").await, "4");
+    screenshot(&browser, "memory-filtered").await;
+    no_stray_values(&browser, "filtered memory").await;
+
+    // The purge: a dry run first, which deletes nothing.
+    click(&browser, "#purge-dry-run").await;
+    until_text(
+        &browser,
+        "#purge-count",
+        "2 memories of carol match; nothing is deleted yet.",
+    )
+    .await;
+    assert_eq!(
+        row_ids(&browser, "#purge-sample tbody tr").await,
+        ["c-red", "c-vip"]
+    );
+    assert_eq!(fixture.memory_ids_of("carol").await, all);
+    screenshot(&browser, "memory-purge-dry-run").await;
+    // Cancelling the confirmation deletes nothing either.
+    click(&browser, "#purge-confirm").await;
+    confirmation(&browser, true).await;
+    assert_eq!(text_of(&browser, "#confirm-ok").await, "Purge");
+    click(&browser, "#confirm-cancel").await;
+    confirmation(&browser, false).await;
+    assert_eq!(fixture.memory_ids_of("carol").await, all, "cancel purged");
+    // Confirmed: those memories go, and the page says so.
+    click(&browser, "#purge-confirm").await;
+    confirmation(&browser, true).await;
+    click(&browser, "#confirm-ok").await;
+    until(
+        &browser,
+        "the purge's result",
+        "return document.querySelector('#memory-message .notice')?.textContent.startsWith('Purged 2 memories (operation ')",
+        vec![],
+    )
+    .await;
+    assert_eq!(fixture.memory_ids_of("carol").await, ["c-blue", "c-plain"]);
+    until_text(
+        &browser,
+        "#memory-list .empty",
+        "No memory passes these filters.",
+    )
+    .await;
+    until_text(
+        &browser,
+        "#search-results .empty",
+        "Nothing in memory matches.",
+    )
+    .await;
+    until(
+        &browser,
+        "the dry run's preview gone",
+        "return !document.querySelector('#purge-confirm')",
+        vec![],
+    )
+    .await;
+    screenshot(&browser, "memory-purged").await;
+    no_stray_values(&browser, "purged memory").await;
+
+    // A filter the syntax cannot read: the page says which field, and nothing is deleted.
+    type_into(&browser, "#filter-conditions", "color").await;
+    click(&browser, "#purge-dry-run").await;
+    until(
+        &browser,
+        "the refusal",
+        "return document.querySelector('#purge-preview .error')?.textContent.startsWith('filter: ')",
+        vec![],
+    )
+    .await;
+    assert_eq!(fixture.memory_ids_of("carol").await, ["c-blue", "c-plain"]);
+
+    browser.close().await.expect("closes the browser");
+}

@@ -292,3 +292,201 @@ async fn a_foreign_origin_is_refused() {
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
     stack.gateway.take().unwrap().stop().await.unwrap();
 }
+
+/// The ids of a tool's structured `memories` (or `sample`).
+fn ids(reply: &Value, field: &str) -> Vec<String> {
+    reply["result"]["structuredContent"][field]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| m["id"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_tools_filter_and_purge_with_a_dry_run_first() {
+    let stack = stack().await;
+    let alice = Some("alice-token-0001");
+    let mut added = Vec::new();
+    for (text, metadata) in [
+        (
+            "Alice flies a red kite",
+            json!({"color": "red", "n": 3, "topic": "toys"}),
+        ),
+        ("Alice flies a blue kite", json!({"color": "blue", "n": 1})),
+        (
+            "Alice flies a green kite",
+            json!({"n": 5, "seen": "2026-05-01T12:00:00Z"}),
+        ),
+    ] {
+        let (_, reply) = rpc(
+            &stack.url,
+            alice,
+            call("add_memory", json!({"text": text, "metadata": metadata})),
+        )
+        .await;
+        assert_eq!(reply["result"]["isError"], false, "{reply}");
+        added.push(
+            reply["result"]["structuredContent"]["id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let [red, blue, green] = [added[0].as_str(), added[1].as_str(), added[2].as_str()];
+    let at_least_3 = json!([[{"key": "n", "op": ">=", "value": 3}]]);
+
+    let (_, found) = rpc(
+        &stack.url,
+        alice,
+        call(
+            "search_memory",
+            json!({"query": "kite", "filters": {"metadata": [[{"key": "color", "op": "=", "value": "red"}]]}}),
+        ),
+    )
+    .await;
+    assert_eq!(ids(&found, "memories"), [red], "{found}");
+    for (filters, expected) in [
+        (json!({"metadata": at_least_3}), vec![red, green]),
+        (json!({"topics": ["toys"]}), vec![red]),
+        // Alternatives, a time, presence, and a string that stays a string.
+        (
+            json!({"metadata": [
+                [{"key": "seen", "op": "<", "value": "2026-06-01T00:00:00Z"}],
+                [{"key": "color", "op": "exists"}, {"key": "n", "op": "<", "value": 2}],
+            ]}),
+            vec![blue, green],
+        ),
+        (
+            json!({"metadata": [[{"key": "n", "op": "=", "value": "3"}]]}),
+            vec![],
+        ),
+        (json!({"author": "nobody"}), vec![]),
+    ] {
+        let (_, listed) = rpc(
+            &stack.url,
+            alice,
+            call("list_memories", json!({ "filters": filters })),
+        )
+        .await;
+        assert_eq!(listed["result"]["isError"], false, "{filters}: {listed}");
+        assert_eq!(ids(&listed, "memories"), expected, "{filters}");
+    }
+
+    // Bad arguments name the field.
+    for (arguments, field) in [
+        (
+            json!({"query": "kite", "filters": {"metadata": [[{"key": "n", "op": "<"}]]}}),
+            "filters.metadata[0][0].value",
+        ),
+        (
+            json!({"query": "kite", "filters": {"metadata": [[{"key": "n", "op": "exists", "value": 1}]]}}),
+            "filters.metadata[0][0].value",
+        ),
+        (
+            json!({"query": "kite", "filters": {"metadata": [[{"key": "n", "op": "~", "value": 1}]]}}),
+            "filters.metadata[0][0].op",
+        ),
+        (
+            json!({"query": "kite", "filters": {"metadata": [[], [{"key": "", "op": "exists"}]]}}),
+            "filters.metadata[1][0].key",
+        ),
+        (
+            json!({"query": "kite", "filters": {"metadata": [[{"key": "n", "op": "=", "value": [1]}]]}}),
+            "filters.metadata[0][0].value",
+        ),
+        (
+            json!({"query": "kite", "filters": {"colour": "red"}}),
+            "filters.colour",
+        ),
+        (
+            json!({"query": "kite", "filters": {"after": "last week"}}),
+            "filters.after",
+        ),
+    ] {
+        let (_, refused) = rpc(&stack.url, alice, call("search_memory", arguments.clone())).await;
+        assert_eq!(refused["result"]["isError"], true, "{arguments}: {refused}");
+        assert!(
+            text(&refused).contains(&format!("{field}: ")),
+            "{arguments}: {}",
+            text(&refused)
+        );
+    }
+
+    // The purge tool is destructive, and a dry run unless forced.
+    let (_, tools) = rpc(
+        &stack.url,
+        alice,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await;
+    let purge = tools["result"]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "purge_memories"))
+        .expect("a purge_memories tool");
+    assert_eq!(purge["annotations"]["destructiveHint"], true, "{purge}");
+    assert_eq!(
+        purge["inputSchema"]["required"],
+        json!(["filters"]),
+        "{purge}"
+    );
+    assert_eq!(
+        purge["inputSchema"]["$defs"]["Condition"]["required"],
+        json!(["key", "op"]),
+        "a condition of \"exists\" has no value: {purge}"
+    );
+    let all = || async {
+        let (_, listed) = rpc(&stack.url, alice, call("list_memories", json!({}))).await;
+        ids(&listed, "memories")
+    };
+    let (_, everything) = rpc(
+        &stack.url,
+        alice,
+        call("purge_memories", json!({"filters": {}})),
+    )
+    .await;
+    assert_eq!(everything["result"]["isError"], true, "{everything}");
+    assert!(text(&everything).contains("filter"), "{everything}");
+    let (_, dry) = rpc(
+        &stack.url,
+        alice,
+        call(
+            "purge_memories",
+            json!({"filters": {"metadata": at_least_3}}),
+        ),
+    )
+    .await;
+    assert_eq!(dry["result"]["isError"], false, "{dry}");
+    assert_eq!(dry["result"]["structuredContent"]["count"], 2, "{dry}");
+    assert_eq!(dry["result"]["structuredContent"]["deleted"], false);
+    assert_eq!(ids(&dry, "sample"), [red, green]);
+    assert!(text(&dry).contains("nothing was deleted"), "{dry}");
+    assert_eq!(all().await, added, "a dry run deletes nothing");
+    let (_, forced) = rpc(
+        &stack.url,
+        alice,
+        call(
+            "purge_memories",
+            json!({"filters": {"metadata": at_least_3}, "force": true}),
+        ),
+    )
+    .await;
+    assert_eq!(forced["result"]["isError"], false, "{forced}");
+    assert_eq!(
+        forced["result"]["structuredContent"]["count"], 2,
+        "{forced}"
+    );
+    assert_eq!(forced["result"]["structuredContent"]["deleted"], true);
+    assert_eq!(all().await, [blue]);
+    // Another user's memories are out of reach.
+    let (_, refused) = rpc(
+        &stack.url,
+        alice,
+        call(
+            "purge_memories",
+            json!({"filters": {"author": "user"}, "user_id": "bob", "force": true}),
+        ),
+    )
+    .await;
+    assert!(text(&refused).contains("permission denied"), "{refused}");
+}

@@ -32,6 +32,7 @@
 //! - [`clients`]: session-svc and memory-svc calls, with errors that name the service.
 //! - `append_stream`: the turn's one `AppendEvents` stream.
 //! - [`json`]: protobuf messages as JSON, for output and for the model.
+//! - [`filter`]: the text syntax of memory filters, and condition values given as JSON.
 //! - [`error`]: [`RunnerError`], the crate's one error type.
 
 pub mod agent;
@@ -40,6 +41,7 @@ mod append_stream;
 pub mod clients;
 pub mod error;
 pub mod event;
+pub mod filter;
 pub mod invocation;
 pub mod json;
 pub mod memory_tools;

@@ -2,10 +2,10 @@
 //! health. Handlers only translate between HTTP and [`super::backend`]; entities are rendered
 //! by [`runner_client::json`].
 
-use std::{collections::BTreeMap, str::FromStr, sync::Arc};
+use std::{collections::BTreeMap, sync::Arc};
 
 use adk_proto::{
-    memory::v1::{delete_memory_request::Target, SearchMemoryRequest},
+    memory::v1::{delete_memory_request::Target, PurgeMemoriesRequest, SearchMemoryRequest},
     session::v1::Session,
 };
 use axum::{
@@ -13,11 +13,12 @@ use axum::{
     http::HeaderMap,
     Json,
 };
-use prost_types::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use runner_client::json;
+
+use crate::filters::MemoryFilters;
 
 use super::{
     backend::{self, EVENTS_PAGE},
@@ -226,22 +227,54 @@ pub async fn events(
     ))
 }
 
+/// The memory page's filters, as the page sends them (query parameters of a search or a
+/// listing, fields of a purge); empty fields keep everything.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct FilterForm {
+    /// Metadata conditions in the CLI's `--filter` syntax, one group per line: a memory passes
+    /// when every condition of one line holds.
+    filter: String,
+    /// Topics, separated by commas.
+    topics: String,
+    author: String,
+    /// RFC 3339.
+    after: String,
+    /// RFC 3339.
+    before: String,
+}
+
+impl FilterForm {
+    fn filters(&self) -> Result<MemoryFilters, ConsoleError> {
+        Ok(MemoryFilters::from_text(
+            &self.filter,
+            &self.topics,
+            &self.author,
+            &self.after,
+            &self.before,
+        )?)
+    }
+}
+
 #[derive(Deserialize)]
 pub struct MemoriesQuery {
     #[serde(default)]
     page_token: String,
 }
 
-/// `GET .../memories?page_token=`: one page of the user's memories, in ingestion order.
+/// `GET .../memories?page_token=&filter=&topics=&author=&after=&before=`: one page of the
+/// user's memories that pass the filters, in ingestion order; the first page also counts all
+/// of the user's memories.
 pub async fn memories(
     caller: Caller,
     Path((app, user)): Path<(String, String)>,
     Query(q): Query<MemoriesQuery>,
+    Query(form): Query<FilterForm>,
 ) -> ApiResult {
     let first = q.page_token.is_empty();
     let page = caller
         .calls()
-        .memories(&app, &user, MEMORIES_PAGE, q.page_token)
+        .memories(&app, &user, form.filters()?, MEMORIES_PAGE, q.page_token)
         .await?;
     // The user's figure, counted along with the first page.
     let total = if first {
@@ -261,7 +294,10 @@ async fn count_memories(caller: &Caller, app: &str, user: &str) -> Result<Value,
     let mut counted = 0;
     let mut token = String::new();
     loop {
-        let page = caller.calls().memories(app, user, 100, token).await?;
+        let page = caller
+            .calls()
+            .memories(app, user, MemoryFilters::default(), 100, token)
+            .await?;
         counted += page.memories.len();
         if page.next_page_token.is_empty() {
             return Ok(json!(counted));
@@ -276,45 +312,24 @@ async fn count_memories(caller: &Caller, app: &str, user: &str) -> Result<Value,
 #[derive(Deserialize)]
 pub struct SearchQuery {
     q: String,
-    #[serde(default)]
-    author: String,
-    /// RFC 3339.
-    #[serde(default)]
-    after: String,
-    /// RFC 3339.
-    #[serde(default)]
-    before: String,
     limit: Option<i32>,
 }
 
-fn timestamp(field: &'static str, text: &str) -> Result<Option<Timestamp>, ConsoleError> {
-    if text.is_empty() {
-        return Ok(None);
-    }
-    Timestamp::from_str(text)
-        .map(Some)
-        .map_err(|e| ConsoleError::BadRequest {
-            field,
-            reason: format!("{text:?} is not an RFC 3339 time: {e}"),
-        })
-}
-
-/// `GET .../memories/search?q=&author=&after=&before=&limit=`: ranked results, best first.
+/// `GET .../memories/search?q=&limit=&filter=&topics=&author=&after=&before=`: ranked results
+/// among the memories that pass the filters, best first.
 pub async fn search(
     caller: Caller,
     Path((app, user)): Path<(String, String)>,
     Query(q): Query<SearchQuery>,
+    Query(form): Query<FilterForm>,
 ) -> ApiResult {
-    let request = SearchMemoryRequest {
+    let request = form.filters()?.search(SearchMemoryRequest {
         app_name: app,
         user_id: user,
         query: q.q,
         limit: q.limit.unwrap_or(20),
-        after_timestamp: timestamp("after", &q.after)?,
-        before_timestamp: timestamp("before", &q.before)?,
-        author: q.author,
         ..Default::default()
-    };
+    });
     let found = caller.calls().search(request).await?;
     // Scores ride along even when 0, unlike in json::memory_entry.
     let rows: Vec<Value> = found
@@ -328,6 +343,41 @@ pub async fn search(
         })
         .collect();
     Ok(Json(json!({ "memories": rows })))
+}
+
+#[derive(Deserialize)]
+pub struct PurgeForm {
+    #[serde(flatten)]
+    filters: FilterForm,
+    /// Delete; without it, a dry run.
+    #[serde(default)]
+    force: bool,
+}
+
+/// `POST .../memories/purge {"filter", "topics", "author", "after", "before", "force"}`: the
+/// user's memories that pass the filters: a dry run (how many, and a sample) unless `force`,
+/// which deletes them. The page runs the dry run first and asks for confirmation before the
+/// forced one; both must come from the page (see [`check_write`]).
+pub async fn purge(
+    caller: Caller,
+    headers: HeaderMap,
+    Path((app, user)): Path<(String, String)>,
+    Json(form): Json<PurgeForm>,
+) -> ApiResult {
+    check_write(&headers)?;
+    let request = form.filters.filters()?.purge(PurgeMemoriesRequest {
+        app_name: app,
+        user_id: user,
+        force: form.force,
+        ..Default::default()
+    });
+    let purged = caller.calls().purge(request).await?;
+    Ok(Json(json!({
+        "count": purged.count,
+        "deleted": form.force,
+        "operation_id": purged.operation_id,
+        "sample": purged.sample.iter().map(json::memory_entry).collect::<Vec<_>>(),
+    })))
 }
 
 #[derive(Deserialize)]

@@ -6,7 +6,7 @@ use adk_proto::{
     memory::v1::{
         delete_memory_request::Target, DeleteMemoryRequest, ListMemoriesRequest,
         ListMemoriesResponse, ListMemoryRevisionsRequest, MemoryEntry, MemoryRevision,
-        RollbackMemoryRequest, SearchMemoryRequest,
+        PurgeMemoriesRequest, PurgeMemoriesResponse, RollbackMemoryRequest, SearchMemoryRequest,
     },
     session::v1::{
         Event, GetSessionRequest, ListEventsRequest, ListSessionsRequest, Session, SessionOrder,
@@ -17,7 +17,7 @@ use tokio_stream::{Stream, StreamExt};
 use tonic::Code;
 use tonic_health::pb::{health_check_response::ServingStatus, HealthCheckRequest};
 
-use crate::{backend::Backend, caller::Caller, error::GatewayError};
+use crate::{backend::Backend, caller::Caller, error::GatewayError, filters::MemoryFilters};
 
 /// Events per ListEvents page (the service's maximum).
 pub const EVENTS_PAGE: u32 = 100;
@@ -115,11 +115,13 @@ impl Calls<'_> {
             };
             let page = self
                 .backend
-                .sessions()
-                .list_sessions(self.backend.request(self.caller, request)?)
-                .await
-                .map_err(|s| GatewayError::service("session-svc", "ListSessions", s))?
-                .into_inner();
+                .session_call(
+                    self.caller,
+                    "ListSessions",
+                    request,
+                    |mut c, r| async move { c.list_sessions(r).await },
+                )
+                .await?;
             sessions.extend(page.sessions);
             if page.next_page_token.is_empty() {
                 return Ok((sessions, false));
@@ -200,38 +202,58 @@ impl Calls<'_> {
             .map(|item| item.map_err(|s| GatewayError::service("session-svc", "WatchEvents", s))))
     }
 
-    /// One page of the user's memories, in ingestion order, after `page_token`.
+    /// One page of the user's memories that pass `filters`, in ingestion order, after
+    /// `page_token`.
     pub async fn memories(
         &self,
         app: &str,
         user: &str,
+        filters: MemoryFilters,
         page_size: i32,
         page_token: String,
     ) -> Result<ListMemoriesResponse> {
-        let request = ListMemoriesRequest {
+        let request = filters.list(ListMemoriesRequest {
             app_name: app.to_owned(),
             user_id: user.to_owned(),
             page_size,
             page_token,
-            kind: 0,
             ..Default::default()
-        };
+        });
         self.backend
-            .memory()
-            .list_memories(self.backend.request(self.caller, request)?)
+            .memory_call(
+                self.caller,
+                "ListMemories",
+                request,
+                |mut c, r| async move { c.list_memories(r).await },
+            )
             .await
-            .map(tonic::Response::into_inner)
-            .map_err(|s| GatewayError::service("memory-svc", "ListMemories", s))
     }
 
     /// Ranked results of `request`, best first.
     pub async fn search(&self, request: SearchMemoryRequest) -> Result<Vec<MemoryEntry>> {
+        let found = self
+            .backend
+            .memory_call(
+                self.caller,
+                "SearchMemory",
+                request,
+                |mut c, r| async move { c.search_memory(r).await },
+            )
+            .await?;
+        Ok(found.memories)
+    }
+
+    /// A dry run of `request` (how many memories match, and a sample), or with `force` the
+    /// purge.
+    pub async fn purge(&self, request: PurgeMemoriesRequest) -> Result<PurgeMemoriesResponse> {
         self.backend
-            .memory()
-            .search_memory(self.backend.request(self.caller, request)?)
+            .memory_call(
+                self.caller,
+                "PurgeMemories",
+                request,
+                |mut c, r| async move { c.purge_memories(r).await },
+            )
             .await
-            .map(|found| found.into_inner().memories)
-            .map_err(|s| GatewayError::service("memory-svc", "SearchMemory", s))
     }
 
     /// The revisions of the user's memory `memory_id`, oldest first, up to
@@ -254,11 +276,13 @@ impl Calls<'_> {
             };
             let page = self
                 .backend
-                .memory()
-                .list_memory_revisions(self.backend.request(self.caller, request)?)
-                .await
-                .map_err(|s| GatewayError::service("memory-svc", "ListMemoryRevisions", s))?
-                .into_inner();
+                .memory_call(
+                    self.caller,
+                    "ListMemoryRevisions",
+                    request,
+                    |mut c, r| async move { c.list_memory_revisions(r).await },
+                )
+                .await?;
             revisions.extend(page.revisions);
             if page.next_page_token.is_empty() || revisions.len() >= MAX_REVISIONS_READ {
                 return Ok(revisions);
@@ -282,12 +306,16 @@ impl Calls<'_> {
             memory_id,
             revision_id,
         };
-        self.backend
-            .memory()
-            .rollback_memory(self.backend.request(self.caller, request)?)
-            .await
-            .map(|done| done.into_inner().revision)
-            .map_err(|s| GatewayError::service("memory-svc", "RollbackMemory", s))
+        let done = self
+            .backend
+            .memory_call(
+                self.caller,
+                "RollbackMemory",
+                request,
+                |mut c, r| async move { c.rollback_memory(r).await },
+            )
+            .await?;
+        Ok(done.revision)
     }
 
     /// Deletes the user's memories `target` names; how many there were.
@@ -297,12 +325,16 @@ impl Calls<'_> {
             user_id: user.to_owned(),
             target: Some(target),
         };
-        self.backend
-            .memory()
-            .delete_memory(self.backend.request(self.caller, request)?)
-            .await
-            .map(|deleted| deleted.into_inner().deleted)
-            .map_err(|s| GatewayError::service("memory-svc", "DeleteMemory", s))
+        let done = self
+            .backend
+            .memory_call(
+                self.caller,
+                "DeleteMemory",
+                request,
+                |mut c, r| async move { c.delete_memory(r).await },
+            )
+            .await?;
+        Ok(done.deleted)
     }
 }
 

@@ -3,10 +3,17 @@
 
 use std::borrow::Cow;
 
-use schemars::{JsonSchema, Schema, SchemaGenerator};
+use adk_proto::memory::v1::{
+    MemoryFilter, MemoryKind, MetadataCondition, MetadataConditions, MetadataOperator,
+};
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{de::DeserializeOwned, Deserialize, Deserializer};
 
-use crate::error::GatewayError;
+use crate::{
+    caller::{Caller, Scope},
+    error::GatewayError,
+    filters::{self, MemoryFilters},
+};
 
 /// Longest text a tool accepts (a memory, a turn, a query): a larger argument is refused
 /// before anything is written.
@@ -57,6 +64,13 @@ pub struct ScopeArgs {
     pub user_id: Option<String>,
 }
 
+impl ScopeArgs {
+    /// The (app, user) the call is about, as the caller may name it ([`Caller::scope`]).
+    pub fn of(&self, caller: &Caller) -> Result<Scope, GatewayError> {
+        caller.scope(self.app_name.as_deref(), self.user_id.as_deref())
+    }
+}
+
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
@@ -77,7 +91,9 @@ pub enum Kind {
     Generated,
 }
 
+/// Which memories a search, a listing or a purge keeps; every field left out keeps all.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Filters {
     /// Only memories by this author (e.g. "user").
     pub author: Option<String>,
@@ -87,6 +103,153 @@ pub struct Filters {
     pub before: Option<String>,
     /// Only raw or only generated memories (default: both).
     pub kind: Option<Kind>,
+    /// Only memories of one of these topics (the "topic" key of their metadata).
+    pub topics: Option<Vec<String>>,
+    /// Conditions on the memories' metadata keys: a list of groups, each a list of conditions
+    /// that must all hold; a memory passes when one group holds. One group is the usual case:
+    /// [[{"key": "source", "op": "=", "value": "import"}, {"key": "priority", "op": ">=",
+    /// "value": 2}]].
+    pub metadata: Option<Vec<Vec<Condition>>>,
+}
+
+/// One condition on a metadata key.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    /// The metadata key (top level of the memory's metadata object).
+    pub key: String,
+    /// How the key's value compares with `value`.
+    pub op: Op,
+    /// What the key's value is compared with: a string, a number, true or false, or a time as
+    /// an RFC 3339 string; "<", "<=", ">" and ">=" compare numbers and times. Leave it out for
+    /// "exists".
+    #[serde(default)]
+    #[schemars(schema_with = "condition_value")]
+    pub value: Option<serde_json::Value>,
+}
+
+/// The schema of a condition's value: a JSON string, number or boolean.
+fn condition_value(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": ["string", "number", "boolean"]})
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+pub enum Op {
+    /// Equal.
+    #[serde(rename = "=")]
+    Equal,
+    /// Not equal (an absent key passes).
+    #[serde(rename = "!=")]
+    NotEqual,
+    /// Less than (numbers and times).
+    #[serde(rename = "<")]
+    Less,
+    /// Less than or equal (numbers and times).
+    #[serde(rename = "<=")]
+    LessOrEqual,
+    /// Greater than (numbers and times).
+    #[serde(rename = ">")]
+    Greater,
+    /// Greater than or equal (numbers and times).
+    #[serde(rename = ">=")]
+    GreaterOrEqual,
+    /// The key is present, whatever its value.
+    #[serde(rename = "exists")]
+    Exists,
+}
+
+impl Op {
+    fn operator(self) -> MetadataOperator {
+        match self {
+            Op::Equal => MetadataOperator::Equal,
+            Op::NotEqual => MetadataOperator::NotEqual,
+            Op::Less => MetadataOperator::Less,
+            Op::LessOrEqual => MetadataOperator::LessOrEqual,
+            Op::Greater => MetadataOperator::Greater,
+            Op::GreaterOrEqual => MetadataOperator::GreaterOrEqual,
+            Op::Exists => MetadataOperator::Exists,
+        }
+    }
+}
+
+impl Filters {
+    /// The filters of `filters` (absent: keep everything), checked; errors name the argument
+    /// (`filters.metadata[0][1].value`).
+    pub fn checked(filters: Option<&Filters>) -> Result<MemoryFilters, GatewayError> {
+        let Some(f) = filters else {
+            return Ok(MemoryFilters::default());
+        };
+        let any_of = f
+            .metadata
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(g, group)| {
+                let all_of = group
+                    .iter()
+                    .enumerate()
+                    .map(|(c, condition)| condition.checked(g, c))
+                    .collect::<Result<_, _>>()?;
+                Ok(MetadataConditions { all_of })
+            })
+            .collect::<Result<Vec<_>, GatewayError>>()?;
+        let filter = MemoryFilter {
+            any_of,
+            topics: f.topics.clone().unwrap_or_default(),
+        };
+        Ok(MemoryFilters {
+            filter: Some(filter).filter(|f| *f != MemoryFilter::default()),
+            kind: kind(f.kind),
+            author: f.author.clone().unwrap_or_default(),
+            after: filters::time("filters.after", f.after.as_deref())?,
+            before: filters::time("filters.before", f.before.as_deref())?,
+        })
+    }
+}
+
+impl Condition {
+    /// Condition `c` of group `g` as the service takes it.
+    fn checked(&self, g: usize, c: usize) -> Result<MetadataCondition, GatewayError> {
+        let invalid = |part: &str, why: String| GatewayError::Invalid {
+            field: format!("filters.metadata[{g}][{c}].{part}").into(),
+            why,
+        };
+        if self.key.is_empty() {
+            return Err(invalid("key", "must not be empty".into()));
+        }
+        let value = match (self.op, &self.value) {
+            (Op::Exists, None) => None,
+            (Op::Exists, Some(_)) => {
+                return Err(invalid("value", "must be left out with \"exists\"".into()))
+            }
+            (_, None) => {
+                return Err(invalid(
+                    "value",
+                    "is required unless op is \"exists\"".into(),
+                ))
+            }
+            (_, Some(v)) => Some(runner_client::filter::json_value(v).ok_or_else(|| {
+                invalid(
+                    "value",
+                    format!("{v} is not a string, a finite number, true or false"),
+                )
+            })?),
+        };
+        Ok(MetadataCondition {
+            key: self.key.clone(),
+            operator: self.op.operator().into(),
+            value,
+        })
+    }
+}
+
+/// The kind of memories a call names (`None`: both).
+pub fn kind(kind: Option<Kind>) -> MemoryKind {
+    match kind {
+        None => MemoryKind::Unspecified,
+        Some(Kind::Raw) => MemoryKind::Raw,
+        Some(Kind::Generated) => MemoryKind::Generated,
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -119,10 +282,20 @@ pub struct AddMemory {
 pub struct ListMemories {
     /// Memories per page: 1 to 100 (default 20).
     pub page_size: Option<u32>,
-    /// The `next_page_token` of the previous page, to read on.
+    /// The `next_page_token` of the previous page, to read on (with the same filters).
     pub page_token: Option<String>,
-    /// Only raw or only generated memories (default: both).
-    pub kind: Option<Kind>,
+    pub filters: Option<Filters>,
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct PurgeMemories {
+    /// Which of the user's memories to delete; at least one filter is required.
+    pub filters: Filters,
+    /// Delete the memories that match. Default false: a dry run that only counts them and
+    /// shows some; call it first and check what would go.
+    pub force: Option<bool>,
     #[serde(flatten)]
     pub scope: ScopeArgs,
 }
@@ -204,13 +377,13 @@ pub struct MemoryContext {
 pub fn text<'a>(field: &'static str, text: &'a str) -> Result<&'a str, GatewayError> {
     if text.trim().is_empty() {
         return Err(GatewayError::Invalid {
-            field,
+            field: field.into(),
             why: "must not be empty".into(),
         });
     }
     if text.len() > MAX_TEXT_BYTES {
         return Err(GatewayError::Invalid {
-            field,
+            field: field.into(),
             why: format!(
                 "is {} bytes; at most {MAX_TEXT_BYTES} are accepted",
                 text.len()
@@ -226,23 +399,8 @@ pub fn count(field: &'static str, value: Option<u32>) -> Result<i32, GatewayErro
         None => Ok(0),
         Some(n @ 1..=100) => Ok(n as i32),
         Some(n) => Err(GatewayError::Invalid {
-            field,
+            field: field.into(),
             why: format!("{n} is outside 1 to 100"),
         }),
     }
-}
-
-/// An RFC 3339 time.
-pub fn time(
-    field: &'static str,
-    value: Option<&str>,
-) -> Result<Option<prost_types::Timestamp>, GatewayError> {
-    value
-        .map(|v| {
-            v.parse().map_err(|_| GatewayError::Invalid {
-                field,
-                why: format!("{v:?} is not an RFC 3339 time such as 2026-01-31T00:00:00Z"),
-            })
-        })
-        .transpose()
 }

@@ -126,11 +126,10 @@ impl Gateway {
             };
             let sessions = self
                 .backend
-                .sessions()
-                .list_sessions(self.backend.request(caller, request)?)
-                .await
-                .map_err(|s| GatewayError::service("session-svc", "ListSessions", s))?
-                .into_inner()
+                .session_call(caller, "ListSessions", request, |mut c, r| async move {
+                    c.list_sessions(r).await
+                })
+                .await?
                 .sessions;
             for s in sessions {
                 let tail = format!("sessions/{}", percent_encode(&s.id));
@@ -149,7 +148,7 @@ impl Gateway {
         resource: &str,
     ) -> Result<ReadResourceResult, GatewayError> {
         let target = parse(resource).ok_or_else(|| GatewayError::Invalid {
-            field: "uri",
+            field: "uri".into(),
             why: format!(
                 "{resource:?} is not adk://apps/APP/users/USER/sessions/SESSION or \
                  adk://apps/APP/users/USER/memory"
@@ -173,11 +172,10 @@ impl Gateway {
                 };
                 let memories = self
                     .backend
-                    .memory()
-                    .list_memories(self.backend.request(caller, request)?)
-                    .await
-                    .map_err(|s| GatewayError::service("memory-svc", "ListMemories", s))?
-                    .into_inner()
+                    .memory_call(caller, "ListMemories", request, |mut c, r| async move {
+                        c.list_memories(r).await
+                    })
+                    .await?
                     .memories;
                 tools::memories_text(&memories, "No memories.")
             }

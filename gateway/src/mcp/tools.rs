@@ -1,12 +1,14 @@
-//! The tools: each one resolves whose data it touches ([`Caller::scope`]), makes one or two
-//! calls to the services, and answers with text a model reads well plus the same result as
-//! structured content.
+//! The tools: each handler names its call's arguments and hands them to a method that resolves
+//! whose data it touches ([`args::ScopeArgs::of`]), makes one or two calls to the services
+//! ([`Backend::memory_call`](crate::backend::Backend::memory_call)), and answers with text a
+//! model reads well plus the same result as structured content ([`answer`]).
 
 use adk_proto::{
     memory::v1::{
         delete_memory_request::Target, generate_memories_request::Source, AddMemoryRequest,
         DeleteMemoryRequest, EventList, GenerateMemoriesRequest, GenerateOptions,
-        ListMemoriesRequest, MemoryEntry, MemoryKind, SearchMemoryRequest, SearchMode, SessionRef,
+        ListMemoriesRequest, MemoryEntry, PurgeMemoriesRequest, SearchMemoryRequest, SearchMode,
+        SessionRef,
     },
     session::v1::{
         AppendEventRequest, Content, CreateSessionRequest, Event, GetSessionRequest,
@@ -23,7 +25,7 @@ use runner_client::{event::content_text, event::text_part, json};
 use serde_json::{json, Value};
 
 use super::{
-    args::{self, Kind, Mode, Named},
+    args::{self, Filters, Mode, Named},
     Gateway,
 };
 use crate::{caller::Caller, error::GatewayError};
@@ -33,9 +35,12 @@ pub const GENERATE_MEMORIES: &str = "generate_memories";
 
 type ToolResult = Result<CallToolResult, ErrorData>;
 
+/// What a tool call did: text for the model, the same as structured content for programs.
+type Answer = Result<(String, Value), GatewayError>;
+
 /// A finished tool call: `text` for the model, `structured` for programs; a failure is a tool
 /// result with `isError`, so the model reads why.
-fn answer(result: Result<(String, Value), GatewayError>) -> ToolResult {
+fn answer(result: Answer) -> ToolResult {
     Ok(match result {
         Ok((text, structured)) => {
             let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
@@ -49,7 +54,7 @@ fn answer(result: Result<(String, Value), GatewayError>) -> ToolResult {
 #[tool_router(vis = "pub(super)")]
 impl Gateway {
     #[tool(
-        description = "Search the user's long-term memory for what is relevant to a query. Returns the best matches first, each with its id, text, author and time.",
+        description = "Search the user's long-term memory for what is relevant to a query, among the memories that pass the filters. Returns the best matches first, each with its id, text, author, time and metadata.",
         annotations(read_only_hint = true)
     )]
     async fn search_memory(
@@ -75,12 +80,11 @@ impl Gateway {
         Parameters(Named(a)): Parameters<Named<args::AddMemory>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
-        let caller = self.caller(&ctx)?;
-        answer(self.add_memory_call(&caller, a).await)
+        answer(self.add_memory_call(&self.caller(&ctx)?, a).await)
     }
 
     #[tool(
-        description = "List the user's memories, oldest first, a page at a time.",
+        description = "List the user's memories that pass the filters, oldest first, a page at a time.",
         annotations(read_only_hint = true)
     )]
     async fn list_memories(
@@ -88,41 +92,7 @@ impl Gateway {
         Parameters(Named(a)): Parameters<Named<args::ListMemories>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
-        let caller = self.caller(&ctx)?;
-        answer(
-            async {
-                let scope =
-                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
-                let request = ListMemoriesRequest {
-                    app_name: scope.app,
-                    user_id: scope.user,
-                    page_size: args::count("page_size", a.page_size)?,
-                    page_token: a.page_token.unwrap_or_default(),
-                    kind: kind(a.kind) as i32,
-                    ..Default::default()
-                };
-                let page = self
-                    .backend
-                    .memory()
-                    .list_memories(self.backend.request(&caller, request)?)
-                    .await
-                    .map_err(|s| GatewayError::service("memory-svc", "ListMemories", s))?
-                    .into_inner();
-                let mut text = memories_text(&page.memories, "No memories.");
-                if !page.next_page_token.is_empty() {
-                    text.push_str(&format!(
-                        "\nMore: call again with page_token {:?}.",
-                        page.next_page_token
-                    ));
-                }
-                let structured = json!({
-                    "memories": page.memories.iter().map(json::memory_entry).collect::<Vec<_>>(),
-                    "next_page_token": page.next_page_token,
-                });
-                Ok((text, structured))
-            }
-            .await,
-        )
+        answer(self.list_memories_call(&self.caller(&ctx)?, a).await)
     }
 
     #[tool(
@@ -134,34 +104,19 @@ impl Gateway {
         Parameters(Named(a)): Parameters<Named<args::DeleteMemory>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
-        let caller = self.caller(&ctx)?;
-        answer(
-            async {
-                let scope =
-                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
-                let request = DeleteMemoryRequest {
-                    app_name: scope.app,
-                    user_id: scope.user,
-                    target: Some(Target::MemoryId(
-                        args::text("memory_id", &a.memory_id)?.to_owned(),
-                    )),
-                };
-                let deleted = self
-                    .backend
-                    .memory()
-                    .delete_memory(self.backend.request(&caller, request)?)
-                    .await
-                    .map_err(|s| GatewayError::service("memory-svc", "DeleteMemory", s))?
-                    .into_inner()
-                    .deleted;
-                let text = match deleted {
-                    0 => format!("No memory has id {:?}; nothing was deleted.", a.memory_id),
-                    _ => format!("Deleted memory {:?}.", a.memory_id),
-                };
-                Ok((text, json!({"deleted": deleted})))
-            }
-            .await,
-        )
+        answer(self.delete_memory_call(&self.caller(&ctx)?, a).await)
+    }
+
+    #[tool(
+        description = "Delete every memory of the user that passes the filters (a request to forget, a bad import). By default a dry run: it deletes nothing and says how many memories match, with some of them. Only with force: true does it delete them, for good.",
+        annotations(destructive_hint = true)
+    )]
+    async fn purge_memories(
+        &self,
+        Parameters(Named(a)): Parameters<Named<args::PurgeMemories>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> ToolResult {
+        answer(self.purge_call(&self.caller(&ctx)?, a).await)
     }
 
     #[tool(
@@ -172,8 +127,7 @@ impl Gateway {
         Parameters(Named(a)): Parameters<Named<args::GenerateMemories>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
-        let caller = self.caller(&ctx)?;
-        answer(self.generate_call(&caller, a).await)
+        answer(self.generate_call(&self.caller(&ctx)?, a).await)
     }
 
     #[tool(
@@ -185,55 +139,7 @@ impl Gateway {
         Parameters(Named(a)): Parameters<Named<args::ListSessions>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
-        let caller = self.caller(&ctx)?;
-        answer(
-            async {
-                let scope =
-                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
-                let request = ListSessionsRequest {
-                    app_name: scope.app,
-                    user_id: Some(scope.user),
-                    page_size: args::count("page_size", a.page_size)?,
-                    page_token: a.page_token.unwrap_or_default(),
-                    ..Default::default()
-                };
-                let page = self
-                    .backend
-                    .sessions()
-                    .list_sessions(self.backend.request(&caller, request)?)
-                    .await
-                    .map_err(|s| GatewayError::service("session-svc", "ListSessions", s))?
-                    .into_inner();
-                let mut text = if page.sessions.is_empty() {
-                    "No sessions.".to_owned()
-                } else {
-                    page.sessions
-                        .iter()
-                        .map(|s| {
-                            format!(
-                                "- {} ({} events, updated {})",
-                                s.id,
-                                s.last_sequence,
-                                time_text(s.last_update_time.as_ref())
-                            )
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                };
-                if !page.next_page_token.is_empty() {
-                    text.push_str(&format!(
-                        "\nMore: call again with page_token {:?}.",
-                        page.next_page_token
-                    ));
-                }
-                let structured = json!({
-                    "sessions": page.sessions.iter().map(json::session).collect::<Vec<_>>(),
-                    "next_page_token": page.next_page_token,
-                });
-                Ok((text, structured))
-            }
-            .await,
-        )
+        answer(self.list_sessions_call(&self.caller(&ctx)?, a).await)
     }
 
     #[tool(
@@ -245,19 +151,7 @@ impl Gateway {
         Parameters(Named(a)): Parameters<Named<args::GetSession>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
-        let caller = self.caller(&ctx)?;
-        answer(
-            async {
-                let scope =
-                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
-                let recent = a.num_recent_events.unwrap_or(20);
-                let session = self
-                    .read_session(&caller, &scope.app, &scope.user, &a.session_id, recent)
-                    .await?;
-                Ok((session_text(&session), json::session(&session)))
-            }
-            .await,
-        )
+        answer(self.get_session_call(&self.caller(&ctx)?, a).await)
     }
 
     #[tool(
@@ -268,35 +162,7 @@ impl Gateway {
         Parameters(Named(a)): Parameters<Named<args::CreateSession>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
-        let caller = self.caller(&ctx)?;
-        answer(
-            async {
-                let scope =
-                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
-                let request = CreateSessionRequest {
-                    app_name: scope.app,
-                    user_id: scope.user,
-                    session_id: a.session_id.unwrap_or_default(),
-                    state: a
-                        .state
-                        .map(|s| Value::Object(s).to_string())
-                        .unwrap_or_default(),
-                    ..Default::default()
-                };
-                let session = self
-                    .backend
-                    .sessions()
-                    .create_session(self.backend.request(&caller, request)?)
-                    .await
-                    .map_err(|s| GatewayError::service("session-svc", "CreateSession", s))?
-                    .into_inner();
-                Ok((
-                    format!("Created session {:?}.", session.id),
-                    json::session(&session),
-                ))
-            }
-            .await,
-        )
+        answer(self.create_session_call(&self.caller(&ctx)?, a).await)
     }
 
     #[tool(description = "Add a text turn to a session: what the user or the agent said.")]
@@ -305,46 +171,7 @@ impl Gateway {
         Parameters(Named(a)): Parameters<Named<args::AppendEvent>>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
-        let caller = self.caller(&ctx)?;
-        answer(
-            async {
-                let scope =
-                    caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
-                let author = args::text("author", &a.author)?;
-                let role = if author == "user" { "user" } else { "model" };
-                let request = AppendEventRequest {
-                    app_name: scope.app,
-                    user_id: scope.user,
-                    session_id: a.session_id.clone(),
-                    event: Some(Event {
-                        author: author.to_owned(),
-                        invocation_id: format!("mcp-{}", uuid::Uuid::new_v4()),
-                        content: Some(Content {
-                            role: Some(role.into()),
-                            parts: vec![text_part(args::text("text", &a.text)?)],
-                        }),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                };
-                let appended = self
-                    .backend
-                    .sessions()
-                    .append_event(self.backend.request(&caller, request)?)
-                    .await
-                    .map_err(|s| GatewayError::service("session-svc", "AppendEvent", s))?
-                    .into_inner();
-                let event = appended.event.unwrap_or_default();
-                Ok((
-                    format!(
-                        "Appended event {} to session {:?}.",
-                        event.sequence, a.session_id
-                    ),
-                    json::event(&event),
-                ))
-            }
-            .await,
-        )
+        answer(self.append_event_call(&self.caller(&ctx)?, a).await)
     }
 
     #[tool(
@@ -379,35 +206,26 @@ impl Gateway {
         caller: &Caller,
         a: &args::SearchMemory,
     ) -> Result<(String, Vec<MemoryEntry>), GatewayError> {
-        let scope = caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
-        let filters = a.filters.as_ref();
-        let request = SearchMemoryRequest {
+        let scope = a.scope.of(caller)?;
+        let request = Filters::checked(a.filters.as_ref())?.search(SearchMemoryRequest {
             app_name: scope.app.clone(),
             user_id: scope.user.clone(),
             query: args::text("query", &a.query)?.to_owned(),
             limit: args::count("limit", a.limit)?,
-            after_timestamp: args::time("filters.after", filters.and_then(|f| f.after.as_deref()))?,
-            before_timestamp: args::time(
-                "filters.before",
-                filters.and_then(|f| f.before.as_deref()),
-            )?,
-            author: filters.and_then(|f| f.author.clone()).unwrap_or_default(),
             mode: match a.mode {
                 None => SearchMode::Unspecified,
                 Some(Mode::Keyword) => SearchMode::Keyword,
                 Some(Mode::Semantic) => SearchMode::Semantic,
                 Some(Mode::Hybrid) => SearchMode::Hybrid,
             } as i32,
-            kind: kind(filters.and_then(|f| f.kind)) as i32,
             ..Default::default()
-        };
+        });
         let found = self
             .backend
-            .memory()
-            .search_memory(self.backend.request(caller, request)?)
-            .await
-            .map_err(|s| GatewayError::service("memory-svc", "SearchMemory", s))?
-            .into_inner()
+            .memory_call(caller, "SearchMemory", request, |mut c, r| async move {
+                c.search_memory(r).await
+            })
+            .await?
             .memories;
         Ok((
             format!(
@@ -418,12 +236,8 @@ impl Gateway {
         ))
     }
 
-    async fn add_memory_call(
-        &self,
-        caller: &Caller,
-        a: args::AddMemory,
-    ) -> Result<(String, Value), GatewayError> {
-        let scope = caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+    async fn add_memory_call(&self, caller: &Caller, a: args::AddMemory) -> Answer {
+        let scope = a.scope.of(caller)?;
         let author = a.author.unwrap_or_else(|| "user".to_owned());
         let request = AddMemoryRequest {
             app_name: scope.app,
@@ -442,24 +256,108 @@ impl Gateway {
             }],
             custom_metadata: String::new(),
         };
-        let ids = self
+        let added = self
             .backend
-            .memory()
-            .add_memory(self.backend.request(caller, request)?)
-            .await
-            .map_err(|s| GatewayError::service("memory-svc", "AddMemory", s))?
-            .into_inner()
-            .ids;
-        let id = ids.into_iter().next().unwrap_or_default();
+            .memory_call(caller, "AddMemory", request, |mut c, r| async move {
+                c.add_memory(r).await
+            })
+            .await?;
+        let id = added.ids.into_iter().next().unwrap_or_default();
         Ok((format!("Remembered (id {id:?})."), json!({"id": id})))
     }
 
-    async fn generate_call(
-        &self,
-        caller: &Caller,
-        a: args::GenerateMemories,
-    ) -> Result<(String, Value), GatewayError> {
-        let scope = caller.scope(a.scope.app_name.as_deref(), a.scope.user_id.as_deref())?;
+    async fn list_memories_call(&self, caller: &Caller, a: args::ListMemories) -> Answer {
+        let scope = a.scope.of(caller)?;
+        let request = Filters::checked(a.filters.as_ref())?.list(ListMemoriesRequest {
+            app_name: scope.app,
+            user_id: scope.user,
+            page_size: args::count("page_size", a.page_size)?,
+            page_token: a.page_token.unwrap_or_default(),
+            ..Default::default()
+        });
+        let page = self
+            .backend
+            .memory_call(caller, "ListMemories", request, |mut c, r| async move {
+                c.list_memories(r).await
+            })
+            .await?;
+        let mut text = memories_text(&page.memories, "No memories.");
+        more(&mut text, &page.next_page_token);
+        let structured = json!({
+            "memories": page.memories.iter().map(json::memory_entry).collect::<Vec<_>>(),
+            "next_page_token": page.next_page_token,
+        });
+        Ok((text, structured))
+    }
+
+    async fn delete_memory_call(&self, caller: &Caller, a: args::DeleteMemory) -> Answer {
+        let scope = a.scope.of(caller)?;
+        let request = DeleteMemoryRequest {
+            app_name: scope.app,
+            user_id: scope.user,
+            target: Some(Target::MemoryId(
+                args::text("memory_id", &a.memory_id)?.to_owned(),
+            )),
+        };
+        let deleted = self
+            .backend
+            .memory_call(caller, "DeleteMemory", request, |mut c, r| async move {
+                c.delete_memory(r).await
+            })
+            .await?
+            .deleted;
+        let text = match deleted {
+            0 => format!("No memory has id {:?}; nothing was deleted.", a.memory_id),
+            _ => format!("Deleted memory {:?}.", a.memory_id),
+        };
+        Ok((text, json!({"deleted": deleted})))
+    }
+
+    async fn purge_call(&self, caller: &Caller, a: args::PurgeMemories) -> Answer {
+        let scope = a.scope.of(caller)?;
+        let force = a.force.unwrap_or(false);
+        let request = Filters::checked(Some(&a.filters))?.purge(PurgeMemoriesRequest {
+            app_name: scope.app.clone(),
+            user_id: scope.user.clone(),
+            force,
+            ..Default::default()
+        });
+        let purged = self
+            .backend
+            .memory_call(caller, "PurgeMemories", request, |mut c, r| async move {
+                c.purge_memories(r).await
+            })
+            .await?;
+        let memories = match purged.count {
+            1 => "1 memory".to_owned(),
+            n => format!("{n} memories"),
+        };
+        let whose = format!("of user {:?} in app {:?}", scope.user, scope.app);
+        let text = if force {
+            format!(
+                "Deleted {memories} {whose} (operation {}).",
+                purged.operation_id
+            )
+        } else if purged.count == 0 {
+            format!("Dry run: no memories {whose} match; nothing was deleted.")
+        } else {
+            format!(
+                "Dry run: {memories} {whose} match; nothing was deleted. Call again with \
+                 force: true to delete them. Some of them:\n{}",
+                memories_text(&purged.sample, "(none)")
+            )
+        };
+        let structured = json!({
+            "count": purged.count,
+            "deleted": force,
+            "operation_id": purged.operation_id,
+            "sample": purged.sample.iter().map(json::memory_entry).collect::<Vec<_>>(),
+        });
+        Ok((text, structured))
+    }
+
+    async fn generate_call(&self, caller: &Caller, a: args::GenerateMemories) -> Answer {
+        let scope = a.scope.of(caller)?;
         let source = match (a.text.as_deref(), a.session_id.as_deref()) {
             (Some(text), None) => Source::Events(EventList {
                 events: vec![Event {
@@ -481,7 +379,7 @@ impl Gateway {
             }),
             _ => {
                 return Err(GatewayError::Invalid {
-                    field: "text",
+                    field: "text".into(),
                     why: "give exactly one of text and session_id".into(),
                 })
             }
@@ -497,11 +395,10 @@ impl Gateway {
         };
         let job = self
             .backend
-            .memory()
-            .generate_memories(self.backend.request(caller, request)?)
-            .await
-            .map_err(|s| GatewayError::service("memory-svc", "GenerateMemories", s))?
-            .into_inner()
+            .memory_call(caller, "GenerateMemories", request, |mut c, r| async move {
+                c.generate_memories(r).await
+            })
+            .await?
             .job
             .unwrap_or_default();
         Ok((
@@ -511,6 +408,113 @@ impl Gateway {
             ),
             json!({"job_id": job.id, "state": job.state().as_str_name(), "added": job.added,
                    "updated": job.updated, "deleted": job.deleted, "kept": job.kept}),
+        ))
+    }
+
+    async fn list_sessions_call(&self, caller: &Caller, a: args::ListSessions) -> Answer {
+        let scope = a.scope.of(caller)?;
+        let request = ListSessionsRequest {
+            app_name: scope.app,
+            user_id: Some(scope.user),
+            page_size: args::count("page_size", a.page_size)?,
+            page_token: a.page_token.unwrap_or_default(),
+            ..Default::default()
+        };
+        let page = self
+            .backend
+            .session_call(caller, "ListSessions", request, |mut c, r| async move {
+                c.list_sessions(r).await
+            })
+            .await?;
+        let mut text = if page.sessions.is_empty() {
+            "No sessions.".to_owned()
+        } else {
+            page.sessions
+                .iter()
+                .map(|s| {
+                    format!(
+                        "- {} ({} events, updated {})",
+                        s.id,
+                        s.last_sequence,
+                        time_text(s.last_update_time.as_ref())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        more(&mut text, &page.next_page_token);
+        let structured = json!({
+            "sessions": page.sessions.iter().map(json::session).collect::<Vec<_>>(),
+            "next_page_token": page.next_page_token,
+        });
+        Ok((text, structured))
+    }
+
+    async fn get_session_call(&self, caller: &Caller, a: args::GetSession) -> Answer {
+        let scope = a.scope.of(caller)?;
+        let recent = a.num_recent_events.unwrap_or(20);
+        let session = self
+            .read_session(caller, &scope.app, &scope.user, &a.session_id, recent)
+            .await?;
+        Ok((session_text(&session), json::session(&session)))
+    }
+
+    async fn create_session_call(&self, caller: &Caller, a: args::CreateSession) -> Answer {
+        let scope = a.scope.of(caller)?;
+        let request = CreateSessionRequest {
+            app_name: scope.app,
+            user_id: scope.user,
+            session_id: a.session_id.unwrap_or_default(),
+            state: a
+                .state
+                .map(|s| Value::Object(s).to_string())
+                .unwrap_or_default(),
+            ..Default::default()
+        };
+        let session = self
+            .backend
+            .session_call(caller, "CreateSession", request, |mut c, r| async move {
+                c.create_session(r).await
+            })
+            .await?;
+        Ok((
+            format!("Created session {:?}.", session.id),
+            json::session(&session),
+        ))
+    }
+
+    async fn append_event_call(&self, caller: &Caller, a: args::AppendEvent) -> Answer {
+        let scope = a.scope.of(caller)?;
+        let author = args::text("author", &a.author)?;
+        let role = if author == "user" { "user" } else { "model" };
+        let request = AppendEventRequest {
+            app_name: scope.app,
+            user_id: scope.user,
+            session_id: a.session_id.clone(),
+            event: Some(Event {
+                author: author.to_owned(),
+                invocation_id: format!("mcp-{}", uuid::Uuid::new_v4()),
+                content: Some(Content {
+                    role: Some(role.into()),
+                    parts: vec![text_part(args::text("text", &a.text)?)],
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let appended = self
+            .backend
+            .session_call(caller, "AppendEvent", request, |mut c, r| async move {
+                c.append_event(r).await
+            })
+            .await?;
+        let event = appended.event.unwrap_or_default();
+        Ok((
+            format!(
+                "Appended event {} to session {:?}.",
+                event.sequence, a.session_id
+            ),
+            json::event(&event),
         ))
     }
 
@@ -545,11 +549,12 @@ impl Gateway {
     }
 }
 
-fn kind(kind: Option<Kind>) -> MemoryKind {
-    match kind {
-        None => MemoryKind::Unspecified,
-        Some(Kind::Raw) => MemoryKind::Raw,
-        Some(Kind::Generated) => MemoryKind::Generated,
+/// Tells the model how to read on, when there is more.
+fn more(text: &mut String, next_page_token: &str) {
+    if !next_page_token.is_empty() {
+        text.push_str(&format!(
+            "\nMore: call again with page_token {next_page_token:?}."
+        ));
     }
 }
 

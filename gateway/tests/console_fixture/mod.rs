@@ -237,6 +237,68 @@ impl Fixture {
             .expect("add_memory");
     }
 
+    /// Carol's memories in app `a`, with metadata for the filters: `c-red` (color red, n 3,
+    /// topic pets), `c-blue` (color blue, n 1), `c-vip` (vip, n 5) and `c-plain` (none), all
+    /// by the user and all about kites.
+    pub async fn carol_with_metadata(&self) {
+        let memory = |id: &str, text: &str, metadata: serde_json::Value| MemoryEntry {
+            custom_metadata: if metadata.is_null() {
+                String::new()
+            } else {
+                metadata.to_string()
+            },
+            ..text_memory(id, "user", text)
+        };
+        self.memories
+            .clone()
+            .add_memory(AddMemoryRequest {
+                app_name: "a".into(),
+                user_id: "carol".into(),
+                memories: vec![
+                    memory(
+                        "c-red",
+                        "carol flies a red kite",
+                        serde_json::json!({"color": "red", "n": 3, "topic": "pets"}),
+                    ),
+                    memory(
+                        "c-blue",
+                        "carol flies a blue kite",
+                        serde_json::json!({"color": "blue", "n": 1}),
+                    ),
+                    memory(
+                        "c-vip",
+                        "carol flies a golden kite",
+                        serde_json::json!({"vip": true, "n": 5}),
+                    ),
+                    memory(
+                        "c-plain",
+                        "carol flies a plain kite",
+                        serde_json::Value::Null,
+                    ),
+                ],
+                custom_metadata: String::new(),
+            })
+            .await
+            .expect("add_memory");
+    }
+
+    /// The ids of `user`'s memories in app `a`, in ingestion order.
+    pub async fn memory_ids_of(&self, user: &str) -> Vec<String> {
+        let page = self
+            .memories
+            .clone()
+            .list_memories(adk_proto::memory::v1::ListMemoriesRequest {
+                app_name: "a".into(),
+                user_id: user.into(),
+                page_size: 100,
+                ..Default::default()
+            })
+            .await
+            .expect("list_memories")
+            .into_inner();
+        page.memories.into_iter().map(|m| m.id).collect()
+    }
+
     /// A generated memory of alice in app `a` with two revisions: added (`Alice lives in
     /// Berlin.`, a given fact, so no model call) and updated (`Alice lives in Lisbon.`, as the
     /// stand-in model decides). Returns its id.
@@ -285,21 +347,7 @@ impl Fixture {
 
     /// The ids of alice's memories in app `a`.
     pub async fn memory_ids(&self) -> Vec<String> {
-        let page = self
-            .memories
-            .clone()
-            .list_memories(adk_proto::memory::v1::ListMemoriesRequest {
-                app_name: "a".into(),
-                user_id: "alice".into(),
-                page_size: 100,
-                page_token: String::new(),
-                kind: 0,
-                ..Default::default()
-            })
-            .await
-            .expect("list_memories")
-            .into_inner();
-        page.memories.into_iter().map(|m| m.id).collect()
+        self.memory_ids_of("alice").await
     }
 
     /// The value of session-svc's in-flight gauge of `method`, which must be reported (a

@@ -7,10 +7,10 @@ use adk_proto::memory::v1::{
     MemoryRevision, PurgeMemoriesRequest, SearchMemoryRequest, SearchMode,
 };
 use prost_types::Timestamp;
-use runner_client::{json, GenerateSource, MemoryTarget};
+use runner_client::{filter, json, GenerateSource, MemoryTarget};
 use serde_json::json;
 
-use super::{filter, output, Cli, CliError, FilterArgs};
+use super::{output, Cli, CliError, FilterArgs};
 
 /// The filters of `memory search` and `memory list`, as the requests carry them.
 pub(super) struct Filter {
@@ -33,7 +33,8 @@ impl Filter {
                 })
                 .transpose()
         };
-        let filter = filter::memory_filter(&args.groups, &args.topics)?;
+        let filter = filter::memory_filter(&args.groups, &args.topics)
+            .map_err(|e| format!("--filter: {e}"))?;
         Ok(Self {
             filter: (filter != MemoryFilter::default()).then_some(filter),
             author: args.author.clone().unwrap_or_default(),

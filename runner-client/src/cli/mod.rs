@@ -1,7 +1,6 @@
 //! The command line: flags (each with an environment-variable fallback), subcommands, and the
 //! dispatch to their handlers. Handlers only translate between the terminal and the library.
 
-mod filter;
 mod memory;
 mod output;
 mod sessions;

@@ -566,26 +566,66 @@ async function memoryPage(app, user, params) {
     deleteButtons(m));
 
   async function loadList(token) {
-    const page = await api(`${path}${query({ page_token: token })}`);
+    const page = await api(`${path}${query({ ...listFilters, page_token: token })}`);
     if (page.total !== null && page.total !== undefined) total.textContent = page.total;
     listBox.replaceChildren(
       el("div", { class: "pager" },
         el("button", { type: "button", text: "‹ Previous", disabled: tokens.length <= 1, onclick: () => { tokens.pop(); loadList(tokens[tokens.length - 1]); } }),
         el("button", { type: "button", text: "Next ›", disabled: !page.next_page_token, onclick: () => { tokens.push(page.next_page_token); loadList(page.next_page_token); } })),
       page.memories.length === 0 && tokens.length <= 1
-        ? empty(`User ${user} has no memories in ${app}.`)
+        ? empty(filtered(listFilters) ? "No memory passes these filters." : `User ${user} has no memories in ${app}.`)
         : el("table", { id: "memories" },
           el("thead", {}, el("tr", {}, ["Text", "Author", "Time", "Session", ""].map((h) => el("th", { text: h })))),
           el("tbody", {}, page.memories.map((m) => row(m)))));
   }
 
+  // The filters of the search, the list and the purge: metadata conditions in the CLI's
+  // --filter syntax (one group per line), topics, author and a time range.
+  const conditions = el("textarea", { id: "filter-conditions", rows: 2, cols: 40, placeholder: "color=red, n>=3 (one group per line; KEY? = present)" });
+  const topics = el("input", { id: "filter-topics", placeholder: "topics, comma-separated" });
+  const author = el("input", { id: "filter-author", placeholder: "author" });
+  const after = el("input", { id: "filter-after", type: "datetime-local" });
+  const before = el("input", { id: "filter-before", type: "datetime-local" });
+  const iso = (input) => (input.value ? new Date(input.value).toISOString() : "");
+  const currentFilters = () => ({ filter: conditions.value, topics: topics.value, author: author.value, after: iso(after), before: iso(before) });
+  const filtered = (f) => Object.values(f).some((v) => v);
+  let listFilters = {};
+
+  // Purging: a dry run shows how many memories pass the filters and some of them; only its
+  // confirmation deletes, with the filters of that dry run.
+  const purgeBox = el("div", { id: "purge-preview" });
+  async function dryRun() {
+    const filters = currentFilters();
+    try {
+      const found = await post(`${path}/purge`, { ...filters, force: false });
+      const count = `${found.count} ${found.count === 1 ? "memory" : "memories"}`;
+      purgeBox.replaceChildren(
+        el("p", { class: "muted", id: "purge-count", text: `${count} of ${user} match; nothing is deleted yet.` }),
+        found.sample.length ? el("table", { id: "purge-sample" },
+          el("thead", {}, el("tr", {}, ["Text", "Author", "Time"].map((h) => el("th", { text: h })))),
+          el("tbody", {}, found.sample.map((m) => el("tr", { "data-id": m.id },
+            el("td", { class: "memory-text", text: memoryText(m) }), el("td", { text: m.author || "" }), el("td", { text: time(m.timestamp) }))))) : null,
+        found.count ? el("button", { type: "button", class: "danger", id: "purge-confirm", text: `Delete ${count}…`, onclick: () => purge(filters, count) }) : null);
+    } catch (error) {
+      purgeBox.replaceChildren(errorBox(error));
+    }
+  }
+  async function purge(filters, count) {
+    if (!(await confirmAction(`Delete the ${count} of ${user} in ${app} that pass these filters? This cannot be undone.`, "Purge"))) return;
+    try {
+      const done = await post(`${path}/purge`, { ...filters, force: true });
+      purgeBox.replaceChildren();
+      message.replaceChildren(el("p", { class: "notice", text: `Purged ${done.count} ${done.count === 1 ? "memory" : "memories"} (operation ${done.operation_id}).` }));
+      await loadList("");
+      if (lastSearch) await runSearch();
+    } catch (error) {
+      purgeBox.replaceChildren(errorBox(error));
+    }
+  }
+
   const q = el("input", { id: "search-q", placeholder: "words to look for", required: true, value: params.get("q") || "" });
-  const author = el("input", { id: "search-author", placeholder: "author (optional)" });
-  const after = el("input", { id: "search-after", type: "datetime-local" });
-  const before = el("input", { id: "search-before", type: "datetime-local" });
   const limit = el("input", { id: "search-limit", type: "number", min: 1, max: 100, value: 20 });
   let lastSearch = null;
-  const iso = (input) => (input.value ? new Date(input.value).toISOString() : "");
   async function runSearch() {
     try {
       const found = await api(`${path}/search${query(lastSearch)}`);
@@ -608,16 +648,33 @@ async function memoryPage(app, user, params) {
     el("div", { class: "cards" }, el("div", { class: "card" }, el("div", { text: "Memories" }), total)),
     message,
     history,
+    el("h2", { text: "Filters" }),
+    el("form", { class: "inline", id: "filters", onsubmit: async (e) => {
+      e.preventDefault();
+      listFilters = currentFilters();
+      tokens.length = 1;
+      try {
+        await loadList("");
+      } catch (error) {
+        listBox.replaceChildren(errorBox(error));
+      }
+    } },
+    el("label", {}, "metadata ", conditions), topics, author,
+    el("label", {}, "after ", after), el("label", {}, "before ", before),
+    el("button", { type: "submit", id: "filter-apply", text: "Filter the list" }),
+    el("button", { type: "button", id: "purge-dry-run", text: "Purge… (dry run first)", onclick: dryRun })),
+    purgeBox,
     el("h2", { text: "Search" }),
     el("form", { class: "inline", id: "search", onsubmit: (e) => {
       e.preventDefault();
-      lastSearch = { q: q.value, author: author.value, after: iso(after), before: iso(before), limit: limit.value };
+      lastSearch = { ...currentFilters(), q: q.value, limit: limit.value };
       runSearch();
     } },
-    q, author, el("label", {}, "after ", after), el("label", {}, "before ", before), el("label", {}, "limit ", limit),
+    q, el("label", {}, "limit ", limit),
     el("button", { class: "primary", type: "submit", text: "Search" })),
+    el("p", { class: "muted", text: "Searches, the list and purges keep the memories that pass the filters above." }),
     results,
-    el("h2", { text: "All entries (in ingestion order)" }),
+    el("h2", { text: "Entries (in ingestion order)" }),
     listBox);
   await loadList("");
 }

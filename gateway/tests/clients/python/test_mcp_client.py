@@ -19,6 +19,7 @@ EXPECTED_TOOLS = {
     "add_memory",
     "list_memories",
     "delete_memory",
+    "purge_memories",
     "list_sessions",
     "get_session",
     "create_session",
@@ -58,6 +59,8 @@ async def round_trip(client: Client, user: str) -> None:
     assert [m["id"] for m in found.structured_content["memories"]] == [memory_id]
     assert fact in text_of(found)
 
+    await filter_and_purge(client, user)
+
     session_id = f"s-{uuid.uuid4().hex[:8]}"
     created = await client.call_tool("create_session", {"session_id": session_id})
     assert not created.is_error, text_of(created)
@@ -79,6 +82,51 @@ async def round_trip(client: Client, user: str) -> None:
     assert deleted.structured_content == {"deleted": 1}
     again = await client.call_tool("search_memory", {"query": "bonsai windowsill"})
     assert again.structured_content["memories"] == []
+
+
+def ids(result: Any, field: str = "memories") -> list[str]:
+    assert not result.is_error, text_of(result)
+    return [m["id"] for m in result.structured_content[field]]
+
+
+async def filter_and_purge(client: Client, user: str) -> None:
+    """A search filtered by metadata, then a purge: a dry run that deletes nothing, then forced."""
+    batch = uuid.uuid4().hex[:8]
+    tagged = await client.call_tool(
+        "add_memory", {"text": f"{user} flies a kite on the beach", "metadata": {"batch": batch, "n": 3}}
+    )
+    assert not tagged.is_error, text_of(tagged)
+    tagged_id = tagged.structured_content["id"]
+    other = await client.call_tool(
+        "add_memory", {"text": f"{user} flies a kite in the park", "metadata": {"batch": batch, "n": 1}}
+    )
+    other_id = other.structured_content["id"]
+    this_batch = {"key": "batch", "op": "=", "value": batch}
+    rule = {"metadata": [[this_batch, {"key": "n", "op": ">=", "value": 3}]]}
+
+    found = await client.call_tool("search_memory", {"query": "kite", "filters": rule})
+    assert ids(found) == [tagged_id]
+    both = await client.call_tool("list_memories", {"filters": {"metadata": [[this_batch]]}})
+    assert ids(both) == [tagged_id, other_id]
+
+    dry = await client.call_tool("purge_memories", {"filters": rule})
+    assert ids(dry, "sample") == [tagged_id]
+    assert dry.structured_content["count"] == 1 and dry.structured_content["deleted"] is False
+    again = await client.call_tool("search_memory", {"query": "kite", "filters": rule})
+    assert ids(again) == [tagged_id], "a dry run deletes nothing"
+
+    forced = await client.call_tool("purge_memories", {"filters": rule, "force": True})
+    assert not forced.is_error, text_of(forced)
+    assert forced.structured_content["count"] == 1 and forced.structured_content["deleted"] is True
+    left = await client.call_tool("list_memories", {"filters": {"metadata": [[this_batch]]}})
+    assert ids(left) == [other_id]
+
+    bad = await client.call_tool(
+        "search_memory", {"query": "kite", "filters": {"metadata": [[{"key": "n", "op": "<"}]]}}
+    )
+    assert bad.is_error and "filters.metadata[0][0].value" in text_of(bad)
+    cleaned = await client.call_tool("delete_memory", {"memory_id": other_id})
+    assert cleaned.structured_content == {"deleted": 1}
 
 
 def test_streamable_http_2026(stack: Stack) -> None:

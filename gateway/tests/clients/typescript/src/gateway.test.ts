@@ -39,6 +39,7 @@ test("the TypeScript SDK round trip", { skip: !url || !token }, async () => {
       "list_apps",
       "list_memories",
       "list_sessions",
+      "purge_memories",
       "search_memory",
     ]);
 
@@ -58,6 +59,48 @@ test("the TypeScript SDK round trip", { skip: !url || !token }, async () => {
       [id],
     );
     assert.match(textOf(found), new RegExp(marker));
+
+    // A search filtered by metadata, then a purge: a dry run first, then forced.
+    const batch = { key: "batch", op: "=", value: marker };
+    const tagged = await client.callTool({
+      name: "add_memory",
+      arguments: { text: `Alice flies a ${marker} kite`, metadata: { batch: marker, n: 3 } },
+    });
+    const taggedId = (tagged.structuredContent as { id: string }).id;
+    const rule = { metadata: [[batch, { key: "n", op: ">=", value: 3 }]] };
+    const filtered = await client.callTool({
+      name: "search_memory",
+      arguments: { query: "kite", filters: rule },
+    });
+    assert.deepEqual(
+      (filtered.structuredContent as { memories: { id: string }[] }).memories.map((m) => m.id),
+      [taggedId],
+    );
+    interface Purged {
+      count: number;
+      deleted: boolean;
+      sample: { id: string }[];
+    }
+    const dry = await client.callTool({ name: "purge_memories", arguments: { filters: rule } });
+    const dryRun = dry.structuredContent as unknown as Purged;
+    assert.equal(dryRun.count, 1);
+    assert.equal(dryRun.deleted, false);
+    assert.deepEqual(
+      dryRun.sample.map((m) => m.id),
+      [taggedId],
+    );
+    const forced = await client.callTool({
+      name: "purge_memories",
+      arguments: { filters: rule, force: true },
+    });
+    const purged = forced.structuredContent as unknown as Purged;
+    assert.equal(purged.count, 1);
+    assert.equal(purged.deleted, true);
+    const gone = await client.callTool({
+      name: "search_memory",
+      arguments: { query: "kite", filters: rule },
+    });
+    assert.deepEqual((gone.structuredContent as { memories: unknown[] }).memories, []);
 
     const session = `ts-${marker}`;
     await client.callTool({ name: "create_session", arguments: { session_id: session } });
