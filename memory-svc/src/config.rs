@@ -14,6 +14,7 @@ use crate::{
     embed::{EmbedderOptions, EmbedderSpec},
     generate::{GeneratorOptions, GeneratorSpec, JobRetry, DEFAULT_JOB_RETENTION_SECONDS},
     lifetimes::{Lifetimes, MemoryTtl},
+    streams::{PerApp, Quiet, TriggerEvents, Triggers},
 };
 
 /// `--default-language`: a language, or none.
@@ -161,6 +162,18 @@ pub struct Config {
     #[arg(long, value_delimiter = ',')]
     pub memory_ttl: Vec<MemoryTtl>,
 
+    /// Events an event stream (AppendMemoryStream) buffers before it is handed to generation
+    /// by itself: `N` for every app, or `APP=N` for one, repeated or comma-separated
+    /// (e.g. `20,travel=5`); 1 to 1000. An app without a setting: 20.
+    #[arg(long, value_delimiter = ',', default_value = "20")]
+    pub stream_trigger_events: Vec<PerApp<TriggerEvents>>,
+
+    /// How long an event stream waits for another event before its buffered events are handed
+    /// to generation (`90s`, `5m`, `500ms`): `DURATION` for every app, or `APP=DURATION` for
+    /// one, repeated or comma-separated. An app without a setting: 60s.
+    #[arg(long, value_delimiter = ',', default_value = "60s")]
+    pub stream_quiet: Vec<PerApp<Quiet>>,
+
     /// The language of text whose language is not detected with confidence (short turns,
     /// most queries): an ISO 639-1 code (`en`, `de`, `fr`, `ru`, ...: see the README for the
     /// list), or `none` to keep such words as written. Changing it re-indexes the store at the
@@ -266,6 +279,14 @@ impl Config {
     /// The `--memory-ttl` rules.
     pub fn lifetimes(&self) -> Lifetimes {
         Lifetimes::new(self.memory_ttl.clone())
+    }
+
+    /// The `--stream-trigger-events` and `--stream-quiet` settings.
+    pub fn triggers(&self) -> Triggers {
+        Triggers::new(
+            self.stream_trigger_events.clone(),
+            self.stream_quiet.clone(),
+        )
     }
 
     /// How text is analysed.

@@ -19,6 +19,7 @@
 //! - [`grpc`]: tonic handlers (thin) and the mapping of errors to statuses.
 //! - [`memories`]: the domain: request checks and ADK's memory rules, free of transport types.
 //! - [`purge`]: purges by filter, dry runs and durable operations.
+//! - [`streams`]: event streams buffered durably and handed to generation by their triggers.
 //! - [`session_source`]: fetching sessions from session-svc for ingestion by reference.
 //! - [`store`]: the storage trait, the ingestion rules both backends share, and the sled and
 //!   PostgreSQL backends.
@@ -42,3 +43,4 @@ pub mod purge;
 pub mod server;
 pub mod session_source;
 pub mod store;
+pub mod streams;

@@ -52,6 +52,7 @@ use crate::{
         index, DeleteTarget, Entry, FactRecord, Hit, JobRecord, Kind, MemoryStore, Revision,
         RevisionRecord, Scope, SearchQuery, Vectors, Write,
     },
+    streams::Triggers,
 };
 
 /// The longest TTL a generation request may ask for: 100 years.
@@ -80,6 +81,10 @@ pub struct Memories<S> {
     queued: Notify,
     /// `--memory-ttl`.
     lifetimes: Lifetimes,
+    /// `--stream-trigger-events` and `--stream-quiet`.
+    triggers: Triggers,
+    /// Wakes the quiet timers when a stream buffered events.
+    appended: Notify,
 }
 
 impl<S: MemoryStore> Memories<S> {
@@ -94,7 +99,34 @@ impl<S: MemoryStore> Memories<S> {
             generator: None,
             queued: Notify::new(),
             lifetimes: Lifetimes::default(),
+            triggers: Triggers::default(),
+            appended: Notify::new(),
         }
+    }
+
+    /// The same, with the `--stream-trigger-events` and `--stream-quiet` settings.
+    pub fn with_triggers(self, triggers: Triggers) -> Self {
+        Self { triggers, ..self }
+    }
+
+    /// When streams are handed to generation.
+    pub fn triggers(&self) -> &Triggers {
+        &self.triggers
+    }
+
+    /// Wakes a background worker: a job was queued.
+    pub(crate) fn job_queued(&self) {
+        self.queued.notify_one();
+    }
+
+    /// Wakes the quiet timers: a stream buffered events.
+    pub(crate) fn stream_appended(&self) {
+        self.appended.notify_one();
+    }
+
+    /// Resolves once a stream has buffered events since the last call.
+    pub(crate) async fn appended(&self) {
+        self.appended.notified().await
     }
 
     /// The same, with the `--memory-ttl` lifetimes.

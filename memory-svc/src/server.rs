@@ -26,6 +26,7 @@ use crate::{
     purge,
     session_source::{SessionAccess, SessionSource},
     store::{pg::PgMemoryStore, sled::SledMemoryStore, MemoryStore},
+    streams,
 };
 
 /// Opens the store, binds the listener and serves in a background task.
@@ -63,7 +64,8 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             let memories = Memories::new(store, sessions)
                 .with_embedder(embedder)
                 .with_generator(generator)
-                .with_lifetimes(config.lifetimes());
+                .with_lifetimes(config.lifetimes())
+                .with_triggers(config.triggers());
             serve(config, memories, hooks).await
         }
         StoreLocation::Postgres(url) => {
@@ -80,7 +82,8 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
             let memories = Memories::new(store, sessions)
                 .with_embedder(embedder)
                 .with_generator(generator)
-                .with_lifetimes(config.lifetimes());
+                .with_lifetimes(config.lifetimes())
+                .with_triggers(config.triggers());
             serve(config, memories, hooks).await
         }
     }
@@ -159,6 +162,11 @@ async fn serve<S: MemoryStore + Clone>(
                 .signal()
                 .spawn(async move { jobs::work(&*memories, &generator, &stopping).await });
         }
+        // The quiet timers of event streams, those a stopped process left buffered included.
+        let (memories, stopping) = (memories.clone(), shutdown.signal());
+        shutdown
+            .signal()
+            .spawn(async move { streams::watch(&*memories, &stopping).await });
     } else if memories.lifetimes().any() {
         let (memories, stopping) = (memories.clone(), shutdown.signal());
         let poll = JobRetry::default().poll;

@@ -1023,3 +1023,51 @@ async fn the_recall_agent_remembers_no_acknowledgement_or_tool_call() {
         "{people}"
     );
 }
+
+#[tokio::test]
+async fn memory_stream_append_buffers_each_event_once_and_flush_starts_generation() {
+    use adk_tests::chat_model::{facts, model, requests};
+
+    let (url, stand_in) = model(vec![facts(&[(
+        "preferences",
+        "Alice drinks green tea.",
+        &["e1"],
+    )])])
+    .await;
+    let memory = MemoryServer::start_with("http://127.0.0.1:1", |config| {
+        config.generator = format!("openai:{url}").parse().unwrap();
+        config.generator_model = Some("stand-in".into());
+    })
+    .await;
+    let cli = || cli("http://127.0.0.1:1", &format!("http://{}", memory.addr));
+    let append = |id: &'static str, text: &'static str| {
+        let mut command = cli();
+        command.args([
+            "--session",
+            "chat",
+            "memory",
+            "stream",
+            "append",
+            "--id",
+            id,
+            text,
+        ]);
+        command
+    };
+    let first = ok(&mut append("e1", "I drink green tea.")).await;
+    assert_eq!(first, "event e1 buffered; stream chat holds 1 event\n");
+    let again = ok(&mut append("e1", "I drink green tea.")).await;
+    assert_eq!(again, "event e1 already held; stream chat holds 1 event\n");
+    let flushed = json_lines(
+        &ok(cli().args(["--json", "memory", "stream", "flush", "--stream", "chat"])).await,
+    );
+    let job = flushed[0]["job_id"].as_str().expect("a job").to_owned();
+    let done = ok(cli().args(["memory", "job", &job, "--wait"])).await;
+    assert!(done.contains("succeeded: 1 added"), "{done}");
+    assert_eq!(requests(&stand_in).len(), 1);
+    let empty = ok(cli().args(["--session", "chat", "memory", "stream", "flush"])).await;
+    assert_eq!(
+        empty,
+        "stream chat holds no events: nothing to generate from\n"
+    );
+}

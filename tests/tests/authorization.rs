@@ -14,9 +14,10 @@ use adk_proto::{
     memory::v1::{
         add_session_to_memory_request, delete_memory_request::Target, generate_memories_request,
         memory_service_client::MemoryServiceClient, AddEventsToMemoryRequest, AddMemoryRequest,
-        AddSessionToMemoryRequest, DeleteMemoryRequest, EventList, GenerateMemoriesRequest,
-        GenerateOptions, GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest,
-        MemoryKind, PurgeMemoriesRequest, RollbackMemoryRequest, SessionRef,
+        AddSessionToMemoryRequest, AppendMemoryStreamRequest, DeleteMemoryRequest, EventList,
+        FlushMemoryStreamRequest, GenerateMemoriesRequest, GenerateOptions,
+        GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest, MemoryKind,
+        PurgeMemoriesRequest, RollbackMemoryRequest, SessionRef,
     },
     session::v1::{
         session_service_client::SessionServiceClient, DeleteSessionRequest, Event,
@@ -605,6 +606,39 @@ fn rows() -> Vec<Row> {
                 Box::pin(async move {
                     let request = purge_request("");
                     c.memories().purge_memories(request).await.map(drop)
+                })
+            },
+        ),
+        row(
+            "adk.memory.v1.MemoryService/AppendMemoryStream",
+            "",
+            User,
+            |c, _| {
+                Box::pin(async move {
+                    // One event of the default trigger count of 20: buffered, nothing generated.
+                    let request = AppendMemoryStreamRequest {
+                        app_name: APP.into(),
+                        user_id: USER.into(),
+                        stream_id: SESSION.into(),
+                        events: vec![event("streamed", "I drink tea")],
+                    };
+                    c.memories().append_memory_stream(request).await.map(drop)
+                })
+            },
+        ),
+        row(
+            "adk.memory.v1.MemoryService/FlushMemoryStream",
+            "",
+            User,
+            |c, _| {
+                Box::pin(async move {
+                    // A stream that holds nothing: no job, so the model is not called.
+                    let request = FlushMemoryStreamRequest {
+                        app_name: APP.into(),
+                        user_id: USER.into(),
+                        stream_id: "empty".into(),
+                    };
+                    c.memories().flush_memory_stream(request).await.map(drop)
                 })
             },
         ),

@@ -833,6 +833,8 @@ async fn reflection_describes_every_memory_rpc() {
             "ListMemoryRevisions",
             "RollbackMemory",
             "PurgeMemories",
+            "AppendMemoryStream",
+            "FlushMemoryStream",
         ]
     );
 }
@@ -846,8 +848,9 @@ type PaddedCall = for<'a> fn(
 /// Every memory RPC, each with a request whose size is mostly `pad`.
 fn padded_calls() -> Vec<(&'static str, PaddedCall)> {
     use adk_proto::memory::v1::{
-        generate_memories_request, EventList, GenerateMemoriesRequest, GetGenerationJobRequest,
-        ListMemoryRevisionsRequest, PurgeMemoriesRequest, RollbackMemoryRequest,
+        generate_memories_request, AppendMemoryStreamRequest, EventList, FlushMemoryStreamRequest,
+        GenerateMemoriesRequest, GetGenerationJobRequest, ListMemoryRevisionsRequest,
+        PurgeMemoriesRequest, RollbackMemoryRequest,
     };
     vec![
         ("AddSessionToMemory", |c, pad| {
@@ -973,6 +976,29 @@ fn padded_calls() -> Vec<(&'static str, PaddedCall)> {
                     user_id: "u".into(),
                     author: pad,
                     ..Default::default()
+                })
+                .await
+                .map(drop)
+            })
+        }),
+        ("AppendMemoryStream", |c, pad| {
+            Box::pin(async move {
+                c.append_memory_stream(AppendMemoryStreamRequest {
+                    app_name: "app".into(),
+                    user_id: "u".into(),
+                    stream_id: "s".into(),
+                    events: vec![event("e3", "user", &pad, 3)],
+                })
+                .await
+                .map(drop)
+            })
+        }),
+        ("FlushMemoryStream", |c, pad| {
+            Box::pin(async move {
+                c.flush_memory_stream(FlushMemoryStreamRequest {
+                    app_name: "app".into(),
+                    user_id: "u".into(),
+                    stream_id: pad,
                 })
                 .await
                 .map(drop)

@@ -259,6 +259,40 @@ async def test_background_generation_and_its_job(
     assert job.added == 1
 
 
+async def test_a_stream_buffers_each_event_once_and_a_flush_generates(
+    service: GrpcMemoryService, model: StandIn, app: str
+) -> None:
+    model.facts(("preferences", "The user drinks oat milk.", ["o1"]))
+    silent = Event(id="o0", invocation_id="inv-o0", author="user", timestamp=1000.0)
+    appended = await service.append_memory_stream(
+        app_name=app,
+        user_id=USER,
+        stream_id="chat",
+        events=[event("o1", "Oat milk, please."), event("o1", "Oat milk, please."), silent],
+    )
+    assert (appended.appended, appended.buffered, appended.job) == (1, 1, None)
+    again = await service.append_memory_stream(
+        app_name=app, user_id=USER, stream_id="chat", events=[event("o1", "Oat milk, please.")]
+    )
+    assert (again.appended, again.buffered) == (0, 1)
+    job = await service.flush_memory_stream(app_name=app, user_id=USER, stream_id="chat")
+    assert job is not None
+    for _ in range(200):
+        job = await service.get_generation_job(app_name=app, user_id=USER, job_id=job.id)
+        if job.state == mpb.GENERATION_STATE_SUCCEEDED:
+            break
+        await asyncio.sleep(0.05)
+    assert job.state == mpb.GENERATION_STATE_SUCCEEDED
+    assert job.added == 1
+    assert await service.flush_memory_stream(app_name=app, user_id=USER, stream_id="chat") is None
+    prompt = model.requests[-1]["messages"][1]["content"]
+    assert prompt.count("Oat milk, please.") == 1
+    with pytest.raises(ValueError, match="^stream_id: "):
+        await service.append_memory_stream(
+            app_name=app, user_id=USER, stream_id="", events=[event("o2", "x")]
+        )
+
+
 async def test_a_malformed_answer_fails_the_waiting_call(
     service: GrpcMemoryService, model: StandIn, app: str
 ) -> None:

@@ -9,9 +9,10 @@ use std::future::Future;
 use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, AddEventsToMemoryRequest, AddMemoryRequest,
-        AddSessionToMemoryRequest, DeleteMemoryRequest, GenerateMemoriesRequest,
-        GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest,
-        PurgeMemoriesRequest, RollbackMemoryRequest, SearchMemoryRequest,
+        AddSessionToMemoryRequest, AppendMemoryStreamRequest, DeleteMemoryRequest,
+        FlushMemoryStreamRequest, GenerateMemoriesRequest, GetGenerationJobRequest,
+        ListMemoriesRequest, ListMemoryRevisionsRequest, PurgeMemoriesRequest,
+        RollbackMemoryRequest, SearchMemoryRequest,
     },
     session::v1::{
         AppendEventRequest, CreateSessionRequest, DeleteSessionRequest, GetAppStateRequest,
@@ -131,7 +132,9 @@ user_scoped!(
     GenerateMemoriesRequest,
     GetGenerationJobRequest,
     ListMemoryRevisionsRequest,
-    RollbackMemoryRequest
+    RollbackMemoryRequest,
+    AppendMemoryStreamRequest,
+    FlushMemoryStreamRequest
 );
 
 impl Scoped for AddSessionToMemoryRequest {

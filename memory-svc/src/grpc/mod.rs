@@ -9,11 +9,13 @@ use adk_common::serve::rpc::{admit, traced};
 use adk_proto::memory::v1::{
     memory_service_server::MemoryService, AddEventsToMemoryRequest, AddEventsToMemoryResponse,
     AddMemoryRequest, AddMemoryResponse, AddSessionToMemoryRequest, AddSessionToMemoryResponse,
-    DeleteMemoryRequest, DeleteMemoryResponse, GenerateMemoriesRequest, GenerateMemoriesResponse,
-    GenerationJob, GetGenerationJobRequest, ListMemoriesRequest, ListMemoriesResponse,
-    ListMemoryRevisionsRequest, ListMemoryRevisionsResponse, MemoryEntry, MemoryRevision,
-    PurgeMemoriesRequest, PurgeMemoriesResponse, RollbackMemoryRequest, RollbackMemoryResponse,
-    SearchMemoryRequest, SearchMemoryResponse,
+    AppendMemoryStreamRequest, AppendMemoryStreamResponse, DeleteMemoryRequest,
+    DeleteMemoryResponse, FlushMemoryStreamRequest, FlushMemoryStreamResponse,
+    GenerateMemoriesRequest, GenerateMemoriesResponse, GenerationJob, GetGenerationJobRequest,
+    ListMemoriesRequest, ListMemoriesResponse, ListMemoryRevisionsRequest,
+    ListMemoryRevisionsResponse, MemoryEntry, MemoryRevision, PurgeMemoriesRequest,
+    PurgeMemoriesResponse, RollbackMemoryRequest, RollbackMemoryResponse, SearchMemoryRequest,
+    SearchMemoryResponse,
 };
 use tonic::{Request, Response, Status};
 
@@ -153,6 +155,30 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         let (request, span) = admit(request, "PurgeMemories")?;
         let outcome = traced(span, self.memories.purge(request)).await?;
         Ok(Response::new(purged(outcome)))
+    }
+
+    async fn append_memory_stream(
+        &self,
+        request: Request<AppendMemoryStreamRequest>,
+    ) -> Result<Response<AppendMemoryStreamResponse>, Status> {
+        let (request, span) = admit(request, "AppendMemoryStream")?;
+        let appended = traced(span, self.memories.append_stream(request)).await?;
+        Ok(Response::new(AppendMemoryStreamResponse {
+            appended: appended.appended,
+            buffered: appended.buffered,
+            job: appended.job.map(generation_job),
+        }))
+    }
+
+    async fn flush_memory_stream(
+        &self,
+        request: Request<FlushMemoryStreamRequest>,
+    ) -> Result<Response<FlushMemoryStreamResponse>, Status> {
+        let (request, span) = admit(request, "FlushMemoryStream")?;
+        let job = traced(span, self.memories.flush_stream(request)).await?;
+        Ok(Response::new(FlushMemoryStreamResponse {
+            job: job.map(generation_job),
+        }))
     }
 }
 

@@ -42,6 +42,7 @@ macro_rules! memory_store_suite {
             raw_entries_with_a_lifetime_expire,
             kinds_are_stored_not_read_from_metadata,
             finished_jobs_are_pruned_after_the_retention,
+            streams_buffer_each_id_once_and_hand_over_in_order,
         );
     };
     (@tests () $open:expr; $($test:ident,)*) => {$(
@@ -1239,4 +1240,97 @@ pub(crate) async fn assert_kinds_converted(store: &impl MemoryStore) {
     assert_eq!(store.prune_jobs(21, 10).await.unwrap(), 1);
     assert_eq!(store.job(SCOPE, "ended").await.unwrap(), None);
     assert!(store.job(SCOPE, "open").await.unwrap().is_some());
+}
+
+fn stream_event(id: &str) -> adk_proto::session::v1::Event {
+    adk_proto::session::v1::Event {
+        id: id.into(),
+        content: Some(Content {
+            role: Some("user".into()),
+            parts: vec![text_part(id)],
+        }),
+        ..Default::default()
+    }
+}
+
+pub async fn streams_buffer_each_id_once_and_hand_over_in_order<S: MemoryStore>(store: S) {
+    use super::StreamKey;
+    let stream = StreamKey {
+        scope: SCOPE,
+        stream_id: "s",
+    };
+    let ids = |job: &super::JobRecord| -> Vec<String> {
+        job.events.iter().map(|e| e.id.clone()).collect()
+    };
+    let events = |ids: &[&str]| ids.iter().map(|id| stream_event(id)).collect::<Vec<_>>();
+    let first = store
+        .append_stream(stream, events(&["b", "a"]), 100, 4, job("j1", 0))
+        .await
+        .unwrap();
+    assert_eq!((first.appended, first.buffered, first.job), (2, 2, None));
+    let again = store
+        .append_stream(stream, events(&["a"]), 150, 4, job("j1", 0))
+        .await
+        .unwrap();
+    assert_eq!((again.appended, again.buffered), (0, 2));
+    let buffered = store.buffered_streams().await.unwrap();
+    assert_eq!(buffered.len(), 1);
+    assert_eq!(
+        (
+            buffered[0].stream_id.as_str(),
+            buffered[0].events,
+            buffered[0].last_ms
+        ),
+        ("s", 2, 100),
+        "a duplicate is no event: the stream's last time stays"
+    );
+    // Quiet since 99 is not quiet since the event of 100.
+    assert_eq!(
+        store
+            .flush_stream(stream, job("j1", 0), Some(99))
+            .await
+            .unwrap(),
+        None
+    );
+    let handed = store
+        .flush_stream(stream, job("j1", 0), Some(100))
+        .await
+        .unwrap()
+        .expect("the stream was quiet since 100");
+    assert_eq!(ids(&handed), ["b", "a"], "in the order they came");
+    assert_eq!(store.buffered_streams().await.unwrap(), []);
+    assert_eq!(
+        store
+            .claim(Some("j1"), 0, 10)
+            .await
+            .unwrap()
+            .map(|j| ids(&j)),
+        Some(vec!["b".into(), "a".into()])
+    );
+    // Handed-off ids stay known; the trigger count hands over in the append's transaction.
+    let third = store
+        .append_stream(stream, events(&["a", "c", "d"]), 200, 2, job("j2", 0))
+        .await
+        .unwrap();
+    assert_eq!((third.appended, third.buffered), (2, 0));
+    assert_eq!(
+        third.job.map(|j| ids(&j)),
+        Some(vec!["c".into(), "d".into()])
+    );
+    assert_eq!(
+        store
+            .flush_stream(stream, job("j3", 0), None)
+            .await
+            .unwrap(),
+        None
+    );
+    let other = StreamKey {
+        scope: SCOPE,
+        stream_id: "t",
+    };
+    let elsewhere = store
+        .append_stream(other, events(&["a"]), 300, 2, job("j3", 0))
+        .await
+        .unwrap();
+    assert_eq!((elsewhere.appended, elsewhere.buffered), (1, 1));
 }

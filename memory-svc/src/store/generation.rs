@@ -64,6 +64,9 @@ pub struct JobRecord {
     /// Facts the caller already extracted: consolidated as they are, and `events` is empty.
     #[prost(message, repeated, tag = "19")]
     pub facts: Vec<FactRecord>,
+    /// The event stream whose buffered events the job took, if any (see `store::streams`).
+    #[prost(string, tag = "20")]
+    pub stream_id: String,
 }
 
 /// A fact a caller gave a job (`GenerateMemories` with facts), as stored with the job.

@@ -18,6 +18,7 @@ pub mod metadata;
 pub mod pg;
 mod plan;
 pub mod sled;
+pub mod streams;
 mod token;
 pub mod vector_cache;
 pub mod vectors;
@@ -29,6 +30,7 @@ use adk_proto::session::v1::Content;
 pub use generation::{Expired, FactRecord, JobRecord, Revision, RevisionRecord};
 
 pub use plan::Write;
+pub use streams::{Appended, Buffered, StreamKey};
 pub use vectors::{Unembedded, Vectors};
 
 use crate::{
@@ -302,6 +304,32 @@ pub trait MemoryStore: Send + Sync + 'static {
 
     /// The users of `app` whose memory was ever written, in order.
     fn users(&self, app: &str) -> impl Future<Output = Result<Vec<String>>> + Send;
+
+    /// Buffers the events (checked, with distinct ids) whose id the stream does not hold yet,
+    /// at `now_ms`; when the stream then holds `trigger` events or more, hands them all, in the
+    /// order they came, to `job` (queued with them) in the same transaction (see [`streams`]).
+    /// Durable when it returns.
+    fn append_stream(
+        &self,
+        stream: StreamKey<'_>,
+        events: Vec<adk_proto::session::v1::Event>,
+        now_ms: i64,
+        trigger: usize,
+        job: JobRecord,
+    ) -> impl Future<Output = Result<Appended>> + Send;
+
+    /// Hands the stream's buffered events to `job` (queued with them) if it holds any and, with
+    /// `quiet_since`, none was buffered after that time; returns the job queued. Durable when
+    /// it returns.
+    fn flush_stream(
+        &self,
+        stream: StreamKey<'_>,
+        job: JobRecord,
+        quiet_since: Option<i64>,
+    ) -> impl Future<Output = Result<Option<JobRecord>>> + Send;
+
+    /// The streams holding buffered events.
+    fn buffered_streams(&self) -> impl Future<Output = Result<Vec<Buffered>>> + Send;
 
     /// [`MemoryStore::write_embedded`] without vectors. The calls below are this with their
     /// [`Write`].

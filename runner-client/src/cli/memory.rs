@@ -1,4 +1,4 @@
-//! `memory search|add-session|generate|job|revisions|list|delete`.
+//! `memory search|add-session|generate|job|revisions|rollback|list|purge|stream|delete`.
 
 use std::time::Duration;
 
@@ -6,6 +6,7 @@ use adk_proto::memory::v1::{
     GenerationJob, GenerationState, ListMemoriesRequest, MemoryEntry, MemoryFilter, MemoryKind,
     MemoryRevision, PurgeMemoriesRequest, SearchMemoryRequest, SearchMode,
 };
+use adk_proto::session::v1::{part::Data, Content, Event, Part};
 use prost_types::Timestamp;
 use runner_client::{filter, json, GenerateSource, MemoryTarget};
 use serde_json::json;
@@ -271,6 +272,69 @@ pub(super) async fn purge(
         }
     }
     Ok(())
+}
+
+/// `memory stream append TEXT [--id ID] [--author AUTHOR]`: one event buffered in `stream`.
+pub(super) async fn stream_append(
+    cli: &Cli,
+    stream: &str,
+    text: &str,
+    id: Option<&str>,
+    author: &str,
+) -> Result<(), CliError> {
+    let event = Event {
+        id: id.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned),
+        author: author.to_owned(),
+        timestamp: Some(Timestamp::from(std::time::SystemTime::now())),
+        content: Some(Content {
+            role: Some(if author == "user" { "user" } else { "model" }.to_owned()),
+            parts: vec![Part {
+                data: Some(Data::Text(text.to_owned())),
+                ..Default::default()
+            }],
+        }),
+        ..Default::default()
+    };
+    let event_id = event.id.clone();
+    let appended = (cli.memory()?)
+        .append_stream(&cli.app, cli.user(), stream, vec![event])
+        .await?;
+    if cli.json {
+        output::json_line(&json!({
+            "event_id": event_id, "appended": appended.appended, "buffered": appended.buffered,
+            "job_id": appended.job.as_ref().map(|j| j.id.as_str()),
+        }))?;
+    } else if let Some(job) = &appended.job {
+        output::line(&format!(
+            "stream {stream} handed to generation: job {} (`memory job {} --wait` waits for it)",
+            job.id, job.id
+        ))?;
+    } else {
+        let state = if appended.appended == 0 {
+            "already held"
+        } else {
+            "buffered"
+        };
+        output::line(&format!(
+            "event {event_id} {state}; stream {stream} holds {}",
+            output::count(appended.buffered, "event", "events")
+        ))?;
+    }
+    Ok(())
+}
+
+/// `memory stream flush`: generation started from `stream`'s buffered events now.
+pub(super) async fn stream_flush(cli: &Cli, stream: &str) -> Result<(), CliError> {
+    let job = (cli.memory()?)
+        .flush_stream(&cli.app, cli.user(), stream)
+        .await?;
+    match job {
+        Some(job) => print_job(cli, &job),
+        None if cli.json => Ok(output::json_line(&json!({"job_id": null}))?),
+        None => Ok(output::line(&format!(
+            "stream {stream} holds no events: nothing to generate from"
+        ))?),
+    }
 }
 
 /// `memory delete`: the memory `id`, or `all` of the user's, or those of `--session`.

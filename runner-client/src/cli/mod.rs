@@ -270,6 +270,25 @@ struct FilterArgs {
 }
 
 #[derive(Debug, Subcommand)]
+enum StreamCommand {
+    /// Buffer one event in the stream; prints how many events it holds, or the generation job
+    /// the event started.
+    Append {
+        /// The event's text.
+        text: String,
+        /// The event's id: an id the stream already holds is not buffered again (default: a
+        /// new one).
+        #[arg(long)]
+        id: Option<String>,
+        /// Who said it.
+        #[arg(long, default_value = "user")]
+        author: String,
+    },
+    /// Start generation from the stream's buffered events now.
+    Flush,
+}
+
+#[derive(Debug, Subcommand)]
 enum MemoryCommand {
     /// Search the memory of --user.
     Search {
@@ -328,6 +347,15 @@ enum MemoryCommand {
         kind: Kind,
         #[command(flatten)]
         filter: FilterArgs,
+    },
+    /// The event stream of --user named --session (or --stream): events buffered as they
+    /// happen, generation started by memory-svc after its trigger count or quiet time.
+    Stream {
+        #[command(subcommand)]
+        command: StreamCommand,
+        /// The stream's id (default: the --session).
+        #[arg(long, global = true)]
+        stream: Option<String>,
     },
     /// Delete the memories of --user (of every user of --app with --all-users) that pass the
     /// filters. Without --force a dry run: prints how many match and some of them.
@@ -506,6 +534,18 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
                 memory::purge(cli, (*kind).into(), filter, *all_users, *force).await
             }
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,
+            MemoryCommand::Stream { command, stream } => {
+                let stream = match stream {
+                    Some(stream) => stream.as_str(),
+                    None => cli.required_session()?,
+                };
+                match command {
+                    StreamCommand::Append { text, id, author } => {
+                        memory::stream_append(cli, stream, text, id.as_deref(), author).await
+                    }
+                    StreamCommand::Flush => memory::stream_flush(cli, stream).await,
+                }
+            }
         },
         Command::Completions { shell } => Ok(output::bytes(&completions(*shell))?),
     }

@@ -1,11 +1,12 @@
-//! [`MemoryClient`]: the calls to memory-svc (search, ingestion, generation, listing and
-//! deletion), and what generation and deletion take.
+//! [`MemoryClient`]: the calls to memory-svc (search, ingestion, event streams, generation,
+//! listing and deletion), and what generation and deletion take.
 
 use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, delete_memory_request::Target,
-        memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest, DeleteMemoryRequest,
-        EventList, GenerateMemoriesRequest, GenerateOptions, GenerationJob,
+        memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest,
+        AppendMemoryStreamRequest, AppendMemoryStreamResponse, DeleteMemoryRequest, EventList,
+        FlushMemoryStreamRequest, GenerateMemoriesRequest, GenerateOptions, GenerationJob,
         GetGenerationJobRequest, ListMemoriesRequest, ListMemoriesResponse,
         ListMemoryRevisionsRequest, MemoryEntry, MemoryKind, MemoryRevision, PurgeMemoriesRequest,
         PurgeMemoriesResponse, RollbackMemoryRequest, SearchMemoryRequest, SearchMode, SessionRef,
@@ -335,6 +336,52 @@ impl MemoryClient {
             .await
             .map(tonic::Response::into_inner)
             .map_err(|s| self.remote.error("PurgeMemories", s))
+    }
+
+    /// Buffers `events` (each with an id) in the (app, user)'s event stream `stream`; the
+    /// response says how many were new and carries the generation job they triggered, if any.
+    pub async fn append_stream(
+        &self,
+        app: &str,
+        user: &str,
+        stream: &str,
+        events: Vec<Event>,
+    ) -> Result<AppendMemoryStreamResponse> {
+        let request = AppendMemoryStreamRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            stream_id: stream.to_owned(),
+            events,
+        };
+        self.client
+            .clone()
+            .append_memory_stream(self.remote.request(request))
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| self.remote.error("AppendMemoryStream", s))
+    }
+
+    /// Hands the events buffered in the stream to generation now: the job, or `None` when the
+    /// stream held none.
+    pub async fn flush_stream(
+        &self,
+        app: &str,
+        user: &str,
+        stream: &str,
+    ) -> Result<Option<GenerationJob>> {
+        let request = FlushMemoryStreamRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            stream_id: stream.to_owned(),
+        };
+        Ok(self
+            .client
+            .clone()
+            .flush_memory_stream(self.remote.request(request))
+            .await
+            .map_err(|s| self.remote.error("FlushMemoryStream", s))?
+            .into_inner()
+            .job)
     }
 
     /// Deletes the (app, user)'s memories that `target` names; returns how many there were.

@@ -2789,6 +2789,250 @@ func (x *PurgeMemoriesResponse) GetOperationId() string {
 	return ""
 }
 
+// AppendMemoryStream input.
+type AppendMemoryStreamRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AppName string                 `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	UserId  string                 `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The stream the events belong to: a session id is the natural one.
+	StreamId string `protobuf:"bytes,3,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	// 1 to 100 events, each with an id: an id the stream already holds (buffered, or handed to
+	// generation within --generator-job-retention-seconds) is not buffered again. Events
+	// without content are not buffered.
+	Events        []*sessionpb.Event `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendMemoryStreamRequest) Reset() {
+	*x = AppendMemoryStreamRequest{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendMemoryStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendMemoryStreamRequest) ProtoMessage() {}
+
+func (x *AppendMemoryStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendMemoryStreamRequest.ProtoReflect.Descriptor instead.
+func (*AppendMemoryStreamRequest) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *AppendMemoryStreamRequest) GetAppName() string {
+	if x != nil {
+		return x.AppName
+	}
+	return ""
+}
+
+func (x *AppendMemoryStreamRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *AppendMemoryStreamRequest) GetStreamId() string {
+	if x != nil {
+		return x.StreamId
+	}
+	return ""
+}
+
+func (x *AppendMemoryStreamRequest) GetEvents() []*sessionpb.Event {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+// AppendMemoryStream output.
+type AppendMemoryStreamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The events this call buffered (duplicates and events without content left out).
+	Appended uint32 `protobuf:"varint,1,opt,name=appended,proto3" json:"appended,omitempty"`
+	// The events the stream holds after the call, waiting for generation.
+	Buffered uint32 `protobuf:"varint,2,opt,name=buffered,proto3" json:"buffered,omitempty"`
+	// The generation job this call started, when it brought the stream to its trigger count.
+	Job           *GenerationJob `protobuf:"bytes,3,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendMemoryStreamResponse) Reset() {
+	*x = AppendMemoryStreamResponse{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendMemoryStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendMemoryStreamResponse) ProtoMessage() {}
+
+func (x *AppendMemoryStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendMemoryStreamResponse.ProtoReflect.Descriptor instead.
+func (*AppendMemoryStreamResponse) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *AppendMemoryStreamResponse) GetAppended() uint32 {
+	if x != nil {
+		return x.Appended
+	}
+	return 0
+}
+
+func (x *AppendMemoryStreamResponse) GetBuffered() uint32 {
+	if x != nil {
+		return x.Buffered
+	}
+	return 0
+}
+
+func (x *AppendMemoryStreamResponse) GetJob() *GenerationJob {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+// FlushMemoryStream input.
+type FlushMemoryStreamRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AppName       string                 `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	UserId        string                 `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	StreamId      string                 `protobuf:"bytes,3,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlushMemoryStreamRequest) Reset() {
+	*x = FlushMemoryStreamRequest{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlushMemoryStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlushMemoryStreamRequest) ProtoMessage() {}
+
+func (x *FlushMemoryStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlushMemoryStreamRequest.ProtoReflect.Descriptor instead.
+func (*FlushMemoryStreamRequest) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *FlushMemoryStreamRequest) GetAppName() string {
+	if x != nil {
+		return x.AppName
+	}
+	return ""
+}
+
+func (x *FlushMemoryStreamRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *FlushMemoryStreamRequest) GetStreamId() string {
+	if x != nil {
+		return x.StreamId
+	}
+	return ""
+}
+
+// FlushMemoryStream output.
+type FlushMemoryStreamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The generation job started from the stream's buffered events; absent when it held none.
+	Job           *GenerationJob `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlushMemoryStreamResponse) Reset() {
+	*x = FlushMemoryStreamResponse{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlushMemoryStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlushMemoryStreamResponse) ProtoMessage() {}
+
+func (x *FlushMemoryStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlushMemoryStreamResponse.ProtoReflect.Descriptor instead.
+func (*FlushMemoryStreamResponse) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *FlushMemoryStreamResponse) GetJob() *GenerationJob {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 var File_adk_memory_v1_memory_proto protoreflect.FileDescriptor
 
 const file_adk_memory_v1_memory_proto_rawDesc = "" +
@@ -2977,7 +3221,22 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x15PurgeMemoriesResponse\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x122\n" +
 	"\x06sample\x18\x02 \x03(\v2\x1a.adk.memory.v1.MemoryEntryR\x06sample\x12!\n" +
-	"\foperation_id\x18\x03 \x01(\tR\voperationId*\x99\x02\n" +
+	"\foperation_id\x18\x03 \x01(\tR\voperationId\"\x9b\x01\n" +
+	"\x19AppendMemoryStreamRequest\x12\x19\n" +
+	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1b\n" +
+	"\tstream_id\x18\x03 \x01(\tR\bstreamId\x12-\n" +
+	"\x06events\x18\x04 \x03(\v2\x15.adk.session.v1.EventR\x06events\"\x84\x01\n" +
+	"\x1aAppendMemoryStreamResponse\x12\x1a\n" +
+	"\bappended\x18\x01 \x01(\rR\bappended\x12\x1a\n" +
+	"\bbuffered\x18\x02 \x01(\rR\bbuffered\x12.\n" +
+	"\x03job\x18\x03 \x01(\v2\x1c.adk.memory.v1.GenerationJobR\x03job\"k\n" +
+	"\x18FlushMemoryStreamRequest\x12\x19\n" +
+	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1b\n" +
+	"\tstream_id\x18\x03 \x01(\tR\bstreamId\"K\n" +
+	"\x19FlushMemoryStreamResponse\x12.\n" +
+	"\x03job\x18\x01 \x01(\v2\x1c.adk.memory.v1.GenerationJobR\x03job*\x99\x02\n" +
 	"\x10MetadataOperator\x12!\n" +
 	"\x1dMETADATA_OPERATOR_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17METADATA_OPERATOR_EQUAL\x10\x01\x12\x1f\n" +
@@ -3009,7 +3268,7 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x15REVISION_ACTION_ADDED\x10\x01\x12\x1b\n" +
 	"\x17REVISION_ACTION_UPDATED\x10\x02\x12\x1b\n" +
 	"\x17REVISION_ACTION_DELETED\x10\x03\x12\x1f\n" +
-	"\x1bREVISION_ACTION_ROLLED_BACK\x10\x042\xa5\b\n" +
+	"\x1bREVISION_ACTION_ROLLED_BACK\x10\x042\xf8\t\n" +
 	"\rMemoryService\x12i\n" +
 	"\x12AddSessionToMemory\x12(.adk.memory.v1.AddSessionToMemoryRequest\x1a).adk.memory.v1.AddSessionToMemoryResponse\x12f\n" +
 	"\x11AddEventsToMemory\x12'.adk.memory.v1.AddEventsToMemoryRequest\x1a(.adk.memory.v1.AddEventsToMemoryResponse\x12N\n" +
@@ -3021,7 +3280,9 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x10GetGenerationJob\x12&.adk.memory.v1.GetGenerationJobRequest\x1a\x1c.adk.memory.v1.GenerationJob\x12l\n" +
 	"\x13ListMemoryRevisions\x12).adk.memory.v1.ListMemoryRevisionsRequest\x1a*.adk.memory.v1.ListMemoryRevisionsResponse\x12]\n" +
 	"\x0eRollbackMemory\x12$.adk.memory.v1.RollbackMemoryRequest\x1a%.adk.memory.v1.RollbackMemoryResponse\x12Z\n" +
-	"\rPurgeMemories\x12#.adk.memory.v1.PurgeMemoriesRequest\x1a$.adk.memory.v1.PurgeMemoriesResponseb\x06proto3"
+	"\rPurgeMemories\x12#.adk.memory.v1.PurgeMemoriesRequest\x1a$.adk.memory.v1.PurgeMemoriesResponse\x12i\n" +
+	"\x12AppendMemoryStream\x12(.adk.memory.v1.AppendMemoryStreamRequest\x1a).adk.memory.v1.AppendMemoryStreamResponse\x12f\n" +
+	"\x11FlushMemoryStream\x12'.adk.memory.v1.FlushMemoryStreamRequest\x1a(.adk.memory.v1.FlushMemoryStreamResponseb\x06proto3"
 
 var (
 	file_adk_memory_v1_memory_proto_rawDescOnce sync.Once
@@ -3036,7 +3297,7 @@ func file_adk_memory_v1_memory_proto_rawDescGZIP() []byte {
 }
 
 var file_adk_memory_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_adk_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_adk_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_adk_memory_v1_memory_proto_goTypes = []any{
 	(MetadataOperator)(0),               // 0: adk.memory.v1.MetadataOperator
 	(MemoryKind)(0),                     // 1: adk.memory.v1.MemoryKind
@@ -3075,84 +3336,95 @@ var file_adk_memory_v1_memory_proto_goTypes = []any{
 	(*RollbackMemoryResponse)(nil),      // 34: adk.memory.v1.RollbackMemoryResponse
 	(*PurgeMemoriesRequest)(nil),        // 35: adk.memory.v1.PurgeMemoriesRequest
 	(*PurgeMemoriesResponse)(nil),       // 36: adk.memory.v1.PurgeMemoriesResponse
-	(*sessionpb.Content)(nil),           // 37: adk.session.v1.Content
-	(*timestamppb.Timestamp)(nil),       // 38: google.protobuf.Timestamp
-	(*sessionpb.Session)(nil),           // 39: adk.session.v1.Session
-	(*sessionpb.Event)(nil),             // 40: adk.session.v1.Event
-	(*durationpb.Duration)(nil),         // 41: google.protobuf.Duration
+	(*AppendMemoryStreamRequest)(nil),   // 37: adk.memory.v1.AppendMemoryStreamRequest
+	(*AppendMemoryStreamResponse)(nil),  // 38: adk.memory.v1.AppendMemoryStreamResponse
+	(*FlushMemoryStreamRequest)(nil),    // 39: adk.memory.v1.FlushMemoryStreamRequest
+	(*FlushMemoryStreamResponse)(nil),   // 40: adk.memory.v1.FlushMemoryStreamResponse
+	(*sessionpb.Content)(nil),           // 41: adk.session.v1.Content
+	(*timestamppb.Timestamp)(nil),       // 42: google.protobuf.Timestamp
+	(*sessionpb.Session)(nil),           // 43: adk.session.v1.Session
+	(*sessionpb.Event)(nil),             // 44: adk.session.v1.Event
+	(*durationpb.Duration)(nil),         // 45: google.protobuf.Duration
 }
 var file_adk_memory_v1_memory_proto_depIdxs = []int32{
-	37, // 0: adk.memory.v1.MemoryEntry.content:type_name -> adk.session.v1.Content
-	38, // 1: adk.memory.v1.MemoryEntry.timestamp:type_name -> google.protobuf.Timestamp
-	39, // 2: adk.memory.v1.AddSessionToMemoryRequest.session:type_name -> adk.session.v1.Session
+	41, // 0: adk.memory.v1.MemoryEntry.content:type_name -> adk.session.v1.Content
+	42, // 1: adk.memory.v1.MemoryEntry.timestamp:type_name -> google.protobuf.Timestamp
+	43, // 2: adk.memory.v1.AddSessionToMemoryRequest.session:type_name -> adk.session.v1.Session
 	6,  // 3: adk.memory.v1.AddSessionToMemoryRequest.session_ref:type_name -> adk.memory.v1.SessionRef
 	22, // 4: adk.memory.v1.AddSessionToMemoryRequest.generate:type_name -> adk.memory.v1.GenerateOptions
 	28, // 5: adk.memory.v1.AddSessionToMemoryResponse.generation:type_name -> adk.memory.v1.GenerationJob
-	40, // 6: adk.memory.v1.AddEventsToMemoryRequest.events:type_name -> adk.session.v1.Event
+	44, // 6: adk.memory.v1.AddEventsToMemoryRequest.events:type_name -> adk.session.v1.Event
 	5,  // 7: adk.memory.v1.AddMemoryRequest.memories:type_name -> adk.memory.v1.MemoryEntry
-	38, // 8: adk.memory.v1.SearchMemoryRequest.after_timestamp:type_name -> google.protobuf.Timestamp
-	38, // 9: adk.memory.v1.SearchMemoryRequest.before_timestamp:type_name -> google.protobuf.Timestamp
+	42, // 8: adk.memory.v1.SearchMemoryRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	42, // 9: adk.memory.v1.SearchMemoryRequest.before_timestamp:type_name -> google.protobuf.Timestamp
 	2,  // 10: adk.memory.v1.SearchMemoryRequest.mode:type_name -> adk.memory.v1.SearchMode
 	1,  // 11: adk.memory.v1.SearchMemoryRequest.kind:type_name -> adk.memory.v1.MemoryKind
 	14, // 12: adk.memory.v1.SearchMemoryRequest.filter:type_name -> adk.memory.v1.MemoryFilter
 	15, // 13: adk.memory.v1.MemoryFilter.any_of:type_name -> adk.memory.v1.MetadataConditions
 	16, // 14: adk.memory.v1.MetadataConditions.all_of:type_name -> adk.memory.v1.MetadataCondition
 	0,  // 15: adk.memory.v1.MetadataCondition.operator:type_name -> adk.memory.v1.MetadataOperator
-	38, // 16: adk.memory.v1.MetadataCondition.time_value:type_name -> google.protobuf.Timestamp
+	42, // 16: adk.memory.v1.MetadataCondition.time_value:type_name -> google.protobuf.Timestamp
 	5,  // 17: adk.memory.v1.SearchMemoryResponse.memories:type_name -> adk.memory.v1.MemoryEntry
 	1,  // 18: adk.memory.v1.ListMemoriesRequest.kind:type_name -> adk.memory.v1.MemoryKind
 	14, // 19: adk.memory.v1.ListMemoriesRequest.filter:type_name -> adk.memory.v1.MemoryFilter
-	38, // 20: adk.memory.v1.ListMemoriesRequest.after_timestamp:type_name -> google.protobuf.Timestamp
-	38, // 21: adk.memory.v1.ListMemoriesRequest.before_timestamp:type_name -> google.protobuf.Timestamp
+	42, // 20: adk.memory.v1.ListMemoriesRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	42, // 21: adk.memory.v1.ListMemoriesRequest.before_timestamp:type_name -> google.protobuf.Timestamp
 	5,  // 22: adk.memory.v1.ListMemoriesResponse.memories:type_name -> adk.memory.v1.MemoryEntry
-	41, // 23: adk.memory.v1.GenerateOptions.ttl:type_name -> google.protobuf.Duration
-	40, // 24: adk.memory.v1.EventList.events:type_name -> adk.session.v1.Event
+	45, // 23: adk.memory.v1.GenerateOptions.ttl:type_name -> google.protobuf.Duration
+	44, // 24: adk.memory.v1.EventList.events:type_name -> adk.session.v1.Event
 	24, // 25: adk.memory.v1.FactList.facts:type_name -> adk.memory.v1.ExtractedFact
-	39, // 26: adk.memory.v1.GenerateMemoriesRequest.session:type_name -> adk.session.v1.Session
+	43, // 26: adk.memory.v1.GenerateMemoriesRequest.session:type_name -> adk.session.v1.Session
 	6,  // 27: adk.memory.v1.GenerateMemoriesRequest.session_ref:type_name -> adk.memory.v1.SessionRef
 	23, // 28: adk.memory.v1.GenerateMemoriesRequest.events:type_name -> adk.memory.v1.EventList
 	25, // 29: adk.memory.v1.GenerateMemoriesRequest.facts:type_name -> adk.memory.v1.FactList
 	22, // 30: adk.memory.v1.GenerateMemoriesRequest.options:type_name -> adk.memory.v1.GenerateOptions
 	28, // 31: adk.memory.v1.GenerateMemoriesResponse.job:type_name -> adk.memory.v1.GenerationJob
 	3,  // 32: adk.memory.v1.GenerationJob.state:type_name -> adk.memory.v1.GenerationState
-	38, // 33: adk.memory.v1.GenerationJob.create_time:type_name -> google.protobuf.Timestamp
-	38, // 34: adk.memory.v1.GenerationJob.update_time:type_name -> google.protobuf.Timestamp
+	42, // 33: adk.memory.v1.GenerationJob.create_time:type_name -> google.protobuf.Timestamp
+	42, // 34: adk.memory.v1.GenerationJob.update_time:type_name -> google.protobuf.Timestamp
 	4,  // 35: adk.memory.v1.MemoryRevision.action:type_name -> adk.memory.v1.RevisionAction
-	38, // 36: adk.memory.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	42, // 36: adk.memory.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
 	30, // 37: adk.memory.v1.ListMemoryRevisionsResponse.revisions:type_name -> adk.memory.v1.MemoryRevision
 	30, // 38: adk.memory.v1.RollbackMemoryResponse.revision:type_name -> adk.memory.v1.MemoryRevision
 	14, // 39: adk.memory.v1.PurgeMemoriesRequest.filter:type_name -> adk.memory.v1.MemoryFilter
 	1,  // 40: adk.memory.v1.PurgeMemoriesRequest.kind:type_name -> adk.memory.v1.MemoryKind
-	38, // 41: adk.memory.v1.PurgeMemoriesRequest.after_timestamp:type_name -> google.protobuf.Timestamp
-	38, // 42: adk.memory.v1.PurgeMemoriesRequest.before_timestamp:type_name -> google.protobuf.Timestamp
+	42, // 41: adk.memory.v1.PurgeMemoriesRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	42, // 42: adk.memory.v1.PurgeMemoriesRequest.before_timestamp:type_name -> google.protobuf.Timestamp
 	5,  // 43: adk.memory.v1.PurgeMemoriesResponse.sample:type_name -> adk.memory.v1.MemoryEntry
-	7,  // 44: adk.memory.v1.MemoryService.AddSessionToMemory:input_type -> adk.memory.v1.AddSessionToMemoryRequest
-	9,  // 45: adk.memory.v1.MemoryService.AddEventsToMemory:input_type -> adk.memory.v1.AddEventsToMemoryRequest
-	11, // 46: adk.memory.v1.MemoryService.AddMemory:input_type -> adk.memory.v1.AddMemoryRequest
-	13, // 47: adk.memory.v1.MemoryService.SearchMemory:input_type -> adk.memory.v1.SearchMemoryRequest
-	18, // 48: adk.memory.v1.MemoryService.DeleteMemory:input_type -> adk.memory.v1.DeleteMemoryRequest
-	20, // 49: adk.memory.v1.MemoryService.ListMemories:input_type -> adk.memory.v1.ListMemoriesRequest
-	26, // 50: adk.memory.v1.MemoryService.GenerateMemories:input_type -> adk.memory.v1.GenerateMemoriesRequest
-	29, // 51: adk.memory.v1.MemoryService.GetGenerationJob:input_type -> adk.memory.v1.GetGenerationJobRequest
-	31, // 52: adk.memory.v1.MemoryService.ListMemoryRevisions:input_type -> adk.memory.v1.ListMemoryRevisionsRequest
-	33, // 53: adk.memory.v1.MemoryService.RollbackMemory:input_type -> adk.memory.v1.RollbackMemoryRequest
-	35, // 54: adk.memory.v1.MemoryService.PurgeMemories:input_type -> adk.memory.v1.PurgeMemoriesRequest
-	8,  // 55: adk.memory.v1.MemoryService.AddSessionToMemory:output_type -> adk.memory.v1.AddSessionToMemoryResponse
-	10, // 56: adk.memory.v1.MemoryService.AddEventsToMemory:output_type -> adk.memory.v1.AddEventsToMemoryResponse
-	12, // 57: adk.memory.v1.MemoryService.AddMemory:output_type -> adk.memory.v1.AddMemoryResponse
-	17, // 58: adk.memory.v1.MemoryService.SearchMemory:output_type -> adk.memory.v1.SearchMemoryResponse
-	19, // 59: adk.memory.v1.MemoryService.DeleteMemory:output_type -> adk.memory.v1.DeleteMemoryResponse
-	21, // 60: adk.memory.v1.MemoryService.ListMemories:output_type -> adk.memory.v1.ListMemoriesResponse
-	27, // 61: adk.memory.v1.MemoryService.GenerateMemories:output_type -> adk.memory.v1.GenerateMemoriesResponse
-	28, // 62: adk.memory.v1.MemoryService.GetGenerationJob:output_type -> adk.memory.v1.GenerationJob
-	32, // 63: adk.memory.v1.MemoryService.ListMemoryRevisions:output_type -> adk.memory.v1.ListMemoryRevisionsResponse
-	34, // 64: adk.memory.v1.MemoryService.RollbackMemory:output_type -> adk.memory.v1.RollbackMemoryResponse
-	36, // 65: adk.memory.v1.MemoryService.PurgeMemories:output_type -> adk.memory.v1.PurgeMemoriesResponse
-	55, // [55:66] is the sub-list for method output_type
-	44, // [44:55] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	44, // 44: adk.memory.v1.AppendMemoryStreamRequest.events:type_name -> adk.session.v1.Event
+	28, // 45: adk.memory.v1.AppendMemoryStreamResponse.job:type_name -> adk.memory.v1.GenerationJob
+	28, // 46: adk.memory.v1.FlushMemoryStreamResponse.job:type_name -> adk.memory.v1.GenerationJob
+	7,  // 47: adk.memory.v1.MemoryService.AddSessionToMemory:input_type -> adk.memory.v1.AddSessionToMemoryRequest
+	9,  // 48: adk.memory.v1.MemoryService.AddEventsToMemory:input_type -> adk.memory.v1.AddEventsToMemoryRequest
+	11, // 49: adk.memory.v1.MemoryService.AddMemory:input_type -> adk.memory.v1.AddMemoryRequest
+	13, // 50: adk.memory.v1.MemoryService.SearchMemory:input_type -> adk.memory.v1.SearchMemoryRequest
+	18, // 51: adk.memory.v1.MemoryService.DeleteMemory:input_type -> adk.memory.v1.DeleteMemoryRequest
+	20, // 52: adk.memory.v1.MemoryService.ListMemories:input_type -> adk.memory.v1.ListMemoriesRequest
+	26, // 53: adk.memory.v1.MemoryService.GenerateMemories:input_type -> adk.memory.v1.GenerateMemoriesRequest
+	29, // 54: adk.memory.v1.MemoryService.GetGenerationJob:input_type -> adk.memory.v1.GetGenerationJobRequest
+	31, // 55: adk.memory.v1.MemoryService.ListMemoryRevisions:input_type -> adk.memory.v1.ListMemoryRevisionsRequest
+	33, // 56: adk.memory.v1.MemoryService.RollbackMemory:input_type -> adk.memory.v1.RollbackMemoryRequest
+	35, // 57: adk.memory.v1.MemoryService.PurgeMemories:input_type -> adk.memory.v1.PurgeMemoriesRequest
+	37, // 58: adk.memory.v1.MemoryService.AppendMemoryStream:input_type -> adk.memory.v1.AppendMemoryStreamRequest
+	39, // 59: adk.memory.v1.MemoryService.FlushMemoryStream:input_type -> adk.memory.v1.FlushMemoryStreamRequest
+	8,  // 60: adk.memory.v1.MemoryService.AddSessionToMemory:output_type -> adk.memory.v1.AddSessionToMemoryResponse
+	10, // 61: adk.memory.v1.MemoryService.AddEventsToMemory:output_type -> adk.memory.v1.AddEventsToMemoryResponse
+	12, // 62: adk.memory.v1.MemoryService.AddMemory:output_type -> adk.memory.v1.AddMemoryResponse
+	17, // 63: adk.memory.v1.MemoryService.SearchMemory:output_type -> adk.memory.v1.SearchMemoryResponse
+	19, // 64: adk.memory.v1.MemoryService.DeleteMemory:output_type -> adk.memory.v1.DeleteMemoryResponse
+	21, // 65: adk.memory.v1.MemoryService.ListMemories:output_type -> adk.memory.v1.ListMemoriesResponse
+	27, // 66: adk.memory.v1.MemoryService.GenerateMemories:output_type -> adk.memory.v1.GenerateMemoriesResponse
+	28, // 67: adk.memory.v1.MemoryService.GetGenerationJob:output_type -> adk.memory.v1.GenerationJob
+	32, // 68: adk.memory.v1.MemoryService.ListMemoryRevisions:output_type -> adk.memory.v1.ListMemoryRevisionsResponse
+	34, // 69: adk.memory.v1.MemoryService.RollbackMemory:output_type -> adk.memory.v1.RollbackMemoryResponse
+	36, // 70: adk.memory.v1.MemoryService.PurgeMemories:output_type -> adk.memory.v1.PurgeMemoriesResponse
+	38, // 71: adk.memory.v1.MemoryService.AppendMemoryStream:output_type -> adk.memory.v1.AppendMemoryStreamResponse
+	40, // 72: adk.memory.v1.MemoryService.FlushMemoryStream:output_type -> adk.memory.v1.FlushMemoryStreamResponse
+	60, // [60:73] is the sub-list for method output_type
+	47, // [47:60] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_adk_memory_v1_memory_proto_init() }
@@ -3187,7 +3459,7 @@ func file_adk_memory_v1_memory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_adk_memory_v1_memory_proto_rawDesc), len(file_adk_memory_v1_memory_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   32,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

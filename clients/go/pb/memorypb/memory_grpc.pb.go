@@ -34,6 +34,8 @@ const (
 	MemoryService_ListMemoryRevisions_FullMethodName = "/adk.memory.v1.MemoryService/ListMemoryRevisions"
 	MemoryService_RollbackMemory_FullMethodName      = "/adk.memory.v1.MemoryService/RollbackMemory"
 	MemoryService_PurgeMemories_FullMethodName       = "/adk.memory.v1.MemoryService/PurgeMemories"
+	MemoryService_AppendMemoryStream_FullMethodName  = "/adk.memory.v1.MemoryService/AppendMemoryStream"
+	MemoryService_FlushMemoryStream_FullMethodName   = "/adk.memory.v1.MemoryService/FlushMemoryStream"
 )
 
 // MemoryServiceClient is the client API for MemoryService service.
@@ -72,6 +74,13 @@ type MemoryServiceClient interface {
 	// how many memories match, with a sample. With force, one durable operation: recorded before
 	// anything is deleted, and taken up again after a restart until it has run to its end.
 	PurgeMemories(ctx context.Context, in *PurgeMemoriesRequest, opts ...grpc.CallOption) (*PurgeMemoriesResponse, error)
+	// Buffers events of a stream (a session, say) as they happen, each event id once, durably;
+	// generation (as GenerateMemories with default options) starts by itself once the stream
+	// holds the app's trigger count of events (memory-svc --stream-trigger-events), or once it
+	// has been quiet for the app's quiet time (--stream-quiet). Needs memory-svc --generator.
+	AppendMemoryStream(ctx context.Context, in *AppendMemoryStreamRequest, opts ...grpc.CallOption) (*AppendMemoryStreamResponse, error)
+	// Starts generation from a stream's buffered events now, if it holds any.
+	FlushMemoryStream(ctx context.Context, in *FlushMemoryStreamRequest, opts ...grpc.CallOption) (*FlushMemoryStreamResponse, error)
 }
 
 type memoryServiceClient struct {
@@ -192,6 +201,26 @@ func (c *memoryServiceClient) PurgeMemories(ctx context.Context, in *PurgeMemori
 	return out, nil
 }
 
+func (c *memoryServiceClient) AppendMemoryStream(ctx context.Context, in *AppendMemoryStreamRequest, opts ...grpc.CallOption) (*AppendMemoryStreamResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AppendMemoryStreamResponse)
+	err := c.cc.Invoke(ctx, MemoryService_AppendMemoryStream_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *memoryServiceClient) FlushMemoryStream(ctx context.Context, in *FlushMemoryStreamRequest, opts ...grpc.CallOption) (*FlushMemoryStreamResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FlushMemoryStreamResponse)
+	err := c.cc.Invoke(ctx, MemoryService_FlushMemoryStream_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MemoryServiceServer is the server API for MemoryService service.
 // All implementations must embed UnimplementedMemoryServiceServer
 // for forward compatibility.
@@ -228,6 +257,13 @@ type MemoryServiceServer interface {
 	// how many memories match, with a sample. With force, one durable operation: recorded before
 	// anything is deleted, and taken up again after a restart until it has run to its end.
 	PurgeMemories(context.Context, *PurgeMemoriesRequest) (*PurgeMemoriesResponse, error)
+	// Buffers events of a stream (a session, say) as they happen, each event id once, durably;
+	// generation (as GenerateMemories with default options) starts by itself once the stream
+	// holds the app's trigger count of events (memory-svc --stream-trigger-events), or once it
+	// has been quiet for the app's quiet time (--stream-quiet). Needs memory-svc --generator.
+	AppendMemoryStream(context.Context, *AppendMemoryStreamRequest) (*AppendMemoryStreamResponse, error)
+	// Starts generation from a stream's buffered events now, if it holds any.
+	FlushMemoryStream(context.Context, *FlushMemoryStreamRequest) (*FlushMemoryStreamResponse, error)
 	mustEmbedUnimplementedMemoryServiceServer()
 }
 
@@ -270,6 +306,12 @@ func (UnimplementedMemoryServiceServer) RollbackMemory(context.Context, *Rollbac
 }
 func (UnimplementedMemoryServiceServer) PurgeMemories(context.Context, *PurgeMemoriesRequest) (*PurgeMemoriesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PurgeMemories not implemented")
+}
+func (UnimplementedMemoryServiceServer) AppendMemoryStream(context.Context, *AppendMemoryStreamRequest) (*AppendMemoryStreamResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AppendMemoryStream not implemented")
+}
+func (UnimplementedMemoryServiceServer) FlushMemoryStream(context.Context, *FlushMemoryStreamRequest) (*FlushMemoryStreamResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FlushMemoryStream not implemented")
 }
 func (UnimplementedMemoryServiceServer) mustEmbedUnimplementedMemoryServiceServer() {}
 func (UnimplementedMemoryServiceServer) testEmbeddedByValue()                       {}
@@ -490,6 +532,42 @@ func _MemoryService_PurgeMemories_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MemoryService_AppendMemoryStream_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AppendMemoryStreamRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).AppendMemoryStream(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_AppendMemoryStream_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).AppendMemoryStream(ctx, req.(*AppendMemoryStreamRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MemoryService_FlushMemoryStream_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FlushMemoryStreamRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).FlushMemoryStream(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_FlushMemoryStream_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).FlushMemoryStream(ctx, req.(*FlushMemoryStreamRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MemoryService_ServiceDesc is the grpc.ServiceDesc for MemoryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -540,6 +618,14 @@ var MemoryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PurgeMemories",
 			Handler:    _MemoryService_PurgeMemories_Handler,
+		},
+		{
+			MethodName: "AppendMemoryStream",
+			Handler:    _MemoryService_AppendMemoryStream_Handler,
+		},
+		{
+			MethodName: "FlushMemoryStream",
+			Handler:    _MemoryService_FlushMemoryStream_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

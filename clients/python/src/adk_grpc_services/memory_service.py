@@ -33,6 +33,7 @@ from . import timestamps
 from ._channel import Metadata, ServiceClient, ignore_adk_options, translate
 from ._proto.adk.memory.v1 import memory_pb2 as mpb
 from ._proto.adk.memory.v1 import memory_pb2_grpc as mpb_grpc
+from ._proto.adk.session.v1 import session_pb2 as spb
 from .mapping import (
     content_from_proto,
     content_to_proto,
@@ -388,6 +389,46 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
             operation_id=reply.operation_id or None,
         )
 
+    async def append_memory_stream(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        stream_id: str,
+        events: Sequence[Event],
+    ) -> StreamAppend:
+        """Buffers ``events`` (1 to 100) in the event stream ``stream_id`` of (app, user), as
+        they happen; a session id is the natural stream id.
+
+        memory-svc keeps the buffer durably, each event id once (an event sent again is not
+        buffered again), and starts generation from it by itself once the stream holds its
+        app's trigger count of events (``--stream-trigger-events``) or has been quiet for its
+        app's quiet time (``--stream-quiet``). Needs memory-svc ``--generator``.
+        """
+        request = mpb.AppendMemoryStreamRequest(
+            app_name=app_name,
+            user_id=user_id,
+            stream_id=stream_id,
+            events=[_stream_event(event) for event in events],
+        )
+        reply: mpb.AppendMemoryStreamResponse = await self._invoke("AppendMemoryStream", request)
+        return StreamAppend(
+            appended=reply.appended,
+            buffered=reply.buffered,
+            job=reply.job if reply.HasField("job") else None,
+        )
+
+    async def flush_memory_stream(
+        self, *, app_name: str, user_id: str, stream_id: str
+    ) -> mpb.GenerationJob | None:
+        """Starts generation from the events buffered in the stream now; returns the job (see
+        ``get_generation_job``), or None when the stream held no events."""
+        request = mpb.FlushMemoryStreamRequest(
+            app_name=app_name, user_id=user_id, stream_id=stream_id
+        )
+        reply: mpb.FlushMemoryStreamResponse = await self._invoke("FlushMemoryStream", request)
+        return reply.job if reply.HasField("job") else None
+
     async def delete_memory(
         self, *, app_name: str, user_id: str, memory_id: str | None = None
     ) -> None:
@@ -465,6 +506,29 @@ class PurgeResult:
     """Up to 10 of them, in (user, ingestion) order."""
     operation_id: str | None
     """A forced purge's operation id, as the server's log names it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamAppend:
+    """What ``append_memory_stream`` did."""
+
+    appended: int
+    """The events buffered by the call (those the stream already held, and events without
+    content, left out)."""
+    buffered: int
+    """The events the stream holds after the call, waiting for generation."""
+    job: mpb.GenerationJob | None
+    """The generation job the call started, when it brought the stream to its trigger
+    count."""
+
+
+def _stream_event(event: Event) -> spb.Event:
+    """An event as a stream takes it: what memory-svc reads of one with content; of one
+    without, its id only (the server counts it out, rather than refusing an append of no
+    events)."""
+    if event.content is None:
+        return spb.Event(id=event.id, author=event.author)
+    return memory_events_to_proto([event])[0]
 
 
 def _set_filter(

@@ -51,22 +51,10 @@ pub(super) async fn revise(
 
 impl PgMemoryStore {
     pub(super) async fn enqueue_now(&self, job: &JobRecord) -> Result<()> {
-        self.pool
-            .get()
-            .await?
-            .execute(
-                "INSERT INTO memory_jobs (id, app_name, user_id, open, due_ms, record)
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-                &[
-                    &job.id,
-                    &job.app_name,
-                    &job.user_id,
-                    &job.is_open(),
-                    &job.due_ms,
-                    &job.encode_to_vec(),
-                ],
-            )
-            .await?;
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        insert_job(&tx, job).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -258,6 +246,24 @@ impl PgMemoryStore {
             })
             .collect()
     }
+}
+
+/// Queues a new job in `tx`.
+pub(super) async fn insert_job(tx: &Transaction<'_>, job: &JobRecord) -> Result<()> {
+    tx.execute(
+        "INSERT INTO memory_jobs (id, app_name, user_id, open, due_ms, record)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+        &[
+            &job.id,
+            &job.app_name,
+            &job.user_id,
+            &job.is_open(),
+            &job.due_ms,
+            &job.encode_to_vec(),
+        ],
+    )
+    .await?;
+    Ok(())
 }
 
 /// Rewrites a job's record and the columns the queue and pruning read.

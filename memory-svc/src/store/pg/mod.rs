@@ -21,6 +21,7 @@ mod purges;
 mod schema;
 mod scopes;
 mod search;
+mod streams;
 #[cfg(test)]
 mod tests;
 mod vectors;
@@ -44,8 +45,8 @@ use super::{
     token,
     vector_cache::{self, VectorCache},
     vectors::{check_model, rank, ModelCheck},
-    Entry, Expired, Hit, JobRecord, MemoryStore, PurgeRecord, Result, Revision, RevisionRecord,
-    Scope, SearchQuery, StoreError, Unembedded, Vectors,
+    Appended, Buffered, Entry, Expired, Hit, JobRecord, MemoryStore, PurgeRecord, Result, Revision,
+    RevisionRecord, Scope, SearchQuery, StoreError, StreamKey, Unembedded, Vectors,
 };
 use crate::{analysis::Analyzer, embed::Identity, filter::Filter};
 
@@ -522,6 +523,31 @@ impl MemoryStore for PgMemoryStore {
 
     async fn users(&self, app: &str) -> Result<Vec<String>> {
         self.users_now(app).await
+    }
+
+    async fn append_stream(
+        &self,
+        stream: StreamKey<'_>,
+        events: Vec<adk_proto::session::v1::Event>,
+        now_ms: i64,
+        trigger: usize,
+        job: JobRecord,
+    ) -> Result<Appended> {
+        self.append_stream_now(stream, events, now_ms, trigger, job)
+            .await
+    }
+
+    async fn flush_stream(
+        &self,
+        stream: StreamKey<'_>,
+        job: JobRecord,
+        quiet_since: Option<i64>,
+    ) -> Result<Option<JobRecord>> {
+        self.flush_stream_now(stream, job, quiet_since).await
+    }
+
+    async fn buffered_streams(&self) -> Result<Vec<Buffered>> {
+        self.buffered_streams_now().await
     }
 
     async fn list(

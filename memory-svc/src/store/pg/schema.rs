@@ -1,6 +1,6 @@
 //! The PostgreSQL memory schema, and how a stored entry is read back.
 //!
-//! Schema version 9, created by the service itself ([`MIGRATIONS`], then [`convert`]):
+//! Schema version 10, created by the service itself ([`MIGRATIONS`], then [`convert`]):
 //!
 //! | table               | primary key             | holds                                        |
 //! |---------------------|-------------------------|----------------------------------------------|
@@ -15,6 +15,8 @@
 //! | `memory_jobs`       | id                      | generation jobs (`JobRecord`), due and end times |
 //! | `memory_metadata`   | app, user, key, value, seq | entries by metadata value (`super::metadata`) |
 //! | `memory_purges`     | id                      | purges not yet finished (`PurgeRecord`)      |
+//! | `memory_streams`    | app, user, stream       | streams with buffered events, their count and last time |
+//! | `memory_stream_events` | app, user, stream, event id | every event a stream was given: buffered (`event`), or handed to `job_id` |
 //!
 //! `memory_entries` is also indexed by (session, app, user, seq), which finds a session's last
 //! entry (its tail, for the context of appended events) in one index probe, and by expiry
@@ -51,6 +53,10 @@
 //! [`super::metadata`]); [`convert`] fills it from the entries of an older schema. Its index by
 //! seq, which the cascading deletes use, is led by `seq` for the reason above. Version 9 added
 //! `memory_purges`, the purges asked to delete until they have run to their end.
+//!
+//! Version 10 added event streams (see [`super::streams`]): `memory_streams` and
+//! `memory_stream_events`, whose handed-off events go with their job when it is pruned (the
+//! foreign key cascades). Both start empty: nothing is converted.
 //!
 //! Every primary key starts with (app, user): no statement reads or writes outside one user's
 //! memory, and a distributed engine can shard by it.
@@ -210,6 +216,28 @@ CREATE TABLE memory_purges (
     create_ms bigint NOT NULL,
     record    bytea NOT NULL
 );
+"#,
+    r#"
+CREATE TABLE memory_streams (
+    app_name  text COLLATE "C" NOT NULL,
+    user_id   text COLLATE "C" NOT NULL,
+    stream_id text COLLATE "C" NOT NULL,
+    buffered  integer NOT NULL,
+    last_ms   bigint NOT NULL,
+    PRIMARY KEY (app_name, user_id, stream_id)
+);
+CREATE TABLE memory_stream_events (
+    app_name  text COLLATE "C" NOT NULL,
+    user_id   text COLLATE "C" NOT NULL,
+    stream_id text COLLATE "C" NOT NULL,
+    event_id  text COLLATE "C" NOT NULL,
+    seq       bigint GENERATED ALWAYS AS IDENTITY,
+    event     bytea,
+    job_id    text COLLATE "C" REFERENCES memory_jobs ON DELETE CASCADE,
+    PRIMARY KEY (app_name, user_id, stream_id, event_id)
+);
+CREATE INDEX memory_stream_events_jobs ON memory_stream_events (job_id)
+    WHERE job_id IS NOT NULL;
 "#,
 ];
 

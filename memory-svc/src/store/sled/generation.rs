@@ -21,7 +21,7 @@ use super::{
 };
 
 /// A job's key in `job_queue`.
-fn queue_key(job: &JobRecord) -> Key {
+pub(super) fn queue_key(job: &JobRecord) -> Key {
     Key::new()
         .u64(u64::try_from(job.due_ms).unwrap_or(0))
         .str(&job.id)
@@ -276,11 +276,19 @@ impl SledMemoryStore {
             if ended >= u64::try_from(before_ms).unwrap_or(0) {
                 break;
             }
-            let (jobs, done) = (&self.jobs, &self.jobs_done);
-            (jobs, done)
-                .transaction(|(jobs, done)| {
+            // The ids of the events it took from a stream go with it.
+            let handed_off = match self.jobs.get(id.as_bytes())? {
+                Some(bytes) => Self::handed_off_keys(&decode(&bytes, "job")?),
+                None => Vec::new(),
+            };
+            let (jobs, done, events) = (&self.jobs, &self.jobs_done, &self.stream_events);
+            (jobs, done, events)
+                .transaction(|(jobs, done, events)| {
                     jobs.remove(id.as_bytes())?;
                     done.remove(&key)?;
+                    for event in &handed_off {
+                        events.remove(event.as_bytes())?;
+                    }
                     Ok(())
                 })
                 .map_err(storage)?;
@@ -326,7 +334,7 @@ fn storage(e: TransactionError<Infallible>) -> StoreError {
     }
 }
 
-fn aborted(e: TransactionError<StoreError>) -> StoreError {
+pub(super) fn aborted(e: TransactionError<StoreError>) -> StoreError {
     match e {
         TransactionError::Abort(e) => e,
         TransactionError::Storage(e) => e.into(),

@@ -240,8 +240,10 @@ pub(super) const OLD_POSTINGS: &[u8] = b"postings";
 /// metadata, and keep neither when it rewrites the entry). 5: the postings of recent writes
 /// may be in the `journal` tree rather than in the blocks (an older binary would search
 /// without them). 6: entries' metadata is indexed in the `metadata` tree (an older binary
-/// would not keep it in step with its writes).
-const FORMAT: u32 = 6;
+/// would not keep it in step with its writes). 7: event streams buffer events in the `streams`
+/// and `stream_events` trees (an older binary would never hand them to generation, and would
+/// keep the ids of handed-off events forever); the trees start empty, so nothing is converted.
+const FORMAT: u32 = 7;
 
 /// Refuses a database of a newer format than [`FORMAT`] (recording [`FORMAT`] in an older one).
 ///

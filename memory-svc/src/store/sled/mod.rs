@@ -24,6 +24,8 @@
 //! | `job_queue`  | due ms, job id            | (empty): the open jobs, due first       |
 //! | `jobs_done`  | end ms, job id            | (empty): the finished jobs, oldest first|
 //! | `purges`     | purge id                  | `PurgeRecord`: a purge not yet finished |
+//! | `streams`    | app, user, stream         | `StreamRecord`: a stream's buffered ids |
+//! | `stream_events` | app, user, stream, event id | `StreamEventRecord` (see [`streams`]) |
 //!
 //! The `postings` module describes the blocks and the df values (the document frequency, how
 //! many blocks were appended since the last merge of the term's blocks, and the last journal
@@ -81,6 +83,7 @@ mod pending;
 mod postings;
 mod purges;
 mod records;
+mod streams;
 #[cfg(test)]
 mod tests;
 mod vectors;
@@ -117,8 +120,8 @@ use super::{
     plan::Write,
     token,
     vector_cache::{self, VectorCache},
-    Entry, Expired, Hit, JobRecord, MemoryStore, PurgeRecord, Result, Revision, RevisionRecord,
-    Scope, SearchQuery, Unembedded, Vectors,
+    Appended, Buffered, Entry, Expired, Hit, JobRecord, MemoryStore, PurgeRecord, Result, Revision,
+    RevisionRecord, Scope, SearchQuery, StreamKey, Unembedded, Vectors,
 };
 use crate::analysis::Analyzer;
 use crate::budget::{self, MemoryBudget, Part, Room};
@@ -152,6 +155,9 @@ pub struct SledMemoryStore {
     jobs_done: Tree,
     /// Purges asked to delete, until they have run to their end.
     purges: Tree,
+    /// Event streams with buffered events, and every event each stream was given.
+    streams: Tree,
+    stream_events: Tree,
     commit: GroupCommit,
     gate: WriteGate,
     analyzer: Analyzer,
@@ -249,6 +255,8 @@ impl SledMemoryStore {
             job_queue: db.open_tree("job_queue")?,
             jobs_done: db.open_tree("jobs_done")?,
             purges: db.open_tree("purges")?,
+            streams: db.open_tree("streams")?,
+            stream_events: db.open_tree("stream_events")?,
             commit: GroupCommit::start(db.clone(), sync),
             gate: WriteGate::default(),
             analyzer,
@@ -713,6 +721,40 @@ impl MemoryStore for SledMemoryStore {
         self.blocking(move |store| store.users_now(&app)).await
     }
 
+    async fn append_stream(
+        &self,
+        stream: StreamKey<'_>,
+        events: Vec<adk_proto::session::v1::Event>,
+        now_ms: i64,
+        trigger: usize,
+        job: JobRecord,
+    ) -> Result<Appended> {
+        let (app_name, user_id, stream_id) = owned(stream);
+        self.durably(move |store| {
+            let stream = borrowed(&app_name, &user_id, &stream_id);
+            store.append_stream_now(stream, &events, now_ms, trigger, &job)
+        })
+        .await
+    }
+
+    async fn flush_stream(
+        &self,
+        stream: StreamKey<'_>,
+        job: JobRecord,
+        quiet_since: Option<i64>,
+    ) -> Result<Option<JobRecord>> {
+        let (app_name, user_id, stream_id) = owned(stream);
+        self.durably(move |store| {
+            let stream = borrowed(&app_name, &user_id, &stream_id);
+            store.flush_stream_now(stream, &job, quiet_since)
+        })
+        .await
+    }
+
+    async fn buffered_streams(&self) -> Result<Vec<Buffered>> {
+        self.blocking(|store| store.buffered_streams_now()).await
+    }
+
     async fn list(
         &self,
         scope: Scope<'_>,
@@ -731,5 +773,21 @@ impl MemoryStore for SledMemoryStore {
             store.list_now(scope, page_size, after, &filter)
         })
         .await
+    }
+}
+
+/// A stream's names, owned, for the blocking pool.
+fn owned(stream: StreamKey<'_>) -> (String, String, String) {
+    (
+        stream.scope.app_name.to_owned(),
+        stream.scope.user_id.to_owned(),
+        stream.stream_id.to_owned(),
+    )
+}
+
+fn borrowed<'a>(app_name: &'a str, user_id: &'a str, stream_id: &'a str) -> StreamKey<'a> {
+    StreamKey {
+        scope: Scope { app_name, user_id },
+        stream_id,
     }
 }

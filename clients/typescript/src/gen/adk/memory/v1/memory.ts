@@ -520,6 +520,43 @@ export interface PurgeMemoriesResponse {
   operationId: string;
 }
 
+/** AppendMemoryStream input. */
+export interface AppendMemoryStreamRequest {
+  appName: string;
+  userId: string;
+  /** The stream the events belong to: a session id is the natural one. */
+  streamId: string;
+  /**
+   * 1 to 100 events, each with an id: an id the stream already holds (buffered, or handed to
+   * generation within --generator-job-retention-seconds) is not buffered again. Events
+   * without content are not buffered.
+   */
+  events: Event[];
+}
+
+/** AppendMemoryStream output. */
+export interface AppendMemoryStreamResponse {
+  /** The events this call buffered (duplicates and events without content left out). */
+  appended: number;
+  /** The events the stream holds after the call, waiting for generation. */
+  buffered: number;
+  /** The generation job this call started, when it brought the stream to its trigger count. */
+  job: GenerationJob | undefined;
+}
+
+/** FlushMemoryStream input. */
+export interface FlushMemoryStreamRequest {
+  appName: string;
+  userId: string;
+  streamId: string;
+}
+
+/** FlushMemoryStream output. */
+export interface FlushMemoryStreamResponse {
+  /** The generation job started from the stream's buffered events; absent when it held none. */
+  job: GenerationJob | undefined;
+}
+
 function createBaseMemoryEntry(): MemoryEntry {
   return { id: "", content: undefined, author: "", timestamp: undefined, customMetadata: "", sessionId: "", score: 0 };
 }
@@ -3603,6 +3640,310 @@ export const PurgeMemoriesResponse: MessageFns<PurgeMemoriesResponse> = {
   },
 };
 
+function createBaseAppendMemoryStreamRequest(): AppendMemoryStreamRequest {
+  return { appName: "", userId: "", streamId: "", events: [] };
+}
+
+export const AppendMemoryStreamRequest: MessageFns<AppendMemoryStreamRequest> = {
+  encode(message: AppendMemoryStreamRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.appName !== "") {
+      writer.uint32(10).string(message.appName);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.streamId !== "") {
+      writer.uint32(26).string(message.streamId);
+    }
+    for (const v of message.events) {
+      Event.encode(v!, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AppendMemoryStreamRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAppendMemoryStreamRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.appName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.streamId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.events.push(Event.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<AppendMemoryStreamRequest>, I>>(base?: I): AppendMemoryStreamRequest {
+    return AppendMemoryStreamRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AppendMemoryStreamRequest>, I>>(object: I): AppendMemoryStreamRequest {
+    const message = createBaseAppendMemoryStreamRequest();
+    message.appName = object.appName ?? "";
+    message.userId = object.userId ?? "";
+    message.streamId = object.streamId ?? "";
+    message.events = object.events?.map((e) => Event.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAppendMemoryStreamResponse(): AppendMemoryStreamResponse {
+  return { appended: 0, buffered: 0, job: undefined };
+}
+
+export const AppendMemoryStreamResponse: MessageFns<AppendMemoryStreamResponse> = {
+  encode(message: AppendMemoryStreamResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.appended !== 0) {
+      writer.uint32(8).uint32(message.appended);
+    }
+    if (message.buffered !== 0) {
+      writer.uint32(16).uint32(message.buffered);
+    }
+    if (message.job !== undefined) {
+      GenerationJob.encode(message.job, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AppendMemoryStreamResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAppendMemoryStreamResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.appended = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.buffered = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.job = GenerationJob.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<AppendMemoryStreamResponse>, I>>(base?: I): AppendMemoryStreamResponse {
+    return AppendMemoryStreamResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AppendMemoryStreamResponse>, I>>(object: I): AppendMemoryStreamResponse {
+    const message = createBaseAppendMemoryStreamResponse();
+    message.appended = object.appended ?? 0;
+    message.buffered = object.buffered ?? 0;
+    message.job = (object.job !== undefined && object.job !== null) ? GenerationJob.fromPartial(object.job) : undefined;
+    return message;
+  },
+};
+
+function createBaseFlushMemoryStreamRequest(): FlushMemoryStreamRequest {
+  return { appName: "", userId: "", streamId: "" };
+}
+
+export const FlushMemoryStreamRequest: MessageFns<FlushMemoryStreamRequest> = {
+  encode(message: FlushMemoryStreamRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.appName !== "") {
+      writer.uint32(10).string(message.appName);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.streamId !== "") {
+      writer.uint32(26).string(message.streamId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FlushMemoryStreamRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFlushMemoryStreamRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.appName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.streamId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<FlushMemoryStreamRequest>, I>>(base?: I): FlushMemoryStreamRequest {
+    return FlushMemoryStreamRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FlushMemoryStreamRequest>, I>>(object: I): FlushMemoryStreamRequest {
+    const message = createBaseFlushMemoryStreamRequest();
+    message.appName = object.appName ?? "";
+    message.userId = object.userId ?? "";
+    message.streamId = object.streamId ?? "";
+    return message;
+  },
+};
+
+function createBaseFlushMemoryStreamResponse(): FlushMemoryStreamResponse {
+  return { job: undefined };
+}
+
+export const FlushMemoryStreamResponse: MessageFns<FlushMemoryStreamResponse> = {
+  encode(message: FlushMemoryStreamResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.job !== undefined) {
+      GenerationJob.encode(message.job, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FlushMemoryStreamResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFlushMemoryStreamResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.job = GenerationJob.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<FlushMemoryStreamResponse>, I>>(base?: I): FlushMemoryStreamResponse {
+    return FlushMemoryStreamResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FlushMemoryStreamResponse>, I>>(object: I): FlushMemoryStreamResponse {
+    const message = createBaseFlushMemoryStreamResponse();
+    message.job = (object.job !== undefined && object.job !== null) ? GenerationJob.fromPartial(object.job) : undefined;
+    return message;
+  },
+};
+
 /**
  * MemoryService ingests sessions and answers ranked searches: keyword, semantic or hybrid (see
  * SearchMode).
@@ -3747,6 +4088,35 @@ export const MemoryServiceService = {
       Buffer.from(PurgeMemoriesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): PurgeMemoriesResponse => PurgeMemoriesResponse.decode(value),
   },
+  /**
+   * Buffers events of a stream (a session, say) as they happen, each event id once, durably;
+   * generation (as GenerateMemories with default options) starts by itself once the stream
+   * holds the app's trigger count of events (memory-svc --stream-trigger-events), or once it
+   * has been quiet for the app's quiet time (--stream-quiet). Needs memory-svc --generator.
+   */
+  appendMemoryStream: {
+    path: "/adk.memory.v1.MemoryService/AppendMemoryStream" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AppendMemoryStreamRequest): Buffer =>
+      Buffer.from(AppendMemoryStreamRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AppendMemoryStreamRequest => AppendMemoryStreamRequest.decode(value),
+    responseSerialize: (value: AppendMemoryStreamResponse): Buffer =>
+      Buffer.from(AppendMemoryStreamResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AppendMemoryStreamResponse => AppendMemoryStreamResponse.decode(value),
+  },
+  /** Starts generation from a stream's buffered events now, if it holds any. */
+  flushMemoryStream: {
+    path: "/adk.memory.v1.MemoryService/FlushMemoryStream" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FlushMemoryStreamRequest): Buffer =>
+      Buffer.from(FlushMemoryStreamRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FlushMemoryStreamRequest => FlushMemoryStreamRequest.decode(value),
+    responseSerialize: (value: FlushMemoryStreamResponse): Buffer =>
+      Buffer.from(FlushMemoryStreamResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): FlushMemoryStreamResponse => FlushMemoryStreamResponse.decode(value),
+  },
 } as const;
 
 export interface MemoryServiceServer extends UntypedServiceImplementation {
@@ -3785,6 +4155,15 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
    * anything is deleted, and taken up again after a restart until it has run to its end.
    */
   purgeMemories: handleUnaryCall<PurgeMemoriesRequest, PurgeMemoriesResponse>;
+  /**
+   * Buffers events of a stream (a session, say) as they happen, each event id once, durably;
+   * generation (as GenerateMemories with default options) starts by itself once the stream
+   * holds the app's trigger count of events (memory-svc --stream-trigger-events), or once it
+   * has been quiet for the app's quiet time (--stream-quiet). Needs memory-svc --generator.
+   */
+  appendMemoryStream: handleUnaryCall<AppendMemoryStreamRequest, AppendMemoryStreamResponse>;
+  /** Starts generation from a stream's buffered events now, if it holds any. */
+  flushMemoryStream: handleUnaryCall<FlushMemoryStreamRequest, FlushMemoryStreamResponse>;
 }
 
 export interface MemoryServiceClient extends Client {
@@ -3976,6 +4355,43 @@ export interface MemoryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: PurgeMemoriesResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Buffers events of a stream (a session, say) as they happen, each event id once, durably;
+   * generation (as GenerateMemories with default options) starts by itself once the stream
+   * holds the app's trigger count of events (memory-svc --stream-trigger-events), or once it
+   * has been quiet for the app's quiet time (--stream-quiet). Needs memory-svc --generator.
+   */
+  appendMemoryStream(
+    request: AppendMemoryStreamRequest,
+    callback: (error: ServiceError | null, response: AppendMemoryStreamResponse) => void,
+  ): ClientUnaryCall;
+  appendMemoryStream(
+    request: AppendMemoryStreamRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AppendMemoryStreamResponse) => void,
+  ): ClientUnaryCall;
+  appendMemoryStream(
+    request: AppendMemoryStreamRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AppendMemoryStreamResponse) => void,
+  ): ClientUnaryCall;
+  /** Starts generation from a stream's buffered events now, if it holds any. */
+  flushMemoryStream(
+    request: FlushMemoryStreamRequest,
+    callback: (error: ServiceError | null, response: FlushMemoryStreamResponse) => void,
+  ): ClientUnaryCall;
+  flushMemoryStream(
+    request: FlushMemoryStreamRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: FlushMemoryStreamResponse) => void,
+  ): ClientUnaryCall;
+  flushMemoryStream(
+    request: FlushMemoryStreamRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: FlushMemoryStreamResponse) => void,
   ): ClientUnaryCall;
 }
 

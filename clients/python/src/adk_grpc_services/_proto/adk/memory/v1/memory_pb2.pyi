@@ -460,3 +460,41 @@ class PurgeMemoriesResponse(_message.Message):
     sample: _containers.RepeatedCompositeFieldContainer[MemoryEntry]
     operation_id: str
     def __init__(self, count: _Optional[int] = ..., sample: _Optional[_Iterable[_Union[MemoryEntry, _Mapping]]] = ..., operation_id: _Optional[str] = ...) -> None: ...
+
+class AppendMemoryStreamRequest(_message.Message):
+    __slots__ = ("app_name", "user_id", "stream_id", "events")
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_ID_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    user_id: str
+    stream_id: str
+    events: _containers.RepeatedCompositeFieldContainer[_session_pb2.Event]
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., stream_id: _Optional[str] = ..., events: _Optional[_Iterable[_Union[_session_pb2.Event, _Mapping]]] = ...) -> None: ...
+
+class AppendMemoryStreamResponse(_message.Message):
+    __slots__ = ("appended", "buffered", "job")
+    APPENDED_FIELD_NUMBER: _ClassVar[int]
+    BUFFERED_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    appended: int
+    buffered: int
+    job: GenerationJob
+    def __init__(self, appended: _Optional[int] = ..., buffered: _Optional[int] = ..., job: _Optional[_Union[GenerationJob, _Mapping]] = ...) -> None: ...
+
+class FlushMemoryStreamRequest(_message.Message):
+    __slots__ = ("app_name", "user_id", "stream_id")
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_ID_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    user_id: str
+    stream_id: str
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., stream_id: _Optional[str] = ...) -> None: ...
+
+class FlushMemoryStreamResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: GenerationJob
+    def __init__(self, job: _Optional[_Union[GenerationJob, _Mapping]] = ...) -> None: ...

@@ -91,6 +91,16 @@ class MemoryServiceStub:
                 request_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.PurgeMemoriesRequest.SerializeToString,
                 response_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.PurgeMemoriesResponse.FromString,
                 _registered_method=True)
+        self.AppendMemoryStream = channel.unary_unary(
+                '/adk.memory.v1.MemoryService/AppendMemoryStream',
+                request_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.AppendMemoryStreamRequest.SerializeToString,
+                response_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.AppendMemoryStreamResponse.FromString,
+                _registered_method=True)
+        self.FlushMemoryStream = channel.unary_unary(
+                '/adk.memory.v1.MemoryService/FlushMemoryStream',
+                request_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.FlushMemoryStreamRequest.SerializeToString,
+                response_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.FlushMemoryStreamResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -182,6 +192,23 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AppendMemoryStream(self, request, context):
+        """Buffers events of a stream (a session, say) as they happen, each event id once, durably;
+        generation (as GenerateMemories with default options) starts by itself once the stream
+        holds the app's trigger count of events (memory-svc --stream-trigger-events), or once it
+        has been quiet for the app's quiet time (--stream-quiet). Needs memory-svc --generator.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FlushMemoryStream(self, request, context):
+        """Starts generation from a stream's buffered events now, if it holds any.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -239,6 +266,16 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.PurgeMemories,
                     request_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.PurgeMemoriesRequest.FromString,
                     response_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.PurgeMemoriesResponse.SerializeToString,
+            ),
+            'AppendMemoryStream': grpc.unary_unary_rpc_method_handler(
+                    servicer.AppendMemoryStream,
+                    request_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.AppendMemoryStreamRequest.FromString,
+                    response_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.AppendMemoryStreamResponse.SerializeToString,
+            ),
+            'FlushMemoryStream': grpc.unary_unary_rpc_method_handler(
+                    servicer.FlushMemoryStream,
+                    request_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.FlushMemoryStreamRequest.FromString,
+                    response_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.FlushMemoryStreamResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -540,6 +577,60 @@ class MemoryService:
             '/adk.memory.v1.MemoryService/PurgeMemories',
             adk_dot_memory_dot_v1_dot_memory__pb2.PurgeMemoriesRequest.SerializeToString,
             adk_dot_memory_dot_v1_dot_memory__pb2.PurgeMemoriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AppendMemoryStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/adk.memory.v1.MemoryService/AppendMemoryStream',
+            adk_dot_memory_dot_v1_dot_memory__pb2.AppendMemoryStreamRequest.SerializeToString,
+            adk_dot_memory_dot_v1_dot_memory__pb2.AppendMemoryStreamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FlushMemoryStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/adk.memory.v1.MemoryService/FlushMemoryStream',
+            adk_dot_memory_dot_v1_dot_memory__pb2.FlushMemoryStreamRequest.SerializeToString,
+            adk_dot_memory_dot_v1_dot_memory__pb2.FlushMemoryStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,
