@@ -333,22 +333,27 @@ impl PgMemoryStore {
             None
         };
         // Few candidates are sought in the lists rather than the lists scanned: only the spans
-        // holding one are read, and a span then costs a round its candidates' seeks.
+        // holding one are read, all in the first round (seeking them costs little, and each
+        // round costs round trips).
         let postings = order.iter().map(|s| s.postings).sum();
         let among =
             (candidates.as_ref()).filter(|c| maxscore::among_few(c.len(), lists.len(), postings));
         if let Some(among) = among {
-            order.retain_mut(|s| {
-                let held = among.range(blocks::seqs_of(s.span)).count();
-                s.postings = (held * s.terms.len()) as u64;
-                held > 0
-            });
+            order.retain(|s| among.range(blocks::seqs_of(s.span)).next().is_some());
         }
         // The best entries of the spans read so far. Spans hold disjoint seqs and an entry's
         // score depends only on its own postings, so the best of all spans read is the best of
         // this list and of each new round's spans: a round ranks only the postings it read.
         let mut best = Vec::<Ranked<()>>::new();
-        let (mut next, mut round) = (0, FIRST_ROUND);
+        // Rounds read the spans most likely to hold the results first, so that pruning can
+        // leave the others unread; seeking few candidates costs little, so their spans are read
+        // in one round, saving the rounds' round trips.
+        let first = if among.is_some() {
+            u64::MAX
+        } else {
+            FIRST_ROUND
+        };
+        let (mut next, mut round) = (0, first);
         loop {
             let theta = match best.last() {
                 Some(worst) if best.len() == query.limit => worst.score,
