@@ -671,6 +671,7 @@ fn fact(text: &str, topic: &str, custom_metadata: &str) -> ExtractedFact {
         text: text.into(),
         topic: topic.into(),
         custom_metadata: custom_metadata.into(),
+        valid_from: None,
     }
 }
 

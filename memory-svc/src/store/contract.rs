@@ -864,7 +864,7 @@ pub async fn revisions_are_read_by_number_and_pruned_but_the_last<S: MemoryStore
                 scope,
                 Write::AddMemories(vec![generated(id, fact, None)]),
                 super::Vectors::default(),
-                Some(revision),
+                vec![revision],
             )
             .await
             .unwrap();
@@ -949,11 +949,11 @@ fn generated(id: &str, fact: &str, expire_ms: Option<i64>) -> Entry {
 pub async fn changes_keep_revisions_and_expiries<S: MemoryStore + Clone>(store: S) {
     use super::{Expired, RevisionRecord, Write};
     let revision = |id: &str, fact: &str| {
-        Some(RevisionRecord {
+        vec![RevisionRecord {
             memory_id: id.into(),
             new_fact: fact.into(),
             ..Default::default()
-        })
+        }]
     };
     let add =
         |id: &str, fact: &str, expire_ms| Write::AddMemories(vec![generated(id, fact, expire_ms)]);
@@ -1014,7 +1014,7 @@ pub async fn changes_keep_revisions_and_expiries<S: MemoryStore + Clone>(store: 
     let delete = Write::Delete(DeleteTarget::MemoryId("m2".into()));
     assert_eq!(
         store
-            .write_changed(SCOPE, delete, vectors(), None)
+            .write_changed(SCOPE, delete, vectors(), vec![])
             .await
             .unwrap(),
         1
@@ -1023,7 +1023,7 @@ pub async fn changes_keep_revisions_and_expiries<S: MemoryStore + Clone>(store: 
     assert_eq!(listed(&store, SCOPE).await, ["m1"]);
     // So does a raw write into its slot, and deleting the whole memory.
     store
-        .write_changed(SCOPE, add("m3", "milk", Some(500)), vectors(), None)
+        .write_changed(SCOPE, add("m3", "milk", Some(500)), vectors(), vec![])
         .await
         .unwrap();
     store
@@ -1032,7 +1032,7 @@ pub async fn changes_keep_revisions_and_expiries<S: MemoryStore + Clone>(store: 
         .unwrap();
     assert!(store.expired(1000, 10).await.unwrap().is_empty());
     store
-        .write_changed(SCOPE, add("m4", "sugar", Some(500)), vectors(), None)
+        .write_changed(SCOPE, add("m4", "sugar", Some(500)), vectors(), vec![])
         .await
         .unwrap();
     store.delete(SCOPE, &DeleteTarget::All).await.unwrap();
@@ -1132,12 +1132,12 @@ pub(crate) async fn before_kinds(store: &impl MemoryStore) -> Vec<(&'static str,
         }])
     };
     let revision = |id: &str, action: RevisionAction, fact: &str| {
-        Some(RevisionRecord {
+        vec![RevisionRecord {
             memory_id: id.into(),
             action: action as i32,
             new_fact: fact.into(),
             ..Default::default()
-        })
+        }]
     };
     let vectors = super::Vectors::default;
     for (id, text, revisions) in [

@@ -20,6 +20,7 @@
 //! | `revisions`  | app, user, revision seq   | `RevisionRecord` (protobuf)             |
 //! | `expiries`   | app, user, memory id      | its expiry, ms (i64 big-endian)         |
 //! | `metadata`   | app, user, key, value, seq| seq: entries by metadata value (below)  |
+//! | `closed`     | app, user, seq            | `invalid_at` of an entry no longer valid|
 //! | `jobs`       | job id                    | `JobRecord` (protobuf)                  |
 //! | `job_queue`  | due ms, job id            | (empty): the open jobs, due first       |
 //! | `jobs_done`  | end ms, job id            | (empty): the finished jobs, oldest first|
@@ -62,6 +63,12 @@
 //! An entry's record holds its kind and expiry; the `expiries` tree indexes the expiries for
 //! the sweep, and every write keeps it in step with the entries it removes and inserts.
 //!
+//! An entry's record holds its validity (see [`crate::validity`]); the `closed` tree indexes
+//! the entries whose validity is closed (superseded facts), kept in step by every write, so a
+//! search reads the scope's few closed entries and leaves out the superseded ones before
+//! ranking. A store of format 6 has every entry's `valid_from` set from its timestamp at open
+//! ([`migrate::convert_validity`]).
+//!
 //! # Writes
 //! The shared planner decides what a write changes; [`write`] loads what it reads and commits
 //! its edits as one transaction over all trees (its postings as one journal record), and a
@@ -87,6 +94,7 @@ mod vectors;
 mod write;
 
 use std::{
+    collections::HashSet,
     hash::{Hash, Hasher},
     ops::Bound,
     path::Path,
@@ -151,6 +159,8 @@ pub struct SledMemoryStore {
     jobs_done: Tree,
     /// Purges asked to delete, until they have run to their end.
     purges: Tree,
+    /// The entries whose validity is closed, and when it closed.
+    closed: Tree,
     commit: GroupCommit,
     gate: WriteGate,
     analyzer: Analyzer,
@@ -248,6 +258,7 @@ impl SledMemoryStore {
             job_queue: db.open_tree("job_queue")?,
             jobs_done: db.open_tree("jobs_done")?,
             purges: db.open_tree("purges")?,
+            closed: db.open_tree("closed")?,
             commit: GroupCommit::start(db.clone(), sync),
             gate: WriteGate::default(),
             analyzer,
@@ -261,6 +272,7 @@ impl SledMemoryStore {
         };
         migrate::convert_kinds(&store)?;
         migrate::build_metadata(&store)?;
+        migrate::convert_validity(&store)?;
         migrate::reindex(&store)?;
         store.merge_left_records();
         Ok(store)
@@ -395,13 +407,35 @@ impl SledMemoryStore {
         Ok((df, overlay))
     }
 
+    /// The seqs of `scope` the query leaves out for their closed validity (see
+    /// [`SearchQuery::hidden`]). The caller holds the scope's scan lock.
+    fn hidden(&self, scope: &Key, query: &SearchQuery) -> Result<HashSet<u64>> {
+        if !query.valid_at.hides_any_closed() {
+            return Ok(HashSet::new());
+        }
+        let prefix_len = scope.as_bytes().len();
+        let closed = self
+            .closed
+            .scan_prefix(scope)
+            .map(|kv| {
+                let (key, value) = kv?;
+                let until = records::time_of_value(&value, "closed entry")?;
+                Ok((records::key_seq(&key, prefix_len)?, until))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(query.hidden(closed))
+    }
+
     /// [`MemoryStore::search`] in the scope whose keys start with `scope`.
     fn search_now(&self, scope: &Key, query: &SearchQuery) -> Result<Vec<Hit>> {
         let _reading = self.scans.reading(scope);
+        let hidden = self.hidden(scope, query)?;
         if !query.filters() {
             // Searches do not lock out writers: an entry removed since its postings were read
             // sends the search the filtering way, as an expired generated memory does.
-            let ranked = self.rank(scope, query, |_| Ok(Some(())))?;
+            let ranked = self.rank(scope, query, |seq| {
+                Ok((!hidden.contains(&seq)).then_some(()))
+            })?;
             let hits = ranked.iter().map(|r| {
                 Ok(self.record(scope, r.seq)?.map(|record| Hit {
                     entry: record.into_entry(),
@@ -416,7 +450,7 @@ impl SledMemoryStore {
         // is simply no longer there.
         let candidates = self.candidates(scope, &query.filter)?;
         let ranked = self.rank(scope, query, |seq| {
-            if candidates.as_ref().is_some_and(|c| !c.contains(&seq)) {
+            if hidden.contains(&seq) || candidates.as_ref().is_some_and(|c| !c.contains(&seq)) {
                 return Ok(None);
             }
             Ok(self
@@ -497,7 +531,7 @@ impl MemoryStore for SledMemoryStore {
         scope: Scope<'_>,
         write: Write,
         vectors: Vectors,
-        revision: Option<RevisionRecord>,
+        revisions: Vec<RevisionRecord>,
     ) -> Result<u32> {
         self.commit.check_writable()?;
         // Before the gate: a write waiting for room must not keep a snapshot waiting.
@@ -507,7 +541,7 @@ impl MemoryStore for SledMemoryStore {
         let count = self
             .blocking(move |store| {
                 let (_writing, _room) = (writing, room);
-                store.write_now(&key, &write, &vectors, revision.as_ref())
+                store.write_now(&key, &write, &vectors, &revisions)
             })
             .await;
         // Also when nothing changed: the answer may rest on a concurrent write not yet flushed.
