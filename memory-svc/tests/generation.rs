@@ -1217,7 +1217,9 @@ async fn replicas_on_one_database_never_run_a_job_twice() {
         .map(|r| prompt(r).lines().last().unwrap().to_owned())
         .collect();
     asked.sort();
-    let mut expected: Vec<String> = (0..JOBS).map(|i| format!("[j{i}] user: Hello")).collect();
+    let mut expected: Vec<String> = (0..JOBS)
+        .map(|i| format!("[j{i}, time unknown] user: Hello"))
+        .collect();
     expected.sort();
     assert_eq!(asked, expected);
 }
