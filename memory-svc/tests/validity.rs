@@ -12,7 +12,7 @@ use adk_proto::{
         AddEventsToMemoryRequest, AddMemoryRequest, EventList, ExtractedFact, FactList,
         GenerateMemoriesRequest, GenerateOptions, GenerationJob, ListMemoriesRequest,
         ListMemoryRevisionsRequest, MemoryEntry, MemoryFilter, MemoryKind, MemoryRevision,
-        RevisionAction, RollbackMemoryRequest, SearchMemoryRequest,
+        PurgeMemoriesRequest, RevisionAction, RollbackMemoryRequest, SearchMemoryRequest,
     },
     session::v1::{part::Data, Event},
 };
@@ -346,6 +346,19 @@ async fn a_move_leaves_adjoining_validity(backend: Backend) {
     let added = revisions(&mut c, &new.id).await;
     assert_eq!(added.len(), 1);
     assert_eq!(added[0].valid_from, as_of(MOVED));
+
+    // A purge matches superseded facts too (a dry run deletes nothing).
+    let purge = c
+        .purge_memories(PurgeMemoriesRequest {
+            app_name: "app".into(),
+            user_id: "u".into(),
+            kind: MemoryKind::Generated as i32,
+            ..Default::default()
+        })
+        .await
+        .expect("purge dry run")
+        .into_inner();
+    assert_eq!(purge.count, 2, "{purge:?}");
 
     // A superseded fact is no candidate for consolidation: only what is valid now is.
     script(
