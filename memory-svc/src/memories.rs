@@ -10,6 +10,11 @@
 //! With a generation model, generation requests are checked and queued here as jobs, and run
 //! by [`crate::generate::jobs`]; searches and listings choose raw entries, generated memories
 //! or both, and never return a generated memory past its expiry.
+//!
+//! Every entry a write brings is given its validity here ([`Validity::given`]: an event's
+//! timestamp, an `AddMemory` entry's `valid_from`, else its timestamp, else the time of the
+//! write); searches and listings return the memories valid now, or as of a request's `as_of`
+//! ([`ValidAt`]).
 
 use adk_common::validate::{
     self, identifier, json_object, json_object_text, page_size, timestamp, InvalidArgument,
