@@ -24,6 +24,7 @@
 //! - [`store`]: the storage trait, the ingestion rules both backends share, and the sled and
 //!   PostgreSQL backends.
 //! - [`server`]: opening the store and running the server (see `adk_common::serve`).
+//! - [`validity`]: validity in time (`valid_from`, `invalid_at`, `as_of`).
 //! - [`error`]: the error type.
 
 pub mod analysis;
@@ -44,3 +45,4 @@ pub mod server;
 pub mod session_source;
 pub mod store;
 pub mod streams;
+pub mod validity;

@@ -10,6 +10,11 @@
 //! With a generation model, generation requests are checked and queued here as jobs, and run
 //! by [`crate::generate::jobs`]; searches and listings choose raw entries, generated memories
 //! or both, and never return a generated memory past its expiry.
+//!
+//! Every entry a write brings is given its validity here ([`Validity::given`]: an event's
+//! timestamp, an `AddMemory` entry's `valid_from`, else its timestamp, else the time of the
+//! write); searches and listings return the memories valid now, or as of a request's `as_of`
+//! ([`ValidAt`]).
 
 use adk_common::validate::{
     self, identifier, json_object, json_object_text, page_size, timestamp, InvalidArgument,
@@ -42,7 +47,7 @@ use crate::{
     filter::Filter,
     fusion,
     generate::{
-        jobs::{self, generated_entry, now_ms, MemoryAccess, Written},
+        jobs::{self, generated_entry, now_ms, timestamp_of, MemoryAccess, Written},
         model::{MAX_FACTS, MAX_FACT_CHARS},
         GenerateError, Generator,
     },
@@ -53,6 +58,7 @@ use crate::{
         RevisionRecord, Scope, SearchQuery, Vectors, Write,
     },
     streams::Triggers,
+    validity::{ValidAt, Validity},
 };
 
 /// The longest TTL a generation request may ask for: 100 years.
@@ -162,15 +168,15 @@ impl<S: MemoryStore> Memories<S> {
     /// Writes `write` with the vectors of its entries' texts when there is a model: computed
     /// first, so a model failure stores nothing.
     async fn write(&self, scope: Scope<'_>, write: Write) -> Result<u32> {
-        self.write_changed(scope, write, None).await
+        self.write_changed(scope, write, Vec::new()).await
     }
 
-    /// [`Memories::write`] with the revision of a change generation made.
+    /// [`Memories::write`] with the revisions of the changes generation made.
     async fn write_changed(
         &self,
         scope: Scope<'_>,
         write: Write,
-        revision: Option<RevisionRecord>,
+        revisions: Vec<RevisionRecord>,
     ) -> Result<u32> {
         let vectors = match (&self.embedder, &write) {
             (
@@ -187,7 +193,7 @@ impl<S: MemoryStore> Memories<S> {
         };
         Ok(self
             .store
-            .write_changed(scope, write, vectors, revision)
+            .write_changed(scope, write, vectors, revisions)
             .await?)
     }
 
@@ -511,11 +517,17 @@ impl<S: MemoryStore> Memories<S> {
             .filter(|r| r.record.memory_id == memory_id)
             .ok_or_else(not_found)?
             .record;
-        if restored.action == RevisionAction::Deleted as i32 {
+        if let Ok(action @ (RevisionAction::Deleted | RevisionAction::Invalidated)) =
+            RevisionAction::try_from(restored.action)
+        {
+            let what = match action {
+                RevisionAction::Deleted => "deleted",
+                _ => "invalidated",
+            };
             return Err(InvalidArgument::new(
                 "revision_id",
                 format!(
-                    "revision {revision_id} deleted the memory: name one that added, updated \
+                    "revision {revision_id} {what} the memory: name one that added, updated \
                      or restored it"
                 ),
             )
@@ -529,6 +541,11 @@ impl<S: MemoryStore> Memories<S> {
         };
         let now = now_ms();
         let expire_ms = (restored.expire_ms > 0).then_some(restored.expire_ms);
+        // Valid from where the revision left it (one recorded before memories had a validity:
+        // from its own time, as the memory's timestamp then was), and not invalidated.
+        let valid_from = restored
+            .valid_from
+            .unwrap_or_else(|| timestamp_of(restored.create_ms));
         let written = Written {
             topic: &restored.topic,
             source_event_ids: &restored.source_event_ids,
@@ -541,6 +558,7 @@ impl<S: MemoryStore> Memories<S> {
             serde_json::Map::new(),
             &written,
             now,
+            valid_from,
         );
         let record = RevisionRecord {
             memory_id: memory_id.to_owned(),
@@ -553,8 +571,10 @@ impl<S: MemoryStore> Memories<S> {
             topic: restored.topic.clone(),
             expire_ms: restored.expire_ms,
             restored: Some(seq),
+            valid_from: Some(valid_from),
+            ..Default::default()
         };
-        self.write_changed(scope, Write::AddMemories(vec![entry]), Some(record))
+        self.write_changed(scope, Write::AddMemories(vec![entry]), vec![record])
             .await?;
         self.last_revision(scope, memory_id)
             .await?
@@ -595,14 +615,14 @@ impl<S: MemoryStore> Memories<S> {
     }
 
     /// Direct writes; an entry without an id gets a uuid4, and the app's `created` lifetime, if
-    /// it has one. Returns the ids in request order.
+    /// it has one; without a `valid_from`, it is valid from its timestamp, else from now.
+    /// Returns the ids in request order.
     pub async fn add_memories(&self, req: AddMemoryRequest) -> Result<Vec<String>> {
         let scope = scope("app_name", &req.app_name, "user_id", &req.user_id)?;
+        let now = now_ms();
         let kind = Kind {
             generated: false,
-            expire_ms: self
-                .lifetimes
-                .expiry(scope.app_name, Action::Created, now_ms()),
+            expire_ms: self.lifetimes.expiry(scope.app_name, Action::Created, now),
         };
         let shared = json_object("custom_metadata", &req.custom_metadata)?;
         let mut entries = Vec::with_capacity(req.memories.len());
@@ -623,6 +643,12 @@ impl<S: MemoryStore> Memories<S> {
                 })?;
             validate::content(&at("content"), &content)?;
             timestamp(&at("timestamp"), memory.timestamp.as_ref())?;
+            let validity = Validity::given(
+                &format!("memories[{i}]"),
+                memory.valid_from,
+                memory.invalid_at,
+                Some(memory.timestamp.unwrap_or_else(|| timestamp_of(now))),
+            )?;
             // The request's metadata applies to every entry; an entry's own keys win.
             let mut metadata = shared.clone();
             metadata.extend(json_object(
@@ -643,6 +669,7 @@ impl<S: MemoryStore> Memories<S> {
                 custom_metadata,
                 content,
                 kind,
+                validity,
             });
         }
         let ids = entries.iter().map(|e| e.id.clone()).collect();
@@ -669,6 +696,13 @@ impl<S: MemoryStore> Memories<S> {
         };
         let mode = SearchMode::try_from(req.mode)
             .map_err(|_| InvalidArgument::new("mode", format!("unknown mode {}", req.mode)))?;
+        let now = now_ms();
+        let valid_at = ValidAt::parse(
+            "as_of",
+            req.as_of,
+            req.include_superseded,
+            timestamp_of(now),
+        )?;
         let query = SearchQuery {
             language,
             text: req.query,
@@ -677,8 +711,9 @@ impl<S: MemoryStore> Memories<S> {
             before: req.before_timestamp,
             author: Some(req.author).filter(|a| !a.is_empty()),
             generated: kind("kind", req.kind)?,
-            now_ms: now_ms(),
+            now_ms: now,
             filter: Filter::parse("filter", req.filter)?,
+            valid_at,
         };
         self.ranked(scope, query, mode).await
     }
@@ -768,13 +803,22 @@ impl<S: MemoryStore> Memories<S> {
         Ok(self.store.delete(scope, &target).await?)
     }
 
-    /// A page of the user's memories in ingestion order that pass the request's filters;
-    /// expired generated memories are left out. Pages are read from the store until this one
-    /// is full.
+    /// A page of the user's memories in ingestion order that pass the request's filters and
+    /// are valid at its `as_of` (now, by default); expired generated memories are left out.
     pub async fn list(&self, req: ListMemoriesRequest) -> Result<(Vec<Entry>, String)> {
+        let filter = listing_filter(&req)?;
+        self.listed(req, filter).await
+    }
+
+    /// A page of the request's memories that `filter` (the request's, checked) admits. Pages
+    /// are read from the store until this one is full.
+    pub(crate) async fn listed(
+        &self,
+        req: ListMemoriesRequest,
+        filter: SearchQuery,
+    ) -> Result<(Vec<Entry>, String)> {
         let scope = scope("app_name", &req.app_name, "user_id", &req.user_id)?;
         let page_size = page_size("page_size", req.page_size)?;
-        let filter = listing_filter(&req)?;
         let mut token = req.page_token;
         let mut page = Vec::new();
         loop {
@@ -795,9 +839,16 @@ impl<S: MemoryStore> Memories<S> {
 pub fn listing_filter(req: &ListMemoriesRequest) -> Result<SearchQuery> {
     timestamp("after_timestamp", req.after_timestamp.as_ref())?;
     timestamp("before_timestamp", req.before_timestamp.as_ref())?;
+    let now = now_ms();
     Ok(SearchQuery {
         generated: kind("kind", req.kind)?,
-        now_ms: now_ms(),
+        now_ms: now,
+        valid_at: ValidAt::parse(
+            "as_of",
+            req.as_of,
+            req.include_superseded,
+            timestamp_of(now),
+        )?,
         after: req.after_timestamp,
         before: req.before_timestamp,
         author: Some(req.author.clone()).filter(|a| !a.is_empty()),
@@ -838,9 +889,9 @@ impl<S: MemoryStore> MemoryAccess for Memories<S> {
         &self,
         scope: Scope<'_>,
         write: Write,
-        revision: Option<RevisionRecord>,
+        revisions: Vec<RevisionRecord>,
     ) -> Result<u32> {
-        self.write_changed(scope, write, revision).await
+        self.write_changed(scope, write, revisions).await
     }
 
     /// Resolves once a job has been queued here since the last call (or is queued).
@@ -922,10 +973,12 @@ fn given_facts(
                 .into());
             }
             json_object_text(&at("custom_metadata"), &fact.custom_metadata)?;
+            timestamp(&at("valid_from"), fact.valid_from.as_ref())?;
             Ok(FactRecord {
                 text: text.to_owned(),
                 topic: fact.topic,
                 custom_metadata: fact.custom_metadata,
+                valid_from: fact.valid_from,
             })
         })
         .collect()
@@ -954,7 +1007,9 @@ fn generation_events(field: &str, events: Vec<Event>) -> Result<Vec<Event>> {
 }
 
 /// The entries ADK would remember of `events`: those with content of at least one part
-/// (M1.2, M1.3). Every event's content is checked, remembered or not.
+/// (M1.2, M1.3), each valid from its event's timestamp (without one, since ever: an entry
+/// ingested again must be the same entry). Every event's content is checked, remembered or
+/// not.
 fn entries_from_events(
     field: &str,
     events: Vec<Event>,
@@ -980,6 +1035,7 @@ fn entries_from_events(
             custom_metadata: custom_metadata.to_owned(),
             content,
             kind: Kind::default(),
+            validity: Validity::from(event.timestamp),
         });
     }
     Ok(entries)

@@ -2,7 +2,8 @@
 //! counts the memories that match and samples them; a forced purge is one durable operation:
 //! its request is recorded before anything is deleted and removed once it has run to its end,
 //! and [`resume`] takes up, at startup, those a stopped process left unfinished. Matching is
-//! the listing's ([`Memories::list`]: the same filters, the same checks), and each match is
+//! the listing's ([`Memories::list`]: the same filters, the same checks, but whatever the
+//! memories' validity: superseded facts are purged too), and each match is
 //! deleted as `DeleteMemory` deletes by memory id (its id tombstoned): running a purge again
 //! finds what it has not deleted yet, so an operation cut short anywhere finishes alike.
 
@@ -15,7 +16,8 @@ use crate::{
     error::Result,
     generate::jobs::now_ms,
     memories::{listing_filter, Memories},
-    store::{DeleteTarget, Entry, MemoryStore, PurgeRecord, Scope, StoreError},
+    store::{DeleteTarget, Entry, MemoryStore, PurgeRecord, Scope, SearchQuery, StoreError},
+    validity::ValidAt,
 };
 
 /// Matching memories a purge returns as its sample.
@@ -91,7 +93,12 @@ impl<S: MemoryStore> Memories<S> {
             };
             let mut token = String::new();
             loop {
-                let (page, next) = self.list(listing(req, user, token, PAGE)).await?;
+                let listing = listing(req, user, token, PAGE);
+                let filter = SearchQuery {
+                    valid_at: ValidAt::default(),
+                    ..listing_filter(&listing)?
+                };
+                let (page, next) = self.listed(listing, filter).await?;
                 for entry in page {
                     if delete {
                         let target = DeleteTarget::MemoryId(entry.id.clone());
@@ -143,5 +150,6 @@ fn listing(
         after_timestamp: req.after_timestamp,
         before_timestamp: req.before_timestamp,
         author: req.author.clone(),
+        ..Default::default()
     }
 }

@@ -208,7 +208,7 @@ async fn facts_are_extracted_into_generated_memories() {
     assert_eq!(sent[0]["response_format"]["type"], "json_schema");
     let p = prompt(&sent[0]);
     assert!(
-        p.contains("[e2] user: Mia starts school in September."),
+        p.contains("[e2, time unknown] user: Mia starts school in September."),
         "{p}"
     );
     assert!(
@@ -261,7 +261,7 @@ async fn facts_are_extracted_into_generated_memories() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn consolidation_adds_updates_deletes_and_keeps() {
+async fn consolidation_adds_updates_supersedes_and_keeps() {
     let (url, model) = model(vec![facts(&[
         (
             "preferences",
@@ -327,7 +327,12 @@ async fn consolidation_adds_updates_deletes_and_keeps() {
                     seats,
                     "The user prefers aisle seats on flights.",
                 ),
-                (1, "delete", trip, ""),
+                (
+                    1,
+                    "supersede",
+                    trip,
+                    "The user cancelled the Lisbon trip in May.",
+                ),
                 (2, "keep", home, ""),
                 (3, "add", "", "The user has a sister called Ana."),
             ]),
@@ -347,13 +352,21 @@ async fn consolidation_adds_updates_deletes_and_keeps() {
     )
     .await;
     assert_eq!(
-        (job.added, job.updated, job.deleted, job.kept),
-        (1, 1, 1, 1),
+        (
+            job.added,
+            job.updated,
+            job.deleted,
+            job.kept,
+            job.invalidated
+        ),
+        (2, 1, 0, 1, 1),
         "{job:?}"
     );
+    // The trip is no longer valid (kept as history); the cancellation is.
     assert_eq!(
         generated(&mut c).await,
         [
+            "The user cancelled the Lisbon trip in May.",
             "The user has a sister called Ana.",
             "The user lives in Berlin.",
             "The user prefers aisle seats on flights.",
@@ -391,12 +404,13 @@ async fn consolidation_adds_updates_deletes_and_keeps() {
     );
     assert_eq!(seat_history[1].source_event_ids, ["b1"]);
     let trip_history = revisions(&mut c, trip).await;
-    assert_eq!(trip_history[1].action, RevisionAction::Deleted as i32);
+    assert_eq!(trip_history[1].action, RevisionAction::Invalidated as i32);
     assert_eq!(
         trip_history[1].previous_fact,
         "The user plans a trip to Lisbon in May."
     );
-    assert_eq!(trip_history[1].new_fact, "");
+    assert_eq!(trip_history[1].new_fact, trip_history[1].previous_fact);
+    assert!(trip_history[1].invalid_at.is_some());
     assert_eq!(
         revisions(&mut c, home).await.len(),
         1,
@@ -425,7 +439,7 @@ async fn consolidation_adds_updates_deletes_and_keeps() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(rest.revisions.len(), 2);
+    assert_eq!(rest.revisions.len(), 3);
     assert_eq!(rest.next_page_token, "");
 }
 
@@ -503,13 +517,24 @@ async fn malformed_answers_fail_the_job_and_write_nothing() {
         (
             vec![
                 good_fact(),
-                decisions(&[(0, "keep", "", ""), (0, "delete", &seats, "")]),
+                decisions(&[(0, "keep", "", ""), (0, "supersede", &seats, "x")]),
             ],
             "decided twice",
         ),
         (
             vec![good_fact(), decisions(&[(0, "update", &seats, "")])],
             "needs a text",
+        ),
+        (
+            vec![good_fact(), decisions(&[(0, "supersede", &seats, "")])],
+            "needs a text",
+        ),
+        (
+            vec![Answer::Content(json!({"facts": [{
+                "topic": "preferences", "fact": "The user knits.",
+                "source_event_ids": ["m1"], "valid_from": "last spring",
+            }]}))],
+            "facts[0].valid_from \"last spring\" is not an RFC 3339 time",
         ),
     ];
     for (answers, expected) in cases {
@@ -671,6 +696,7 @@ fn fact(text: &str, topic: &str, custom_metadata: &str) -> ExtractedFact {
         text: text.into(),
         topic: topic.into(),
         custom_metadata: custom_metadata.into(),
+        valid_from: None,
     }
 }
 
@@ -904,36 +930,37 @@ async fn a_rollback_restores_a_fact_and_records_itself() {
         ["The user lives in Berlin."]
     );
 
-    // A deleted memory comes back.
+    // A superseded memory comes back, valid again.
     script(
         &model,
         vec![
             facts(&[("personal_facts", "The user has no fixed home.", &["e3"])]),
-            decisions(&[(0, "delete", &id, "")]),
+            decisions(&[(0, "supersede", &id, "The user has no fixed home.")]),
         ],
     );
     run(&mut c, vec![event("e3", "user", "I gave up my flat.")]).await;
-    assert_eq!(generated(&mut c).await, Vec::<String>::new());
-    let deleted = revisions(&mut c, &id).await.pop().unwrap();
-    assert_eq!(deleted.action, RevisionAction::Deleted as i32);
+    assert_eq!(generated(&mut c).await, ["The user has no fixed home."]);
+    let invalidated = revisions(&mut c, &id).await.pop().unwrap();
+    assert_eq!(invalidated.action, RevisionAction::Invalidated as i32);
     let rolled = c
         .rollback_memory(rollback(&id, &updated.revision_id))
         .await
-        .expect("rollback of a deleted memory succeeds")
+        .expect("rollback of a superseded memory succeeds")
         .into_inner()
         .revision
         .unwrap();
     assert_eq!(
         (rolled.previous_fact.as_str(), rolled.new_fact.as_str()),
-        ("", "The user lives in Lisbon.")
+        ("The user lives in Berlin.", "The user lives in Lisbon.")
     );
-    assert_eq!(generated(&mut c).await, ["The user lives in Lisbon."]);
+    let both = ["The user has no fixed home.", "The user lives in Lisbon."];
+    assert_eq!(generated(&mut c).await, both);
 
     // Bad requests change nothing.
     let before = revisions(&mut c, &id).await;
     let cases = [
         (
-            rollback(&id, &deleted.revision_id),
+            rollback(&id, &invalidated.revision_id),
             Code::InvalidArgument,
             "revision_id",
         ),
@@ -957,7 +984,7 @@ async fn a_rollback_restores_a_fact_and_records_itself() {
         assert!(err.message().starts_with(field), "{err:?}");
     }
     assert_eq!(revisions(&mut c, &id).await, before);
-    assert_eq!(generated(&mut c).await, ["The user lives in Lisbon."]);
+    assert_eq!(generated(&mut c).await, both);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1190,7 +1217,9 @@ async fn replicas_on_one_database_never_run_a_job_twice() {
         .map(|r| prompt(r).lines().last().unwrap().to_owned())
         .collect();
     asked.sort();
-    let mut expected: Vec<String> = (0..JOBS).map(|i| format!("[j{i}] user: Hello")).collect();
+    let mut expected: Vec<String> = (0..JOBS)
+        .map(|i| format!("[j{i}, time unknown] user: Hello"))
+        .collect();
     expected.sort();
     assert_eq!(asked, expected);
 }

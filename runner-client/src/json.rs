@@ -179,6 +179,9 @@ pub fn memory_revision(r: &MemoryRevision) -> Value {
         "new_fact": r.new_fact, "source_event_ids": r.source_event_ids, "job_id": r.job_id,
         "restored_revision_id": r.restored_revision_id,
         "create_time": r.create_time.as_ref().map(Timestamp::to_string),
+        "valid_from": r.valid_from.as_ref().map(Timestamp::to_string),
+        "invalid_at": r.invalid_at.as_ref().map(Timestamp::to_string),
+        "superseded_by": r.superseded_by,
     })
 }
 
@@ -192,6 +195,8 @@ pub fn memory_entry(m: &MemoryEntry) -> Value {
         .json("custom_metadata", &m.custom_metadata)
         .str("session_id", &m.session_id)
         .float("score", m.score)
+        .time("valid_from", m.valid_from.as_ref())
+        .time("invalid_at", m.invalid_at.as_ref())
         .done()
 }
 

@@ -501,6 +501,76 @@ async fn memory_list_and_search_with_filters() {
 }
 
 #[tokio::test]
+async fn memory_add_list_and_search_in_time() {
+    let s = servers().await;
+    let add = |text: &str, args: &[&str]| {
+        let mut command = s.cli();
+        command
+            .args(["memory", "add", text])
+            .args(args)
+            .arg("--json");
+        async move { json_lines(&ok(&mut command).await)[0]["id"].clone() }
+    };
+    let berlin = add(
+        "Alice lives in Berlin.",
+        &[
+            "--id",
+            "berlin",
+            "--valid-from",
+            "2024-01-10T09:00:00Z",
+            "--invalid-at",
+            "2025-05-01T00:00:00Z",
+        ],
+    )
+    .await;
+    assert_eq!(berlin, "berlin");
+    add(
+        "Alice lives in Lisbon.",
+        &["--id", "lisbon", "--valid-from", "2025-05-01T00:00:00Z"],
+    )
+    .await;
+    let listed = |args: &[&str]| {
+        let mut command = s.cli();
+        command.args(["memory"]).args(args).arg("--json");
+        async move { json_lines(&ok(&mut command).await) }
+    };
+    let now = listed(&["list"]).await;
+    assert_eq!(now.len(), 1);
+    assert_eq!(now[0]["id"], "lisbon");
+    assert_eq!(now[0]["valid_from"], "2025-05-01T00:00:00Z");
+    let all = listed(&["list", "--include-superseded"]).await;
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0]["invalid_at"], "2025-05-01T00:00:00Z");
+    let then = listed(&["search", "Alice", "--as-of", "2024-06-01T00:00:00Z"]).await;
+    assert_eq!(then.len(), 1);
+    assert_eq!(then[0]["id"], "berlin");
+    let text = ok(s.cli().args(["memory", "list", "--include-superseded"])).await;
+    assert!(
+        text.contains("Alice lives in Berlin.  (valid until 2025-05-01T00:00:00Z)"),
+        "{text}"
+    );
+    let bad = output(s.cli().args(["memory", "list", "--as-of", "last May"])).await;
+    assert!(!bad.ok);
+    assert!(bad.stderr.contains("--as-of"), "{}", bad.stderr);
+    let backwards = output(s.cli().args([
+        "memory",
+        "add",
+        "A fact.",
+        "--valid-from",
+        "2025-01-01T00:00:00Z",
+        "--invalid-at",
+        "2024-01-01T00:00:00Z",
+    ]))
+    .await;
+    assert!(!backwards.ok);
+    assert!(
+        backwards.stderr.contains("memories[0].invalid_at"),
+        "{}",
+        backwards.stderr
+    );
+}
+
+#[tokio::test]
 async fn memory_purge_is_a_dry_run_unless_forced() {
     let s = servers().await;
     for text in ["I like tea.", "I live in Lyon.", "I like coffee."] {
@@ -814,7 +884,7 @@ async fn memory_generate_then_a_later_turn_updates_a_fact_with_a_revision() {
     let generated = ok(cli().args(["memory", "job", &job, "--wait"])).await;
     assert_eq!(
         generated.trim(),
-        format!("job {job}: succeeded: 2 added, 0 updated, 0 deleted, 0 already known")
+        format!("job {job}: succeeded: 2 added, 0 updated, 0 superseded, 0 already known")
     );
     // The turn was not added to memory: the generated facts are all there is.
     let raw = output(cli().args(["memory", "list", "--kind", "raw"])).await;

@@ -1,6 +1,7 @@
 //! A memory store written by the previous version of memory-svc (before language-aware,
 //! field-aware and context-aware ranking), opened by this one: every entry is kept exactly as
-//! it was, deleted ids stay deleted, and search ranks with the current analysis.
+//! it was, valid from its timestamp, deleted ids stay deleted, and search ranks with the
+//! current analysis.
 //!
 //! The stores are fixtures (`tests/fixtures/memory_v1`, written through gRPC by that version;
 //! its README says how): a sled data directory, and a PostgreSQL schema dump loaded into a
@@ -171,6 +172,54 @@ async fn entries_are_kept(store: Converted) {
     }
 }
 
+/// Every entry of every user is valid from its timestamp (an entry without one, since ever)
+/// and still valid: listed as of now, and as of its own timestamp.
+async fn entries_are_valid_from_their_timestamps(store: Converted) {
+    let expected = expected();
+    let mut c = store.client();
+    for scope in expected["scopes"].as_array().expect("scopes") {
+        let user = scope["user_id"].as_str().expect("user_id");
+        let listing = |as_of, include_superseded| ListMemoriesRequest {
+            app_name: APP.into(),
+            user_id: user.into(),
+            page_size: 100,
+            as_of,
+            include_superseded,
+            ..Default::default()
+        };
+        let now = c
+            .list_memories(listing(None, false))
+            .await
+            .expect("list_memories")
+            .into_inner()
+            .memories;
+        assert_eq!(
+            now.len(),
+            scope["entries"].as_array().expect("entries").len()
+        );
+        let every = c
+            .list_memories(listing(None, true))
+            .await
+            .expect("list_memories")
+            .into_inner()
+            .memories;
+        assert_eq!(every, now, "{user}: nothing is superseded");
+        for m in &now {
+            assert_eq!(m.valid_from, m.timestamp, "{}", m.id);
+            assert_eq!(m.invalid_at, None, "{}", m.id);
+            if let Some(at) = m.timestamp {
+                let then = c
+                    .list_memories(listing(Some(at), false))
+                    .await
+                    .expect("list_memories")
+                    .into_inner()
+                    .memories;
+                assert!(then.iter().any(|e| e.id == m.id), "{} as of itself", m.id);
+            }
+        }
+    }
+}
+
 /// Deleted ids stay deleted: neither found nor ingested again.
 async fn tombstones_hold(store: Converted) {
     let expected = expected();
@@ -301,6 +350,17 @@ async fn check_current_analysis(c: &mut Client) {
 #[tokio::test]
 async fn sled_entries_are_kept() {
     entries_are_kept(Converted::sled().await).await;
+}
+
+#[tokio::test]
+async fn sled_entries_are_valid_from_their_timestamps() {
+    entries_are_valid_from_their_timestamps(Converted::sled().await).await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
+async fn postgres_entries_are_valid_from_their_timestamps() {
+    entries_are_valid_from_their_timestamps(Converted::postgres().await).await;
 }
 
 #[tokio::test]

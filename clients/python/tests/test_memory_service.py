@@ -13,7 +13,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from adk_grpc_services import GrpcMemoryService, GrpcSessionService
+from adk_grpc_services import GrpcMemoryService, GrpcSessionService, TimedMemoryEntry
 from adk_grpc_services.memory_service import SearchMode
 
 USER = "test-user"
@@ -75,12 +75,18 @@ async def test_search_returns_entries_shaped_as_adk_does(
     await memory_service.add_session_to_memory(session_2(app))
     (found,) = await search(memory_service, app, "Python")
     event = session_2(app).events[0]
-    assert found == MemoryEntry(
+    # A MemoryEntry, shaped as ADK shapes it; beside its fields, when it was valid (from the
+    # event's time).
+    assert isinstance(found, MemoryEntry)
+    adk_fields = found.model_dump(include=set(MemoryEntry.model_fields))
+    assert MemoryEntry.model_validate(adk_fields) == MemoryEntry(
         id="event-2a",
         content=event.content,
         author="user",
         timestamp=_utils.format_timestamp(event.timestamp),  # naive local ISO (M1.5)
     )
+    assert isinstance(found, TimedMemoryEntry)
+    assert (found.valid_from, found.invalid_at) == (found.timestamp, None)
 
 
 async def test_search_matches_words_case_insensitively(
@@ -219,13 +225,19 @@ async def test_add_memory_writes_entries_directly(
         custom_metadata={"origin": "import"},
     )
     (coffee,) = await search(memory_service, app, "coffee")
-    assert coffee == stamped.model_copy(
-        update={"custom_metadata": {"origin": "import", "topic": "preferences"}}
+    # As written, valid from its timestamp.
+    assert coffee == TimedMemoryEntry(
+        **stamped.model_copy(
+            update={"custom_metadata": {"origin": "import", "topic": "preferences"}}
+        ).model_dump(),
+        valid_from=stamped.timestamp,
     )
     (bicycle,) = await search(memory_service, app, "bicycle")
     assert bicycle.id and bicycle.id != "fact-1"
     assert (bicycle.author, bicycle.timestamp) == (None, None)
     assert bicycle.content == anonymous.content
+    # Without a timestamp: valid from the time of the write.
+    assert isinstance(bicycle, TimedMemoryEntry) and bicycle.valid_from is not None
     with pytest.raises(ValueError, match="ISO 8601"):
         await memory_service.add_memory(
             app_name=app,

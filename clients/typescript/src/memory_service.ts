@@ -215,6 +215,9 @@ export class GrpcMemoryService implements BaseMemoryService {
       mode: request.mode ?? SearchMode.SEARCH_MODE_UNSPECIFIED,
       kind: request.kind ?? MemoryKind.MEMORY_KIND_UNSPECIFIED,
       filter: undefined,
+      // The memories valid now, as by default.
+      asOf: undefined,
+      includeSuperseded: false,
     };
     try {
       const reply = await invoke(this.client.searchMemory.bind(this.client), message, this.settings);
@@ -264,6 +267,8 @@ export class GrpcMemoryService implements BaseMemoryService {
         afterTimestamp: undefined,
         beforeTimestamp: undefined,
         author: "",
+        asOf: undefined,
+        includeSuperseded: false,
       };
       let reply;
       try {
@@ -364,6 +369,9 @@ function entryMessage(entry: NewMemory): MemoryEntryMessage {
     customMetadata: dumpsObject(entry.customMetadata, "MemoryEntry.customMetadata"),
     sessionId: "",
     score: 0,
+    // Valid from its timestamp, else from the time of the write (the server's default).
+    validFrom: undefined,
+    invalidAt: undefined,
   };
 }
 

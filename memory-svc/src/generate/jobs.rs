@@ -3,8 +3,10 @@
 //! A job reads only its own events: the model sees the new turns, then the new facts beside
 //! the few generated memories the store's search finds for each (keyword, or hybrid with an
 //! embedder); nothing else of the user's memory is sent. Every change is one store transaction
-//! that also records its revision, made only after both answers passed their checks, so a
-//! malformed answer writes nothing.
+//! that also records its revisions, made only after both answers passed their checks, so a
+//! malformed answer writes nothing. A memory a new fact contradicts is not deleted: it is kept
+//! as history, its validity closed when the new fact became true (see [`crate::validity`]),
+//! in the transaction that adds the new fact.
 //!
 //! A transient failure (the model or the store unavailable) puts the job back in the queue
 //! with a doubling backoff, until its attempts are used up; any other failure ends it.
@@ -33,12 +35,13 @@ use crate::{
     embed::EmbedError,
     endpoint::backoff,
     error::MemoryError,
-    filter::Filter,
+    filter::{metadata_object, Filter, TOPIC_KEY},
     lifetimes::{Action, Lifetimes},
     store::{
-        DeleteTarget, Entry, Hit, JobRecord, Kind, MemoryStore, RevisionRecord, Scope, SearchQuery,
-        StoreError, Write,
+        index::text_of, DeleteTarget, Entry, Hit, JobRecord, Kind, MemoryStore, RevisionRecord,
+        Scope, SearchQuery, StoreError, Write,
     },
+    validity::{ValidAt, Validity},
 };
 
 /// Generated memories the search offers per fact, and in all, as consolidation candidates.
@@ -74,12 +77,12 @@ pub trait MemoryAccess: Sync {
         query: SearchQuery,
     ) -> impl Future<Output = Result<Vec<Hit>, MemoryError>> + Send;
 
-    /// Writes `write` with the revision of the change it makes, if it is one.
+    /// Writes `write` with the revisions of the changes it makes, if it makes any.
     fn write(
         &self,
         scope: Scope<'_>,
         write: Write,
-        revision: Option<RevisionRecord>,
+        revisions: Vec<RevisionRecord>,
     ) -> impl Future<Output = Result<u32, MemoryError>> + Send;
 
     /// Resolves once a job has been queued since the last call.
@@ -124,6 +127,7 @@ pub fn turns(events: &[Event]) -> Vec<Turn> {
                 event_id: event.id.clone(),
                 author: event.author.clone(),
                 text: text.join("\n"),
+                time: event.timestamp,
             })
         })
         .collect()
@@ -134,8 +138,8 @@ pub fn turns(events: &[Event]) -> Vec<Turn> {
 pub struct Counts {
     pub added: u32,
     pub updated: u32,
-    pub deleted: u32,
     pub kept: u32,
+    pub invalidated: u32,
 }
 
 /// Whether a job failing with `e` may succeed on another attempt.
@@ -166,8 +170,12 @@ pub async fn execute<M: MemoryAccess>(
         Ok(counts) => {
             job.state = GenerationState::Succeeded as i32;
             job.error.clear();
-            (job.added, job.updated, job.deleted, job.kept) =
-                (counts.added, counts.updated, counts.deleted, counts.kept);
+            (job.added, job.updated, job.kept, job.invalidated) = (
+                counts.added,
+                counts.updated,
+                counts.kept,
+                counts.invalidated,
+            );
             counter!("memory_generation_jobs_total", "outcome" => "succeeded").increment(1);
             None
         }
@@ -240,12 +248,10 @@ async fn run<M: MemoryAccess>(
             })
             .collect()
     } else {
-        generator.model.consolidate(&facts, &candidates).await?
+        let offered: Vec<Candidate> = candidates.iter().map(candidate).collect();
+        generator.model.consolidate(&facts, &offered).await?
     };
-    let previous: HashMap<&str, &str> = candidates
-        .iter()
-        .map(|c| (c.memory_id.as_str(), c.text.as_str()))
-        .collect();
+    let previous: HashMap<&str, &Entry> = candidates.iter().map(|e| (e.id.as_str(), e)).collect();
     let now = now_ms();
     // The request's TTL, else the app's default for the change.
     let expiry = |action: Action| match job.ttl_ms {
@@ -253,6 +259,7 @@ async fn run<M: MemoryAccess>(
         ttl => Some(now.saturating_add(ttl)),
     };
     for (fact, decision) in facts.iter().zip(decisions) {
+        let valid_from = valid_from(fact, job, now);
         let revision = |memory_id: &str,
                         action: RevisionAction,
                         previous: &str,
@@ -268,8 +275,10 @@ async fn run<M: MemoryAccess>(
             topic: fact.topic.clone(),
             expire_ms: expire_ms.unwrap_or(0),
             restored: None,
+            valid_from: Some(valid_from),
+            ..Default::default()
         };
-        let (write, revision) = match decision {
+        let (entries, revisions) = match decision {
             Decision::Keep => {
                 counts.kept += 1;
                 continue;
@@ -278,41 +287,110 @@ async fn run<M: MemoryAccess>(
                 counts.added += 1;
                 let id = uuid::Uuid::new_v4().to_string();
                 let expire_ms = expiry(Action::Generated);
-                let entry = entry(&id, &text, fact, job, now, expire_ms);
+                let entry = entry(&id, &text, fact, job, now, expire_ms, valid_from);
                 let revision = revision(&id, RevisionAction::Added, "", &text, expire_ms);
-                (Write::AddMemories(vec![entry]), revision)
+                (vec![entry], vec![revision])
             }
             Decision::Update { memory_id, text } => {
                 counts.updated += 1;
                 let expire_ms = expiry(Action::Updated);
-                let entry = entry(&memory_id, &text, fact, job, now, expire_ms);
-                let before = previous
-                    .get(memory_id.as_str())
-                    .copied()
-                    .unwrap_or_default();
-                let revision = revision(
+                let before = previous.get(memory_id.as_str()).copied();
+                // A refined fact stays true since the memory's start.
+                let since = before.map_or(Some(valid_from), |e| e.validity.from);
+                let entry = entry(&memory_id, &text, fact, job, now, expire_ms, valid_from);
+                let entry = Entry {
+                    validity: Validity::from(since),
+                    ..entry
+                };
+                let before = before.map(|e| text_of(&e.content)).unwrap_or_default();
+                let mut revision = revision(
                     &memory_id,
                     RevisionAction::Updated,
-                    before,
+                    &before,
                     &text,
                     expire_ms,
                 );
-                (Write::AddMemories(vec![entry]), revision)
+                revision.valid_from = since;
+                (vec![entry], vec![revision])
             }
-            Decision::Delete { memory_id } => {
-                counts.deleted += 1;
-                let before = previous
-                    .get(memory_id.as_str())
-                    .copied()
-                    .unwrap_or_default();
-                let revision = revision(&memory_id, RevisionAction::Deleted, before, "", None);
-                let write = Write::Delete(DeleteTarget::MemoryId(memory_id));
-                (write, revision)
+            Decision::Supersede { memory_id, text } => {
+                // Checked against the candidates: the memory is one of them.
+                let Some(old) = previous.get(memory_id.as_str()).copied() else {
+                    continue;
+                };
+                counts.added += 1;
+                counts.invalidated += 1;
+                let id = uuid::Uuid::new_v4().to_string();
+                let expire_ms = expiry(Action::Generated);
+                let entry = entry(&id, &text, fact, job, now, expire_ms, valid_from);
+                let added = revision(&id, RevisionAction::Added, "", &text, expire_ms);
+                let (closed, invalidated) = superseded(old, &id, valid_from, now, job);
+                (vec![entry, closed], vec![added, invalidated])
             }
         };
-        memories.write(scope, write, Some(revision)).await?;
+        // One transaction: a superseded memory is closed with the addition of its successor.
+        let write = Write::AddMemories(entries);
+        memories.write(scope, write, revisions).await?;
     }
     Ok(counts)
+}
+
+/// When a fact became true: as the model extracted it (or the caller gave it), else the latest
+/// time of the events it comes from, else the time of the job's run (`now`, ms).
+fn valid_from(fact: &Fact, job: &JobRecord, now: i64) -> Timestamp {
+    let sources = job
+        .events
+        .iter()
+        .filter(|e| fact.source_event_ids.contains(&e.id))
+        .filter_map(|e| e.timestamp)
+        .max_by_key(|t| (t.seconds, t.nanos));
+    fact.valid_from
+        .or(sources)
+        .unwrap_or_else(|| timestamp_of(now))
+}
+
+/// The memory `old`, superseded by the memory `by` whose fact became true at `at`: its
+/// validity closed then, and the revision that records it.
+fn superseded(
+    old: &Entry,
+    by: &str,
+    at: Timestamp,
+    now: i64,
+    job: &JobRecord,
+) -> (Entry, RevisionRecord) {
+    let validity = old.validity.closed_at(at);
+    let fact = text_of(&old.content);
+    let topic = metadata_object(&old.custom_metadata)
+        .and_then(|m| m.get(TOPIC_KEY)?.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let revision = RevisionRecord {
+        memory_id: old.id.clone(),
+        action: RevisionAction::Invalidated as i32,
+        previous_fact: fact.clone(),
+        new_fact: fact,
+        create_ms: now,
+        job_id: job.id.clone(),
+        topic,
+        expire_ms: old.kind.expire_ms.unwrap_or(0),
+        valid_from: validity.from,
+        invalid_at: validity.until,
+        superseded_by: by.to_owned(),
+        ..Default::default()
+    };
+    let closed = Entry {
+        validity,
+        ..old.clone()
+    };
+    (closed, revision)
+}
+
+/// A memory as consolidation offers it to the model.
+fn candidate(entry: &Entry) -> Candidate {
+    Candidate {
+        memory_id: entry.id.clone(),
+        text: text_of(&entry.content),
+        valid_from: entry.validity.from,
+    }
 }
 
 /// The facts a caller gave the job, as extraction would have answered them (from no event).
@@ -324,22 +402,24 @@ fn given_facts(job: &JobRecord) -> Vec<Fact> {
             text: f.text.clone(),
             source_event_ids: Vec::new(),
             custom_metadata: f.custom_metadata.clone(),
+            valid_from: f.valid_from,
         })
         .collect()
 }
 
-/// The generated memories of the scope the search finds for the facts, each once.
+/// The generated memories valid now that the search finds for the facts, each once.
 async fn candidates<M: MemoryAccess>(
     memories: &M,
     job: &JobRecord,
     facts: &[Fact],
-) -> Result<Vec<Candidate>, MemoryError> {
+) -> Result<Vec<Entry>, MemoryError> {
     let scope = Scope {
         app_name: &job.app_name,
         user_id: &job.user_id,
     };
-    let mut found: Vec<Candidate> = Vec::new();
+    let mut found: Vec<Entry> = Vec::new();
     for fact in facts {
+        let now = now_ms();
         let query = SearchQuery {
             text: fact.text.clone(),
             language: None,
@@ -348,16 +428,17 @@ async fn candidates<M: MemoryAccess>(
             before: None,
             author: None,
             generated: Some(true),
-            now_ms: now_ms(),
+            now_ms: now,
             filter: Filter::default(),
+            valid_at: ValidAt {
+                at: Some(timestamp_of(now)),
+                ..ValidAt::default()
+            },
         };
         let hits = memories.search(scope, query).await?;
         for hit in hits {
-            if found.len() < MAX_CANDIDATES && !found.iter().any(|c| c.memory_id == hit.entry.id) {
-                found.push(Candidate {
-                    memory_id: hit.entry.id,
-                    text: crate::store::index::text_of(&hit.entry.content),
-                });
+            if found.len() < MAX_CANDIDATES && !found.iter().any(|c| c.id == hit.entry.id) {
+                found.push(hit.entry);
             }
         }
     }
@@ -375,6 +456,7 @@ fn entry(
     job: &JobRecord,
     now: i64,
     expire_ms: Option<i64>,
+    valid_from: Timestamp,
 ) -> Entry {
     // Checked when the job was queued; an extracted fact has none.
     let metadata = serde_json::from_str(&fact.custom_metadata).unwrap_or_default();
@@ -384,7 +466,7 @@ fn entry(
         job_id: &job.id,
         expire_ms,
     };
-    generated_entry(id, text, metadata, &written, now)
+    generated_entry(id, text, metadata, &written, now, valid_from)
 }
 
 /// What generation records of a generated memory in its metadata.
@@ -397,13 +479,15 @@ pub struct Written<'a> {
     pub expire_ms: Option<i64>,
 }
 
-/// A generated memory holding `text`, with `written`'s keys over `metadata` (the caller's).
+/// A generated memory holding `text`, with `written`'s keys over `metadata` (the caller's),
+/// valid from `valid_from` on.
 pub fn generated_entry(
     id: &str,
     text: &str,
     mut metadata: serde_json::Map<String, serde_json::Value>,
     written: &Written<'_>,
     now: i64,
+    valid_from: Timestamp,
 ) -> Entry {
     metadata.insert("kind".into(), "generated".into());
     if !written.topic.is_empty() {
@@ -432,6 +516,7 @@ pub fn generated_entry(
             }],
         },
         kind: Kind::generated(expire_ms),
+        validity: Validity::from(Some(valid_from)),
     }
 }
 
@@ -444,7 +529,7 @@ async fn sweep<M: MemoryAccess>(memories: &M) -> Result<usize, MemoryError> {
             user_id: &e.user_id,
         };
         let write = Write::Delete(DeleteTarget::MemoryId(e.memory_id.clone()));
-        memories.write(scope, write, None).await?;
+        memories.write(scope, write, Vec::new()).await?;
     }
     Ok(expired.len())
 }

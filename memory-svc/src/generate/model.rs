@@ -1,9 +1,11 @@
 //! The generation model: an OpenAI-compatible `POST {BASE_URL}/chat/completions` endpoint asked
 //! for structured output (a JSON schema as `response_format`), in two calls per job at most:
-//! - **extraction**: the job's new events in, facts (topic, text, source events) out;
+//! - **extraction**: the job's new events (with their times) in, facts (topic, text, source
+//!   events, and when each became true, if the conversation tells) out;
 //! - **consolidation**: those facts and the candidate memories in (only the ones the store's
-//!   search found for them), one decision per fact out: add, update a memory, delete a memory,
-//!   or keep (already known).
+//!   search found for them), one decision per fact out: add, update a memory (refine it),
+//!   supersede a memory (it is no longer true: the fact is added, and the memory kept as
+//!   history, its validity closed), or keep (already known).
 //!
 //! Every answer is checked whole before anything is used: a malformed one (not JSON, not the
 //! schema, an unknown topic, memory id or event id, a fact decided twice) fails the call as
@@ -12,6 +14,7 @@
 use std::collections::{HashMap, HashSet};
 
 use metrics::counter;
+use prost_types::Timestamp;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -30,6 +33,8 @@ pub struct Turn {
     pub event_id: String,
     pub author: String,
     pub text: String,
+    /// The event's timestamp, if it has one.
+    pub time: Option<Timestamp>,
 }
 
 /// A fact extracted from the turns, or given by the caller.
@@ -41,6 +46,8 @@ pub struct Fact {
     pub source_event_ids: Vec<String>,
     /// The caller's JSON object text for the memory's metadata; empty for an extracted fact.
     pub custom_metadata: String,
+    /// When the fact became true, as the model extracted it or the caller gave it.
+    pub valid_from: Option<Timestamp>,
 }
 
 /// A generated memory the model may update, delete or keep.
@@ -48,14 +55,27 @@ pub struct Fact {
 pub struct Candidate {
     pub memory_id: String,
     pub text: String,
+    /// When it became true, if known.
+    pub valid_from: Option<Timestamp>,
 }
 
 /// What to do with one fact.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    Add { text: String },
-    Update { memory_id: String, text: String },
-    Delete { memory_id: String },
+    Add {
+        text: String,
+    },
+    /// The fact refines `memory_id`, which stays true: its text becomes `text`.
+    Update {
+        memory_id: String,
+        text: String,
+    },
+    /// The fact contradicts `memory_id`, which is no longer true: `text` is added, and the
+    /// memory's validity closed when the fact became true.
+    Supersede {
+        memory_id: String,
+        text: String,
+    },
     Keep,
 }
 
@@ -68,13 +88,17 @@ pub struct ChatModel {
 const EXTRACT_SYSTEM: &str = "You extract facts worth remembering about the user from a \
 conversation. Only facts the conversation states, each one short, self-contained and in the \
 third person (\"The user prefers window seats\"). Only the listed topics. Cite the ids of the \
-events each fact comes from. No fact at all is a valid answer.";
+events each fact comes from. valid_from is when the fact became true, as an RFC 3339 time \
+(\"2026-03-01T00:00:00Z\"): the time the conversation gives for it, else the time of the \
+event that states it; null when neither is known. No fact at all is a valid answer.";
 
 const CONSOLIDATE_SYSTEM: &str = "You keep a user's memory small and true. For each new fact, \
 compare it with the existing memories and decide exactly one action: \"add\" (new information: \
-text is the fact), \"update\" (it changes or refines memory_id: text is the merged fact), \
-\"delete\" (it contradicts memory_id, which is no longer true) or \"keep\" (memory_id already \
-says it). Use an empty memory_id or text where the action needs none.";
+text is the fact), \"update\" (it refines memory_id, which stays true: text is the merged \
+fact), \"supersede\" (it contradicts memory_id, which was true until the fact became true and \
+no longer is, as after a move or a change of mind: text is the new fact; memory_id is kept as \
+history) or \"keep\" (memory_id already says it). Use an empty memory_id or text where the \
+action needs none.";
 
 /// Parses the `choices[0].message.content` of a chat completion as JSON, counting its tokens.
 fn content_json(bytes: &[u8]) -> Result<Value, String> {
@@ -183,11 +207,12 @@ impl ChatModel {
             "properties": {"facts": {"type": "array", "items": {
                 "type": "object",
                 "additionalProperties": false,
-                "required": ["topic", "fact", "source_event_ids"],
+                "required": ["topic", "fact", "source_event_ids", "valid_from"],
                 "properties": {
                     "topic": {"type": "string", "enum": labels},
                     "fact": {"type": "string"},
                     "source_event_ids": {"type": "array", "items": {"type": "string"}},
+                    "valid_from": {"type": ["string", "null"]},
                 },
             }}},
         });
@@ -195,10 +220,13 @@ impl ChatModel {
         for topic in topics {
             user.push_str(&format!("- {}: {}\n", topic.label, topic.description));
         }
-        user.push_str("\nConversation (event id, author: text):\n");
+        user.push_str("\nConversation ([event id, time] author: text):\n");
         for turn in turns {
+            let time = turn
+                .time
+                .map_or_else(|| "time unknown".to_owned(), |t| t.to_string());
             user.push_str(&format!(
-                "[{}] {}: {}\n",
+                "[{}, {time}] {}: {}\n",
                 turn.event_id, turn.author, turn.text
             ));
         }
@@ -223,6 +251,7 @@ impl ChatModel {
             topic: String,
             fact: String,
             source_event_ids: Vec<String>,
+            valid_from: Option<String>,
         }
         let answer: Answer = serde_json::from_value(answer)
             .map_err(|e| self.malformed(format!("the facts do not follow the schema: {e}")))?;
@@ -256,11 +285,20 @@ impl ChatModel {
                     "facts[{i}].source_event_ids names {unknown:?}, not an event of the conversation"
                 )));
             }
+            let valid_from = match item.valid_from.as_deref().map(str::trim) {
+                None | Some("") => None,
+                Some(time) => Some(time.parse::<Timestamp>().map_err(|_| {
+                    self.malformed(format!(
+                        "facts[{i}].valid_from {time:?} is not an RFC 3339 time"
+                    ))
+                })?),
+            };
             facts.push(Fact {
                 topic: item.topic,
                 text: text.to_owned(),
                 source_event_ids: item.source_event_ids,
                 custom_metadata: String::new(),
+                valid_from,
             });
         }
         Ok(facts)
@@ -282,19 +320,25 @@ impl ChatModel {
                 "required": ["fact", "action", "memory_id", "text"],
                 "properties": {
                     "fact": {"type": "integer"},
-                    "action": {"type": "string", "enum": ["add", "update", "delete", "keep"]},
+                    "action": {"type": "string", "enum": ["add", "update", "supersede", "keep"]},
                     "memory_id": {"type": "string"},
                     "text": {"type": "string"},
                 },
             }}},
         });
+        let since = |t: &Option<Timestamp>| t.map(|t| format!(" (since {t})")).unwrap_or_default();
         let mut user = String::from("Existing memories (memory_id: text):\n");
         for c in candidates {
-            user.push_str(&format!("{}: {}\n", c.memory_id, c.text));
+            user.push_str(&format!(
+                "{}: {}{}\n",
+                c.memory_id,
+                c.text,
+                since(&c.valid_from)
+            ));
         }
         user.push_str("\nNew facts (fact number: text):\n");
         for (i, fact) in facts.iter().enumerate() {
-            user.push_str(&format!("{i}: {}\n", fact.text));
+            user.push_str(&format!("{i}: {}{}\n", fact.text, since(&fact.valid_from)));
         }
         let answer = self
             .call(CONSOLIDATE_SYSTEM, user, "decisions", schema)
@@ -357,17 +401,20 @@ impl ChatModel {
                     memory_id: target("update")?,
                     text: needs_text("update")?,
                 },
-                "delete" => Decision::Delete {
-                    memory_id: target("delete")?,
+                "supersede" => Decision::Supersede {
+                    memory_id: target("supersede")?,
+                    text: needs_text("supersede")?,
                 },
                 "keep" => Decision::Keep,
                 other => {
                     return Err(self.malformed(format!(
-                        "{at}.action {other:?} is not add, update, delete or keep"
+                        "{at}.action {other:?} is not add, update, supersede or keep"
                     )))
                 }
             };
-            if let Decision::Update { memory_id, .. } | Decision::Delete { memory_id } = &decision {
+            if let Decision::Update { memory_id, .. } | Decision::Supersede { memory_id, .. } =
+                &decision
+            {
                 if !targeted.insert(memory_id.clone()) {
                     return Err(
                         self.malformed(format!("{at}: memory {memory_id} is changed twice"))

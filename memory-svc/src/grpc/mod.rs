@@ -208,6 +208,7 @@ fn generation_job(job: JobRecord) -> GenerationJob {
         updated: job.updated,
         deleted: job.deleted,
         kept: job.kept,
+        invalidated: job.invalidated,
     }
 }
 
@@ -229,6 +230,9 @@ fn memory_revision(
         source_event_ids: revision.source_event_ids,
         create_time: Some(timestamp_of(revision.create_ms)),
         job_id: revision.job_id,
+        valid_from: revision.valid_from,
+        invalid_at: revision.invalid_at,
+        superseded_by: revision.superseded_by,
     }
 }
 
@@ -241,5 +245,7 @@ fn memory_entry(entry: Entry, score: f64) -> MemoryEntry {
         custom_metadata: entry.custom_metadata,
         session_id: entry.session_id,
         score,
+        valid_from: entry.validity.from,
+        invalid_at: entry.validity.until,
     }
 }

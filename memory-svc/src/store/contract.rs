@@ -43,6 +43,7 @@ macro_rules! memory_store_suite {
             kinds_are_stored_not_read_from_metadata,
             finished_jobs_are_pruned_after_the_retention,
             streams_buffer_each_id_once_and_hand_over_in_order,
+            superseded_entries_are_left_out_unless_asked_for,
         );
     };
     (@tests () $open:expr; $($test:ident,)*) => {$(
@@ -865,7 +866,7 @@ pub async fn revisions_are_read_by_number_and_pruned_but_the_last<S: MemoryStore
                 scope,
                 Write::AddMemories(vec![generated(id, fact, None)]),
                 super::Vectors::default(),
-                Some(revision),
+                vec![revision],
             )
             .await
             .unwrap();
@@ -950,11 +951,11 @@ fn generated(id: &str, fact: &str, expire_ms: Option<i64>) -> Entry {
 pub async fn changes_keep_revisions_and_expiries<S: MemoryStore + Clone>(store: S) {
     use super::{Expired, RevisionRecord, Write};
     let revision = |id: &str, fact: &str| {
-        Some(RevisionRecord {
+        vec![RevisionRecord {
             memory_id: id.into(),
             new_fact: fact.into(),
             ..Default::default()
-        })
+        }]
     };
     let add =
         |id: &str, fact: &str, expire_ms| Write::AddMemories(vec![generated(id, fact, expire_ms)]);
@@ -1015,7 +1016,7 @@ pub async fn changes_keep_revisions_and_expiries<S: MemoryStore + Clone>(store: 
     let delete = Write::Delete(DeleteTarget::MemoryId("m2".into()));
     assert_eq!(
         store
-            .write_changed(SCOPE, delete, vectors(), None)
+            .write_changed(SCOPE, delete, vectors(), vec![])
             .await
             .unwrap(),
         1
@@ -1024,7 +1025,7 @@ pub async fn changes_keep_revisions_and_expiries<S: MemoryStore + Clone>(store: 
     assert_eq!(listed(&store, SCOPE).await, ["m1"]);
     // So does a raw write into its slot, and deleting the whole memory.
     store
-        .write_changed(SCOPE, add("m3", "milk", Some(500)), vectors(), None)
+        .write_changed(SCOPE, add("m3", "milk", Some(500)), vectors(), vec![])
         .await
         .unwrap();
     store
@@ -1033,7 +1034,7 @@ pub async fn changes_keep_revisions_and_expiries<S: MemoryStore + Clone>(store: 
         .unwrap();
     assert!(store.expired(1000, 10).await.unwrap().is_empty());
     store
-        .write_changed(SCOPE, add("m4", "sugar", Some(500)), vectors(), None)
+        .write_changed(SCOPE, add("m4", "sugar", Some(500)), vectors(), vec![])
         .await
         .unwrap();
     store.delete(SCOPE, &DeleteTarget::All).await.unwrap();
@@ -1133,12 +1134,12 @@ pub(crate) async fn before_kinds(store: &impl MemoryStore) -> Vec<(&'static str,
         }])
     };
     let revision = |id: &str, action: RevisionAction, fact: &str| {
-        Some(RevisionRecord {
+        vec![RevisionRecord {
             memory_id: id.into(),
             action: action as i32,
             new_fact: fact.into(),
             ..Default::default()
-        })
+        }]
     };
     let vectors = super::Vectors::default;
     for (id, text, revisions) in [
@@ -1333,4 +1334,131 @@ pub async fn streams_buffer_each_id_once_and_hand_over_in_order<S: MemoryStore>(
         .await
         .unwrap();
     assert_eq!((elsewhere.appended, elsewhere.buffered), (1, 1));
+fn at(seconds: i64) -> Timestamp {
+    Timestamp { seconds, nanos: 0 }
+}
+
+/// Entries whose validity is closed are left out of searches as of a time at or after their
+/// end, before ranking: a search's limit counts only the valid ones; they come back as of a
+/// time before, or with `include_superseded`. A closed entry rewritten as valid is valid
+/// again.
+pub async fn superseded_entries_are_left_out_unless_asked_for<S: MemoryStore + Clone>(store: S) {
+    use crate::validity::{ValidAt, Validity};
+    let valid = |id: &str, text: &str, from: i64, until: Option<i64>| Entry {
+        validity: Validity {
+            from: Some(at(from)),
+            until: until.map(at),
+        },
+        ..entry(id, text)
+    };
+    // The superseded facts match best: each holds the query's words twice.
+    memorize(
+        &store,
+        vec![
+            valid("berlin", "home home Berlin", 10, Some(20)),
+            valid("hamburg", "home home Hamburg", 5, Some(10)),
+            valid("lisbon", "home Lisbon", 20, None),
+            valid("later", "home Porto", 40, None),
+        ],
+    )
+    .await;
+    let asked = |seconds: i64, as_of: bool, include_superseded: bool| SearchQuery {
+        limit: 1,
+        valid_at: ValidAt {
+            at: Some(at(seconds)),
+            as_of,
+            include_superseded,
+        },
+        ..query("home")
+    };
+    let held = &store;
+    let now = |q: SearchQuery| async move { found(held, SCOPE, &q).await };
+    assert_eq!(now(asked(30, false, false)).await, ["lisbon"]);
+    assert_eq!(now(asked(15, true, false)).await, ["berlin"]);
+    assert_eq!(now(asked(7, true, false)).await, ["hamburg"]);
+    assert_eq!(now(asked(3, true, false)).await, Vec::<String>::new());
+    assert_eq!(now(asked(30, false, true)).await.len(), 1);
+    let everything = SearchQuery {
+        limit: 10,
+        ..asked(50, false, true)
+    };
+    assert_eq!(now(everything).await.len(), 4);
+    // A future fact is found as of its time.
+    let mut later = now(SearchQuery {
+        limit: 10,
+        ..asked(45, true, false)
+    })
+    .await;
+    later.sort();
+    assert_eq!(later, ["later", "lisbon"]);
+    // A listing's entries are tested by the same rule.
+    let (entries, _) = store
+        .list(SCOPE, 100, "", &Filter::default())
+        .await
+        .unwrap();
+    let admitted: Vec<&str> = entries
+        .iter()
+        .filter(|e| asked(30, false, false).admits(e))
+        .map(|e| e.id.as_str())
+        .collect();
+    assert_eq!(admitted, ["lisbon"]);
+    // Rewritten open, a closed entry is valid again.
+    memorize(&store, vec![valid("berlin", "home home Berlin", 10, None)]).await;
+    assert_eq!(now(asked(30, false, false)).await, ["berlin"]);
+}
+
+/// Writes entries as a store of sled format 6 or PostgreSQL schema 9 held them: without a
+/// validity. The caller then takes the store back to that format.
+pub(crate) async fn before_validity(store: &impl MemoryStore) {
+    let stamped = |id: &str, text: &str, seconds: i64| Entry {
+        timestamp: Some(at(seconds)),
+        ..entry(id, text)
+    };
+    replace(
+        store,
+        "s",
+        vec![
+            stamped("t1", "moved to Berlin", 100),
+            stamped("t2", "found a flat in Berlin", 200),
+        ],
+    )
+    .await;
+    memorize(store, vec![entry("note", "Berlin has lakes")]).await;
+}
+
+/// The entries [`before_validity`] wrote, as the conversion left them: valid from their
+/// timestamps (an entry without one, since ever), none closed; a search as of now finds them
+/// all, and one as of a time between them the one valid then.
+pub(crate) async fn assert_validity_converted(store: &impl MemoryStore) {
+    use crate::validity::{ValidAt, Validity};
+    let (entries, _) = store
+        .list(SCOPE, 100, "", &Filter::default())
+        .await
+        .unwrap();
+    let validity: Vec<(&str, Validity)> = entries
+        .iter()
+        .map(|e| (e.id.as_str(), e.validity))
+        .collect();
+    assert_eq!(
+        validity,
+        [
+            ("t1", Validity::from(Some(at(100)))),
+            ("t2", Validity::from(Some(at(200)))),
+            ("note", Validity::default()),
+        ]
+    );
+    let as_of = |seconds: i64| SearchQuery {
+        valid_at: ValidAt {
+            at: Some(at(seconds)),
+            as_of: true,
+            include_superseded: false,
+        },
+        ..query("Berlin")
+    };
+    let mut now = found(store, SCOPE, &as_of(1_000)).await;
+    now.sort();
+    assert_eq!(now, ["note", "t1", "t2"]);
+    let mut then = found(store, SCOPE, &as_of(150)).await;
+    then.sort();
+    assert_eq!(then, ["note", "t1"]);
 }

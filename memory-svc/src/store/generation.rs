@@ -61,6 +61,9 @@ pub struct JobRecord {
     pub deleted: u32,
     #[prost(uint32, tag = "18")]
     pub kept: u32,
+    /// Memories a new fact superseded (their validity closed).
+    #[prost(uint32, tag = "20")]
+    pub invalidated: u32,
     /// Facts the caller already extracted: consolidated as they are, and `events` is empty.
     #[prost(message, repeated, tag = "19")]
     pub facts: Vec<FactRecord>,
@@ -80,6 +83,9 @@ pub struct FactRecord {
     /// JSON object text; empty: none.
     #[prost(string, tag = "3")]
     pub custom_metadata: String,
+    /// When the fact became true; none: the time of the generation.
+    #[prost(message, optional, tag = "4")]
+    pub valid_from: Option<prost_types::Timestamp>,
 }
 
 impl JobRecord {
@@ -121,6 +127,16 @@ pub struct RevisionRecord {
     /// For a rollback: the revision it restored.
     #[prost(uint64, optional, tag = "10")]
     pub restored: Option<u64>,
+    /// The memory's `valid_from` after the change (none for a deletion, and in revisions
+    /// recorded before memories had a validity).
+    #[prost(message, optional, tag = "11")]
+    pub valid_from: Option<prost_types::Timestamp>,
+    /// For an invalidation: when the memory stopped being valid.
+    #[prost(message, optional, tag = "12")]
+    pub invalid_at: Option<prost_types::Timestamp>,
+    /// For an invalidation: the memory holding the fact that superseded it.
+    #[prost(string, tag = "13")]
+    pub superseded_by: String,
 }
 
 /// A revision as read from the store, with its number: unique in the store, increasing in the

@@ -23,7 +23,7 @@ mod token;
 pub mod vector_cache;
 pub mod vectors;
 
-use std::future::Future;
+use std::{collections::HashSet, future::Future};
 
 use adk_common::{page::PageTokenError, storage::StorageError};
 use adk_proto::session::v1::Content;
@@ -37,6 +37,7 @@ use crate::{
     analysis::{Analyzer, Language},
     embed::Identity,
     filter::Filter,
+    validity::{ValidAt, Validity},
 };
 use prost_types::Timestamp;
 
@@ -63,6 +64,8 @@ pub struct Entry {
     /// Raw, or generated, and when it expires. Set by the service only: every entry a client
     /// writes is raw (and expires with a `--memory-ttl` lifetime).
     pub kind: Kind,
+    /// When what it says was true.
+    pub validity: Validity,
 }
 
 /// What an entry is: a raw memory (an event, a direct write) or one the generator wrote.
@@ -111,18 +114,34 @@ pub struct SearchQuery {
     pub now_ms: i64,
     /// Only entries whose metadata passes this filter.
     pub filter: Filter,
+    /// Only entries valid then.
+    pub valid_at: ValidAt,
 }
 
 impl SearchQuery {
-    /// Whether the query filters by author, time, kind or metadata: a search must then check each
-    /// candidate entry. (Expiry is not counted: few entries expire, so a search checks its
-    /// results for expired ones instead, and only if it finds one, every candidate.)
+    /// Whether the query filters by author, time, kind, metadata or validity at a given time: a
+    /// search must then check each candidate entry. (Expiry and validity now are not counted:
+    /// few entries expire or become valid later, so a search checks its results for those
+    /// instead, and only if it finds one, every candidate; superseded entries are left out
+    /// before ranking, see [`SearchQuery::hidden`].)
     pub fn filters(&self) -> bool {
         self.author.is_some()
             || self.after.is_some()
             || self.before.is_some()
             || self.generated.is_some()
             || !self.filter.is_empty()
+            || self.valid_at.as_of
+    }
+
+    /// Of the scope's entries whose validity is closed (`closed`: seq and `invalid_at`), the
+    /// seqs the query leaves out whatever else they hold: ranked, lists and the vectors'
+    /// rankings skip them unread.
+    pub fn hidden(&self, closed: impl IntoIterator<Item = (u64, Timestamp)>) -> HashSet<u64> {
+        closed
+            .into_iter()
+            .filter(|(_, until)| self.valid_at.hides_closed(until))
+            .map(|(seq, _)| seq)
+            .collect()
     }
 
     /// Whether `entry` passes the author and time filters. An entry without a timestamp fails
@@ -140,6 +159,7 @@ impl SearchQuery {
                 .before
                 .as_ref()
                 .is_none_or(|b| time.is_some_and(|t| t < bound(b)))
+            && self.valid_at.admits(&entry.validity)
             && self.filter.admits(&entry.custom_metadata)
     }
 
@@ -217,14 +237,15 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// ingestion order (the order of listings and of equal search scores).
 pub trait MemoryStore: Send + Sync + 'static {
     /// Applies a write call, atomically and durably (see [`plan`] for what each one changes),
-    /// with the vectors of its entries' texts (see [`vectors`]) and, for a change generation
-    /// made, its revision in the same transaction; returns the count the call reports.
+    /// with the vectors of its entries' texts (see [`vectors`]) and, for changes generation
+    /// made, their revisions (in order) in the same transaction; returns the count the call
+    /// reports.
     fn write_changed(
         &self,
         scope: Scope<'_>,
         write: Write,
         vectors: Vectors,
-        revision: Option<RevisionRecord>,
+        revisions: Vec<RevisionRecord>,
     ) -> impl Future<Output = Result<u32>> + Send;
 
     /// [`MemoryStore::write_changed`] of raw entries.
@@ -234,7 +255,7 @@ pub trait MemoryStore: Send + Sync + 'static {
         write: Write,
         vectors: Vectors,
     ) -> impl Future<Output = Result<u32>> + Send {
-        self.write_changed(scope, write, vectors, None)
+        self.write_changed(scope, write, vectors, Vec::new())
     }
 
     /// Queues a generation job, durably.

@@ -1,39 +1,50 @@
-//! `memory search|add-session|generate|job|revisions|rollback|list|purge|stream|delete`.
+//! `memory search|add|add-session|generate|job|revisions|rollback|list|purge|stream|delete`.
 
 use std::time::Duration;
 
-use adk_proto::memory::v1::{
-    GenerationJob, GenerationState, ListMemoriesRequest, MemoryEntry, MemoryFilter, MemoryKind,
-    MemoryRevision, PurgeMemoriesRequest, SearchMemoryRequest, SearchMode,
+use adk_proto::{
+    memory::v1::{
+        AddMemoryRequest, GenerationJob, GenerationState, ListMemoriesRequest, MemoryEntry,
+        MemoryFilter, MemoryKind, MemoryRevision, PurgeMemoriesRequest, SearchMemoryRequest,
+        SearchMode,
+    },
+    session::v1::{
+        part::{self, Data},
+        Content, Event, Part,
+    },
 };
-use adk_proto::session::v1::{part::Data, Content, Event, Part};
 use prost_types::Timestamp;
 use runner_client::{filter, json, GenerateSource, MemoryTarget};
 use serde_json::json;
 
-use super::{output, Cli, CliError, FilterArgs};
+use super::{output, Cli, CliError, FilterArgs, ValidityArgs};
 
-/// The filters of `memory search` and `memory list`, as the requests carry them.
+/// The filters of `memory search`, `memory list` and `memory purge`, as the requests carry
+/// them.
 pub(super) struct Filter {
     filter: Option<MemoryFilter>,
     author: String,
     after: Option<Timestamp>,
     before: Option<Timestamp>,
+    as_of: Option<Timestamp>,
+    include_superseded: bool,
+}
+
+/// The time a flag gives, or why it is not one.
+pub(super) fn time(flag: &str, text: &Option<String>) -> Result<Option<Timestamp>, CliError> {
+    text.as_deref()
+        .map(|t| {
+            filter::time(t).ok_or_else(|| {
+                format!("{flag}: {t:?} is not an RFC 3339 time (2026-05-01T12:00:00Z)").into()
+            })
+        })
+        .transpose()
 }
 
 impl Filter {
-    /// The filter the flags give, or the flag that is not understood.
-    pub(super) fn of(args: &FilterArgs) -> Result<Self, CliError> {
-        let time = |flag: &str, text: &Option<String>| -> Result<Option<Timestamp>, CliError> {
-            text.as_deref()
-                .map(|t| {
-                    filter::time(t).ok_or_else(|| {
-                        format!("{flag}: {t:?} is not an RFC 3339 time (2026-05-01T12:00:00Z)")
-                            .into()
-                    })
-                })
-                .transpose()
-        };
+    /// The filter the flags give (with the validity flags of a search or listing), or the flag
+    /// that is not understood.
+    pub(super) fn of(args: &FilterArgs, validity: Option<&ValidityArgs>) -> Result<Self, CliError> {
         let filter = filter::memory_filter(&args.groups, &args.topics)
             .map_err(|e| format!("--filter: {e}"))?;
         Ok(Self {
@@ -41,8 +52,55 @@ impl Filter {
             author: args.author.clone().unwrap_or_default(),
             after: time("--after", &args.after)?,
             before: time("--before", &args.before)?,
+            as_of: time("--as-of", &validity.and_then(|v| v.as_of.clone()))?,
+            include_superseded: validity.is_some_and(|v| v.include_superseded),
         })
     }
+}
+
+/// What `memory add` writes.
+pub(super) struct NewMemory<'a> {
+    pub text: &'a str,
+    pub id: Option<&'a str>,
+    pub author: &'a str,
+    pub metadata: Option<&'a str>,
+    pub valid_from: Option<Timestamp>,
+    pub invalid_at: Option<Timestamp>,
+}
+
+/// `memory add TEXT [--id ID] [--author NAME] [--metadata JSON] [--valid-from TIME]
+/// [--invalid-at TIME]`: one memory of the user, written directly; prints its id.
+pub(super) async fn add(cli: &Cli, memory: NewMemory<'_>) -> Result<(), CliError> {
+    let entry = MemoryEntry {
+        id: memory.id.unwrap_or_default().to_owned(),
+        content: Some(Content {
+            role: Some("user".into()),
+            parts: vec![Part {
+                data: Some(part::Data::Text(memory.text.to_owned())),
+                ..Default::default()
+            }],
+        }),
+        author: memory.author.to_owned(),
+        custom_metadata: memory.metadata.unwrap_or_default().to_owned(),
+        session_id: cli.session.clone().unwrap_or_default(),
+        valid_from: memory.valid_from,
+        invalid_at: memory.invalid_at,
+        ..Default::default()
+    };
+    let request = AddMemoryRequest {
+        app_name: cli.app.clone(),
+        user_id: cli.user().to_owned(),
+        memories: vec![entry],
+        custom_metadata: String::new(),
+    };
+    let ids = cli.memory()?.add(request).await?;
+    let id = ids.first().map(String::as_str).unwrap_or_default();
+    if cli.json {
+        output::json_line(&json!({"id": id}))?;
+    } else {
+        output::line(&format!("added memory {id}"))?;
+    }
+    Ok(())
 }
 
 /// How often `memory job --wait` asks for the job again.
@@ -69,6 +127,8 @@ pub(super) async fn search(
         author: filter.author,
         after_timestamp: filter.after,
         before_timestamp: filter.before,
+        as_of: filter.as_of,
+        include_superseded: filter.include_superseded,
         ..Default::default()
     };
     let memories = cli.memory()?.search_request(request).await?;
@@ -139,7 +199,8 @@ fn print_job(cli: &Cli, job: &GenerationJob) -> Result<(), CliError> {
     if cli.json {
         output::json_line(&json!({
             "job_id": job.id, "state": state, "added": job.added, "updated": job.updated,
-            "deleted": job.deleted, "kept": job.kept, "error": job.error,
+            "deleted": job.deleted, "kept": job.kept, "invalidated": job.invalidated,
+            "error": job.error,
         }))?;
     } else if !finished(job) {
         output::line(&format!(
@@ -147,9 +208,14 @@ fn print_job(cli: &Cli, job: &GenerationJob) -> Result<(), CliError> {
             job.id, job.id
         ))?;
     } else if job.error.is_empty() {
+        // Only jobs of versions before validity deleted memories.
+        let deleted = match job.deleted {
+            0 => String::new(),
+            n => format!(", {n} deleted"),
+        };
         output::line(&format!(
-            "job {}: {state}: {} added, {} updated, {} deleted, {} already known",
-            job.id, job.added, job.updated, job.deleted, job.kept
+            "job {}: {state}: {} added, {} updated, {} superseded, {} already known{deleted}",
+            job.id, job.added, job.updated, job.invalidated, job.kept
         ))?;
     } else {
         output::line(&format!("job {}: {state}: {}", job.id, job.error))?;
@@ -179,6 +245,13 @@ fn print_revision(cli: &Cli, r: &MemoryRevision) -> Result<(), CliError> {
         return Ok(output::json_line(&json::memory_revision(r))?);
     }
     let change = match (r.previous_fact.as_str(), r.new_fact.as_str()) {
+        (old, _) if !r.superseded_by.is_empty() => {
+            let until = r.invalid_at.map(|t| t.to_string()).unwrap_or_default();
+            format!(
+                "{old:?} valid until {until}, superseded by {}",
+                r.superseded_by
+            )
+        }
         ("", new) => format!("{new:?}"),
         (old, "") => format!("{old:?}"),
         (old, new) => format!("{old:?} -> {new:?}"),
@@ -210,6 +283,8 @@ pub(super) async fn list(cli: &Cli, kind: MemoryKind, filter: Filter) -> Result<
         author: filter.author,
         after_timestamp: filter.after,
         before_timestamp: filter.before,
+        as_of: filter.as_of,
+        include_superseded: filter.include_superseded,
         ..Default::default()
     };
     let memories = (cli.memory()?).list_request(request).await?;
@@ -373,9 +448,13 @@ fn memory_line(memory: &MemoryEntry) -> String {
     } else {
         format!("{}: ", memory.author)
     };
-    if memory.session_id.is_empty() {
+    let line = if memory.session_id.is_empty() {
         format!("{author}{text}")
     } else {
         format!("{author}{text}  (session {})", memory.session_id)
+    };
+    match memory.invalid_at {
+        Some(until) => format!("{line}  (valid until {until})"),
+        None => line,
     }
 }

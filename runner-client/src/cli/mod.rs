@@ -269,6 +269,17 @@ struct FilterArgs {
     before: Option<String>,
 }
 
+/// Which memories of `memory search` and `memory list` count by their validity in time.
+#[derive(Debug, Args)]
+struct ValidityArgs {
+    /// Only memories valid at this time (RFC 3339), instead of those valid now.
+    #[arg(long, value_name = "TIME")]
+    as_of: Option<String>,
+    /// Memories no longer valid (superseded by a later fact) too.
+    #[arg(long)]
+    include_superseded: bool,
+}
+
 #[derive(Debug, Subcommand)]
 enum StreamCommand {
     /// Buffer one event in the stream; prints how many events it holds, or the generation job
@@ -306,6 +317,29 @@ enum MemoryCommand {
         kind: Kind,
         #[command(flatten)]
         filter: FilterArgs,
+        #[command(flatten)]
+        validity: ValidityArgs,
+    },
+    /// Write a memory of --user directly (in the --session, if given); prints its id.
+    Add {
+        /// The memory's text.
+        text: String,
+        /// Its id (written over a memory with this id in the same session); default: a new
+        /// one.
+        #[arg(long)]
+        id: Option<String>,
+        /// Who said it.
+        #[arg(long, default_value = "user")]
+        author: String,
+        /// Its custom_metadata, a JSON object.
+        #[arg(long, value_name = "JSON")]
+        metadata: Option<String>,
+        /// When what it says became true (RFC 3339); default: now.
+        #[arg(long, value_name = "TIME")]
+        valid_from: Option<String>,
+        /// When it stopped being true (RFC 3339, after --valid-from); default: it still is.
+        #[arg(long, value_name = "TIME")]
+        invalid_at: Option<String>,
     },
     /// Add (or refresh) the --session in memory.
     AddSession,
@@ -332,21 +366,25 @@ enum MemoryCommand {
         #[arg(long)]
         id: Option<String>,
     },
-    /// Restores a generated memory of --user (a deleted one too) to the fact one of its
-    /// revisions left it with (see `memory revisions`); the rollback is itself a revision.
+    /// Restores a generated memory of --user (a deleted or superseded one too) to the fact one
+    /// of its revisions left it with, valid again (see `memory revisions`); the rollback is
+    /// itself a revision.
     Rollback {
         /// The memory's id.
         id: String,
         /// The revision to restore (its first column in `memory revisions`).
         revision: String,
     },
-    /// The memories of --user, in the order they were added.
+    /// The memories of --user (valid now, unless asked otherwise), in the order they were
+    /// added.
     List {
         /// Which memories to list.
         #[arg(long, value_enum, default_value_t = Kind::All)]
         kind: Kind,
         #[command(flatten)]
         filter: FilterArgs,
+        #[command(flatten)]
+        validity: ValidityArgs,
     },
     /// The event stream of --user named --session (or --stream): events buffered as they
     /// happen, generation started by memory-svc after its trigger count or quiet time.
@@ -511,18 +549,42 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
                 language,
                 kind,
                 filter,
+                validity,
             } => {
                 let (mode, kind) = ((*mode).into(), (*kind).into());
-                let filter = memory::Filter::of(filter)?;
+                let filter = memory::Filter::of(filter, Some(validity))?;
                 memory::search(cli, query, mode, language.as_deref(), kind, filter).await
+            }
+            MemoryCommand::Add {
+                text,
+                id,
+                author,
+                metadata,
+                valid_from,
+                invalid_at,
+            } => {
+                let memory = memory::NewMemory {
+                    text,
+                    id: id.as_deref(),
+                    author,
+                    metadata: metadata.as_deref(),
+                    valid_from: memory::time("--valid-from", valid_from)?,
+                    invalid_at: memory::time("--invalid-at", invalid_at)?,
+                };
+                memory::add(cli, memory).await
             }
             MemoryCommand::AddSession => memory::add_session(cli).await,
             MemoryCommand::Generate { no_wait } => memory::generate(cli, !no_wait).await,
             MemoryCommand::Revisions { id } => memory::revisions(cli, id.as_deref()).await,
             MemoryCommand::Job { id, wait } => memory::job(cli, id, *wait).await,
             MemoryCommand::Rollback { id, revision } => memory::rollback(cli, id, revision).await,
-            MemoryCommand::List { kind, filter } => {
-                memory::list(cli, (*kind).into(), memory::Filter::of(filter)?).await
+            MemoryCommand::List {
+                kind,
+                filter,
+                validity,
+            } => {
+                let filter = memory::Filter::of(filter, Some(validity))?;
+                memory::list(cli, (*kind).into(), filter).await
             }
             MemoryCommand::Purge {
                 kind,
@@ -530,7 +592,7 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
                 all_users,
                 force,
             } => {
-                let filter = memory::Filter::of(filter)?;
+                let filter = memory::Filter::of(filter, None)?;
                 memory::purge(cli, (*kind).into(), filter, *all_users, *force).await
             }
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,

@@ -4,7 +4,7 @@
 use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, delete_memory_request::Target,
-        memory_service_client::MemoryServiceClient, AddSessionToMemoryRequest,
+        memory_service_client::MemoryServiceClient, AddMemoryRequest, AddSessionToMemoryRequest,
         AppendMemoryStreamRequest, AppendMemoryStreamResponse, DeleteMemoryRequest, EventList,
         FlushMemoryStreamRequest, GenerateMemoriesRequest, GenerateOptions, GenerationJob,
         GetGenerationJobRequest, ListMemoriesRequest, ListMemoriesResponse,
@@ -326,6 +326,18 @@ impl MemoryClient {
             .await
             .map(tonic::Response::into_inner)
             .map_err(|s| self.remote.error("ListMemories", s))
+    }
+
+    /// Writes the request's entries; returns their ids, in request order.
+    pub async fn add(&self, request: AddMemoryRequest) -> Result<Vec<String>> {
+        Ok(self
+            .client
+            .clone()
+            .add_memory(self.remote.request(request))
+            .await
+            .map_err(|s| self.remote.error("AddMemory", s))?
+            .into_inner()
+            .ids)
     }
 
     /// Runs `request`: a dry run, or with `force` the purge.

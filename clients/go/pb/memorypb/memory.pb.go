@@ -283,6 +283,9 @@ const (
 	RevisionAction_REVISION_ACTION_DELETED     RevisionAction = 3
 	// RollbackMemory restored the fact of restored_revision_id.
 	RevisionAction_REVISION_ACTION_ROLLED_BACK RevisionAction = 4
+	// A later fact contradicted the memory: it is kept, no longer valid from invalid_at on (the
+	// valid_from of superseded_by).
+	RevisionAction_REVISION_ACTION_INVALIDATED RevisionAction = 5
 )
 
 // Enum value maps for RevisionAction.
@@ -293,6 +296,7 @@ var (
 		2: "REVISION_ACTION_UPDATED",
 		3: "REVISION_ACTION_DELETED",
 		4: "REVISION_ACTION_ROLLED_BACK",
+		5: "REVISION_ACTION_INVALIDATED",
 	}
 	RevisionAction_value = map[string]int32{
 		"REVISION_ACTION_UNSPECIFIED": 0,
@@ -300,6 +304,7 @@ var (
 		"REVISION_ACTION_UPDATED":     2,
 		"REVISION_ACTION_DELETED":     3,
 		"REVISION_ACTION_ROLLED_BACK": 4,
+		"REVISION_ACTION_INVALIDATED": 5,
 	}
 )
 
@@ -344,7 +349,17 @@ type MemoryEntry struct {
 	SessionId string `protobuf:"bytes,6,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Relevance in a search result, higher is better, as the search's mode defines it (see
 	// SearchMode); 0 elsewhere.
-	Score         float64 `protobuf:"fixed64,7,opt,name=score,proto3" json:"score,omitempty"`
+	Score float64 `protobuf:"fixed64,7,opt,name=score,proto3" json:"score,omitempty"`
+	// When what the memory says became true. An ingested event's: its timestamp. Given on
+	// AddMemory, else the entry's timestamp, else the time of the write. A generated memory's:
+	// the time the model extracted for its fact (or ExtractedFact.valid_from), else the latest
+	// timestamp of its source events, else the time of its generation. Absent only for an event
+	// (or an entry stored before memories had a validity) without a timestamp: valid since ever.
+	ValidFrom *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=valid_from,json=validFrom,proto3" json:"valid_from,omitempty"`
+	// When it stopped being true: the valid_from of the fact that superseded it (see
+	// REVISION_ACTION_INVALIDATED), or given on AddMemory (after valid_from). Absent: still
+	// valid. A memory is valid at a time t when valid_from <= t < invalid_at.
+	InvalidAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=invalid_at,json=invalidAt,proto3" json:"invalid_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -426,6 +441,20 @@ func (x *MemoryEntry) GetScore() float64 {
 		return x.Score
 	}
 	return 0
+}
+
+func (x *MemoryEntry) GetValidFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ValidFrom
+	}
+	return nil
+}
+
+func (x *MemoryEntry) GetInvalidAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.InvalidAt
+	}
+	return nil
 }
 
 // Names a session for memory-svc to fetch from session-svc.
@@ -762,7 +791,7 @@ func (x *AddEventsToMemoryResponse) GetEntries() uint32 {
 	return 0
 }
 
-// AddMemory input.
+// AddMemory input. Each entry's valid_from and invalid_at may be given (see MemoryEntry).
 type AddMemoryRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	AppName  string                 `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
@@ -907,9 +936,14 @@ type SearchMemoryRequest struct {
 	Kind MemoryKind `protobuf:"varint,10,opt,name=kind,proto3,enum=adk.memory.v1.MemoryKind" json:"kind,omitempty"`
 	// Only memories that pass this filter; the ranking is among them, and the limit applies
 	// after filtering.
-	Filter        *MemoryFilter `protobuf:"bytes,11,opt,name=filter,proto3" json:"filter,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Filter *MemoryFilter `protobuf:"bytes,11,opt,name=filter,proto3" json:"filter,omitempty"`
+	// Only memories valid at this time (valid_from <= as_of < invalid_at); absent: now.
+	AsOf *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
+	// Superseded memories too: those valid from as_of (or now) or before, whether or not they
+	// still were then.
+	IncludeSuperseded bool `protobuf:"varint,13,opt,name=include_superseded,json=includeSuperseded,proto3" json:"include_superseded,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *SearchMemoryRequest) Reset() {
@@ -1017,6 +1051,20 @@ func (x *SearchMemoryRequest) GetFilter() *MemoryFilter {
 		return x.Filter
 	}
 	return nil
+}
+
+func (x *SearchMemoryRequest) GetAsOf() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AsOf
+	}
+	return nil
+}
+
+func (x *SearchMemoryRequest) GetIncludeSuperseded() bool {
+	if x != nil {
+		return x.IncludeSuperseded
+	}
+	return false
 }
 
 // Which memories a search, a listing or a purge considers: each field given must hold.
@@ -1486,9 +1534,14 @@ type ListMemoriesRequest struct {
 	// Only entries with timestamp < before_timestamp.
 	BeforeTimestamp *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=before_timestamp,json=beforeTimestamp,proto3" json:"before_timestamp,omitempty"`
 	// Only entries by this author.
-	Author        string `protobuf:"bytes,9,opt,name=author,proto3" json:"author,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Author string `protobuf:"bytes,9,opt,name=author,proto3" json:"author,omitempty"`
+	// Only memories valid at this time (valid_from <= as_of < invalid_at); absent: now.
+	AsOf *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
+	// Superseded memories too: those valid from as_of (or now) or before, whether or not they
+	// still were then.
+	IncludeSuperseded bool `protobuf:"varint,11,opt,name=include_superseded,json=includeSuperseded,proto3" json:"include_superseded,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ListMemoriesRequest) Reset() {
@@ -1582,6 +1635,20 @@ func (x *ListMemoriesRequest) GetAuthor() string {
 		return x.Author
 	}
 	return ""
+}
+
+func (x *ListMemoriesRequest) GetAsOf() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AsOf
+	}
+	return nil
+}
+
+func (x *ListMemoriesRequest) GetIncludeSuperseded() bool {
+	if x != nil {
+		return x.IncludeSuperseded
+	}
+	return false
 }
 
 // ListMemories output.
@@ -1767,8 +1834,10 @@ type ExtractedFact struct {
 	Topic string `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
 	// JSON object, the memory's custom_metadata beside the keys generation sets (which win).
 	CustomMetadata string `protobuf:"bytes,3,opt,name=custom_metadata,json=customMetadata,proto3" json:"custom_metadata,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// When the fact became true; absent: the time of the generation.
+	ValidFrom     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=valid_from,json=validFrom,proto3" json:"valid_from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExtractedFact) Reset() {
@@ -1820,6 +1889,13 @@ func (x *ExtractedFact) GetCustomMetadata() string {
 		return x.CustomMetadata
 	}
 	return ""
+}
+
+func (x *ExtractedFact) GetValidFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ValidFrom
+	}
+	return nil
 }
 
 // Facts the caller already extracted, as GenerateMemories' source: 1 to 50 of them.
@@ -2066,11 +2142,14 @@ type GenerationJob struct {
 	Error      string                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
-	// What a succeeded job did: memories added, updated, deleted, and facts already known.
+	// What a succeeded job did: memories added, updated, deleted (by jobs of versions before
+	// memories had a validity: a contradicted memory is now invalidated instead), facts already
+	// known, and memories a new fact superseded (their validity closed).
 	Added         uint32 `protobuf:"varint,9,opt,name=added,proto3" json:"added,omitempty"`
 	Updated       uint32 `protobuf:"varint,10,opt,name=updated,proto3" json:"updated,omitempty"`
 	Deleted       uint32 `protobuf:"varint,11,opt,name=deleted,proto3" json:"deleted,omitempty"`
 	Kept          uint32 `protobuf:"varint,12,opt,name=kept,proto3" json:"kept,omitempty"`
+	Invalidated   uint32 `protobuf:"varint,13,opt,name=invalidated,proto3" json:"invalidated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2189,6 +2268,13 @@ func (x *GenerationJob) GetKept() uint32 {
 	return 0
 }
 
+func (x *GenerationJob) GetInvalidated() uint32 {
+	if x != nil {
+		return x.Invalidated
+	}
+	return 0
+}
+
 // GetGenerationJob input.
 type GetGenerationJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2257,7 +2343,7 @@ type MemoryRevision struct {
 	Action   RevisionAction         `protobuf:"varint,2,opt,name=action,proto3,enum=adk.memory.v1.RevisionAction" json:"action,omitempty"`
 	// The fact before the change; empty for an addition.
 	PreviousFact string `protobuf:"bytes,3,opt,name=previous_fact,json=previousFact,proto3" json:"previous_fact,omitempty"`
-	// The fact after it; empty for a deletion.
+	// The fact after it; empty for a deletion; unchanged for an invalidation.
 	NewFact string `protobuf:"bytes,4,opt,name=new_fact,json=newFact,proto3" json:"new_fact,omitempty"`
 	// The events the fact was extracted from.
 	SourceEventIds []string               `protobuf:"bytes,5,rep,name=source_event_ids,json=sourceEventIds,proto3" json:"source_event_ids,omitempty"`
@@ -2268,8 +2354,15 @@ type MemoryRevision struct {
 	RevisionId string `protobuf:"bytes,8,opt,name=revision_id,json=revisionId,proto3" json:"revision_id,omitempty"`
 	// For a rollback: the revision whose fact it restored.
 	RestoredRevisionId string `protobuf:"bytes,9,opt,name=restored_revision_id,json=restoredRevisionId,proto3" json:"restored_revision_id,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The memory's valid_from after the change (absent for a deletion, and in revisions recorded
+	// before memories had a validity).
+	ValidFrom *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=valid_from,json=validFrom,proto3" json:"valid_from,omitempty"`
+	// For an invalidation: when the memory stopped being valid.
+	InvalidAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=invalid_at,json=invalidAt,proto3" json:"invalid_at,omitempty"`
+	// For an invalidation: the memory holding the fact that superseded it.
+	SupersededBy  string `protobuf:"bytes,12,opt,name=superseded_by,json=supersededBy,proto3" json:"superseded_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MemoryRevision) Reset() {
@@ -2361,6 +2454,27 @@ func (x *MemoryRevision) GetRevisionId() string {
 func (x *MemoryRevision) GetRestoredRevisionId() string {
 	if x != nil {
 		return x.RestoredRevisionId
+	}
+	return ""
+}
+
+func (x *MemoryRevision) GetValidFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ValidFrom
+	}
+	return nil
+}
+
+func (x *MemoryRevision) GetInvalidAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.InvalidAt
+	}
+	return nil
+}
+
+func (x *MemoryRevision) GetSupersededBy() string {
+	if x != nil {
+		return x.SupersededBy
 	}
 	return ""
 }
@@ -2506,7 +2620,8 @@ type RollbackMemoryRequest struct {
 	// The generated memory.
 	MemoryId string `protobuf:"bytes,3,opt,name=memory_id,json=memoryId,proto3" json:"memory_id,omitempty"`
 	// One of the memory's revisions that added, updated or restored it (ListMemoryRevisions'
-	// revision_id): its new_fact becomes the memory's fact again.
+	// revision_id): its new_fact becomes the memory's fact again, valid from its valid_from and
+	// not invalidated (a superseded memory is valid again).
 	RevisionId    string `protobuf:"bytes,4,opt,name=revision_id,json=revisionId,proto3" json:"revision_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2617,7 +2732,8 @@ func (x *RollbackMemoryResponse) GetRevision() *MemoryRevision {
 }
 
 // PurgeMemories input. At least one of filter, kind, author, after_timestamp and
-// before_timestamp must be given.
+// before_timestamp must be given. Memories match whatever their validity (superseded ones
+// too).
 type PurgeMemoriesRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	AppName string                 `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
@@ -3037,7 +3153,7 @@ var File_adk_memory_v1_memory_proto protoreflect.FileDescriptor
 
 const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\n" +
-	"\x1aadk/memory/v1/memory.proto\x12\radk.memory.v1\x1a\x1cadk/session/v1/session.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x80\x02\n" +
+	"\x1aadk/memory/v1/memory.proto\x12\radk.memory.v1\x1a\x1cadk/session/v1/session.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf6\x02\n" +
 	"\vMemoryEntry\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x121\n" +
 	"\acontent\x18\x02 \x01(\v2\x17.adk.session.v1.ContentR\acontent\x12\x16\n" +
@@ -3046,7 +3162,11 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x0fcustom_metadata\x18\x05 \x01(\tR\x0ecustomMetadata\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x06 \x01(\tR\tsessionId\x12\x14\n" +
-	"\x05score\x18\a \x01(\x01R\x05score\"_\n" +
+	"\x05score\x18\a \x01(\x01R\x05score\x129\n" +
+	"\n" +
+	"valid_from\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tvalidFrom\x129\n" +
+	"\n" +
+	"invalid_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tinvalidAt\"_\n" +
 	"\n" +
 	"SessionRef\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
@@ -3079,7 +3199,7 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\bmemories\x18\x03 \x03(\v2\x1a.adk.memory.v1.MemoryEntryR\bmemories\x12'\n" +
 	"\x0fcustom_metadata\x18\x04 \x01(\tR\x0ecustomMetadata\"%\n" +
 	"\x11AddMemoryResponse\x12\x10\n" +
-	"\x03ids\x18\x01 \x03(\tR\x03ids\"\xc8\x03\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\"\xa8\x04\n" +
 	"\x13SearchMemoryRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x14\n" +
@@ -3092,7 +3212,9 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x04mode\x18\t \x01(\x0e2\x19.adk.memory.v1.SearchModeR\x04mode\x12-\n" +
 	"\x04kind\x18\n" +
 	" \x01(\x0e2\x19.adk.memory.v1.MemoryKindR\x04kind\x123\n" +
-	"\x06filter\x18\v \x01(\v2\x1b.adk.memory.v1.MemoryFilterR\x06filter\"`\n" +
+	"\x06filter\x18\v \x01(\v2\x1b.adk.memory.v1.MemoryFilterR\x06filter\x12/\n" +
+	"\x05as_of\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\x12-\n" +
+	"\x12include_superseded\x18\r \x01(\bR\x11includeSuperseded\"`\n" +
 	"\fMemoryFilter\x128\n" +
 	"\x06any_of\x18\x01 \x03(\v2!.adk.memory.v1.MetadataConditionsR\x05anyOf\x12\x16\n" +
 	"\x06topics\x18\x02 \x03(\tR\x06topics\"M\n" +
@@ -3119,7 +3241,7 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x03all\x18\x05 \x01(\bH\x00R\x03allB\b\n" +
 	"\x06target\"0\n" +
 	"\x14DeleteMemoryResponse\x12\x18\n" +
-	"\adeleted\x18\x01 \x01(\rR\adeleted\"\x8d\x03\n" +
+	"\adeleted\x18\x01 \x01(\rR\adeleted\"\xed\x03\n" +
 	"\x13ListMemoriesRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1b\n" +
@@ -3130,7 +3252,10 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x06filter\x18\x06 \x01(\v2\x1b.adk.memory.v1.MemoryFilterR\x06filter\x12C\n" +
 	"\x0fafter_timestamp\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0eafterTimestamp\x12E\n" +
 	"\x10before_timestamp\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x0fbeforeTimestamp\x12\x16\n" +
-	"\x06author\x18\t \x01(\tR\x06author\"v\n" +
+	"\x06author\x18\t \x01(\tR\x06author\x12/\n" +
+	"\x05as_of\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\x12-\n" +
+	"\x12include_superseded\x18\v \x01(\bR\x11includeSuperseded\"v\n" +
 	"\x14ListMemoriesResponse\x126\n" +
 	"\bmemories\x18\x01 \x03(\v2\x1a.adk.memory.v1.MemoryEntryR\bmemories\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xae\x01\n" +
@@ -3140,11 +3265,13 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12%\n" +
 	"\x0eallowed_topics\x18\x04 \x03(\tR\rallowedTopics\":\n" +
 	"\tEventList\x12-\n" +
-	"\x06events\x18\x01 \x03(\v2\x15.adk.session.v1.EventR\x06events\"b\n" +
+	"\x06events\x18\x01 \x03(\v2\x15.adk.session.v1.EventR\x06events\"\x9d\x01\n" +
 	"\rExtractedFact\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12'\n" +
-	"\x0fcustom_metadata\x18\x03 \x01(\tR\x0ecustomMetadata\">\n" +
+	"\x0fcustom_metadata\x18\x03 \x01(\tR\x0ecustomMetadata\x129\n" +
+	"\n" +
+	"valid_from\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tvalidFrom\">\n" +
 	"\bFactList\x122\n" +
 	"\x05facts\x18\x01 \x03(\v2\x1c.adk.memory.v1.ExtractedFactR\x05facts\"\xe9\x02\n" +
 	"\x17GenerateMemoriesRequest\x12\x19\n" +
@@ -3158,7 +3285,7 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\aoptions\x18\x06 \x01(\v2\x1e.adk.memory.v1.GenerateOptionsR\aoptionsB\b\n" +
 	"\x06source\"J\n" +
 	"\x18GenerateMemoriesResponse\x12.\n" +
-	"\x03job\x18\x01 \x01(\v2\x1c.adk.memory.v1.GenerationJobR\x03job\"\x93\x03\n" +
+	"\x03job\x18\x01 \x01(\v2\x1c.adk.memory.v1.GenerationJobR\x03job\"\xb5\x03\n" +
 	"\rGenerationJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bapp_name\x18\x02 \x01(\tR\aappName\x12\x17\n" +
@@ -3174,11 +3301,12 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\aupdated\x18\n" +
 	" \x01(\rR\aupdated\x12\x18\n" +
 	"\adeleted\x18\v \x01(\rR\adeleted\x12\x12\n" +
-	"\x04kept\x18\f \x01(\rR\x04kept\"d\n" +
+	"\x04kept\x18\f \x01(\rR\x04kept\x12 \n" +
+	"\vinvalidated\x18\r \x01(\rR\vinvalidated\"d\n" +
 	"\x17GetGenerationJobRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x15\n" +
-	"\x06job_id\x18\x03 \x01(\tR\x05jobId\"\xf5\x02\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\"\x90\x04\n" +
 	"\x0eMemoryRevision\x12\x1b\n" +
 	"\tmemory_id\x18\x01 \x01(\tR\bmemoryId\x125\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x1d.adk.memory.v1.RevisionActionR\x06action\x12#\n" +
@@ -3190,7 +3318,13 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x06job_id\x18\a \x01(\tR\x05jobId\x12\x1f\n" +
 	"\vrevision_id\x18\b \x01(\tR\n" +
 	"revisionId\x120\n" +
-	"\x14restored_revision_id\x18\t \x01(\tR\x12restoredRevisionId\"\xa9\x01\n" +
+	"\x14restored_revision_id\x18\t \x01(\tR\x12restoredRevisionId\x129\n" +
+	"\n" +
+	"valid_from\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tvalidFrom\x129\n" +
+	"\n" +
+	"invalid_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tinvalidAt\x12#\n" +
+	"\rsuperseded_by\x18\f \x01(\tR\fsupersededBy\"\xa9\x01\n" +
 	"\x1aListMemoryRevisionsRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1b\n" +
@@ -3262,13 +3396,14 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x18GENERATION_STATE_PENDING\x10\x01\x12\x1c\n" +
 	"\x18GENERATION_STATE_RUNNING\x10\x02\x12\x1e\n" +
 	"\x1aGENERATION_STATE_SUCCEEDED\x10\x03\x12\x1b\n" +
-	"\x17GENERATION_STATE_FAILED\x10\x04*\xa7\x01\n" +
+	"\x17GENERATION_STATE_FAILED\x10\x04*\xc8\x01\n" +
 	"\x0eRevisionAction\x12\x1f\n" +
 	"\x1bREVISION_ACTION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REVISION_ACTION_ADDED\x10\x01\x12\x1b\n" +
 	"\x17REVISION_ACTION_UPDATED\x10\x02\x12\x1b\n" +
 	"\x17REVISION_ACTION_DELETED\x10\x03\x12\x1f\n" +
-	"\x1bREVISION_ACTION_ROLLED_BACK\x10\x042\xf8\t\n" +
+	"\x1bREVISION_ACTION_ROLLED_BACK\x10\x04\x12\x1f\n" +
+	"\x1bREVISION_ACTION_INVALIDATED\x10\x052\xf8\t\n" +
 	"\rMemoryService\x12i\n" +
 	"\x12AddSessionToMemory\x12(.adk.memory.v1.AddSessionToMemoryRequest\x1a).adk.memory.v1.AddSessionToMemoryResponse\x12f\n" +
 	"\x11AddEventsToMemory\x12'.adk.memory.v1.AddEventsToMemoryRequest\x1a(.adk.memory.v1.AddEventsToMemoryResponse\x12N\n" +
@@ -3349,82 +3484,89 @@ var file_adk_memory_v1_memory_proto_goTypes = []any{
 var file_adk_memory_v1_memory_proto_depIdxs = []int32{
 	41, // 0: adk.memory.v1.MemoryEntry.content:type_name -> adk.session.v1.Content
 	42, // 1: adk.memory.v1.MemoryEntry.timestamp:type_name -> google.protobuf.Timestamp
-	43, // 2: adk.memory.v1.AddSessionToMemoryRequest.session:type_name -> adk.session.v1.Session
-	6,  // 3: adk.memory.v1.AddSessionToMemoryRequest.session_ref:type_name -> adk.memory.v1.SessionRef
-	22, // 4: adk.memory.v1.AddSessionToMemoryRequest.generate:type_name -> adk.memory.v1.GenerateOptions
-	28, // 5: adk.memory.v1.AddSessionToMemoryResponse.generation:type_name -> adk.memory.v1.GenerationJob
-	44, // 6: adk.memory.v1.AddEventsToMemoryRequest.events:type_name -> adk.session.v1.Event
-	5,  // 7: adk.memory.v1.AddMemoryRequest.memories:type_name -> adk.memory.v1.MemoryEntry
-	42, // 8: adk.memory.v1.SearchMemoryRequest.after_timestamp:type_name -> google.protobuf.Timestamp
-	42, // 9: adk.memory.v1.SearchMemoryRequest.before_timestamp:type_name -> google.protobuf.Timestamp
-	2,  // 10: adk.memory.v1.SearchMemoryRequest.mode:type_name -> adk.memory.v1.SearchMode
-	1,  // 11: adk.memory.v1.SearchMemoryRequest.kind:type_name -> adk.memory.v1.MemoryKind
-	14, // 12: adk.memory.v1.SearchMemoryRequest.filter:type_name -> adk.memory.v1.MemoryFilter
-	15, // 13: adk.memory.v1.MemoryFilter.any_of:type_name -> adk.memory.v1.MetadataConditions
-	16, // 14: adk.memory.v1.MetadataConditions.all_of:type_name -> adk.memory.v1.MetadataCondition
-	0,  // 15: adk.memory.v1.MetadataCondition.operator:type_name -> adk.memory.v1.MetadataOperator
-	42, // 16: adk.memory.v1.MetadataCondition.time_value:type_name -> google.protobuf.Timestamp
-	5,  // 17: adk.memory.v1.SearchMemoryResponse.memories:type_name -> adk.memory.v1.MemoryEntry
-	1,  // 18: adk.memory.v1.ListMemoriesRequest.kind:type_name -> adk.memory.v1.MemoryKind
-	14, // 19: adk.memory.v1.ListMemoriesRequest.filter:type_name -> adk.memory.v1.MemoryFilter
-	42, // 20: adk.memory.v1.ListMemoriesRequest.after_timestamp:type_name -> google.protobuf.Timestamp
-	42, // 21: adk.memory.v1.ListMemoriesRequest.before_timestamp:type_name -> google.protobuf.Timestamp
-	5,  // 22: adk.memory.v1.ListMemoriesResponse.memories:type_name -> adk.memory.v1.MemoryEntry
-	45, // 23: adk.memory.v1.GenerateOptions.ttl:type_name -> google.protobuf.Duration
-	44, // 24: adk.memory.v1.EventList.events:type_name -> adk.session.v1.Event
-	24, // 25: adk.memory.v1.FactList.facts:type_name -> adk.memory.v1.ExtractedFact
-	43, // 26: adk.memory.v1.GenerateMemoriesRequest.session:type_name -> adk.session.v1.Session
-	6,  // 27: adk.memory.v1.GenerateMemoriesRequest.session_ref:type_name -> adk.memory.v1.SessionRef
-	23, // 28: adk.memory.v1.GenerateMemoriesRequest.events:type_name -> adk.memory.v1.EventList
-	25, // 29: adk.memory.v1.GenerateMemoriesRequest.facts:type_name -> adk.memory.v1.FactList
-	22, // 30: adk.memory.v1.GenerateMemoriesRequest.options:type_name -> adk.memory.v1.GenerateOptions
-	28, // 31: adk.memory.v1.GenerateMemoriesResponse.job:type_name -> adk.memory.v1.GenerationJob
-	3,  // 32: adk.memory.v1.GenerationJob.state:type_name -> adk.memory.v1.GenerationState
-	42, // 33: adk.memory.v1.GenerationJob.create_time:type_name -> google.protobuf.Timestamp
-	42, // 34: adk.memory.v1.GenerationJob.update_time:type_name -> google.protobuf.Timestamp
-	4,  // 35: adk.memory.v1.MemoryRevision.action:type_name -> adk.memory.v1.RevisionAction
-	42, // 36: adk.memory.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	30, // 37: adk.memory.v1.ListMemoryRevisionsResponse.revisions:type_name -> adk.memory.v1.MemoryRevision
-	30, // 38: adk.memory.v1.RollbackMemoryResponse.revision:type_name -> adk.memory.v1.MemoryRevision
-	14, // 39: adk.memory.v1.PurgeMemoriesRequest.filter:type_name -> adk.memory.v1.MemoryFilter
-	1,  // 40: adk.memory.v1.PurgeMemoriesRequest.kind:type_name -> adk.memory.v1.MemoryKind
-	42, // 41: adk.memory.v1.PurgeMemoriesRequest.after_timestamp:type_name -> google.protobuf.Timestamp
-	42, // 42: adk.memory.v1.PurgeMemoriesRequest.before_timestamp:type_name -> google.protobuf.Timestamp
-	5,  // 43: adk.memory.v1.PurgeMemoriesResponse.sample:type_name -> adk.memory.v1.MemoryEntry
-	44, // 44: adk.memory.v1.AppendMemoryStreamRequest.events:type_name -> adk.session.v1.Event
-	28, // 45: adk.memory.v1.AppendMemoryStreamResponse.job:type_name -> adk.memory.v1.GenerationJob
-	28, // 46: adk.memory.v1.FlushMemoryStreamResponse.job:type_name -> adk.memory.v1.GenerationJob
-	7,  // 47: adk.memory.v1.MemoryService.AddSessionToMemory:input_type -> adk.memory.v1.AddSessionToMemoryRequest
-	9,  // 48: adk.memory.v1.MemoryService.AddEventsToMemory:input_type -> adk.memory.v1.AddEventsToMemoryRequest
-	11, // 49: adk.memory.v1.MemoryService.AddMemory:input_type -> adk.memory.v1.AddMemoryRequest
-	13, // 50: adk.memory.v1.MemoryService.SearchMemory:input_type -> adk.memory.v1.SearchMemoryRequest
-	18, // 51: adk.memory.v1.MemoryService.DeleteMemory:input_type -> adk.memory.v1.DeleteMemoryRequest
-	20, // 52: adk.memory.v1.MemoryService.ListMemories:input_type -> adk.memory.v1.ListMemoriesRequest
-	26, // 53: adk.memory.v1.MemoryService.GenerateMemories:input_type -> adk.memory.v1.GenerateMemoriesRequest
-	29, // 54: adk.memory.v1.MemoryService.GetGenerationJob:input_type -> adk.memory.v1.GetGenerationJobRequest
-	31, // 55: adk.memory.v1.MemoryService.ListMemoryRevisions:input_type -> adk.memory.v1.ListMemoryRevisionsRequest
-	33, // 56: adk.memory.v1.MemoryService.RollbackMemory:input_type -> adk.memory.v1.RollbackMemoryRequest
-	35, // 57: adk.memory.v1.MemoryService.PurgeMemories:input_type -> adk.memory.v1.PurgeMemoriesRequest
-	37, // 58: adk.memory.v1.MemoryService.AppendMemoryStream:input_type -> adk.memory.v1.AppendMemoryStreamRequest
-	39, // 59: adk.memory.v1.MemoryService.FlushMemoryStream:input_type -> adk.memory.v1.FlushMemoryStreamRequest
-	8,  // 60: adk.memory.v1.MemoryService.AddSessionToMemory:output_type -> adk.memory.v1.AddSessionToMemoryResponse
-	10, // 61: adk.memory.v1.MemoryService.AddEventsToMemory:output_type -> adk.memory.v1.AddEventsToMemoryResponse
-	12, // 62: adk.memory.v1.MemoryService.AddMemory:output_type -> adk.memory.v1.AddMemoryResponse
-	17, // 63: adk.memory.v1.MemoryService.SearchMemory:output_type -> adk.memory.v1.SearchMemoryResponse
-	19, // 64: adk.memory.v1.MemoryService.DeleteMemory:output_type -> adk.memory.v1.DeleteMemoryResponse
-	21, // 65: adk.memory.v1.MemoryService.ListMemories:output_type -> adk.memory.v1.ListMemoriesResponse
-	27, // 66: adk.memory.v1.MemoryService.GenerateMemories:output_type -> adk.memory.v1.GenerateMemoriesResponse
-	28, // 67: adk.memory.v1.MemoryService.GetGenerationJob:output_type -> adk.memory.v1.GenerationJob
-	32, // 68: adk.memory.v1.MemoryService.ListMemoryRevisions:output_type -> adk.memory.v1.ListMemoryRevisionsResponse
-	34, // 69: adk.memory.v1.MemoryService.RollbackMemory:output_type -> adk.memory.v1.RollbackMemoryResponse
-	36, // 70: adk.memory.v1.MemoryService.PurgeMemories:output_type -> adk.memory.v1.PurgeMemoriesResponse
-	38, // 71: adk.memory.v1.MemoryService.AppendMemoryStream:output_type -> adk.memory.v1.AppendMemoryStreamResponse
-	40, // 72: adk.memory.v1.MemoryService.FlushMemoryStream:output_type -> adk.memory.v1.FlushMemoryStreamResponse
-	60, // [60:73] is the sub-list for method output_type
-	47, // [47:60] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	42, // 2: adk.memory.v1.MemoryEntry.valid_from:type_name -> google.protobuf.Timestamp
+	42, // 3: adk.memory.v1.MemoryEntry.invalid_at:type_name -> google.protobuf.Timestamp
+	43, // 4: adk.memory.v1.AddSessionToMemoryRequest.session:type_name -> adk.session.v1.Session
+	6,  // 5: adk.memory.v1.AddSessionToMemoryRequest.session_ref:type_name -> adk.memory.v1.SessionRef
+	22, // 6: adk.memory.v1.AddSessionToMemoryRequest.generate:type_name -> adk.memory.v1.GenerateOptions
+	28, // 7: adk.memory.v1.AddSessionToMemoryResponse.generation:type_name -> adk.memory.v1.GenerationJob
+	44, // 8: adk.memory.v1.AddEventsToMemoryRequest.events:type_name -> adk.session.v1.Event
+	5,  // 9: adk.memory.v1.AddMemoryRequest.memories:type_name -> adk.memory.v1.MemoryEntry
+	42, // 10: adk.memory.v1.SearchMemoryRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	42, // 11: adk.memory.v1.SearchMemoryRequest.before_timestamp:type_name -> google.protobuf.Timestamp
+	2,  // 12: adk.memory.v1.SearchMemoryRequest.mode:type_name -> adk.memory.v1.SearchMode
+	1,  // 13: adk.memory.v1.SearchMemoryRequest.kind:type_name -> adk.memory.v1.MemoryKind
+	14, // 14: adk.memory.v1.SearchMemoryRequest.filter:type_name -> adk.memory.v1.MemoryFilter
+	42, // 15: adk.memory.v1.SearchMemoryRequest.as_of:type_name -> google.protobuf.Timestamp
+	15, // 16: adk.memory.v1.MemoryFilter.any_of:type_name -> adk.memory.v1.MetadataConditions
+	16, // 17: adk.memory.v1.MetadataConditions.all_of:type_name -> adk.memory.v1.MetadataCondition
+	0,  // 18: adk.memory.v1.MetadataCondition.operator:type_name -> adk.memory.v1.MetadataOperator
+	42, // 19: adk.memory.v1.MetadataCondition.time_value:type_name -> google.protobuf.Timestamp
+	5,  // 20: adk.memory.v1.SearchMemoryResponse.memories:type_name -> adk.memory.v1.MemoryEntry
+	1,  // 21: adk.memory.v1.ListMemoriesRequest.kind:type_name -> adk.memory.v1.MemoryKind
+	14, // 22: adk.memory.v1.ListMemoriesRequest.filter:type_name -> adk.memory.v1.MemoryFilter
+	42, // 23: adk.memory.v1.ListMemoriesRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	42, // 24: adk.memory.v1.ListMemoriesRequest.before_timestamp:type_name -> google.protobuf.Timestamp
+	42, // 25: adk.memory.v1.ListMemoriesRequest.as_of:type_name -> google.protobuf.Timestamp
+	5,  // 26: adk.memory.v1.ListMemoriesResponse.memories:type_name -> adk.memory.v1.MemoryEntry
+	45, // 27: adk.memory.v1.GenerateOptions.ttl:type_name -> google.protobuf.Duration
+	44, // 28: adk.memory.v1.EventList.events:type_name -> adk.session.v1.Event
+	42, // 29: adk.memory.v1.ExtractedFact.valid_from:type_name -> google.protobuf.Timestamp
+	24, // 30: adk.memory.v1.FactList.facts:type_name -> adk.memory.v1.ExtractedFact
+	43, // 31: adk.memory.v1.GenerateMemoriesRequest.session:type_name -> adk.session.v1.Session
+	6,  // 32: adk.memory.v1.GenerateMemoriesRequest.session_ref:type_name -> adk.memory.v1.SessionRef
+	23, // 33: adk.memory.v1.GenerateMemoriesRequest.events:type_name -> adk.memory.v1.EventList
+	25, // 34: adk.memory.v1.GenerateMemoriesRequest.facts:type_name -> adk.memory.v1.FactList
+	22, // 35: adk.memory.v1.GenerateMemoriesRequest.options:type_name -> adk.memory.v1.GenerateOptions
+	28, // 36: adk.memory.v1.GenerateMemoriesResponse.job:type_name -> adk.memory.v1.GenerationJob
+	3,  // 37: adk.memory.v1.GenerationJob.state:type_name -> adk.memory.v1.GenerationState
+	42, // 38: adk.memory.v1.GenerationJob.create_time:type_name -> google.protobuf.Timestamp
+	42, // 39: adk.memory.v1.GenerationJob.update_time:type_name -> google.protobuf.Timestamp
+	4,  // 40: adk.memory.v1.MemoryRevision.action:type_name -> adk.memory.v1.RevisionAction
+	42, // 41: adk.memory.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	42, // 42: adk.memory.v1.MemoryRevision.valid_from:type_name -> google.protobuf.Timestamp
+	42, // 43: adk.memory.v1.MemoryRevision.invalid_at:type_name -> google.protobuf.Timestamp
+	30, // 44: adk.memory.v1.ListMemoryRevisionsResponse.revisions:type_name -> adk.memory.v1.MemoryRevision
+	30, // 45: adk.memory.v1.RollbackMemoryResponse.revision:type_name -> adk.memory.v1.MemoryRevision
+	14, // 46: adk.memory.v1.PurgeMemoriesRequest.filter:type_name -> adk.memory.v1.MemoryFilter
+	1,  // 47: adk.memory.v1.PurgeMemoriesRequest.kind:type_name -> adk.memory.v1.MemoryKind
+	42, // 48: adk.memory.v1.PurgeMemoriesRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	42, // 49: adk.memory.v1.PurgeMemoriesRequest.before_timestamp:type_name -> google.protobuf.Timestamp
+	5,  // 50: adk.memory.v1.PurgeMemoriesResponse.sample:type_name -> adk.memory.v1.MemoryEntry
+	44, // 51: adk.memory.v1.AppendMemoryStreamRequest.events:type_name -> adk.session.v1.Event
+	28, // 52: adk.memory.v1.AppendMemoryStreamResponse.job:type_name -> adk.memory.v1.GenerationJob
+	28, // 53: adk.memory.v1.FlushMemoryStreamResponse.job:type_name -> adk.memory.v1.GenerationJob
+	7,  // 54: adk.memory.v1.MemoryService.AddSessionToMemory:input_type -> adk.memory.v1.AddSessionToMemoryRequest
+	9,  // 55: adk.memory.v1.MemoryService.AddEventsToMemory:input_type -> adk.memory.v1.AddEventsToMemoryRequest
+	11, // 56: adk.memory.v1.MemoryService.AddMemory:input_type -> adk.memory.v1.AddMemoryRequest
+	13, // 57: adk.memory.v1.MemoryService.SearchMemory:input_type -> adk.memory.v1.SearchMemoryRequest
+	18, // 58: adk.memory.v1.MemoryService.DeleteMemory:input_type -> adk.memory.v1.DeleteMemoryRequest
+	20, // 59: adk.memory.v1.MemoryService.ListMemories:input_type -> adk.memory.v1.ListMemoriesRequest
+	26, // 60: adk.memory.v1.MemoryService.GenerateMemories:input_type -> adk.memory.v1.GenerateMemoriesRequest
+	29, // 61: adk.memory.v1.MemoryService.GetGenerationJob:input_type -> adk.memory.v1.GetGenerationJobRequest
+	31, // 62: adk.memory.v1.MemoryService.ListMemoryRevisions:input_type -> adk.memory.v1.ListMemoryRevisionsRequest
+	33, // 63: adk.memory.v1.MemoryService.RollbackMemory:input_type -> adk.memory.v1.RollbackMemoryRequest
+	35, // 64: adk.memory.v1.MemoryService.PurgeMemories:input_type -> adk.memory.v1.PurgeMemoriesRequest
+	37, // 65: adk.memory.v1.MemoryService.AppendMemoryStream:input_type -> adk.memory.v1.AppendMemoryStreamRequest
+	39, // 66: adk.memory.v1.MemoryService.FlushMemoryStream:input_type -> adk.memory.v1.FlushMemoryStreamRequest
+	8,  // 67: adk.memory.v1.MemoryService.AddSessionToMemory:output_type -> adk.memory.v1.AddSessionToMemoryResponse
+	10, // 68: adk.memory.v1.MemoryService.AddEventsToMemory:output_type -> adk.memory.v1.AddEventsToMemoryResponse
+	12, // 69: adk.memory.v1.MemoryService.AddMemory:output_type -> adk.memory.v1.AddMemoryResponse
+	17, // 70: adk.memory.v1.MemoryService.SearchMemory:output_type -> adk.memory.v1.SearchMemoryResponse
+	19, // 71: adk.memory.v1.MemoryService.DeleteMemory:output_type -> adk.memory.v1.DeleteMemoryResponse
+	21, // 72: adk.memory.v1.MemoryService.ListMemories:output_type -> adk.memory.v1.ListMemoriesResponse
+	27, // 73: adk.memory.v1.MemoryService.GenerateMemories:output_type -> adk.memory.v1.GenerateMemoriesResponse
+	28, // 74: adk.memory.v1.MemoryService.GetGenerationJob:output_type -> adk.memory.v1.GenerationJob
+	32, // 75: adk.memory.v1.MemoryService.ListMemoryRevisions:output_type -> adk.memory.v1.ListMemoryRevisionsResponse
+	34, // 76: adk.memory.v1.MemoryService.RollbackMemory:output_type -> adk.memory.v1.RollbackMemoryResponse
+	36, // 77: adk.memory.v1.MemoryService.PurgeMemories:output_type -> adk.memory.v1.PurgeMemoriesResponse
+	38, // 78: adk.memory.v1.MemoryService.AppendMemoryStream:output_type -> adk.memory.v1.AppendMemoryStreamResponse
+	40, // 79: adk.memory.v1.MemoryService.FlushMemoryStream:output_type -> adk.memory.v1.FlushMemoryStreamResponse
+	67, // [67:80] is the sub-list for method output_type
+	54, // [54:67] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_adk_memory_v1_memory_proto_init() }

@@ -51,11 +51,12 @@ type MemoryServiceClient interface {
 	AddEventsToMemory(ctx context.Context, in *AddEventsToMemoryRequest, opts ...grpc.CallOption) (*AddEventsToMemoryResponse, error)
 	// Writes memory entries directly.
 	AddMemory(ctx context.Context, in *AddMemoryRequest, opts ...grpc.CallOption) (*AddMemoryResponse, error)
-	// Ranked search over one (app, user)'s memory: keyword, semantic or both (see SearchMode).
+	// Ranked search over one (app, user)'s memory: keyword, semantic or both (see SearchMode),
+	// among the memories valid now (by default) or at a time (as_of).
 	SearchMemory(ctx context.Context, in *SearchMemoryRequest, opts ...grpc.CallOption) (*SearchMemoryResponse, error)
 	// Deletes memories by id, by session, or all of a user.
 	DeleteMemory(ctx context.Context, in *DeleteMemoryRequest, opts ...grpc.CallOption) (*DeleteMemoryResponse, error)
-	// Pages through one (app, user)'s memories in ingestion order.
+	// Pages through one (app, user)'s memories in ingestion order (those valid now, by default).
 	ListMemories(ctx context.Context, in *ListMemoriesRequest, opts ...grpc.CallOption) (*ListMemoriesResponse, error)
 	// Extracts facts from a session or events with the generation model (memory-svc
 	// --generator), or takes facts the caller already extracted, and consolidates them with the
@@ -66,8 +67,9 @@ type MemoryServiceClient interface {
 	GetGenerationJob(ctx context.Context, in *GetGenerationJobRequest, opts ...grpc.CallOption) (*GenerationJob, error)
 	// Pages through the changes generation made to one (app, user)'s memories, oldest first.
 	ListMemoryRevisions(ctx context.Context, in *ListMemoryRevisionsRequest, opts ...grpc.CallOption) (*ListMemoryRevisionsResponse, error)
-	// Restores a generated memory (a deleted one too) to the fact one of its revisions left it
-	// with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+	// Restores a generated memory (a deleted or superseded one too) to the fact one of its
+	// revisions left it with, valid again; the rollback is itself a revision
+	// (REVISION_ACTION_ROLLED_BACK).
 	RollbackMemory(ctx context.Context, in *RollbackMemoryRequest, opts ...grpc.CallOption) (*RollbackMemoryResponse, error)
 	// Deletes every memory of an app (or of one user) that passes a filter, as DeleteMemory
 	// deletes by memory_id. Without force a dry run: nothing is deleted, and the response says
@@ -234,11 +236,12 @@ type MemoryServiceServer interface {
 	AddEventsToMemory(context.Context, *AddEventsToMemoryRequest) (*AddEventsToMemoryResponse, error)
 	// Writes memory entries directly.
 	AddMemory(context.Context, *AddMemoryRequest) (*AddMemoryResponse, error)
-	// Ranked search over one (app, user)'s memory: keyword, semantic or both (see SearchMode).
+	// Ranked search over one (app, user)'s memory: keyword, semantic or both (see SearchMode),
+	// among the memories valid now (by default) or at a time (as_of).
 	SearchMemory(context.Context, *SearchMemoryRequest) (*SearchMemoryResponse, error)
 	// Deletes memories by id, by session, or all of a user.
 	DeleteMemory(context.Context, *DeleteMemoryRequest) (*DeleteMemoryResponse, error)
-	// Pages through one (app, user)'s memories in ingestion order.
+	// Pages through one (app, user)'s memories in ingestion order (those valid now, by default).
 	ListMemories(context.Context, *ListMemoriesRequest) (*ListMemoriesResponse, error)
 	// Extracts facts from a session or events with the generation model (memory-svc
 	// --generator), or takes facts the caller already extracted, and consolidates them with the
@@ -249,8 +252,9 @@ type MemoryServiceServer interface {
 	GetGenerationJob(context.Context, *GetGenerationJobRequest) (*GenerationJob, error)
 	// Pages through the changes generation made to one (app, user)'s memories, oldest first.
 	ListMemoryRevisions(context.Context, *ListMemoryRevisionsRequest) (*ListMemoryRevisionsResponse, error)
-	// Restores a generated memory (a deleted one too) to the fact one of its revisions left it
-	// with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+	// Restores a generated memory (a deleted or superseded one too) to the fact one of its
+	// revisions left it with, valid again; the rollback is itself a revision
+	// (REVISION_ACTION_ROLLED_BACK).
 	RollbackMemory(context.Context, *RollbackMemoryRequest) (*RollbackMemoryResponse, error)
 	// Deletes every memory of an app (or of one user) that passes a filter, as DeleteMemory
 	// deletes by memory_id. Without force a dry run: nothing is deleted, and the response says

@@ -17,10 +17,10 @@ registry (see ``registry``), so ``adk web --session_service_uri grpc://localhost
 once the agents folder's ``services.py`` imports it.
 """
 
-from .memory_service import GrpcMemoryService
+from .memory_service import GrpcMemoryService, TimedMemoryEntry
 from .registry import register
 from .session_service import GrpcSessionService
 
-__all__ = ["GrpcMemoryService", "GrpcSessionService", "register"]
+__all__ = ["GrpcMemoryService", "GrpcSessionService", "TimedMemoryEntry", "register"]
 
 register()

@@ -13,6 +13,11 @@ Memory Bank does. The ``custom_metadata`` keys ``VertexAiMemoryBankService`` rea
 (``wait_for_completion``, ``disable_consolidation``, ``ttl``, ``allowed_topics``) work the same
 here on ``add_session_to_memory`` and ``add_events_to_memory``, so calls written for Vertex keep
 working; searches return generated memories beside raw ones (``kind`` chooses).
+
+Memories know when they were true: searches and listings return what is valid now, or
+``as_of`` a time, or with ``include_superseded`` the facts a later one superseded too; the
+entries they return are ``TimedMemoryEntry`` objects (``MemoryEntry`` with ``valid_from`` and
+``invalid_at``).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import dataclasses
 import datetime
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Optional
 
 import grpc
 from google.adk.events.event import Event
@@ -45,6 +50,19 @@ from .mapping import (
 )
 
 DEFAULT_PORT = 50052
+
+
+class TimedMemoryEntry(MemoryEntry):
+    """A ``MemoryEntry`` as memory-svc returns it, with when what it says was true. Everything
+    of ADK reads it as the ``MemoryEntry`` it is (a tool response serializes the ADK fields
+    only)."""
+
+    valid_from: Optional[str] = None  # noqa: UP045 (the style of MemoryEntry's fields)
+    """When it became true, as ``timestamp`` spells times (ISO 8601, naive local time); None:
+    since ever (an event without a time)."""
+
+    invalid_at: Optional[str] = None  # noqa: UP045
+    """When it stopped being true (a later fact superseded it); None: it still is."""
 
 
 class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemoryService):
@@ -251,17 +269,20 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         user_id: str,
         memories: Sequence[MemoryEntry],
         custom_metadata: Mapping[str, object] | None = None,
+        valid_from: datetime.datetime | None = None,
     ) -> None:
         """Writes memories directly; an entry without an id gets one from the server.
 
         ``custom_metadata`` applies to every entry, under each entry's own keys. A timestamp
         must be ISO 8601 (naive means local time, as ADK writes them); it comes back from
-        search as naive local time.
+        search as naive local time. Each entry is valid from its own ``valid_from`` (a
+        ``TimedMemoryEntry``'s, which may also carry an ``invalid_at``), else ``valid_from``
+        (naive: local time), else its timestamp, else the time of the write.
         """
         request = mpb.AddMemoryRequest(
             app_name=app_name,
             user_id=user_id,
-            memories=[_entry_to_proto(m) for m in memories],
+            memories=[_entry_to_proto(m, valid_from) for m in memories],
             custom_metadata=_metadata_text(custom_metadata),
         )
         await self._invoke("AddMemory", request)
@@ -281,6 +302,8 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         author: str | None = None,
         after: datetime.datetime | None = None,
         before: datetime.datetime | None = None,
+        as_of: datetime.datetime | None = None,
+        include_superseded: bool = False,
     ) -> SearchMemoryResponse:
         """The memories of (app, user) that best match ``query``, best first.
 
@@ -306,6 +329,10 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         ``topics`` keeps memories of these topics, ``author`` those by this author, ``after``
         and ``before`` those whose time is at or after, and before, these times. A condition
         the server cannot use is a ``ValueError`` naming it.
+
+        Only memories valid now are found; ``as_of`` (naive: local time) finds those valid
+        then, and ``include_superseded`` also those a later fact superseded. The entries are
+        ``TimedMemoryEntry`` objects.
         """
         request = mpb.SearchMemoryRequest(
             app_name=app_name,
@@ -316,8 +343,11 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
             language=language or self._search_language or "",
             kind=_KINDS[kind],
             author=author or "",
+            include_superseded=include_superseded,
         )
         _set_filter(request, where, filter_groups, topics, after, before)
+        if as_of is not None:
+            request.as_of.FromDatetime(_aware(as_of))
         reply: mpb.SearchMemoryResponse = await self._invoke("SearchMemory", request)
         return SearchMemoryResponse(memories=[_entry_from_proto(m) for m in reply.memories])
 
@@ -333,10 +363,13 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         author: str | None = None,
         after: datetime.datetime | None = None,
         before: datetime.datetime | None = None,
+        as_of: datetime.datetime | None = None,
+        include_superseded: bool = False,
         page_size: int = 100,
-    ) -> AsyncIterator[MemoryEntry]:
+    ) -> AsyncIterator[TimedMemoryEntry]:
         """The memories of (app, user) in ingestion order, fetched ``page_size`` at a time,
-        that pass the filters (the arguments of ``search_memory``)."""
+        that pass the filters and are valid now, or ``as_of`` a time (the arguments of
+        ``search_memory``)."""
         token = ""
         while True:
             request = mpb.ListMemoriesRequest(
@@ -346,8 +379,11 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
                 page_token=token,
                 kind=_KINDS[kind],
                 author=author or "",
+                include_superseded=include_superseded,
             )
             _set_filter(request, where, filter_groups, topics, after, before)
+            if as_of is not None:
+                request.as_of.FromDatetime(_aware(as_of))
             reply: mpb.ListMemoriesResponse = await self._invoke("ListMemories", request)
             for message in reply.memories:
                 yield _entry_from_proto(message)
@@ -370,10 +406,10 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         force: bool = False,
     ) -> PurgeResult:
         """Deletes the memories of ``user_id`` (of every user of the app when None) that pass
-        the filters (those of ``search_memory``; at least one is needed). Without ``force`` a
-        dry run: nothing is deleted, and the result says how many match, with a sample. A forced
-        purge is one durable operation on the server: cut short by a restart, it finishes
-        after it."""
+        the filters (those of ``search_memory``; at least one is needed), superseded ones too.
+        Without ``force`` a dry run: nothing is deleted, and the result says how many match,
+        with a sample. A forced purge is one durable operation on the server: cut short by a
+        restart, it finishes after it."""
         request = mpb.PurgeMemoriesRequest(
             app_name=app_name,
             user_id=user_id or "",
@@ -679,7 +715,9 @@ def _metadata_text(custom_metadata: Mapping[str, object] | None) -> str:
     return dumps(json_safe(dict(custom_metadata))) if custom_metadata else ""
 
 
-def _entry_to_proto(entry: MemoryEntry) -> mpb.MemoryEntry:
+def _entry_to_proto(
+    entry: MemoryEntry, valid_from: datetime.datetime | None = None
+) -> mpb.MemoryEntry:
     message = mpb.MemoryEntry(
         id=entry.id or "",
         content=content_to_proto(entry.content),
@@ -688,16 +726,26 @@ def _entry_to_proto(entry: MemoryEntry) -> mpb.MemoryEntry:
     )
     if entry.timestamp is not None:
         message.timestamp.CopyFrom(timestamps.from_iso(entry.timestamp))
+    timed = entry if isinstance(entry, TimedMemoryEntry) else None
+    if timed is not None and timed.valid_from is not None:
+        message.valid_from.CopyFrom(timestamps.from_iso(timed.valid_from))
+    elif valid_from is not None:
+        message.valid_from.FromDatetime(_aware(valid_from))
+    if timed is not None and timed.invalid_at is not None:
+        message.invalid_at.CopyFrom(timestamps.from_iso(timed.invalid_at))
     return message
 
 
-def _entry_from_proto(message: mpb.MemoryEntry) -> MemoryEntry:
-    return MemoryEntry(
+def _entry_from_proto(message: mpb.MemoryEntry) -> TimedMemoryEntry:
+    def time(field: str) -> str | None:
+        return timestamps.to_local_iso(getattr(message, field)) if message.HasField(field) else None
+
+    return TimedMemoryEntry(
         id=message.id or None,
         content=content_from_proto(message.content),
         author=message.author or None,
-        timestamp=timestamps.to_local_iso(message.timestamp)
-        if message.HasField("timestamp")
-        else None,
+        timestamp=time("timestamp"),
         custom_metadata=loads_object(message.custom_metadata, "MemoryEntry.custom_metadata"),
+        valid_from=time("valid_from"),
+        invalid_at=time("invalid_at"),
     )

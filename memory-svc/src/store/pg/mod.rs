@@ -193,7 +193,7 @@ impl MemoryStore for PgMemoryStore {
         scope: Scope<'_>,
         op: Write,
         vectors: Vectors,
-        revision: Option<RevisionRecord>,
+        revisions: Vec<RevisionRecord>,
     ) -> Result<u32> {
         // The texts are analysed before the scope is locked, once for every attempt, on the
         // blocking pool (a batch of a thousand turns is ~100 ms of CPU).
@@ -222,7 +222,7 @@ impl MemoryStore for PgMemoryStore {
                 };
                 let mut analysis = analysis.lock().await;
                 let (count, edits) = write::write(&tx, scope, &op, &vectors, &mut analysis).await?;
-                if let Some(revision) = &revision {
+                for revision in &revisions {
                     generation::revise(&tx, scope, revision).await?;
                 }
                 let change = match (before, edits) {
@@ -319,7 +319,10 @@ impl MemoryStore for PgMemoryStore {
             }
         };
         let candidates = metadata::candidates(&client, scope, &query.filter).await?;
-        let mut ranked = ranked.filter(|n| candidates.as_ref().is_none_or(|c| c.contains(&n.seq)));
+        let hidden = search::hidden(&client, scope, query).await?;
+        let mut ranked = ranked.filter(|n| {
+            !hidden.contains(&n.seq) && candidates.as_ref().is_none_or(|c| c.contains(&n.seq))
+        });
         let mut hits = Vec::new();
         loop {
             let chunk: Vec<_> = ranked.by_ref().take(FETCH).collect();

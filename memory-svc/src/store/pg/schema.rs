@@ -1,11 +1,11 @@
 //! The PostgreSQL memory schema, and how a stored entry is read back.
 //!
-//! Schema version 10, created by the service itself ([`MIGRATIONS`], then [`convert`]):
+//! Schema version 11, created by the service itself ([`MIGRATIONS`], then [`convert`]):
 //!
 //! | table               | primary key             | holds                                        |
 //! |---------------------|-------------------------|----------------------------------------------|
 //! | `memory_scopes`     | app, user               | BM25 statistics, next ingestion `seq`        |
-//! | `memory_entries`    | app, user, seq          | the entry, its kind and expiry; unique per (session, id) slot |
+//! | `memory_entries`    | app, user, seq          | the entry, its kind, expiry and validity; unique per (session, id) slot |
 //! | `memory_blocks`     | app, user, term, span   | the term's postings in a span, their bounds  |
 //! | `memory_tombstones` | app, user, id           | deleted ids, not re-ingested                 |
 //! | `memory_index`      | (one row)               | the analysis the index was built with        |
@@ -57,6 +57,13 @@
 //! Version 10 added event streams (see [`super::streams`]): `memory_streams` and
 //! `memory_stream_events`, whose handed-off events go with their job when it is pruned (the
 //! foreign key cascades). Both start empty: nothing is converted.
+//! Version 11 gave entries their validity (see [`crate::validity`]): `valid_s`, `valid_n`
+//! (when what the entry says became true, seconds and nanos; an older entry's is its timestamp,
+//! set by the step itself) and `invalid_s`, `invalid_n` (when it stopped; null while valid).
+//! The partial index `memory_closed` holds the entries no longer valid, which a search reads
+//! to leave the superseded ones out before ranking. Led by (app, user) unlike the others: a
+//! partial index serves only the queries that name its condition (`invalid_s IS NOT NULL`),
+//! so no lookup by seq can be planned through it.
 //!
 //! Every primary key starts with (app, user): no statement reads or writes outside one user's
 //! memory, and a distributed engine can shard by it.
@@ -73,6 +80,7 @@ use super::super::{
     plan::{Context, Stored},
     Entry, JobRecord, Kind, Result, RevisionRecord, StoreError,
 };
+use crate::validity::Validity;
 
 pub(super) const MIGRATIONS: &[&str] = &[
     r#"
@@ -239,6 +247,16 @@ CREATE TABLE memory_stream_events (
 CREATE INDEX memory_stream_events_jobs ON memory_stream_events (job_id)
     WHERE job_id IS NOT NULL;
 "#,
+    r#"
+ALTER TABLE memory_entries
+    ADD COLUMN valid_s   bigint,
+    ADD COLUMN valid_n   integer,
+    ADD COLUMN invalid_s bigint,
+    ADD COLUMN invalid_n integer;
+UPDATE memory_entries SET valid_s = ts_s, valid_n = ts_n WHERE ts_s IS NOT NULL;
+CREATE INDEX memory_closed ON memory_entries (app_name, user_id, seq, invalid_s, invalid_n)
+    WHERE invalid_s IS NOT NULL;
+"#,
 ];
 
 /// Fills what version 6 added from what an older schema stored, when [`MIGRATIONS`] took it
@@ -334,7 +352,18 @@ async fn convert_kinds(tx: &Transaction<'_>) -> Result<()> {
 
 /// The `memory_entries` columns [`stored`] reads, in order.
 pub(super) const ENTRY: &str = "seq, session_id, id, author, ts_s, ts_n, custom_metadata, \
-     content, terms, len, context_before, context_after, generated, expire_ms";
+     content, terms, len, context_before, context_after, generated, expire_ms, valid_s, valid_n, \
+     invalid_s, invalid_n";
+
+/// The time in a row's columns `seconds` and `nanos`, if it holds one.
+pub(super) fn time(row: &Row, seconds: usize, nanos: usize) -> Result<Option<Timestamp>> {
+    let s: Option<i64> = row.try_get(seconds)?;
+    let n: Option<i32> = row.try_get(nanos)?;
+    Ok(s.map(|seconds| Timestamp {
+        seconds,
+        nanos: n.unwrap_or(0),
+    }))
+}
 
 /// Reads the [`ENTRY`] columns of a row.
 pub(super) fn stored(row: &Row) -> Result<Stored> {
@@ -364,6 +393,10 @@ pub(super) fn stored(row: &Row) -> Result<Stored> {
             kind: Kind {
                 generated: row.try_get(12)?,
                 expire_ms: row.try_get(13)?,
+            },
+            validity: Validity {
+                from: time(row, 14, 15)?,
+                until: time(row, 16, 17)?,
             },
         },
         terms: row.try_get(8)?,

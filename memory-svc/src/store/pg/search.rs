@@ -31,7 +31,7 @@
 //! results.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, HashMap, HashSet},
     sync::Arc,
 };
 
@@ -226,12 +226,18 @@ impl PgMemoryStore {
             .collect();
         let (scope_params, unkept_params): (&[&(dyn ToSql + Sync)], &[&(dyn ToSql + Sync)]) =
             (&[app, user], &[app, user, &unkept, &PRELOADED]);
-        let (stats, mut rows) = if unkept.is_empty() {
-            (tx.query_opt(&stats, scope_params).await?, Vec::new())
+        // The superseded entries are read with the statistics (pipelined).
+        let (stats, mut rows, hidden) = if unkept.is_empty() {
+            let (stats, hidden) = tokio::try_join!(
+                async { Ok(tx.query_opt(&stats, scope_params).await?) },
+                hidden(&tx, scope, query)
+            )?;
+            (stats, Vec::new(), hidden)
         } else {
             tokio::try_join!(
-                tx.query_opt(&stats, scope_params),
-                tx.query(&bounds, unkept_params),
+                async { Ok(tx.query_opt(&stats, scope_params).await?) },
+                async { Ok(tx.query(&bounds, unkept_params).await?) },
+                hidden(&tx, scope, query),
             )?
         };
         let Some(stats) = stats else {
@@ -432,6 +438,9 @@ impl PgMemoryStore {
                 // The rounds before hold `limit` entries at `theta` or above: an entry of this
                 // round that cannot reach it is pruned from the start.
                 let ranked = maxscore::top_k(cursors, avg_len, query.limit, theta, |seq| {
+                    if hidden.contains(&seq) {
+                        return Ok(None);
+                    }
                     if !filtered {
                         return Ok(Some(()));
                     }
@@ -486,6 +495,36 @@ impl PgMemoryStore {
             })
             .collect())
     }
+}
+
+/// The seqs of `scope` the query leaves out for their closed validity (see
+/// [`SearchQuery::hidden`]): read from the partial index `memory_closed`, which holds only the
+/// entries no longer valid.
+pub(super) async fn hidden(
+    client: &impl deadpool_postgres::GenericClient,
+    scope: Scope<'_>,
+    query: &SearchQuery,
+) -> Result<HashSet<u64>> {
+    if !query.valid_at.hides_any_closed() {
+        return Ok(HashSet::new());
+    }
+    let statement = client
+        .prepare_cached(
+            "SELECT seq, invalid_s, invalid_n FROM memory_entries
+             WHERE app_name = $1 AND user_id = $2 AND invalid_s IS NOT NULL",
+        )
+        .await?;
+    let rows = client
+        .query(&statement, &[&scope.app_name, &scope.user_id])
+        .await?;
+    let mut closed = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let seq: i64 = row.try_get(0)?;
+        if let Some(until) = super::schema::time(row, 1, 2)? {
+            closed.push((u64::try_from(seq).unwrap_or(0), until));
+        }
+    }
+    Ok(query.hidden(closed))
 }
 
 /// The entries stored at these seqs.

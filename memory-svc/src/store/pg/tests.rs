@@ -285,7 +285,16 @@ async fn converts_a_schema_3_database() {
     };
     let kept = all(converted.clone()).await;
     assert!(kept.len() > 1000, "{} entries", kept.len());
-    assert_eq!(kept, all(now).await);
+    // As they were, each now valid from its timestamp (schema 11).
+    let written: Vec<Entry> = all(now)
+        .await
+        .into_iter()
+        .map(|e| Entry {
+            validity: crate::validity::Validity::from(e.timestamp),
+            ..e
+        })
+        .collect();
+    assert_eq!(kept, written);
     let version: i32 = client
         .query_one(
             "SELECT version FROM schema_versions WHERE component = 'memory-svc'",
@@ -377,6 +386,53 @@ async fn converts_the_kinds_of_a_schema_5_database() {
         .unwrap()
         .get(0);
     assert_eq!(expiries, None);
+}
+
+/// A database of schema 9, whose entries had no validity, is converted when opened: each
+/// entry valid from its timestamp (see `contract::before_validity`). It is made as the
+/// schema-5 one is: rows of a store of today's schema copied into a schema created by the
+/// first nine steps.
+#[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
+async fn gives_the_entries_of_a_schema_9_database_their_validity() {
+    let (now_url, old_url) = (fresh_url().await, fresh_url().await);
+    let now = PgMemoryStore::open(&now_url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    contract::before_validity(&now).await;
+    let old = adk_common::postgres::pool(&old_url, 1).unwrap();
+    adk_common::postgres::migrate(&old, "memory-svc", &MIGRATIONS[..9])
+        .await
+        .unwrap();
+    let (client, connection) = tokio_postgres::connect(&old_url, NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let from = schema_of(&now_url);
+    client
+        .batch_execute(&format!(
+            "INSERT INTO memory_entries SELECT app_name, user_id, seq, session_id, id, author,
+                 ts_s, ts_n, custom_metadata, content, terms, len, context_before,
+                 context_after, generated, expire_ms FROM {from}.memory_entries;
+             INSERT INTO memory_scopes SELECT * FROM {from}.memory_scopes;
+             INSERT INTO memory_blocks SELECT * FROM {from}.memory_blocks;
+             INSERT INTO memory_index SELECT * FROM {from}.memory_index;
+             INSERT INTO memory_metadata SELECT * FROM {from}.memory_metadata;"
+        ))
+        .await
+        .unwrap();
+
+    let converted = PgMemoryStore::open(&old_url, 4, Analyzer::default())
+        .await
+        .unwrap();
+    contract::assert_validity_converted(&converted).await;
+    let version: i32 = client
+        .query_one(
+            "SELECT version FROM schema_versions WHERE component = 'memory-svc'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version as usize, MIGRATIONS.len());
 }
 
 /// The schema a fresh schema's connection string names.

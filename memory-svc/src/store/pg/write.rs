@@ -498,6 +498,7 @@ async fn insert_entries(
     let (mut ts_s, mut ts_n, mut contents, mut terms, mut lens) =
         (vec![], vec![], vec![], vec![], vec![]);
     let (mut befores, mut afters, mut generated, mut expiries) = (vec![], vec![], vec![], vec![]);
+    let (mut valid_s, mut valid_n, mut invalid_s, mut invalid_n) = (vec![], vec![], vec![], vec![]);
     for item in inserted {
         let e = &item.entry;
         let len = i32::try_from(item.terms.len).unwrap_or(i32::MAX);
@@ -513,6 +514,10 @@ async fn insert_entries(
         afters.push(item.context.after.as_str());
         generated.push(e.kind.generated);
         expiries.push(e.kind.expire_ms);
+        valid_s.push(e.validity.from.map(|t| t.seconds));
+        valid_n.push(e.validity.from.map(|t| t.nanos));
+        invalid_s.push(e.validity.until.map(|t| t.seconds));
+        invalid_n.push(e.validity.until.map(|t| t.nanos));
         // Arrays of arrays must be rectangular in PostgreSQL, so each entry's terms travel as
         // one tab-joined string (terms are words: they never contain a tab).
         let names: Vec<&str> = item.terms.counts.iter().map(|(t, _)| t.as_str()).collect();
@@ -523,16 +528,18 @@ async fn insert_entries(
         .prepare_cached(
             "INSERT INTO memory_entries (app_name, user_id, seq, session_id, id, author, ts_s, ts_n,
              custom_metadata, content, terms, len, context_before, context_after, generated,
-             expire_ms)
+             expire_ms, valid_s, valid_n, invalid_s, invalid_n)
          SELECT $1, $2, d.seq, d.session_id, d.id, d.author, d.ts_s, d.ts_n, d.metadata,
              d.content, CASE WHEN d.terms = '' THEN '{}'::text[]
                              ELSE string_to_array(d.terms, E'\\t') END, d.len,
-             d.before, d.after, d.generated, d.expire_ms
+             d.before, d.after, d.generated, d.expire_ms, d.valid_s, d.valid_n, d.invalid_s,
+             d.invalid_n
          FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[],
              $8::integer[], $9::text[], $10::bytea[], $11::text[], $12::integer[],
-             $13::text[], $14::text[], $15::boolean[], $16::bigint[])
+             $13::text[], $14::text[], $15::boolean[], $16::bigint[], $17::bigint[],
+             $18::integer[], $19::bigint[], $20::integer[])
              AS d(seq, session_id, id, author, ts_s, ts_n, metadata, content, terms, len,
-                  before, after, generated, expire_ms)",
+                  before, after, generated, expire_ms, valid_s, valid_n, invalid_s, invalid_n)",
         )
         .await?;
     tx.execute(
@@ -554,6 +561,10 @@ async fn insert_entries(
             &afters,
             &generated,
             &expiries,
+            &valid_s,
+            &valid_n,
+            &invalid_s,
+            &invalid_n,
         ],
     )
     .await?;

@@ -1,5 +1,6 @@
 //! Converting a sled database written by an older version, when it is opened: the postings
-//! layout ([`migrate`]), the entries' kinds ([`convert_kinds`]) and the index's analysis
+//! layout ([`migrate`]), the entries' kinds ([`convert_kinds`]), the metadata index
+//! ([`build_metadata`]), the entries' validity ([`convert_validity`]) and the index's analysis
 //! ([`reindex`]). (And first, refusing one of a newer format: [`FORMAT`].)
 
 use std::collections::{HashMap, HashSet};
@@ -30,6 +31,8 @@ const TURNS: &[u8] = b"turns";
 const KINDS: &[u8] = b"kinds";
 /// The key in [`INDEX`] saying that the `metadata` tree indexes every entry (format 6).
 const METADATA: &[u8] = b"metadata";
+/// The key in [`INDEX`] saying that every entry carries its validity (format 8).
+const VALIDITY: &[u8] = b"validity";
 
 /// Builds the `turns` tree from the `buckets` tree in a store written before it was kept.
 /// The tree is only trusted once [`TURNS`] is stored, after it is on disk: a build cut short
@@ -177,7 +180,7 @@ pub(super) fn reindex(store: &SledMemoryStore) -> Result<()> {
             app_name: &app_name,
             user_id: &user_id,
         });
-        let entries = store.write_now(&scope, &Write::Reindex, &Vectors::default(), None)?;
+        let entries = store.write_now(&scope, &Write::Reindex, &Vectors::default(), &[])?;
         counter!("memory_reindexed_entries_total").increment(u64::from(entries));
         tracing::info!(
             app_name,
@@ -229,6 +232,42 @@ pub(super) fn build_metadata(store: &SledMemoryStore) -> Result<()> {
     Ok(())
 }
 
+/// Gives every entry of a store written before format 8 its validity: valid from its timestamp
+/// (an event's time; a generated memory's, the time of its generation), still valid. Nothing
+/// else of an entry changes, and no entry is closed, so the `closed` tree stays empty. Done
+/// once: [`VALIDITY`] is stored after the rest is on disk; a conversion cut short starts over
+/// at the next open and sets the same times.
+pub(super) fn convert_validity(store: &SledMemoryStore) -> Result<()> {
+    let index = store.db.open_tree(INDEX)?;
+    if index.contains_key(VALIDITY)? {
+        return Ok(());
+    }
+    let (mut batch, mut queued, mut converted) = (Batch::default(), 0usize, 0u64);
+    for kv in store.entries.iter() {
+        let (key, value) = kv?;
+        let mut record: EntryRecord = decode(&value, "entry")?;
+        if record.valid_from.is_none() && record.timestamp.is_some() {
+            record.valid_from = record.timestamp;
+            batch.insert(key, record.encode_to_vec());
+            queued += 1;
+            converted += 1;
+        }
+        // Applied in parts, to bound the memory the batch takes.
+        if queued >= 10_000 {
+            store.entries.apply_batch(std::mem::take(&mut batch))?;
+            queued = 0;
+        }
+    }
+    store.entries.apply_batch(batch)?;
+    store.db.flush()?;
+    index.insert(VALIDITY, IVec::default())?;
+    store.db.flush()?;
+    if converted > 0 {
+        tracing::info!(entries = converted, "memories valid from their timestamps");
+    }
+    Ok(())
+}
+
 /// The tree of one key per posting that [`migrate`] converts.
 pub(super) const OLD_POSTINGS: &[u8] = b"postings";
 
@@ -243,7 +282,10 @@ pub(super) const OLD_POSTINGS: &[u8] = b"postings";
 /// would not keep it in step with its writes). 7: event streams buffer events in the `streams`
 /// and `stream_events` trees (an older binary would never hand them to generation, and would
 /// keep the ids of handed-off events forever); the trees start empty, so nothing is converted.
-const FORMAT: u32 = 7;
+/// 8: entries carry their validity, and the
+/// `closed` tree indexes those no longer valid (an older binary would return superseded
+/// memories as valid, and drop validity when it rewrites an entry).
+const FORMAT: u32 = 8;
 
 /// Refuses a database of a newer format than [`FORMAT`] (recording [`FORMAT`] in an older one).
 ///

@@ -20,6 +20,7 @@
 //! | `revisions`  | app, user, revision seq   | `RevisionRecord` (protobuf)             |
 //! | `expiries`   | app, user, memory id      | its expiry, ms (i64 big-endian)         |
 //! | `metadata`   | app, user, key, value, seq| seq: entries by metadata value (below)  |
+//! | `closed`     | app, user, seq            | `invalid_at` of an entry no longer valid|
 //! | `jobs`       | job id                    | `JobRecord` (protobuf)                  |
 //! | `job_queue`  | due ms, job id            | (empty): the open jobs, due first       |
 //! | `jobs_done`  | end ms, job id            | (empty): the finished jobs, oldest first|
@@ -64,6 +65,12 @@
 //! An entry's record holds its kind and expiry; the `expiries` tree indexes the expiries for
 //! the sweep, and every write keeps it in step with the entries it removes and inserts.
 //!
+//! An entry's record holds its validity (see [`crate::validity`]); the `closed` tree indexes
+//! the entries whose validity is closed (superseded facts), kept in step by every write, so a
+//! search reads the scope's few closed entries and leaves out the superseded ones before
+//! ranking. A store of format 6 has every entry's `valid_from` set from its timestamp at open
+//! ([`migrate::convert_validity`]).
+//!
 //! # Writes
 //! The shared planner decides what a write changes; [`write`] loads what it reads and commits
 //! its edits as one transaction over all trees (its postings as one journal record), and a
@@ -90,7 +97,7 @@ mod vectors;
 mod write;
 
 use std::{
-    collections::BTreeSet,
+    collections::{BTreeSet, HashSet},
     hash::{Hash, Hasher},
     ops::Bound,
     path::Path,
@@ -158,6 +165,8 @@ pub struct SledMemoryStore {
     /// Event streams with buffered events, and every event each stream was given.
     streams: Tree,
     stream_events: Tree,
+    /// The entries whose validity is closed, and when it closed.
+    closed: Tree,
     commit: GroupCommit,
     gate: WriteGate,
     analyzer: Analyzer,
@@ -257,6 +266,7 @@ impl SledMemoryStore {
             purges: db.open_tree("purges")?,
             streams: db.open_tree("streams")?,
             stream_events: db.open_tree("stream_events")?,
+            closed: db.open_tree("closed")?,
             commit: GroupCommit::start(db.clone(), sync),
             gate: WriteGate::default(),
             analyzer,
@@ -270,6 +280,7 @@ impl SledMemoryStore {
         };
         migrate::convert_kinds(&store)?;
         migrate::build_metadata(&store)?;
+        migrate::convert_validity(&store)?;
         migrate::reindex(&store)?;
         store.merge_left_records();
         Ok(store)
@@ -414,13 +425,35 @@ impl SledMemoryStore {
         Ok((df, overlay))
     }
 
+    /// The seqs of `scope` the query leaves out for their closed validity (see
+    /// [`SearchQuery::hidden`]). The caller holds the scope's scan lock.
+    fn hidden(&self, scope: &Key, query: &SearchQuery) -> Result<HashSet<u64>> {
+        if !query.valid_at.hides_any_closed() {
+            return Ok(HashSet::new());
+        }
+        let prefix_len = scope.as_bytes().len();
+        let closed = self
+            .closed
+            .scan_prefix(scope)
+            .map(|kv| {
+                let (key, value) = kv?;
+                let until = records::time_of_value(&value, "closed entry")?;
+                Ok((records::key_seq(&key, prefix_len)?, until))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(query.hidden(closed))
+    }
+
     /// [`MemoryStore::search`] in the scope whose keys start with `scope`.
     fn search_now(&self, scope: &Key, query: &SearchQuery) -> Result<Vec<Hit>> {
         let _reading = self.scans.reading(scope);
+        let hidden = self.hidden(scope, query)?;
         if !query.filters() {
             // Searches do not lock out writers: an entry removed since its postings were read
             // sends the search the filtering way, as an expired generated memory does.
-            let ranked = self.rank(scope, query, None, |_| Ok(Some(())))?;
+            let ranked = self.rank(scope, query, None, |seq| {
+                Ok((!hidden.contains(&seq)).then_some(()))
+            })?;
             let hits = ranked.iter().map(|r| {
                 Ok(self.record(scope, r.seq)?.map(|record| Hit {
                     entry: record.into_entry(),
@@ -435,7 +468,7 @@ impl SledMemoryStore {
         // is simply no longer there.
         let candidates = self.candidates(scope, &query.filter)?;
         let ranked = self.rank(scope, query, candidates.as_ref(), |seq| {
-            if candidates.as_ref().is_some_and(|c| !c.contains(&seq)) {
+            if hidden.contains(&seq) || candidates.as_ref().is_some_and(|c| !c.contains(&seq)) {
                 return Ok(None);
             }
             Ok(self
@@ -516,7 +549,7 @@ impl MemoryStore for SledMemoryStore {
         scope: Scope<'_>,
         write: Write,
         vectors: Vectors,
-        revision: Option<RevisionRecord>,
+        revisions: Vec<RevisionRecord>,
     ) -> Result<u32> {
         self.commit.check_writable()?;
         // Before the gate: a write waiting for room must not keep a snapshot waiting.
@@ -526,7 +559,7 @@ impl MemoryStore for SledMemoryStore {
         let count = self
             .blocking(move |store| {
                 let (_writing, _room) = (writing, room);
-                store.write_now(&key, &write, &vectors, revision.as_ref())
+                store.write_now(&key, &write, &vectors, &revisions)
             })
             .await;
         // Also when nothing changed: the answer may rest on a concurrent write not yet flushed.

@@ -10,6 +10,7 @@ use super::super::{
     plan::{self, Context, Stored},
     Entry, Kind, Result, Scope, StoreError,
 };
+use crate::validity::Validity;
 
 /// What the `entries` tree holds per entry.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -45,6 +46,12 @@ pub(super) struct EntryRecord {
     /// When a generated memory expires, ms since the epoch.
     #[prost(int64, optional, tag = "12")]
     pub expire_ms: Option<i64>,
+    /// When what it says became true (see `Validity`).
+    #[prost(message, optional, tag = "13")]
+    pub valid_from: Option<Timestamp>,
+    /// When it stopped being true.
+    #[prost(message, optional, tag = "14")]
+    pub invalid_at: Option<Timestamp>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -102,6 +109,8 @@ impl EntryRecord {
             context_after: context.after,
             generated: entry.kind.generated,
             expire_ms: entry.kind.expire_ms,
+            valid_from: entry.validity.from,
+            invalid_at: entry.validity.until,
         }
     }
 
@@ -116,6 +125,10 @@ impl EntryRecord {
             kind: Kind {
                 generated: self.generated,
                 expire_ms: self.expire_ms,
+            },
+            validity: Validity {
+                from: self.valid_from,
+                until: self.invalid_at,
             },
         }
     }
@@ -164,4 +177,19 @@ pub(super) fn key_seq(key: &[u8], prefix_len: usize) -> Result<u64> {
         Some(seq) if rest.is_empty() => Ok(seq),
         _ => Err(StoreError::corrupt("key without a sequence number")),
     }
+}
+
+/// A time as the `closed` tree holds it: seconds and nanos, big-endian.
+pub(super) fn time_value(t: &Timestamp) -> Vec<u8> {
+    [&t.seconds.to_be_bytes()[..], &t.nanos.to_be_bytes()[..]].concat()
+}
+
+/// The time of a `closed` value.
+pub(super) fn time_of_value(bytes: &[u8], what: &str) -> Result<Timestamp> {
+    let corrupt = || StoreError::corrupt(format!("{what}: not 12 bytes"));
+    let (seconds, nanos) = bytes.split_at_checked(8).ok_or_else(corrupt)?;
+    Ok(Timestamp {
+        seconds: i64::from_be_bytes(seconds.try_into().map_err(|_| corrupt())?),
+        nanos: i32::from_be_bytes(nanos.try_into().map_err(|_| corrupt())?),
+    })
 }

@@ -665,3 +665,24 @@ async fn a_merge_cut_short_is_taken_up_where_it_stopped() {
     assert_index_consistent(&store);
     assert!(assert_searches_exact(&store).await > 400);
 }
+
+/// A store of format 6, whose entries had no validity, has each entry made valid from its
+/// timestamp when opened (see `contract::before_validity`), once.
+#[tokio::test]
+async fn gives_the_entries_of_a_format_6_store_their_validity() {
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let store =
+        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+    contract::before_validity(&store).await;
+    // As format 6 left it: nothing saying the entries were converted.
+    db.open_tree("index").unwrap().remove("validity").unwrap();
+    drop(store);
+
+    let store =
+        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+    contract::assert_validity_converted(&store).await;
+    assert!(store.closed.is_empty());
+    drop(store);
+    let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
+    contract::assert_validity_converted(&store).await;
+}

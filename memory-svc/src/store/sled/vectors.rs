@@ -70,9 +70,10 @@ impl SledMemoryStore {
             }
         };
         let candidates = self.candidates(scope, &query.filter)?;
+        let hidden = self.hidden(scope, query)?;
         let mut hits = Vec::with_capacity(query.limit);
         for Nearest { seq, score } in ranked {
-            if candidates.as_ref().is_some_and(|c| !c.contains(&seq)) {
+            if hidden.contains(&seq) || candidates.as_ref().is_some_and(|c| !c.contains(&seq)) {
                 continue;
             }
             // An entry removed since its vector was read is simply no longer there.

@@ -25,7 +25,7 @@ use super::{
     journal::{JournalRecord, Merger, TermEdits},
     metadata,
     postings::Posting,
-    records::{decode, key_seq, u64_value, EntryRecord, Stats},
+    records::{decode, key_seq, time_value, u64_value, EntryRecord, Stats},
     SledMemoryStore,
 };
 
@@ -38,13 +38,13 @@ impl SledMemoryStore {
         scope: &Key,
         write: &Write,
         vectors: &Vectors,
-        revision: Option<&RevisionRecord>,
+        revisions: &[RevisionRecord],
     ) -> Result<u32> {
-        // Revisions are numbered once, so a write planned again keeps its number.
-        let revision_seq = match revision {
-            Some(_) => Some(self.db.generate_id()?),
-            None => None,
-        };
+        // Revisions are numbered once, in order, so a write planned again keeps their numbers.
+        let revision_seqs = revisions
+            .iter()
+            .map(|_| self.db.generate_id())
+            .collect::<std::result::Result<Vec<_>, _>>()?;
         // The texts are analysed before planning, so that a concurrent commit during the
         // analysis does not make the write plan and build its batches twice; but only after a
         // first load, so that turns the scope holds unchanged are not analysed (a session added
@@ -61,8 +61,8 @@ impl SledMemoryStore {
                 _ => self.load(scope, write, &stats, base.is_some())?,
             };
             let plan = plan::plan(write, loaded, &mut analysis);
-            // A plan that changes nothing commits nothing (but a revision).
-            if plan.edits.is_empty() && revision.is_none() {
+            // A plan that changes nothing commits nothing (but its revisions).
+            if plan.edits.is_empty() && revisions.is_empty() {
                 return Ok(plan.count);
             }
             let (count, delta) = (plan.count, plan.entry_delta());
@@ -80,7 +80,7 @@ impl SledMemoryStore {
             let mut batches = Batches::of(self, scope, plan, stats, direct)?;
             batches.vectors = self.vector_batch(scope, &vector_edits)?;
             batches.vector_edits = vector_edits;
-            if let (Some(revision), Some(seq)) = (revision, revision_seq) {
+            for (revision, &seq) in revisions.iter().zip(&revision_seqs) {
                 batches
                     .revisions
                     .insert(scope.clone().u64(seq), revision.encode_to_vec());
@@ -216,6 +216,8 @@ struct Batches {
     expiries: Batch,
     /// See [`super::metadata`].
     metadata: Batch,
+    /// The entries whose validity is closed (see [`crate::validity`]).
+    closed: Batch,
 }
 
 impl Batches {
@@ -249,6 +251,7 @@ impl Batches {
             revisions: Batch::default(),
             expiries: Batch::default(),
             metadata: Batch::default(),
+            closed: Batch::default(),
         };
         // The postings it changes, in order.
         let mut record = JournalRecord::default();
@@ -271,6 +274,9 @@ impl Batches {
                     b.ids.remove(scope.clone().str(&entry.id).u64(seq));
                     for key in metadata::keys(scope, seq, &entry.custom_metadata) {
                         b.metadata.remove(key);
+                    }
+                    if entry.validity.until.is_some() {
+                        b.closed.remove(scope.clone().u64(seq));
                     }
                     if entry.kind.expire_ms.is_some() {
                         expiries.entry(entry.id.clone()).or_insert(None);
@@ -313,6 +319,9 @@ impl Batches {
                     for key in metadata::keys(scope, seq, &stored.custom_metadata) {
                         b.metadata.insert(key, &seq.to_be_bytes()[..]);
                     }
+                    if let Some(until) = &stored.invalid_at {
+                        b.closed.insert(scope.clone().u64(seq), time_value(until));
+                    }
                     b.entries
                         .insert(scope.clone().u64(seq), stored.encode_to_vec());
                 }
@@ -329,6 +338,7 @@ impl Batches {
                     remove_all(&store.tombstones, scope, &mut b.tombstones)?;
                     remove_all(&store.expiries, scope, &mut b.expiries)?;
                     remove_all(&store.metadata, scope, &mut b.metadata)?;
+                    remove_all(&store.closed, scope, &mut b.closed)?;
                 }
             }
         }
@@ -375,6 +385,7 @@ impl Batches {
             &store.revisions,
             &store.expiries,
             &store.metadata,
+            &store.closed,
         );
         let _writing = store.scans.writing(scope);
         let committed = trees
@@ -393,6 +404,7 @@ impl Batches {
                     revisions,
                     expiries,
                     metadata,
+                    closed,
                 )| {
                     if stats.get(scope)? != base {
                         return Ok(false);
@@ -409,6 +421,7 @@ impl Batches {
                     revisions.apply_batch(&self.revisions)?;
                     expiries.apply_batch(&self.expiries)?;
                     metadata.apply_batch(&self.metadata)?;
+                    closed.apply_batch(&self.closed)?;
                     stats.insert(scope.as_bytes(), self.stats.encode_to_vec())?;
                     Ok(true)
                 },

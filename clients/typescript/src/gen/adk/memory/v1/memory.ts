@@ -109,6 +109,11 @@ export enum RevisionAction {
   REVISION_ACTION_DELETED = 3,
   /** REVISION_ACTION_ROLLED_BACK - RollbackMemory restored the fact of restored_revision_id. */
   REVISION_ACTION_ROLLED_BACK = 4,
+  /**
+   * REVISION_ACTION_INVALIDATED - A later fact contradicted the memory: it is kept, no longer valid from invalid_at on (the
+   * valid_from of superseded_by).
+   */
+  REVISION_ACTION_INVALIDATED = 5,
   UNRECOGNIZED = -1,
 }
 
@@ -130,6 +135,22 @@ export interface MemoryEntry {
    * SearchMode); 0 elsewhere.
    */
   score: number;
+  /**
+   * When what the memory says became true. An ingested event's: its timestamp. Given on
+   * AddMemory, else the entry's timestamp, else the time of the write. A generated memory's:
+   * the time the model extracted for its fact (or ExtractedFact.valid_from), else the latest
+   * timestamp of its source events, else the time of its generation. Absent only for an event
+   * (or an entry stored before memories had a validity) without a timestamp: valid since ever.
+   */
+  validFrom:
+    | Timestamp
+    | undefined;
+  /**
+   * When it stopped being true: the valid_from of the fact that superseded it (see
+   * REVISION_ACTION_INVALIDATED), or given on AddMemory (after valid_from). Absent: still
+   * valid. A memory is valid at a time t when valid_from <= t < invalid_at.
+   */
+  invalidAt: Timestamp | undefined;
 }
 
 /** Names a session for memory-svc to fetch from session-svc. */
@@ -177,7 +198,7 @@ export interface AddEventsToMemoryResponse {
   entries: number;
 }
 
-/** AddMemory input. */
+/** AddMemory input. Each entry's valid_from and invalid_at may be given (see MemoryEntry). */
 export interface AddMemoryRequest {
   appName: string;
   userId: string;
@@ -230,7 +251,18 @@ export interface SearchMemoryRequest {
    * Only memories that pass this filter; the ranking is among them, and the limit applies
    * after filtering.
    */
-  filter: MemoryFilter | undefined;
+  filter:
+    | MemoryFilter
+    | undefined;
+  /** Only memories valid at this time (valid_from <= as_of < invalid_at); absent: now. */
+  asOf:
+    | Timestamp
+    | undefined;
+  /**
+   * Superseded memories too: those valid from as_of (or now) or before, whether or not they
+   * still were then.
+   */
+  includeSuperseded: boolean;
 }
 
 /** Which memories a search, a listing or a purge considers: each field given must hold. */
@@ -328,6 +360,15 @@ export interface ListMemoriesRequest {
     | undefined;
   /** Only entries by this author. */
   author: string;
+  /** Only memories valid at this time (valid_from <= as_of < invalid_at); absent: now. */
+  asOf:
+    | Timestamp
+    | undefined;
+  /**
+   * Superseded memories too: those valid from as_of (or now) or before, whether or not they
+   * still were then.
+   */
+  includeSuperseded: boolean;
 }
 
 /** ListMemories output. */
@@ -370,6 +411,8 @@ export interface ExtractedFact {
   topic: string;
   /** JSON object, the memory's custom_metadata beside the keys generation sets (which win). */
   customMetadata: string;
+  /** When the fact became true; absent: the time of the generation. */
+  validFrom: Timestamp | undefined;
 }
 
 /** Facts the caller already extracted, as GenerateMemories' source: 1 to 50 of them. */
@@ -410,11 +453,16 @@ export interface GenerationJob {
   updateTime:
     | Timestamp
     | undefined;
-  /** What a succeeded job did: memories added, updated, deleted, and facts already known. */
+  /**
+   * What a succeeded job did: memories added, updated, deleted (by jobs of versions before
+   * memories had a validity: a contradicted memory is now invalidated instead), facts already
+   * known, and memories a new fact superseded (their validity closed).
+   */
   added: number;
   updated: number;
   deleted: number;
   kept: number;
+  invalidated: number;
 }
 
 /** GetGenerationJob input. */
@@ -430,7 +478,7 @@ export interface MemoryRevision {
   action: RevisionAction;
   /** The fact before the change; empty for an addition. */
   previousFact: string;
-  /** The fact after it; empty for a deletion. */
+  /** The fact after it; empty for a deletion; unchanged for an invalidation. */
   newFact: string;
   /** The events the fact was extracted from. */
   sourceEventIds: string[];
@@ -443,6 +491,19 @@ export interface MemoryRevision {
   revisionId: string;
   /** For a rollback: the revision whose fact it restored. */
   restoredRevisionId: string;
+  /**
+   * The memory's valid_from after the change (absent for a deletion, and in revisions recorded
+   * before memories had a validity).
+   */
+  validFrom:
+    | Timestamp
+    | undefined;
+  /** For an invalidation: when the memory stopped being valid. */
+  invalidAt:
+    | Timestamp
+    | undefined;
+  /** For an invalidation: the memory holding the fact that superseded it. */
+  supersededBy: string;
 }
 
 /** ListMemoryRevisions input. */
@@ -471,7 +532,8 @@ export interface RollbackMemoryRequest {
   memoryId: string;
   /**
    * One of the memory's revisions that added, updated or restored it (ListMemoryRevisions'
-   * revision_id): its new_fact becomes the memory's fact again.
+   * revision_id): its new_fact becomes the memory's fact again, valid from its valid_from and
+   * not invalidated (a superseded memory is valid again).
    */
   revisionId: string;
 }
@@ -484,7 +546,8 @@ export interface RollbackMemoryResponse {
 
 /**
  * PurgeMemories input. At least one of filter, kind, author, after_timestamp and
- * before_timestamp must be given.
+ * before_timestamp must be given. Memories match whatever their validity (superseded ones
+ * too).
  */
 export interface PurgeMemoriesRequest {
   appName: string;
@@ -558,7 +621,17 @@ export interface FlushMemoryStreamResponse {
 }
 
 function createBaseMemoryEntry(): MemoryEntry {
-  return { id: "", content: undefined, author: "", timestamp: undefined, customMetadata: "", sessionId: "", score: 0 };
+  return {
+    id: "",
+    content: undefined,
+    author: "",
+    timestamp: undefined,
+    customMetadata: "",
+    sessionId: "",
+    score: 0,
+    validFrom: undefined,
+    invalidAt: undefined,
+  };
 }
 
 export const MemoryEntry: MessageFns<MemoryEntry> = {
@@ -583,6 +656,12 @@ export const MemoryEntry: MessageFns<MemoryEntry> = {
     }
     if (message.score !== 0) {
       writer.uint32(57).double(message.score);
+    }
+    if (message.validFrom !== undefined) {
+      Timestamp.encode(message.validFrom, writer.uint32(66).fork()).join();
+    }
+    if (message.invalidAt !== undefined) {
+      Timestamp.encode(message.invalidAt, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -656,6 +735,22 @@ export const MemoryEntry: MessageFns<MemoryEntry> = {
             message.score = reader.double();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.validFrom = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.invalidAt = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -684,6 +779,12 @@ export const MemoryEntry: MessageFns<MemoryEntry> = {
     message.customMetadata = object.customMetadata ?? "";
     message.sessionId = object.sessionId ?? "";
     message.score = object.score ?? 0;
+    message.validFrom = (object.validFrom !== undefined && object.validFrom !== null)
+      ? Timestamp.fromPartial(object.validFrom)
+      : undefined;
+    message.invalidAt = (object.invalidAt !== undefined && object.invalidAt !== null)
+      ? Timestamp.fromPartial(object.invalidAt)
+      : undefined;
     return message;
   },
 };
@@ -1248,6 +1349,8 @@ function createBaseSearchMemoryRequest(): SearchMemoryRequest {
     mode: 0,
     kind: 0,
     filter: undefined,
+    asOf: undefined,
+    includeSuperseded: false,
   };
 }
 
@@ -1285,6 +1388,12 @@ export const SearchMemoryRequest: MessageFns<SearchMemoryRequest> = {
     }
     if (message.filter !== undefined) {
       MemoryFilter.encode(message.filter, writer.uint32(90).fork()).join();
+    }
+    if (message.asOf !== undefined) {
+      Timestamp.encode(message.asOf, writer.uint32(98).fork()).join();
+    }
+    if (message.includeSuperseded !== false) {
+      writer.uint32(104).bool(message.includeSuperseded);
     }
     return writer;
   },
@@ -1390,6 +1499,22 @@ export const SearchMemoryRequest: MessageFns<SearchMemoryRequest> = {
             message.filter = MemoryFilter.decode(reader, reader.uint32());
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.asOf = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.includeSuperseded = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1424,6 +1549,8 @@ export const SearchMemoryRequest: MessageFns<SearchMemoryRequest> = {
     message.filter = (object.filter !== undefined && object.filter !== null)
       ? MemoryFilter.fromPartial(object.filter)
       : undefined;
+    message.asOf = (object.asOf !== undefined && object.asOf !== null) ? Timestamp.fromPartial(object.asOf) : undefined;
+    message.includeSuperseded = object.includeSuperseded ?? false;
     return message;
   },
 };
@@ -1932,6 +2059,8 @@ function createBaseListMemoriesRequest(): ListMemoriesRequest {
     afterTimestamp: undefined,
     beforeTimestamp: undefined,
     author: "",
+    asOf: undefined,
+    includeSuperseded: false,
   };
 }
 
@@ -1963,6 +2092,12 @@ export const ListMemoriesRequest: MessageFns<ListMemoriesRequest> = {
     }
     if (message.author !== "") {
       writer.uint32(74).string(message.author);
+    }
+    if (message.asOf !== undefined) {
+      Timestamp.encode(message.asOf, writer.uint32(82).fork()).join();
+    }
+    if (message.includeSuperseded !== false) {
+      writer.uint32(88).bool(message.includeSuperseded);
     }
     return writer;
   },
@@ -2052,6 +2187,22 @@ export const ListMemoriesRequest: MessageFns<ListMemoriesRequest> = {
             message.author = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.asOf = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.includeSuperseded = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2084,6 +2235,8 @@ export const ListMemoriesRequest: MessageFns<ListMemoriesRequest> = {
       ? Timestamp.fromPartial(object.beforeTimestamp)
       : undefined;
     message.author = object.author ?? "";
+    message.asOf = (object.asOf !== undefined && object.asOf !== null) ? Timestamp.fromPartial(object.asOf) : undefined;
+    message.includeSuperseded = object.includeSuperseded ?? false;
     return message;
   },
 };
@@ -2302,7 +2455,7 @@ export const EventList: MessageFns<EventList> = {
 };
 
 function createBaseExtractedFact(): ExtractedFact {
-  return { text: "", topic: "", customMetadata: "" };
+  return { text: "", topic: "", customMetadata: "", validFrom: undefined };
 }
 
 export const ExtractedFact: MessageFns<ExtractedFact> = {
@@ -2315,6 +2468,9 @@ export const ExtractedFact: MessageFns<ExtractedFact> = {
     }
     if (message.customMetadata !== "") {
       writer.uint32(26).string(message.customMetadata);
+    }
+    if (message.validFrom !== undefined) {
+      Timestamp.encode(message.validFrom, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -2356,6 +2512,14 @@ export const ExtractedFact: MessageFns<ExtractedFact> = {
             message.customMetadata = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.validFrom = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2376,6 +2540,9 @@ export const ExtractedFact: MessageFns<ExtractedFact> = {
     message.text = object.text ?? "";
     message.topic = object.topic ?? "";
     message.customMetadata = object.customMetadata ?? "";
+    message.validFrom = (object.validFrom !== undefined && object.validFrom !== null)
+      ? Timestamp.fromPartial(object.validFrom)
+      : undefined;
     return message;
   },
 };
@@ -2657,6 +2824,7 @@ function createBaseGenerationJob(): GenerationJob {
     updated: 0,
     deleted: 0,
     kept: 0,
+    invalidated: 0,
   };
 }
 
@@ -2697,6 +2865,9 @@ export const GenerationJob: MessageFns<GenerationJob> = {
     }
     if (message.kept !== 0) {
       writer.uint32(96).uint32(message.kept);
+    }
+    if (message.invalidated !== 0) {
+      writer.uint32(104).uint32(message.invalidated);
     }
     return writer;
   },
@@ -2810,6 +2981,14 @@ export const GenerationJob: MessageFns<GenerationJob> = {
             message.kept = reader.uint32();
             continue;
           }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.invalidated = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2843,6 +3022,7 @@ export const GenerationJob: MessageFns<GenerationJob> = {
     message.updated = object.updated ?? 0;
     message.deleted = object.deleted ?? 0;
     message.kept = object.kept ?? 0;
+    message.invalidated = object.invalidated ?? 0;
     return message;
   },
 };
@@ -2937,6 +3117,9 @@ function createBaseMemoryRevision(): MemoryRevision {
     jobId: "",
     revisionId: "",
     restoredRevisionId: "",
+    validFrom: undefined,
+    invalidAt: undefined,
+    supersededBy: "",
   };
 }
 
@@ -2968,6 +3151,15 @@ export const MemoryRevision: MessageFns<MemoryRevision> = {
     }
     if (message.restoredRevisionId !== "") {
       writer.uint32(74).string(message.restoredRevisionId);
+    }
+    if (message.validFrom !== undefined) {
+      Timestamp.encode(message.validFrom, writer.uint32(82).fork()).join();
+    }
+    if (message.invalidAt !== undefined) {
+      Timestamp.encode(message.invalidAt, writer.uint32(90).fork()).join();
+    }
+    if (message.supersededBy !== "") {
+      writer.uint32(98).string(message.supersededBy);
     }
     return writer;
   },
@@ -3057,6 +3249,30 @@ export const MemoryRevision: MessageFns<MemoryRevision> = {
             message.restoredRevisionId = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.validFrom = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.invalidAt = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.supersededBy = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3085,6 +3301,13 @@ export const MemoryRevision: MessageFns<MemoryRevision> = {
     message.jobId = object.jobId ?? "";
     message.revisionId = object.revisionId ?? "";
     message.restoredRevisionId = object.restoredRevisionId ?? "";
+    message.validFrom = (object.validFrom !== undefined && object.validFrom !== null)
+      ? Timestamp.fromPartial(object.validFrom)
+      : undefined;
+    message.invalidAt = (object.invalidAt !== undefined && object.invalidAt !== null)
+      ? Timestamp.fromPartial(object.invalidAt)
+      : undefined;
+    message.supersededBy = object.supersededBy ?? "";
     return message;
   },
 };
@@ -3984,7 +4207,10 @@ export const MemoryServiceService = {
     responseSerialize: (value: AddMemoryResponse): Buffer => Buffer.from(AddMemoryResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AddMemoryResponse => AddMemoryResponse.decode(value),
   },
-  /** Ranked search over one (app, user)'s memory: keyword, semantic or both (see SearchMode). */
+  /**
+   * Ranked search over one (app, user)'s memory: keyword, semantic or both (see SearchMode),
+   * among the memories valid now (by default) or at a time (as_of).
+   */
   searchMemory: {
     path: "/adk.memory.v1.MemoryService/SearchMemory" as const,
     requestStream: false as const,
@@ -4006,7 +4232,7 @@ export const MemoryServiceService = {
       Buffer.from(DeleteMemoryResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DeleteMemoryResponse => DeleteMemoryResponse.decode(value),
   },
-  /** Pages through one (app, user)'s memories in ingestion order. */
+  /** Pages through one (app, user)'s memories in ingestion order (those valid now, by default). */
   listMemories: {
     path: "/adk.memory.v1.MemoryService/ListMemories" as const,
     requestStream: false as const,
@@ -4058,8 +4284,9 @@ export const MemoryServiceService = {
     responseDeserialize: (value: Buffer): ListMemoryRevisionsResponse => ListMemoryRevisionsResponse.decode(value),
   },
   /**
-   * Restores a generated memory (a deleted one too) to the fact one of its revisions left it
-   * with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+   * Restores a generated memory (a deleted or superseded one too) to the fact one of its
+   * revisions left it with, valid again; the rollback is itself a revision
+   * (REVISION_ACTION_ROLLED_BACK).
    */
   rollbackMemory: {
     path: "/adk.memory.v1.MemoryService/RollbackMemory" as const,
@@ -4126,11 +4353,14 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
   addEventsToMemory: handleUnaryCall<AddEventsToMemoryRequest, AddEventsToMemoryResponse>;
   /** Writes memory entries directly. */
   addMemory: handleUnaryCall<AddMemoryRequest, AddMemoryResponse>;
-  /** Ranked search over one (app, user)'s memory: keyword, semantic or both (see SearchMode). */
+  /**
+   * Ranked search over one (app, user)'s memory: keyword, semantic or both (see SearchMode),
+   * among the memories valid now (by default) or at a time (as_of).
+   */
   searchMemory: handleUnaryCall<SearchMemoryRequest, SearchMemoryResponse>;
   /** Deletes memories by id, by session, or all of a user. */
   deleteMemory: handleUnaryCall<DeleteMemoryRequest, DeleteMemoryResponse>;
-  /** Pages through one (app, user)'s memories in ingestion order. */
+  /** Pages through one (app, user)'s memories in ingestion order (those valid now, by default). */
   listMemories: handleUnaryCall<ListMemoriesRequest, ListMemoriesResponse>;
   /**
    * Extracts facts from a session or events with the generation model (memory-svc
@@ -4144,8 +4374,9 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
   /** Pages through the changes generation made to one (app, user)'s memories, oldest first. */
   listMemoryRevisions: handleUnaryCall<ListMemoryRevisionsRequest, ListMemoryRevisionsResponse>;
   /**
-   * Restores a generated memory (a deleted one too) to the fact one of its revisions left it
-   * with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+   * Restores a generated memory (a deleted or superseded one too) to the fact one of its
+   * revisions left it with, valid again; the rollback is itself a revision
+   * (REVISION_ACTION_ROLLED_BACK).
    */
   rollbackMemory: handleUnaryCall<RollbackMemoryRequest, RollbackMemoryResponse>;
   /**
@@ -4215,7 +4446,10 @@ export interface MemoryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AddMemoryResponse) => void,
   ): ClientUnaryCall;
-  /** Ranked search over one (app, user)'s memory: keyword, semantic or both (see SearchMode). */
+  /**
+   * Ranked search over one (app, user)'s memory: keyword, semantic or both (see SearchMode),
+   * among the memories valid now (by default) or at a time (as_of).
+   */
   searchMemory(
     request: SearchMemoryRequest,
     callback: (error: ServiceError | null, response: SearchMemoryResponse) => void,
@@ -4247,7 +4481,7 @@ export interface MemoryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DeleteMemoryResponse) => void,
   ): ClientUnaryCall;
-  /** Pages through one (app, user)'s memories in ingestion order. */
+  /** Pages through one (app, user)'s memories in ingestion order (those valid now, by default). */
   listMemories(
     request: ListMemoriesRequest,
     callback: (error: ServiceError | null, response: ListMemoriesResponse) => void,
@@ -4317,8 +4551,9 @@ export interface MemoryServiceClient extends Client {
     callback: (error: ServiceError | null, response: ListMemoryRevisionsResponse) => void,
   ): ClientUnaryCall;
   /**
-   * Restores a generated memory (a deleted one too) to the fact one of its revisions left it
-   * with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+   * Restores a generated memory (a deleted or superseded one too) to the fact one of its
+   * revisions left it with, valid again; the rollback is itself a revision
+   * (REVISION_ACTION_ROLLED_BACK).
    */
   rollbackMemory(
     request: RollbackMemoryRequest,

@@ -51,6 +51,7 @@ class RevisionAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     REVISION_ACTION_UPDATED: _ClassVar[RevisionAction]
     REVISION_ACTION_DELETED: _ClassVar[RevisionAction]
     REVISION_ACTION_ROLLED_BACK: _ClassVar[RevisionAction]
+    REVISION_ACTION_INVALIDATED: _ClassVar[RevisionAction]
 METADATA_OPERATOR_UNSPECIFIED: MetadataOperator
 METADATA_OPERATOR_EQUAL: MetadataOperator
 METADATA_OPERATOR_NOT_EQUAL: MetadataOperator
@@ -76,9 +77,10 @@ REVISION_ACTION_ADDED: RevisionAction
 REVISION_ACTION_UPDATED: RevisionAction
 REVISION_ACTION_DELETED: RevisionAction
 REVISION_ACTION_ROLLED_BACK: RevisionAction
+REVISION_ACTION_INVALIDATED: RevisionAction
 
 class MemoryEntry(_message.Message):
-    __slots__ = ("id", "content", "author", "timestamp", "custom_metadata", "session_id", "score")
+    __slots__ = ("id", "content", "author", "timestamp", "custom_metadata", "session_id", "score", "valid_from", "invalid_at")
     ID_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     AUTHOR_FIELD_NUMBER: _ClassVar[int]
@@ -86,6 +88,8 @@ class MemoryEntry(_message.Message):
     CUSTOM_METADATA_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
+    VALID_FROM_FIELD_NUMBER: _ClassVar[int]
+    INVALID_AT_FIELD_NUMBER: _ClassVar[int]
     id: str
     content: _session_pb2.Content
     author: str
@@ -93,7 +97,9 @@ class MemoryEntry(_message.Message):
     custom_metadata: str
     session_id: str
     score: float
-    def __init__(self, id: _Optional[str] = ..., content: _Optional[_Union[_session_pb2.Content, _Mapping]] = ..., author: _Optional[str] = ..., timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., custom_metadata: _Optional[str] = ..., session_id: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
+    valid_from: _timestamp_pb2.Timestamp
+    invalid_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., content: _Optional[_Union[_session_pb2.Content, _Mapping]] = ..., author: _Optional[str] = ..., timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., custom_metadata: _Optional[str] = ..., session_id: _Optional[str] = ..., score: _Optional[float] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., invalid_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class SessionRef(_message.Message):
     __slots__ = ("app_name", "user_id", "session_id")
@@ -162,7 +168,7 @@ class AddMemoryResponse(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchMemoryRequest(_message.Message):
-    __slots__ = ("app_name", "user_id", "query", "limit", "after_timestamp", "before_timestamp", "author", "language", "mode", "kind", "filter")
+    __slots__ = ("app_name", "user_id", "query", "limit", "after_timestamp", "before_timestamp", "author", "language", "mode", "kind", "filter", "as_of", "include_superseded")
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
@@ -174,6 +180,8 @@ class SearchMemoryRequest(_message.Message):
     MODE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_SUPERSEDED_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     user_id: str
     query: str
@@ -185,7 +193,9 @@ class SearchMemoryRequest(_message.Message):
     mode: SearchMode
     kind: MemoryKind
     filter: MemoryFilter
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., author: _Optional[str] = ..., language: _Optional[str] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ...) -> None: ...
+    as_of: _timestamp_pb2.Timestamp
+    include_superseded: bool
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., author: _Optional[str] = ..., language: _Optional[str] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., include_superseded: _Optional[bool] = ...) -> None: ...
 
 class MemoryFilter(_message.Message):
     __slots__ = ("any_of", "topics")
@@ -244,7 +254,7 @@ class DeleteMemoryResponse(_message.Message):
     def __init__(self, deleted: _Optional[int] = ...) -> None: ...
 
 class ListMemoriesRequest(_message.Message):
-    __slots__ = ("app_name", "user_id", "page_size", "page_token", "kind", "filter", "after_timestamp", "before_timestamp", "author")
+    __slots__ = ("app_name", "user_id", "page_size", "page_token", "kind", "filter", "after_timestamp", "before_timestamp", "author", "as_of", "include_superseded")
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -254,6 +264,8 @@ class ListMemoriesRequest(_message.Message):
     AFTER_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     BEFORE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     AUTHOR_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_SUPERSEDED_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     user_id: str
     page_size: int
@@ -263,7 +275,9 @@ class ListMemoriesRequest(_message.Message):
     after_timestamp: _timestamp_pb2.Timestamp
     before_timestamp: _timestamp_pb2.Timestamp
     author: str
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., author: _Optional[str] = ...) -> None: ...
+    as_of: _timestamp_pb2.Timestamp
+    include_superseded: bool
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., kind: _Optional[_Union[MemoryKind, str]] = ..., filter: _Optional[_Union[MemoryFilter, _Mapping]] = ..., after_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., author: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., include_superseded: _Optional[bool] = ...) -> None: ...
 
 class ListMemoriesResponse(_message.Message):
     __slots__ = ("memories", "next_page_token")
@@ -292,14 +306,16 @@ class EventList(_message.Message):
     def __init__(self, events: _Optional[_Iterable[_Union[_session_pb2.Event, _Mapping]]] = ...) -> None: ...
 
 class ExtractedFact(_message.Message):
-    __slots__ = ("text", "topic", "custom_metadata")
+    __slots__ = ("text", "topic", "custom_metadata", "valid_from")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_METADATA_FIELD_NUMBER: _ClassVar[int]
+    VALID_FROM_FIELD_NUMBER: _ClassVar[int]
     text: str
     topic: str
     custom_metadata: str
-    def __init__(self, text: _Optional[str] = ..., topic: _Optional[str] = ..., custom_metadata: _Optional[str] = ...) -> None: ...
+    valid_from: _timestamp_pb2.Timestamp
+    def __init__(self, text: _Optional[str] = ..., topic: _Optional[str] = ..., custom_metadata: _Optional[str] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class FactList(_message.Message):
     __slots__ = ("facts",)
@@ -332,7 +348,7 @@ class GenerateMemoriesResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[GenerationJob, _Mapping]] = ...) -> None: ...
 
 class GenerationJob(_message.Message):
-    __slots__ = ("id", "app_name", "user_id", "state", "attempts", "error", "create_time", "update_time", "added", "updated", "deleted", "kept")
+    __slots__ = ("id", "app_name", "user_id", "state", "attempts", "error", "create_time", "update_time", "added", "updated", "deleted", "kept", "invalidated")
     ID_FIELD_NUMBER: _ClassVar[int]
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -345,6 +361,7 @@ class GenerationJob(_message.Message):
     UPDATED_FIELD_NUMBER: _ClassVar[int]
     DELETED_FIELD_NUMBER: _ClassVar[int]
     KEPT_FIELD_NUMBER: _ClassVar[int]
+    INVALIDATED_FIELD_NUMBER: _ClassVar[int]
     id: str
     app_name: str
     user_id: str
@@ -357,7 +374,8 @@ class GenerationJob(_message.Message):
     updated: int
     deleted: int
     kept: int
-    def __init__(self, id: _Optional[str] = ..., app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., state: _Optional[_Union[GenerationState, str]] = ..., attempts: _Optional[int] = ..., error: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., added: _Optional[int] = ..., updated: _Optional[int] = ..., deleted: _Optional[int] = ..., kept: _Optional[int] = ...) -> None: ...
+    invalidated: int
+    def __init__(self, id: _Optional[str] = ..., app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., state: _Optional[_Union[GenerationState, str]] = ..., attempts: _Optional[int] = ..., error: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., added: _Optional[int] = ..., updated: _Optional[int] = ..., deleted: _Optional[int] = ..., kept: _Optional[int] = ..., invalidated: _Optional[int] = ...) -> None: ...
 
 class GetGenerationJobRequest(_message.Message):
     __slots__ = ("app_name", "user_id", "job_id")
@@ -370,7 +388,7 @@ class GetGenerationJobRequest(_message.Message):
     def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., job_id: _Optional[str] = ...) -> None: ...
 
 class MemoryRevision(_message.Message):
-    __slots__ = ("memory_id", "action", "previous_fact", "new_fact", "source_event_ids", "create_time", "job_id", "revision_id", "restored_revision_id")
+    __slots__ = ("memory_id", "action", "previous_fact", "new_fact", "source_event_ids", "create_time", "job_id", "revision_id", "restored_revision_id", "valid_from", "invalid_at", "superseded_by")
     MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_FACT_FIELD_NUMBER: _ClassVar[int]
@@ -380,6 +398,9 @@ class MemoryRevision(_message.Message):
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     REVISION_ID_FIELD_NUMBER: _ClassVar[int]
     RESTORED_REVISION_ID_FIELD_NUMBER: _ClassVar[int]
+    VALID_FROM_FIELD_NUMBER: _ClassVar[int]
+    INVALID_AT_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_BY_FIELD_NUMBER: _ClassVar[int]
     memory_id: str
     action: RevisionAction
     previous_fact: str
@@ -389,7 +410,10 @@ class MemoryRevision(_message.Message):
     job_id: str
     revision_id: str
     restored_revision_id: str
-    def __init__(self, memory_id: _Optional[str] = ..., action: _Optional[_Union[RevisionAction, str]] = ..., previous_fact: _Optional[str] = ..., new_fact: _Optional[str] = ..., source_event_ids: _Optional[_Iterable[str]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., job_id: _Optional[str] = ..., revision_id: _Optional[str] = ..., restored_revision_id: _Optional[str] = ...) -> None: ...
+    valid_from: _timestamp_pb2.Timestamp
+    invalid_at: _timestamp_pb2.Timestamp
+    superseded_by: str
+    def __init__(self, memory_id: _Optional[str] = ..., action: _Optional[_Union[RevisionAction, str]] = ..., previous_fact: _Optional[str] = ..., new_fact: _Optional[str] = ..., source_event_ids: _Optional[_Iterable[str]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., job_id: _Optional[str] = ..., revision_id: _Optional[str] = ..., restored_revision_id: _Optional[str] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., invalid_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., superseded_by: _Optional[str] = ...) -> None: ...
 
 class ListMemoryRevisionsRequest(_message.Message):
     __slots__ = ("app_name", "user_id", "memory_id", "page_size", "page_token")

@@ -130,7 +130,8 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SearchMemory(self, request, context):
-        """Ranked search over one (app, user)'s memory: keyword, semantic or both (see SearchMode).
+        """Ranked search over one (app, user)'s memory: keyword, semantic or both (see SearchMode),
+        among the memories valid now (by default) or at a time (as_of).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -144,7 +145,7 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListMemories(self, request, context):
-        """Pages through one (app, user)'s memories in ingestion order.
+        """Pages through one (app, user)'s memories in ingestion order (those valid now, by default).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -175,8 +176,9 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RollbackMemory(self, request, context):
-        """Restores a generated memory (a deleted one too) to the fact one of its revisions left it
-        with; the rollback is itself a revision (REVISION_ACTION_ROLLED_BACK).
+        """Restores a generated memory (a deleted or superseded one too) to the fact one of its
+        revisions left it with, valid again; the rollback is itself a revision
+        (REVISION_ACTION_ROLLED_BACK).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
