@@ -1334,6 +1334,8 @@ pub async fn streams_buffer_each_id_once_and_hand_over_in_order<S: MemoryStore>(
         .await
         .unwrap();
     assert_eq!((elsewhere.appended, elsewhere.buffered), (1, 1));
+}
+
 fn at(seconds: i64) -> Timestamp {
     Timestamp { seconds, nanos: 0 }
 }

@@ -62,7 +62,7 @@ pub struct JobRecord {
     #[prost(uint32, tag = "18")]
     pub kept: u32,
     /// Memories a new fact superseded (their validity closed).
-    #[prost(uint32, tag = "20")]
+    #[prost(uint32, tag = "21")]
     pub invalidated: u32,
     /// Facts the caller already extracted: consolidated as they are, and `events` is empty.
     #[prost(message, repeated, tag = "19")]
