@@ -19,7 +19,10 @@ use adk_common::{
     validate::{self, identifier, InvalidArgument},
 };
 use adk_proto::{
-    memory::v1::{AppendMemoryStreamRequest, FlushMemoryStreamRequest, GenerationState},
+    memory::v1::{
+        AppendMemoryStreamRequest, FlushMemoryStreamRequest, GenerationState,
+        ListMemoryStreamsRequest,
+    },
     session::v1::Event,
 };
 use metrics::counter;
@@ -29,7 +32,7 @@ use crate::{
     error::Result,
     generate::{jobs::now_ms, GenerateError},
     memories::Memories,
-    store::{Appended, JobRecord, MemoryStore, Scope, StreamKey},
+    store::{Appended, Buffered, JobRecord, MemoryStore, Scope, StreamKey},
 };
 
 /// Events one append may carry.
@@ -299,6 +302,16 @@ impl<S: MemoryStore> Memories<S> {
             triggered(self, job, Reason::Flush);
         }
         Ok(job)
+    }
+
+    /// The user's streams holding buffered events, by stream id. Needs no generator: what a
+    /// server without one keeps buffered is still the user's.
+    pub async fn list_streams(&self, req: ListMemoryStreamsRequest) -> Result<Vec<Buffered>> {
+        let scope = Scope {
+            app_name: identifier("app_name", &req.app_name)?,
+            user_id: identifier("user_id", &req.user_id)?,
+        };
+        Ok(self.store().scope_streams(scope).await?)
     }
 
     /// Hands over every buffered stream whose quiet time has passed; returns when the next

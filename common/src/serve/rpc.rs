@@ -10,7 +10,7 @@ use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, AddEventsToMemoryRequest, AddMemoryRequest,
         AddSessionToMemoryRequest, AppendMemoryStreamRequest, DeleteMemoryRequest,
-        FlushMemoryStreamRequest, GenerateMemoriesRequest, GetGenerationJobRequest,
+        FlushMemoryStreamRequest, GenerateMemoriesRequest, ListMemoryStreamsRequest, GetGenerationJobRequest,
         ListMemoriesRequest, ListMemoryRevisionsRequest, PurgeMemoriesRequest,
         RollbackMemoryRequest, SearchMemoryRequest,
     },
@@ -134,7 +134,8 @@ user_scoped!(
     ListMemoryRevisionsRequest,
     RollbackMemoryRequest,
     AppendMemoryStreamRequest,
-    FlushMemoryStreamRequest
+    FlushMemoryStreamRequest,
+    ListMemoryStreamsRequest
 );
 
 impl Scoped for AddSessionToMemoryRequest {

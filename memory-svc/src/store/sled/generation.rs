@@ -17,7 +17,7 @@ use sled::{
 use super::{
     super::{token, Expired, JobRecord, Result, Revision, RevisionRecord, Scope, StoreError},
     records::{decode, key_seq, scope_key},
-    SledMemoryStore,
+    streams, SledMemoryStore,
 };
 
 /// A job's key in `job_queue`.
@@ -287,11 +287,11 @@ impl SledMemoryStore {
                     jobs.remove(id.as_bytes())?;
                     done.remove(&key)?;
                     for event in &handed_off {
-                        events.remove(event.as_bytes())?;
+                        streams::remove_handed_off(events, event.as_bytes(), &id)?;
                     }
                     Ok(())
                 })
-                .map_err(storage)?;
+                .map_err(aborted)?;
             pruned += 1;
         }
         Ok(pruned)
