@@ -15,7 +15,7 @@ use adk_proto::{
         add_session_to_memory_request, delete_memory_request::Target, generate_memories_request,
         memory_service_client::MemoryServiceClient, AddEventsToMemoryRequest, AddMemoryRequest,
         AddSessionToMemoryRequest, AppendMemoryStreamRequest, DeleteMemoryRequest, EventList,
-        FlushMemoryStreamRequest, GenerateMemoriesRequest, GenerateOptions,
+        FlushMemoryStreamRequest, GenerateMemoriesRequest, GenerateOptions, ListMemoryStreamsRequest,
         GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest, MemoryKind,
         PurgeMemoriesRequest, RollbackMemoryRequest, SessionRef,
     },
@@ -639,6 +639,20 @@ fn rows() -> Vec<Row> {
                         stream_id: "empty".into(),
                     };
                     c.memories().flush_memory_stream(request).await.map(drop)
+                })
+            },
+        ),
+        row(
+            "adk.memory.v1.MemoryService/ListMemoryStreams",
+            "",
+            User,
+            |c, _| {
+                Box::pin(async move {
+                    let request = ListMemoryStreamsRequest {
+                        app_name: APP.into(),
+                        user_id: USER.into(),
+                    };
+                    c.memories().list_memory_streams(request).await.map(drop)
                 })
             },
         ),
