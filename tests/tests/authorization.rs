@@ -15,9 +15,10 @@ use adk_proto::{
         add_session_to_memory_request, delete_memory_request::Target, generate_memories_request,
         memory_service_client::MemoryServiceClient, AddEventsToMemoryRequest, AddMemoryRequest,
         AddSessionToMemoryRequest, AppendMemoryStreamRequest, DeleteMemoryRequest, EventList,
-        FlushMemoryStreamRequest, GenerateMemoriesRequest, GenerateOptions, ListMemoryStreamsRequest,
-        GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest, MemoryKind,
-        PurgeMemoriesRequest, RollbackMemoryRequest, SessionRef,
+        FlushMemoryStreamRequest, GenerateMemoriesRequest, GenerateOptions,
+        GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest,
+        ListMemoryStreamsRequest, MemoryKind, PurgeMemoriesRequest, RollbackMemoryRequest,
+        SessionRef,
     },
     session::v1::{
         session_service_client::SessionServiceClient, DeleteSessionRequest, Event,

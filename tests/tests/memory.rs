@@ -850,9 +850,8 @@ type PaddedCall = for<'a> fn(
 fn padded_calls() -> Vec<(&'static str, PaddedCall)> {
     use adk_proto::memory::v1::{
         generate_memories_request, AppendMemoryStreamRequest, EventList, FlushMemoryStreamRequest,
-        ListMemoryStreamsRequest,
         GenerateMemoriesRequest, GetGenerationJobRequest, ListMemoryRevisionsRequest,
-        PurgeMemoriesRequest, RollbackMemoryRequest,
+        ListMemoryStreamsRequest, PurgeMemoriesRequest, RollbackMemoryRequest,
     };
     vec![
         ("AddSessionToMemory", |c, pad| {

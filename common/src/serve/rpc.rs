@@ -10,9 +10,9 @@ use adk_proto::{
     memory::v1::{
         add_session_to_memory_request::Source, AddEventsToMemoryRequest, AddMemoryRequest,
         AddSessionToMemoryRequest, AppendMemoryStreamRequest, DeleteMemoryRequest,
-        FlushMemoryStreamRequest, GenerateMemoriesRequest, ListMemoryStreamsRequest, GetGenerationJobRequest,
-        ListMemoriesRequest, ListMemoryRevisionsRequest, PurgeMemoriesRequest,
-        RollbackMemoryRequest, SearchMemoryRequest,
+        FlushMemoryStreamRequest, GenerateMemoriesRequest, GetGenerationJobRequest,
+        ListMemoriesRequest, ListMemoryRevisionsRequest, ListMemoryStreamsRequest,
+        PurgeMemoriesRequest, RollbackMemoryRequest, SearchMemoryRequest,
     },
     session::v1::{
         AppendEventRequest, CreateSessionRequest, DeleteSessionRequest, GetAppStateRequest,

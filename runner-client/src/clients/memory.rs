@@ -9,8 +9,8 @@ use adk_proto::{
         FlushMemoryStreamRequest, GenerateMemoriesRequest, GenerateOptions, GenerationJob,
         GetGenerationJobRequest, ListMemoriesRequest, ListMemoriesResponse,
         ListMemoryRevisionsRequest, ListMemoryStreamsRequest, MemoryEntry, MemoryKind,
-        MemoryRevision, MemoryStream, PurgeMemoriesRequest,
-        PurgeMemoriesResponse, RollbackMemoryRequest, SearchMemoryRequest, SearchMode, SessionRef,
+        MemoryRevision, MemoryStream, PurgeMemoriesRequest, PurgeMemoriesResponse,
+        RollbackMemoryRequest, SearchMemoryRequest, SearchMode, SessionRef,
     },
     session::v1::{Event, Session},
 };

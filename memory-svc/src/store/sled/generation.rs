@@ -17,7 +17,7 @@ use sled::{
 use super::{
     super::{token, Expired, JobRecord, Result, Revision, RevisionRecord, Scope, StoreError},
     records::{decode, key_seq, scope_key},
-    streams, SledMemoryStore,
+    SledMemoryStore,
 };
 
 /// A job's key in `job_queue`.
@@ -287,7 +287,7 @@ impl SledMemoryStore {
                     jobs.remove(id.as_bytes())?;
                     done.remove(&key)?;
                     for event in &handed_off {
-                        streams::remove_handed_off(events, event.as_bytes(), &id)?;
+                        Self::remove_handed_off(events, event.as_bytes(), &id)?;
                     }
                     Ok(())
                 })

@@ -256,24 +256,25 @@ impl SledMemoryStore {
             .map(|event| stream.clone().str(&event.id))
             .collect()
     }
+
+    /// Removes, in the caller's transaction, the event keyed `key` if it was handed to
+    /// `job_id`: a user's streams deleted since (`DeleteMemory` of all) may have been given the
+    /// same id again.
+    pub(super) fn remove_handed_off(
+        events: &TransactionalTree,
+        key: &[u8],
+        job_id: &str,
+    ) -> std::result::Result<(), Abort> {
+        if let Some(bytes) = events.get(key)? {
+            let stored: StreamEventRecord = decoded(&bytes, "stream event")?;
+            if stored.job_id == job_id {
+                events.remove(key)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 fn count(record: &StreamRecord) -> u32 {
     u32::try_from(record.buffered.len()).unwrap_or(u32::MAX)
-}
-
-/// Removes the event keyed `key` if it was handed to `job_id`: a user's streams deleted since
-/// (`DeleteMemory` of all) may have been given the same id again.
-pub(super) fn remove_handed_off(
-    events: &TransactionalTree,
-    key: &[u8],
-    job_id: &str,
-) -> std::result::Result<(), Abort> {
-    if let Some(bytes) = events.get(key)? {
-        let stored: StreamEventRecord = decoded(&bytes, "stream event")?;
-        if stored.job_id == job_id {
-            events.remove(key)?;
-        }
-    }
-    Ok(())
 }
