@@ -683,3 +683,61 @@ async fn a_purge_is_a_dry_run_until_forced_and_a_write_of_the_page() {
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(body["code"], "PERMISSION_DENIED", "{body}");
 }
+
+#[tokio::test]
+async fn event_streams_are_listed_and_flushed_by_a_write_of_the_page() {
+    let fixture = Fixture::start().await;
+    fixture.streamed("dave", "chat", &["d1", "d2"]).await;
+    let mut browser = Browser::new(&fixture);
+    browser.sign_in(OPS_TOKEN).await;
+    let streams = "/api/apps/a/users/dave/memories/streams";
+    let flush = "/api/apps/a/users/dave/memories/streams/flush";
+    let (status, body) = browser.get(streams).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let listed = body["streams"].as_array().expect("a list");
+    assert_eq!(listed.len(), 1, "{body}");
+    assert_eq!(
+        (&listed[0]["stream_id"], &listed[0]["buffered"]),
+        (&json!("chat"), &json!(2))
+    );
+    assert!(listed[0]["last_append_time"].is_string(), "{body}");
+    // A cross-site form cannot add the page's header.
+    let response = browser
+        .request(reqwest::Method::POST, flush)
+        .json(&json!({"stream_id": "chat"}))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let (status, body) = browser.post(flush, json!({"stream_id": ""})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("stream_id"),
+        "{body}"
+    );
+    assert_eq!(
+        browser.get(streams).await.1["streams"][0]["buffered"],
+        json!(2)
+    );
+
+    let (status, body) = browser.post(flush, json!({"stream_id": "chat"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        !body["job"]["id"].as_str().unwrap_or_default().is_empty(),
+        "{body}"
+    );
+    assert!(body["job"]["state"].is_string(), "{body}");
+    assert_eq!(browser.get(streams).await.1, json!({"streams": []}));
+    let (status, body) = browser.post(flush, json!({"stream_id": "chat"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body, json!({"job": null}));
+
+    // A token of app `a` sees no stream of app `b`.
+    let mut scoped = Browser::new(&fixture);
+    scoped.sign_in(A_TOKEN).await;
+    let (status, body) = scoped.get("/api/apps/b/users/bob/memories/streams").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+}

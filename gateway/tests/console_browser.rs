@@ -1,7 +1,8 @@
 //! The web console in a real headless browser (Chromium driven over WebDriver by
 //! chromedriver), served by the gateway binary in front of real servers: signing in, browsing, live follow,
-//! the activity feed, memory search, deletion and a generated fact's rollback, escaping of hostile text, scoped tokens, and
-//! large sessions and apps. Screenshots go to `target/console-screenshots/`; with
+//! the activity feed, memory search, deletion and a generated fact's rollback, filters and purges,
+//! event streams listed and flushed, escaping of hostile text, scoped tokens, and large
+//! sessions and apps. Screenshots go to `target/console-screenshots/`; with
 //! `ADK_CONSOLE_UPDATE_DOCS=1` the session view also replaces `docs/console.png`.
 //!
 //! Needs `chromium` and `chromium-driver` (Debian packages); `.ci/run` installs them and runs
@@ -16,7 +17,7 @@ use std::{
 };
 
 use adk_proto::{
-    memory::v1::{ListMemoryRevisionsRequest, RevisionAction},
+    memory::v1::{ListMemoryRevisionsRequest, ListMemoryStreamsRequest, RevisionAction},
     session::v1::{AppendEventRequest, Event},
 };
 use adk_tests::{append_request, create_request, text_event};
@@ -942,6 +943,99 @@ async fn memory_filters_and_a_purge_in_a_browser() {
     )
     .await;
     assert_eq!(fixture.memory_ids_of("carol").await, ["c-blue", "c-plain"]);
+
+    browser.close().await.expect("closes the browser");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromium-driver; .ci/run runs it"]
+async fn event_streams_flushed_from_the_memory_page() {
+    let fixture = Fixture::start().await;
+    fixture.streamed("erin", "chat", &["e1", "e2"]).await;
+    fixture.streamed("erin", "notes", &["n1"]).await;
+    let console = fixture.url();
+    let driver = Driver::start().await;
+    let profile = tempfile::TempDir::new().expect("profile dir");
+    let browser = driver.browser(profile.path()).await;
+    sign_in(&browser, &console, OPS_TOKEN).await;
+    go(&browser, &format!("{console}/#/app/a/user/erin/memory")).await;
+    let streams = || async {
+        let listed = browser
+            .execute(
+                "return [...document.querySelectorAll('#stream-list tbody tr')].map(r => [r.dataset.stream, r.querySelector('.buffered').textContent])",
+                vec![],
+            )
+            .await
+            .expect("script runs");
+        serde_json::from_value::<Vec<(String, String)>>(listed).expect("rows")
+    };
+    until(
+        &browser,
+        "the streams",
+        "return document.querySelectorAll('#stream-list tbody tr').length === 2",
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        streams().await,
+        [("chat".into(), "2".into()), ("notes".into(), "1".into())]
+    );
+    screenshot(&browser, "memory-streams").await;
+    no_stray_values(&browser, "memory streams").await;
+
+    // A stream's Flush button: no confirmation, the job shown, the stream gone from the list.
+    click(&browser, "#stream-list tr[data-stream=chat] button.flush").await;
+    until(
+        &browser,
+        "the flush's job",
+        "return document.querySelector('#stream-result .notice')?.textContent.startsWith('Stream chat handed to generation: job ')",
+        vec![],
+    )
+    .await;
+    until(
+        &browser,
+        "chat gone from the list",
+        "return document.querySelectorAll('#stream-list tbody tr').length === 1",
+        vec![],
+    )
+    .await;
+    assert_eq!(streams().await, [("notes".into(), "1".into())]);
+
+    // A stream flushed by id; then again, when it holds nothing.
+    type_into(&browser, "#stream-id", "notes").await;
+    click(&browser, "#stream-flush button[type=submit]").await;
+    until(
+        &browser,
+        "the second flush's job",
+        "return document.querySelector('#stream-result .notice')?.textContent.startsWith('Stream notes handed to generation: job ')",
+        vec![],
+    )
+    .await;
+    until_text(
+        &browser,
+        "#streams .empty",
+        "No stream holds events waiting for generation.",
+    )
+    .await;
+    click(&browser, "#stream-flush button[type=submit]").await;
+    until_text(
+        &browser,
+        "#stream-result .notice",
+        "Stream notes holds no events; nothing to generate from.",
+    )
+    .await;
+    let left = fixture
+        .memories
+        .clone()
+        .list_memory_streams(ListMemoryStreamsRequest {
+            app_name: "a".into(),
+            user_id: "erin".into(),
+        })
+        .await
+        .expect("list_memory_streams")
+        .into_inner();
+    assert!(left.streams.is_empty(), "{left:?}");
+    no_stray_values(&browser, "flushed streams").await;
 
     browser.close().await.expect("closes the browser");
 }

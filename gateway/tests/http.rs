@@ -1,9 +1,9 @@
 //! The gateway's HTTP front door against real session-svc and memory-svc (in-process, port 0):
-//! authentication, scopes, the start-up refusal, and a tool round trip over plain JSON-RPC.
+//! authentication, scopes, the start-up refusal, and tool round trips over plain JSON-RPC.
 
 use std::{io::Write, path::PathBuf};
 
-use adk_tests::{MemoryServer, SessionServer};
+use adk_tests::{chat_model, MemoryServer, SessionServer};
 use gateway::{
     backend::Backend,
     config::Http,
@@ -43,6 +43,11 @@ fn http(listen: &str, tokens: Option<PathBuf>) -> Http {
 }
 
 async fn stack() -> Stack {
+    stack_generating_with(None).await
+}
+
+/// A stack whose memory-svc generates with the stand-in model at `model`, if given.
+async fn stack_generating_with(model: Option<&str>) -> Stack {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.json");
     std::fs::File::create(&tokens)
@@ -52,7 +57,11 @@ async fn stack() -> Stack {
     let session = SessionServer::start_with(|c| c.serve.tokens_file = Some(tokens.clone())).await;
     let session_endpoint = format!("http://{}", session.addr);
     let memory = MemoryServer::start_with(&session_endpoint, |c| {
-        c.serve.tokens_file = Some(tokens.clone())
+        c.serve.tokens_file = Some(tokens.clone());
+        if let Some(url) = model {
+            c.generator = format!("openai:{url}").parse().unwrap();
+            c.generator_model = Some("stand-in".into());
+        }
     })
     .await;
     let backend = Backend::connect(
@@ -489,4 +498,140 @@ async fn memory_tools_filter_and_purge_with_a_dry_run_first() {
     )
     .await;
     assert!(text(&refused).contains("permission denied"), "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_tools_buffer_a_turn_once_per_event_id_and_flush_to_a_job() {
+    let (model_url, model) = chat_model::model(vec![chat_model::facts(&[])]).await;
+    let stack = stack_generating_with(Some(&model_url)).await;
+    let alice = Some("alice-token-0001");
+    let (_, tools) = rpc(
+        &stack.url,
+        alice,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await;
+    let tool = |name: &str| {
+        tools["result"]["tools"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("a {name} tool: {tools}"))
+    };
+    let append = tool("append_memory_stream");
+    assert_eq!(
+        append["inputSchema"]["required"],
+        json!(["stream_id", "text"]),
+        "{append}"
+    );
+    for name in ["append_memory_stream", "flush_memory_stream"] {
+        let annotations = &tool(name)["annotations"];
+        assert_ne!(
+            annotations["destructiveHint"], true,
+            "{name}: {annotations}"
+        );
+        assert_ne!(annotations["idempotentHint"], true, "{name}: {annotations}");
+    }
+
+    let turn = json!({"stream_id": "chat", "text": "I moved to Lisbon.", "event_id": "t1"});
+    let (_, first) = rpc(
+        &stack.url,
+        alice,
+        call("append_memory_stream", turn.clone()),
+    )
+    .await;
+    assert_eq!(first["result"]["isError"], false, "{first}");
+    assert_eq!(
+        first["result"]["structuredContent"],
+        json!({"event_id": "t1", "appended": 1, "buffered": 1, "job_id": null})
+    );
+    let (_, again) = rpc(&stack.url, alice, call("append_memory_stream", turn)).await;
+    assert_eq!(
+        again["result"]["structuredContent"],
+        json!({"event_id": "t1", "appended": 0, "buffered": 1, "job_id": null}),
+        "the same event id is buffered once: {again}"
+    );
+    assert!(text(&again).contains("already"), "{again}");
+    let (_, refused) = rpc(
+        &stack.url,
+        alice,
+        call(
+            "append_memory_stream",
+            json!({"stream_id": "chat", "text": " "}),
+        ),
+    )
+    .await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(text(&refused).contains("text: "), "{refused}");
+
+    let (_, flushed) = rpc(
+        &stack.url,
+        alice,
+        call("flush_memory_stream", json!({"stream_id": "chat"})),
+    )
+    .await;
+    assert_eq!(flushed["result"]["isError"], false, "{flushed}");
+    let job_id = flushed["result"]["structuredContent"]["job_id"]
+        .as_str()
+        .expect("the flush started a job")
+        .to_owned();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while chat_model::requests(&model).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "job {job_id} never asked the model"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let asked = chat_model::requests(&model);
+    let prompt = chat_model::prompt(&asked[0]);
+    assert_eq!(prompt.matches("I moved to Lisbon.").count(), 1, "{prompt}");
+    let (_, empty) = rpc(
+        &stack.url,
+        alice,
+        call("flush_memory_stream", json!({"stream_id": "chat"})),
+    )
+    .await;
+    assert_eq!(
+        empty["result"]["structuredContent"],
+        json!({"job_id": null}),
+        "{empty}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_tools_are_hidden_without_a_generator() {
+    let stack = stack().await;
+    let (_, tools) = rpc(
+        &stack.url,
+        Some("alice-token-0001"),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await;
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"search_memory"), "{names:?}");
+    for hidden in [
+        "generate_memories",
+        "append_memory_stream",
+        "flush_memory_stream",
+    ] {
+        assert!(!names.contains(&hidden), "{hidden}: {names:?}");
+    }
+    let (_, refused) = rpc(
+        &stack.url,
+        Some("alice-token-0001"),
+        call("flush_memory_stream", json!({"stream_id": "chat"})),
+    )
+    .await;
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("flush_memory_stream needs memory-svc --generator")),
+        "{refused}"
+    );
 }

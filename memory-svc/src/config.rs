@@ -14,7 +14,7 @@ use crate::{
     embed::{EmbedderOptions, EmbedderSpec},
     generate::{GeneratorOptions, GeneratorSpec, JobRetry, DEFAULT_JOB_RETENTION_SECONDS},
     lifetimes::{Lifetimes, MemoryTtl},
-    streams::{PerApp, Quiet, TriggerEvents, Triggers},
+    streams::triggers::{PerApp, Quiet, TriggerEvents, Triggers},
 };
 
 /// `--default-language`: a language, or none.

@@ -57,7 +57,7 @@ use crate::{
         index, DeleteTarget, Entry, FactRecord, Hit, JobRecord, Kind, MemoryStore, Revision,
         RevisionRecord, Scope, SearchQuery, Vectors, Write,
     },
-    streams::Triggers,
+    streams::triggers::Triggers,
     validity::{ValidAt, Validity},
 };
 

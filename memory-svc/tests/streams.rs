@@ -2,16 +2,18 @@
 //! server standing in for the generation model: a stream hands its events to generation once
 //! after its trigger count, after its quiet time, or when flushed; an event id is buffered once;
 //! bad input writes nothing; and a stream killed (SIGKILL) with events buffered, or right after
-//! its trigger, generates exactly once after the restart. The servers run on sled, or on
+//! its trigger, generates exactly once after the restart; a stream's buffer is listed
+//! (ListMemoryStreams), and deleting all of a user drops it. The servers run on sled, or on
 //! PostgreSQL when `ADK_TEST_POSTGRES` names a database.
 
 use std::time::Duration;
 
 use adk_proto::{
     memory::v1::{
-        memory_service_client::MemoryServiceClient, AppendMemoryStreamRequest,
-        AppendMemoryStreamResponse, FlushMemoryStreamRequest, GenerationJob, GenerationState,
-        GetGenerationJobRequest, ListMemoriesRequest, MemoryKind,
+        delete_memory_request::Target, memory_service_client::MemoryServiceClient,
+        AppendMemoryStreamRequest, AppendMemoryStreamResponse, DeleteMemoryRequest,
+        FlushMemoryStreamRequest, GenerationJob, GenerationState, GetGenerationJobRequest,
+        ListMemoriesRequest, ListMemoryStreamsRequest, MemoryKind,
     },
     session::v1::{part::Data, Content, Event, Part},
 };
@@ -469,5 +471,94 @@ async fn handed_off_ids_go_when_their_job_is_pruned() {
     }
     let again = append(&mut c, "p", vec![event("p1", "Hello")]).await;
     assert_eq!(again.appended, 1, "the pruned job's event ids went with it");
+    server.shutdown().await;
+}
+
+/// The user's streams with buffered events: (stream id, events).
+async fn listed(c: &mut MemoryServiceClient<Channel>, user: &str) -> Vec<(String, u32)> {
+    c.list_memory_streams(ListMemoryStreamsRequest {
+        app_name: "app".into(),
+        user_id: user.into(),
+    })
+    .await
+    .expect("the listing succeeds")
+    .into_inner()
+    .streams
+    .into_iter()
+    .map(|s| {
+        assert!(s.last_append_time.is_some(), "{s:?}");
+        (s.stream_id, s.buffered)
+    })
+    .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_are_listed_and_deleting_all_of_a_user_drops_them() {
+    let (url, model) = model(vec![facts(&[])]).await;
+    let server = server(&url, "3", "1h").await;
+    let mut c = server.client.clone();
+    append(&mut c, "b", vec![event("b1", "I moved to Lisbon.")]).await;
+    append(
+        &mut c,
+        "a",
+        vec![
+            event("a1", "My sister is Ana."),
+            event("a2", "She is a nurse."),
+        ],
+    )
+    .await;
+    let mut other = append_request("a", vec![event("a1", "Not the same user.")]);
+    other.user_id = "v".into();
+    c.append_memory_stream(other).await.unwrap();
+    assert_eq!(
+        listed(&mut c, "u").await,
+        [("a".to_owned(), 2), ("b".to_owned(), 1)],
+        "by stream id"
+    );
+    // A stream handed over in full is not listed.
+    let job = append(
+        &mut c,
+        "c",
+        (1..=3).map(|i| event(&format!("c{i}"), "Hi")).collect(),
+    )
+    .await
+    .job
+    .expect("three events trigger");
+    finished(&mut c, &job.id).await;
+    assert_eq!(listed(&mut c, "u").await.len(), 2);
+    assert_eq!(requests(&model).len(), 1);
+    let status = c
+        .list_memory_streams(ListMemoryStreamsRequest {
+            app_name: "app".into(),
+            user_id: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    assert!(status.message().starts_with("user_id: "), "{status:?}");
+
+    c.delete_memory(DeleteMemoryRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        target: Some(Target::All(true)),
+    })
+    .await
+    .unwrap();
+    assert_eq!(listed(&mut c, "u").await, []);
+    for stream in ["a", "b", "c"] {
+        assert!(
+            flush(&mut c, stream).await.is_none(),
+            "{stream} holds nothing"
+        );
+    }
+    assert_eq!(
+        listed(&mut c, "v").await,
+        [("a".to_owned(), 1)],
+        "another user's stays"
+    );
+    // The ids the streams remembered went too: an event sent again is new.
+    let again = append(&mut c, "c", vec![event("c1", "Hi")]).await;
+    assert_eq!((again.appended, again.buffered), (1, 1));
+    assert_eq!(requests(&model).len(), 1, "no extraction after the delete");
     server.shutdown().await;
 }

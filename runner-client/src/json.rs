@@ -7,7 +7,7 @@
 //! (empty, zero, unset) are left out, timestamps are RFC 3339 and bytes are base64.
 
 use adk_proto::{
-    memory::v1::{MemoryEntry, MemoryRevision, RevisionAction},
+    memory::v1::{MemoryEntry, MemoryRevision, MemoryStream, RevisionAction},
     session::v1::{
         part::Data, Content, Event, EventActions, EventCompaction, Part, Session,
         WatchEventsResponse,
@@ -183,6 +183,16 @@ pub fn memory_revision(r: &MemoryRevision) -> Value {
         "invalid_at": r.invalid_at.as_ref().map(Timestamp::to_string),
         "superseded_by": r.superseded_by,
     })
+}
+
+/// An event stream holding buffered events. `buffered` is always there (a number a page
+/// shows).
+pub fn memory_stream(s: &MemoryStream) -> Value {
+    let mut object = Object::default()
+        .str("stream_id", &s.stream_id)
+        .time("last_append_time", s.last_append_time.as_ref());
+    object.0.insert("buffered".into(), s.buffered.into());
+    object.done()
 }
 
 /// One memory entry (a search result carries its score).

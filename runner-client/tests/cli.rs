@@ -1128,6 +1128,14 @@ async fn memory_stream_append_buffers_each_event_once_and_flush_starts_generatio
     assert_eq!(first, "event e1 buffered; stream chat holds 1 event\n");
     let again = ok(&mut append("e1", "I drink green tea.")).await;
     assert_eq!(again, "event e1 already held; stream chat holds 1 event\n");
+    let listed = ok(cli().args(["memory", "stream", "list"])).await;
+    assert!(listed.starts_with("chat  1 event  20"), "{listed}");
+    let listed = json_lines(&ok(cli().args(["--json", "memory", "stream", "list"])).await);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(
+        (&listed[0]["stream_id"], &listed[0]["buffered"]),
+        (&json!("chat"), &json!(1))
+    );
     let flushed = json_lines(
         &ok(cli().args(["--json", "memory", "stream", "flush", "--stream", "chat"])).await,
     );
@@ -1140,4 +1148,6 @@ async fn memory_stream_append_buffers_each_event_once_and_flush_starts_generatio
         empty,
         "stream chat holds no events: nothing to generate from\n"
     );
+    let none = ok(cli().args(["--json", "memory", "stream", "list"])).await;
+    assert_eq!(none, "", "a stream handed over is not listed");
 }

@@ -16,8 +16,9 @@ use adk_proto::{
         memory_service_client::MemoryServiceClient, AddEventsToMemoryRequest, AddMemoryRequest,
         AddSessionToMemoryRequest, AppendMemoryStreamRequest, DeleteMemoryRequest, EventList,
         FlushMemoryStreamRequest, GenerateMemoriesRequest, GenerateOptions,
-        GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest, MemoryKind,
-        PurgeMemoriesRequest, RollbackMemoryRequest, SessionRef,
+        GetGenerationJobRequest, ListMemoriesRequest, ListMemoryRevisionsRequest,
+        ListMemoryStreamsRequest, MemoryKind, PurgeMemoriesRequest, RollbackMemoryRequest,
+        SessionRef,
     },
     session::v1::{
         session_service_client::SessionServiceClient, DeleteSessionRequest, Event,
@@ -639,6 +640,20 @@ fn rows() -> Vec<Row> {
                         stream_id: "empty".into(),
                     };
                     c.memories().flush_memory_stream(request).await.map(drop)
+                })
+            },
+        ),
+        row(
+            "adk.memory.v1.MemoryService/ListMemoryStreams",
+            "",
+            User,
+            |c, _| {
+                Box::pin(async move {
+                    let request = ListMemoryStreamsRequest {
+                        app_name: APP.into(),
+                        user_id: USER.into(),
+                    };
+                    c.memories().list_memory_streams(request).await.map(drop)
                 })
             },
         ),

@@ -835,6 +835,7 @@ async fn reflection_describes_every_memory_rpc() {
             "PurgeMemories",
             "AppendMemoryStream",
             "FlushMemoryStream",
+            "ListMemoryStreams",
         ]
     );
 }
@@ -850,7 +851,7 @@ fn padded_calls() -> Vec<(&'static str, PaddedCall)> {
     use adk_proto::memory::v1::{
         generate_memories_request, AppendMemoryStreamRequest, EventList, FlushMemoryStreamRequest,
         GenerateMemoriesRequest, GetGenerationJobRequest, ListMemoryRevisionsRequest,
-        PurgeMemoriesRequest, RollbackMemoryRequest,
+        ListMemoryStreamsRequest, PurgeMemoriesRequest, RollbackMemoryRequest,
     };
     vec![
         ("AddSessionToMemory", |c, pad| {
@@ -999,6 +1000,16 @@ fn padded_calls() -> Vec<(&'static str, PaddedCall)> {
                     app_name: "app".into(),
                     user_id: "u".into(),
                     stream_id: pad,
+                })
+                .await
+                .map(drop)
+            })
+        }),
+        ("ListMemoryStreams", |c, pad| {
+            Box::pin(async move {
+                c.list_memory_streams(ListMemoryStreamsRequest {
+                    app_name: "app".into(),
+                    user_id: pad,
                 })
                 .await
                 .map(drop)

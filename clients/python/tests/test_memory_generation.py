@@ -9,6 +9,7 @@ import asyncio
 import datetime
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -275,6 +276,9 @@ async def test_a_stream_buffers_each_event_once_and_a_flush_generates(
         app_name=app, user_id=USER, stream_id="chat", events=[event("o1", "Oat milk, please.")]
     )
     assert (again.appended, again.buffered) == (0, 1)
+    [listed] = await service.list_memory_streams(app_name=app, user_id=USER)
+    assert (listed.stream_id, listed.buffered) == ("chat", 1)
+    assert abs(listed.last_append_time - time.time()) < 60
     job = await service.flush_memory_stream(app_name=app, user_id=USER, stream_id="chat")
     assert job is not None
     for _ in range(200):
@@ -285,6 +289,7 @@ async def test_a_stream_buffers_each_event_once_and_a_flush_generates(
     assert job.state == mpb.GENERATION_STATE_SUCCEEDED
     assert job.added == 1
     assert await service.flush_memory_stream(app_name=app, user_id=USER, stream_id="chat") is None
+    assert await service.list_memory_streams(app_name=app, user_id=USER) == []
     prompt = model.requests[-1]["messages"][1]["content"]
     assert prompt.count("Oat milk, please.") == 1
     with pytest.raises(ValueError, match="^stream_id: "):

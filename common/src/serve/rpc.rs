@@ -11,8 +11,8 @@ use adk_proto::{
         add_session_to_memory_request::Source, AddEventsToMemoryRequest, AddMemoryRequest,
         AddSessionToMemoryRequest, AppendMemoryStreamRequest, DeleteMemoryRequest,
         FlushMemoryStreamRequest, GenerateMemoriesRequest, GetGenerationJobRequest,
-        ListMemoriesRequest, ListMemoryRevisionsRequest, PurgeMemoriesRequest,
-        RollbackMemoryRequest, SearchMemoryRequest,
+        ListMemoriesRequest, ListMemoryRevisionsRequest, ListMemoryStreamsRequest,
+        PurgeMemoriesRequest, RollbackMemoryRequest, SearchMemoryRequest,
     },
     session::v1::{
         AppendEventRequest, CreateSessionRequest, DeleteSessionRequest, GetAppStateRequest,
@@ -134,7 +134,8 @@ user_scoped!(
     ListMemoryRevisionsRequest,
     RollbackMemoryRequest,
     AppendMemoryStreamRequest,
-    FlushMemoryStreamRequest
+    FlushMemoryStreamRequest,
+    ListMemoryStreamsRequest
 );
 
 impl Scoped for AddSessionToMemoryRequest {

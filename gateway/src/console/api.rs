@@ -449,3 +449,38 @@ pub async fn delete_memory(
     let deleted = caller.calls().delete_memory(&app, &user, target).await?;
     Ok(Json(json!({ "deleted": deleted })))
 }
+
+/// `GET .../memories/streams`: the user's event streams holding buffered events, by id.
+pub async fn streams(caller: Caller, Path((app, user)): Path<(String, String)>) -> ApiResult {
+    let streams = caller.calls().streams(&app, &user).await?;
+    Ok(Json(json!({
+        "streams": streams.iter().map(json::memory_stream).collect::<Vec<_>>(),
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct FlushForm {
+    stream_id: String,
+}
+
+/// `POST .../memories/streams/flush {"stream_id"}`: generation from the stream's buffered
+/// events now; the job started (`null` when the stream held none). No confirmation: nothing is
+/// lost. The request must come from the page (see [`check_write`]).
+pub async fn flush_stream(
+    caller: Caller,
+    headers: HeaderMap,
+    Path((app, user)): Path<(String, String)>,
+    Json(form): Json<FlushForm>,
+) -> ApiResult {
+    check_write(&headers)?;
+    let job = caller
+        .calls()
+        .flush_stream(&app, &user, form.stream_id)
+        .await?;
+    Ok(Json(json!({
+        "job": job.map(|j| json!({
+            "id": j.id,
+            "state": j.state().as_str_name().trim_start_matches("GENERATION_STATE_").to_lowercase(),
+        })),
+    })))
+}

@@ -4,9 +4,10 @@
 
 use adk_proto::{
     memory::v1::{
-        delete_memory_request::Target, DeleteMemoryRequest, ListMemoriesRequest,
-        ListMemoriesResponse, ListMemoryRevisionsRequest, MemoryEntry, MemoryRevision,
-        PurgeMemoriesRequest, PurgeMemoriesResponse, RollbackMemoryRequest, SearchMemoryRequest,
+        delete_memory_request::Target, DeleteMemoryRequest, FlushMemoryStreamRequest,
+        GenerationJob, ListMemoriesRequest, ListMemoriesResponse, ListMemoryRevisionsRequest,
+        ListMemoryStreamsRequest, MemoryEntry, MemoryRevision, MemoryStream, PurgeMemoriesRequest,
+        PurgeMemoriesResponse, RollbackMemoryRequest, SearchMemoryRequest,
     },
     session::v1::{
         Event, GetSessionRequest, ListEventsRequest, ListSessionsRequest, Session, SessionOrder,
@@ -316,6 +317,49 @@ impl Calls<'_> {
             )
             .await?;
         Ok(done.revision)
+    }
+
+    /// The user's event streams holding buffered events, by stream id.
+    pub async fn streams(&self, app: &str, user: &str) -> Result<Vec<MemoryStream>> {
+        let request = ListMemoryStreamsRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+        };
+        let listed = self
+            .backend
+            .memory_call(
+                self.caller,
+                "ListMemoryStreams",
+                request,
+                |mut c, r| async move { c.list_memory_streams(r).await },
+            )
+            .await?;
+        Ok(listed.streams)
+    }
+
+    /// Hands the stream's buffered events to generation now: the job, or `None` when it held
+    /// none.
+    pub async fn flush_stream(
+        &self,
+        app: &str,
+        user: &str,
+        stream_id: String,
+    ) -> Result<Option<GenerationJob>> {
+        let request = FlushMemoryStreamRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+            stream_id,
+        };
+        let flushed = self
+            .backend
+            .memory_call(
+                self.caller,
+                "FlushMemoryStream",
+                request,
+                |mut c, r| async move { c.flush_memory_stream(r).await },
+            )
+            .await?;
+        Ok(flushed.job)
     }
 
     /// Deletes the user's memories `target` names; how many there were.

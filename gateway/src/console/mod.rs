@@ -17,8 +17,8 @@
 //! and every call carries that token on to the services. The gateway's Host and Origin checks
 //! ([`crate::guard`]) come first. Every response carries a strict Content Security Policy
 //! (scripts from the gateway only, no inline code); the page writes all data with
-//! `textContent`. Writes (sign-in, deleting, purging or rolling back memory) need a header
-//! only the page sends.
+//! `textContent`. Writes (sign-in, deleting, purging or rolling back memory, flushing an event
+//! stream) need a header only the page sends.
 
 pub mod api;
 pub mod backend;
@@ -101,6 +101,8 @@ pub fn router(guard: Guard, backend: Backend) -> Router {
         .route(&format!("{memory}/purge"), post(api::purge))
         .route(&format!("{memory}/revisions"), get(api::revisions))
         .route(&format!("{memory}/rollback"), post(api::rollback))
+        .route(&format!("{memory}/streams"), get(api::streams))
+        .route(&format!("{memory}/streams/flush"), post(api::flush_stream))
         .layer(middleware::from_fn(security_headers))
         .with_state(console)
 }

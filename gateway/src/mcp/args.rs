@@ -321,6 +321,29 @@ pub struct GenerateMemories {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub struct AppendMemoryStream {
+    /// The stream: the id of the conversation the turn belongs to.
+    pub stream_id: String,
+    /// What was said.
+    pub text: String,
+    /// The turn's id, unique in the stream: a turn sent again with the same id is not added
+    /// twice. Default: a new id (every call adds the turn).
+    pub event_id: Option<String>,
+    /// Who said it: "user" for the person (the default), or the agent's name.
+    pub author: Option<String>,
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FlushMemoryStream {
+    /// The stream, as append_memory_stream named it.
+    pub stream_id: String,
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListSessions {
     /// Sessions per page: 1 to 100 (default 20).
     pub page_size: Option<u32>,

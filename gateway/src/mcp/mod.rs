@@ -163,7 +163,7 @@ impl ServerHandler for Gateway {
         let caller = self.caller(&ctx)?;
         let mut tools = self.tool_router.list_all();
         if !self.has_generator(&caller).await {
-            tools.retain(|t| t.name != tools::GENERATE_MEMORIES);
+            tools.retain(|t| !tools::GENERATION_TOOLS.contains(&t.name.as_ref()));
         }
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -187,11 +187,14 @@ impl ServerHandler for Gateway {
                 None,
             ));
         }
-        if request.name == tools::GENERATE_MEMORIES
+        if tools::GENERATION_TOOLS.contains(&request.name.as_ref())
             && !self.has_generator(&self.caller(&ctx)?).await
         {
             return Err(ErrorData::invalid_params(
-                "tool not found: generate_memories needs memory-svc --generator",
+                format!(
+                    "tool not found: {} needs memory-svc --generator",
+                    request.name
+                ),
                 None,
             ));
         }

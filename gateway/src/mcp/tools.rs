@@ -6,9 +6,9 @@
 use adk_proto::{
     memory::v1::{
         delete_memory_request::Target, generate_memories_request::Source, AddMemoryRequest,
-        DeleteMemoryRequest, EventList, GenerateMemoriesRequest, GenerateOptions,
-        ListMemoriesRequest, MemoryEntry, PurgeMemoriesRequest, SearchMemoryRequest, SearchMode,
-        SessionRef,
+        AppendMemoryStreamRequest, DeleteMemoryRequest, EventList, FlushMemoryStreamRequest,
+        GenerateMemoriesRequest, GenerateOptions, ListMemoriesRequest, MemoryEntry,
+        PurgeMemoriesRequest, SearchMemoryRequest, SearchMode, SessionRef,
     },
     session::v1::{
         AppendEventRequest, Content, CreateSessionRequest, Event, GetSessionRequest,
@@ -30,8 +30,12 @@ use super::{
 };
 use crate::{caller::Caller, error::GatewayError};
 
-/// The tool only listed when memory-svc has a generation model.
-pub const GENERATE_MEMORIES: &str = "generate_memories";
+/// The tools only listed when memory-svc has a generation model.
+pub const GENERATION_TOOLS: &[&str] = &[
+    "generate_memories",
+    "append_memory_stream",
+    "flush_memory_stream",
+];
 
 type ToolResult = Result<CallToolResult, ErrorData>;
 
@@ -128,6 +132,28 @@ impl Gateway {
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
         answer(self.generate_call(&self.caller(&ctx)?, a).await)
+    }
+
+    #[tool(
+        description = "Hand one conversation turn to the user's memory as it happens, in an event stream (a session id is the natural stream id); the server extracts lasting facts from the stream by itself once it holds enough turns or has been quiet a while. Give each turn an event_id to make a retry safe: a turn whose id the stream already holds is not added again (without one, every call adds the turn). Returns how many turns the call added, how many the stream holds, and the id of the generation job if this turn started one."
+    )]
+    async fn append_memory_stream(
+        &self,
+        Parameters(Named(a)): Parameters<Named<args::AppendMemoryStream>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> ToolResult {
+        answer(self.append_stream_call(&self.caller(&ctx)?, a).await)
+    }
+
+    #[tool(
+        description = "Extract facts from the turns an event stream holds now, instead of waiting for the server to. Returns the id of the generation job started, or null when the stream held no turns."
+    )]
+    async fn flush_memory_stream(
+        &self,
+        Parameters(Named(a)): Parameters<Named<args::FlushMemoryStream>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> ToolResult {
+        answer(self.flush_stream_call(&self.caller(&ctx)?, a).await)
     }
 
     #[tool(
@@ -411,6 +437,82 @@ impl Gateway {
         ))
     }
 
+    async fn append_stream_call(&self, caller: &Caller, a: args::AppendMemoryStream) -> Answer {
+        let scope = a.scope.of(caller)?;
+        let author = args::text("author", a.author.as_deref().unwrap_or("user"))?;
+        let event_id = match a.event_id {
+            Some(id) => args::text("event_id", &id)?.to_owned(),
+            None => uuid::Uuid::new_v4().to_string(),
+        };
+        let request = AppendMemoryStreamRequest {
+            app_name: scope.app,
+            user_id: scope.user,
+            stream_id: args::text("stream_id", &a.stream_id)?.to_owned(),
+            events: vec![Event {
+                id: event_id.clone(),
+                author: author.to_owned(),
+                invocation_id: format!("mcp-{}", uuid::Uuid::new_v4()),
+                content: Some(Content {
+                    role: Some(if author == "user" { "user" } else { "model" }.into()),
+                    parts: vec![text_part(args::text("text", &a.text)?)],
+                }),
+                timestamp: Some(std::time::SystemTime::now().into()),
+                ..Default::default()
+            }],
+        };
+        let appended = self
+            .backend
+            .memory_call(
+                caller,
+                "AppendMemoryStream",
+                request,
+                |mut c, r| async move { c.append_memory_stream(r).await },
+            )
+            .await?;
+        let job_id = appended.job.map(|j| j.id);
+        let held = match appended.appended {
+            0 => format!("Event {event_id:?} was already in stream {:?}", a.stream_id),
+            _ => format!("Added event {event_id:?} to stream {:?}", a.stream_id),
+        };
+        let text = match &job_id {
+            Some(job) => format!("{held}; the stream was handed to generation (job {job})."),
+            None => format!("{held}; it holds {}.", turns(appended.buffered)),
+        };
+        Ok((
+            text,
+            json!({"event_id": event_id, "appended": appended.appended,
+                   "buffered": appended.buffered, "job_id": job_id}),
+        ))
+    }
+
+    async fn flush_stream_call(&self, caller: &Caller, a: args::FlushMemoryStream) -> Answer {
+        let scope = a.scope.of(caller)?;
+        let request = FlushMemoryStreamRequest {
+            app_name: scope.app,
+            user_id: scope.user,
+            stream_id: args::text("stream_id", &a.stream_id)?.to_owned(),
+        };
+        let job_id = self
+            .backend
+            .memory_call(
+                caller,
+                "FlushMemoryStream",
+                request,
+                |mut c, r| async move { c.flush_memory_stream(r).await },
+            )
+            .await?
+            .job
+            .map(|j| j.id);
+        let text = match &job_id {
+            Some(job) => format!("Stream {:?} handed to generation (job {job}).", a.stream_id),
+            None => format!(
+                "Stream {:?} holds no turns; nothing to extract.",
+                a.stream_id
+            ),
+        };
+        Ok((text, json!({ "job_id": job_id })))
+    }
+
     async fn list_sessions_call(&self, caller: &Caller, a: args::ListSessions) -> Answer {
         let scope = a.scope.of(caller)?;
         let request = ListSessionsRequest {
@@ -546,6 +648,14 @@ impl Gateway {
             ))),
             Err(s) => Err(GatewayError::service("session-svc", "GetSession", s)),
         }
+    }
+}
+
+/// "1 turn", "3 turns".
+fn turns(n: u32) -> String {
+    match n {
+        1 => "1 turn".to_owned(),
+        n => format!("{n} turns"),
     }
 }
 

@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use adk_proto::{
     memory::v1::{
         generate_memories_request, memory_service_client::MemoryServiceClient, AddMemoryRequest,
-        ExtractedFact, FactList, GenerateMemoriesRequest, GenerateOptions, MemoryEntry,
+        AppendMemoryStreamRequest, ExtractedFact, FactList, GenerateMemoriesRequest,
+        GenerateOptions, MemoryEntry,
     },
     session::v1::{
         part::Data, session_service_client::SessionServiceClient, Content, Event, EventActions,
@@ -280,6 +281,30 @@ impl Fixture {
             })
             .await
             .expect("add_memory");
+    }
+
+    /// Buffers one event per id of `ids` (its text says its id) in `user`'s event stream
+    /// `stream` of app `a`, and scripts the stand-in model's answer to their extraction (no
+    /// facts): a flush then makes a job that succeeds.
+    pub async fn streamed(&self, user: &str, stream: &str, ids: &[&str]) {
+        chat_model::script(&self.model, vec![chat_model::facts(&[])]);
+        let events = ids
+            .iter()
+            .map(|id| Event {
+                id: (*id).into(),
+                ..text_event("user", &format!("streamed {id}"))
+            })
+            .collect();
+        self.memories
+            .clone()
+            .append_memory_stream(AppendMemoryStreamRequest {
+                app_name: "a".into(),
+                user_id: user.into(),
+                stream_id: stream.into(),
+                events,
+            })
+            .await
+            .expect("append_memory_stream");
     }
 
     /// The ids of `user`'s memories in app `a`, in ingestion order.

@@ -13,9 +13,9 @@ use adk_proto::memory::v1::{
     DeleteMemoryResponse, FlushMemoryStreamRequest, FlushMemoryStreamResponse,
     GenerateMemoriesRequest, GenerateMemoriesResponse, GenerationJob, GetGenerationJobRequest,
     ListMemoriesRequest, ListMemoriesResponse, ListMemoryRevisionsRequest,
-    ListMemoryRevisionsResponse, MemoryEntry, MemoryRevision, PurgeMemoriesRequest,
-    PurgeMemoriesResponse, RollbackMemoryRequest, RollbackMemoryResponse, SearchMemoryRequest,
-    SearchMemoryResponse,
+    ListMemoryRevisionsResponse, ListMemoryStreamsRequest, ListMemoryStreamsResponse, MemoryEntry,
+    MemoryRevision, MemoryStream, PurgeMemoriesRequest, PurgeMemoriesResponse,
+    RollbackMemoryRequest, RollbackMemoryResponse, SearchMemoryRequest, SearchMemoryResponse,
 };
 use tonic::{Request, Response, Status};
 
@@ -178,6 +178,24 @@ impl<S: MemoryStore> MemoryService for MemoryGrpc<S> {
         let job = traced(span, self.memories.flush_stream(request)).await?;
         Ok(Response::new(FlushMemoryStreamResponse {
             job: job.map(generation_job),
+        }))
+    }
+
+    async fn list_memory_streams(
+        &self,
+        request: Request<ListMemoryStreamsRequest>,
+    ) -> Result<Response<ListMemoryStreamsResponse>, Status> {
+        let (request, span) = admit(request, "ListMemoryStreams")?;
+        let streams = traced(span, self.memories.list_streams(request)).await?;
+        Ok(Response::new(ListMemoryStreamsResponse {
+            streams: streams
+                .into_iter()
+                .map(|s| MemoryStream {
+                    stream_id: s.stream_id,
+                    buffered: s.events,
+                    last_append_time: Some(timestamp_of(s.last_ms)),
+                })
+                .collect(),
         }))
     }
 }

@@ -44,6 +44,7 @@ macro_rules! memory_store_suite {
             finished_jobs_are_pruned_after_the_retention,
             streams_buffer_each_id_once_and_hand_over_in_order,
             superseded_entries_are_left_out_unless_asked_for,
+            deleting_all_of_a_user_drops_their_streams,
         );
     };
     (@tests () $open:expr; $($test:ident,)*) => {$(
@@ -1463,4 +1464,102 @@ pub(crate) async fn assert_validity_converted(store: &impl MemoryStore) {
     let mut then = found(store, SCOPE, &as_of(150)).await;
     then.sort();
     assert_eq!(then, ["note", "t1"]);
+}
+
+pub async fn deleting_all_of_a_user_drops_their_streams<S: MemoryStore>(store: S) {
+    use adk_proto::memory::v1::GenerationState;
+
+    use super::StreamKey;
+    let stream = |scope, stream_id| StreamKey { scope, stream_id };
+    let stream_job = |id: &str, stream_id: &str| super::JobRecord {
+        stream_id: stream_id.into(),
+        ..job(id, 0)
+    };
+    let events = |ids: &[&str]| ids.iter().map(|id| stream_event(id)).collect::<Vec<_>>();
+    let other = Scope {
+        app_name: SCOPE.app_name,
+        user_id: "someone-else",
+    };
+    // "h" hands a and b to j1, which ends; "w" and another user's "w" hold events.
+    let handed = store
+        .append_stream(
+            stream(SCOPE, "h"),
+            events(&["a", "b"]),
+            100,
+            2,
+            stream_job("j1", "h"),
+        )
+        .await
+        .unwrap();
+    assert!(handed.job.is_some(), "the trigger count hands over");
+    store
+        .append_stream(
+            stream(SCOPE, "w"),
+            events(&["c"]),
+            110,
+            5,
+            stream_job("j2", "w"),
+        )
+        .await
+        .unwrap();
+    store
+        .append_stream(
+            stream(other, "w"),
+            events(&["c"]),
+            120,
+            5,
+            stream_job("j3", "w"),
+        )
+        .await
+        .unwrap();
+    let listed = |streams: Vec<super::Buffered>| -> Vec<(String, u32, i64)> {
+        streams
+            .into_iter()
+            .map(|b| (b.stream_id, b.events, b.last_ms))
+            .collect()
+    };
+    assert_eq!(
+        listed(store.scope_streams(SCOPE).await.unwrap()),
+        [("w".to_owned(), 1, 110)]
+    );
+    assert_eq!(handed.job.map(|j| j.id), Some("j1".to_owned()));
+    let mut j1 = store.claim(Some("j1"), 150, 1000).await.unwrap().unwrap();
+    j1.state = GenerationState::Succeeded as i32;
+    j1.update_ms = 200;
+    assert!(store.finish(&j1).await.unwrap());
+
+    // A user with streams and no memory still has something to delete.
+    assert_eq!(store.delete(SCOPE, &DeleteTarget::All).await.unwrap(), 0);
+    assert_eq!(store.scope_streams(SCOPE).await.unwrap(), []);
+    assert_eq!(
+        store
+            .flush_stream(stream(SCOPE, "w"), stream_job("j4", "w"), None)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        listed(store.scope_streams(other).await.unwrap()),
+        [("w".to_owned(), 1, 120)],
+        "another user's stream stays"
+    );
+    // The handed-off ids went too; a's new copy survives the pruning of j1, which took the old.
+    let again = store
+        .append_stream(
+            stream(SCOPE, "h"),
+            events(&["a"]),
+            300,
+            5,
+            stream_job("j5", "h"),
+        )
+        .await
+        .unwrap();
+    assert_eq!((again.appended, again.buffered), (1, 1));
+    assert_eq!(store.prune_jobs(i64::MAX, 10).await.unwrap(), 1);
+    let flushed = store
+        .flush_stream(stream(SCOPE, "h"), stream_job("j6", "h"), None)
+        .await
+        .unwrap()
+        .expect("a is buffered");
+    assert_eq!(flushed.events.len(), 1);
 }

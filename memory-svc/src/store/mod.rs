@@ -352,6 +352,10 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// The streams holding buffered events.
     fn buffered_streams(&self) -> impl Future<Output = Result<Vec<Buffered>>> + Send;
 
+    /// The scope's streams holding buffered events, by stream id.
+    fn scope_streams(&self, scope: Scope<'_>)
+        -> impl Future<Output = Result<Vec<Buffered>>> + Send;
+
     /// [`MemoryStore::write_embedded`] without vectors. The calls below are this with their
     /// [`Write`].
     fn write(&self, scope: Scope<'_>, write: Write) -> impl Future<Output = Result<u32>> + Send {

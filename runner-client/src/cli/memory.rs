@@ -412,6 +412,35 @@ pub(super) async fn stream_flush(cli: &Cli, stream: &str) -> Result<(), CliError
     }
 }
 
+/// `memory stream list`: the user's streams holding buffered events, one per line
+/// (`STREAM_ID  EVENTS  LAST_APPEND_TIME`), by stream id.
+pub(super) async fn stream_list(cli: &Cli) -> Result<(), CliError> {
+    let streams = (cli.memory()?).list_streams(&cli.app, cli.user()).await?;
+    for s in &streams {
+        if cli.json {
+            output::json_line(&json::memory_stream(s))?;
+        } else {
+            let last = s
+                .last_append_time
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), ToString::to_string);
+            output::line(&format!(
+                "{}  {}  {last}",
+                s.stream_id,
+                output::count(s.buffered, "event", "events")
+            ))?;
+        }
+    }
+    if streams.is_empty() && !cli.json {
+        eprintln!(
+            "no streams of user {} in app {} hold events",
+            cli.user(),
+            cli.app
+        );
+    }
+    Ok(())
+}
+
 /// `memory delete`: the memory `id`, or `all` of the user's, or those of `--session`.
 pub(super) async fn delete(cli: &Cli, id: Option<&str>, all: bool) -> Result<(), CliError> {
     let target = match (id, all) {

@@ -297,6 +297,8 @@ enum StreamCommand {
     },
     /// Start generation from the stream's buffered events now.
     Flush,
+    /// The streams of --user holding buffered events: id, events, when the last came.
+    List,
 }
 
 #[derive(Debug, Subcommand)]
@@ -597,15 +599,16 @@ async fn dispatch(cli: &Cli) -> Result<(), CliError> {
             }
             MemoryCommand::Delete { id, all } => memory::delete(cli, id.as_deref(), *all).await,
             MemoryCommand::Stream { command, stream } => {
-                let stream = match stream {
-                    Some(stream) => stream.as_str(),
-                    None => cli.required_session()?,
+                let stream = || match stream {
+                    Some(stream) => Ok(stream.as_str()),
+                    None => cli.required_session(),
                 };
                 match command {
                     StreamCommand::Append { text, id, author } => {
-                        memory::stream_append(cli, stream, text, id.as_deref(), author).await
+                        memory::stream_append(cli, stream()?, text, id.as_deref(), author).await
                     }
-                    StreamCommand::Flush => memory::stream_flush(cli, stream).await,
+                    StreamCommand::Flush => memory::stream_flush(cli, stream()?).await,
+                    StreamCommand::List => memory::stream_list(cli).await,
                 }
             }
         },

@@ -8,8 +8,9 @@ use adk_proto::{
         AppendMemoryStreamRequest, AppendMemoryStreamResponse, DeleteMemoryRequest, EventList,
         FlushMemoryStreamRequest, GenerateMemoriesRequest, GenerateOptions, GenerationJob,
         GetGenerationJobRequest, ListMemoriesRequest, ListMemoriesResponse,
-        ListMemoryRevisionsRequest, MemoryEntry, MemoryKind, MemoryRevision, PurgeMemoriesRequest,
-        PurgeMemoriesResponse, RollbackMemoryRequest, SearchMemoryRequest, SearchMode, SessionRef,
+        ListMemoryRevisionsRequest, ListMemoryStreamsRequest, MemoryEntry, MemoryKind,
+        MemoryRevision, MemoryStream, PurgeMemoriesRequest, PurgeMemoriesResponse,
+        RollbackMemoryRequest, SearchMemoryRequest, SearchMode, SessionRef,
     },
     session::v1::{Event, Session},
 };
@@ -394,6 +395,22 @@ impl MemoryClient {
             .map_err(|s| self.remote.error("FlushMemoryStream", s))?
             .into_inner()
             .job)
+    }
+
+    /// The (app, user)'s event streams holding buffered events, by stream id.
+    pub async fn list_streams(&self, app: &str, user: &str) -> Result<Vec<MemoryStream>> {
+        let request = ListMemoryStreamsRequest {
+            app_name: app.to_owned(),
+            user_id: user.to_owned(),
+        };
+        Ok(self
+            .client
+            .clone()
+            .list_memory_streams(self.remote.request(request))
+            .await
+            .map_err(|s| self.remote.error("ListMemoryStreams", s))?
+            .into_inner()
+            .streams)
     }
 
     /// Deletes the (app, user)'s memories that `target` names; returns how many there were.

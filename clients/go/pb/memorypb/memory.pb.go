@@ -1462,7 +1462,8 @@ type DeleteMemoryRequest_SessionId struct {
 }
 
 type DeleteMemoryRequest_All struct {
-	// Every entry of the user.
+	// Every entry of the user, and in the same operation the user's event streams: their
+	// buffered events and the event ids they remember (deleted counts entries only).
 	All bool `protobuf:"varint,5,opt,name=all,proto3,oneof"`
 }
 
@@ -3149,6 +3150,168 @@ func (x *FlushMemoryStreamResponse) GetJob() *GenerationJob {
 	return nil
 }
 
+// ListMemoryStreams input.
+type ListMemoryStreamsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AppName       string                 `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	UserId        string                 `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMemoryStreamsRequest) Reset() {
+	*x = ListMemoryStreamsRequest{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMemoryStreamsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMemoryStreamsRequest) ProtoMessage() {}
+
+func (x *ListMemoryStreamsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMemoryStreamsRequest.ProtoReflect.Descriptor instead.
+func (*ListMemoryStreamsRequest) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ListMemoryStreamsRequest) GetAppName() string {
+	if x != nil {
+		return x.AppName
+	}
+	return ""
+}
+
+func (x *ListMemoryStreamsRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// A stream holding events that wait for generation.
+type MemoryStream struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	StreamId string                 `protobuf:"bytes,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	// The events it holds.
+	Buffered uint32 `protobuf:"varint,2,opt,name=buffered,proto3" json:"buffered,omitempty"`
+	// When its last event was buffered (server time): the quiet time runs from here.
+	LastAppendTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_append_time,json=lastAppendTime,proto3" json:"last_append_time,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MemoryStream) Reset() {
+	*x = MemoryStream{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemoryStream) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemoryStream) ProtoMessage() {}
+
+func (x *MemoryStream) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemoryStream.ProtoReflect.Descriptor instead.
+func (*MemoryStream) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *MemoryStream) GetStreamId() string {
+	if x != nil {
+		return x.StreamId
+	}
+	return ""
+}
+
+func (x *MemoryStream) GetBuffered() uint32 {
+	if x != nil {
+		return x.Buffered
+	}
+	return 0
+}
+
+func (x *MemoryStream) GetLastAppendTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastAppendTime
+	}
+	return nil
+}
+
+// ListMemoryStreams output.
+type ListMemoryStreamsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// By stream id; a stream whose events were all handed to generation is not listed.
+	Streams       []*MemoryStream `protobuf:"bytes,1,rep,name=streams,proto3" json:"streams,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMemoryStreamsResponse) Reset() {
+	*x = ListMemoryStreamsResponse{}
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMemoryStreamsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMemoryStreamsResponse) ProtoMessage() {}
+
+func (x *ListMemoryStreamsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_adk_memory_v1_memory_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMemoryStreamsResponse.ProtoReflect.Descriptor instead.
+func (*ListMemoryStreamsResponse) Descriptor() ([]byte, []int) {
+	return file_adk_memory_v1_memory_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListMemoryStreamsResponse) GetStreams() []*MemoryStream {
+	if x != nil {
+		return x.Streams
+	}
+	return nil
+}
+
 var File_adk_memory_v1_memory_proto protoreflect.FileDescriptor
 
 const file_adk_memory_v1_memory_proto_rawDesc = "" +
@@ -3370,7 +3533,16 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1b\n" +
 	"\tstream_id\x18\x03 \x01(\tR\bstreamId\"K\n" +
 	"\x19FlushMemoryStreamResponse\x12.\n" +
-	"\x03job\x18\x01 \x01(\v2\x1c.adk.memory.v1.GenerationJobR\x03job*\x99\x02\n" +
+	"\x03job\x18\x01 \x01(\v2\x1c.adk.memory.v1.GenerationJobR\x03job\"N\n" +
+	"\x18ListMemoryStreamsRequest\x12\x19\n" +
+	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\"\x8d\x01\n" +
+	"\fMemoryStream\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\tR\bstreamId\x12\x1a\n" +
+	"\bbuffered\x18\x02 \x01(\rR\bbuffered\x12D\n" +
+	"\x10last_append_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastAppendTime\"R\n" +
+	"\x19ListMemoryStreamsResponse\x125\n" +
+	"\astreams\x18\x01 \x03(\v2\x1b.adk.memory.v1.MemoryStreamR\astreams*\x99\x02\n" +
 	"\x10MetadataOperator\x12!\n" +
 	"\x1dMETADATA_OPERATOR_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17METADATA_OPERATOR_EQUAL\x10\x01\x12\x1f\n" +
@@ -3403,7 +3575,8 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x17REVISION_ACTION_UPDATED\x10\x02\x12\x1b\n" +
 	"\x17REVISION_ACTION_DELETED\x10\x03\x12\x1f\n" +
 	"\x1bREVISION_ACTION_ROLLED_BACK\x10\x04\x12\x1f\n" +
-	"\x1bREVISION_ACTION_INVALIDATED\x10\x052\xf8\t\n" +
+	"\x1bREVISION_ACTION_INVALIDATED\x10\x052\xe0\n" +
+	"\n" +
 	"\rMemoryService\x12i\n" +
 	"\x12AddSessionToMemory\x12(.adk.memory.v1.AddSessionToMemoryRequest\x1a).adk.memory.v1.AddSessionToMemoryResponse\x12f\n" +
 	"\x11AddEventsToMemory\x12'.adk.memory.v1.AddEventsToMemoryRequest\x1a(.adk.memory.v1.AddEventsToMemoryResponse\x12N\n" +
@@ -3417,7 +3590,8 @@ const file_adk_memory_v1_memory_proto_rawDesc = "" +
 	"\x0eRollbackMemory\x12$.adk.memory.v1.RollbackMemoryRequest\x1a%.adk.memory.v1.RollbackMemoryResponse\x12Z\n" +
 	"\rPurgeMemories\x12#.adk.memory.v1.PurgeMemoriesRequest\x1a$.adk.memory.v1.PurgeMemoriesResponse\x12i\n" +
 	"\x12AppendMemoryStream\x12(.adk.memory.v1.AppendMemoryStreamRequest\x1a).adk.memory.v1.AppendMemoryStreamResponse\x12f\n" +
-	"\x11FlushMemoryStream\x12'.adk.memory.v1.FlushMemoryStreamRequest\x1a(.adk.memory.v1.FlushMemoryStreamResponseb\x06proto3"
+	"\x11FlushMemoryStream\x12'.adk.memory.v1.FlushMemoryStreamRequest\x1a(.adk.memory.v1.FlushMemoryStreamResponse\x12f\n" +
+	"\x11ListMemoryStreams\x12'.adk.memory.v1.ListMemoryStreamsRequest\x1a(.adk.memory.v1.ListMemoryStreamsResponseb\x06proto3"
 
 var (
 	file_adk_memory_v1_memory_proto_rawDescOnce sync.Once
@@ -3432,7 +3606,7 @@ func file_adk_memory_v1_memory_proto_rawDescGZIP() []byte {
 }
 
 var file_adk_memory_v1_memory_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_adk_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_adk_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_adk_memory_v1_memory_proto_goTypes = []any{
 	(MetadataOperator)(0),               // 0: adk.memory.v1.MetadataOperator
 	(MemoryKind)(0),                     // 1: adk.memory.v1.MemoryKind
@@ -3475,98 +3649,105 @@ var file_adk_memory_v1_memory_proto_goTypes = []any{
 	(*AppendMemoryStreamResponse)(nil),  // 38: adk.memory.v1.AppendMemoryStreamResponse
 	(*FlushMemoryStreamRequest)(nil),    // 39: adk.memory.v1.FlushMemoryStreamRequest
 	(*FlushMemoryStreamResponse)(nil),   // 40: adk.memory.v1.FlushMemoryStreamResponse
-	(*sessionpb.Content)(nil),           // 41: adk.session.v1.Content
-	(*timestamppb.Timestamp)(nil),       // 42: google.protobuf.Timestamp
-	(*sessionpb.Session)(nil),           // 43: adk.session.v1.Session
-	(*sessionpb.Event)(nil),             // 44: adk.session.v1.Event
-	(*durationpb.Duration)(nil),         // 45: google.protobuf.Duration
+	(*ListMemoryStreamsRequest)(nil),    // 41: adk.memory.v1.ListMemoryStreamsRequest
+	(*MemoryStream)(nil),                // 42: adk.memory.v1.MemoryStream
+	(*ListMemoryStreamsResponse)(nil),   // 43: adk.memory.v1.ListMemoryStreamsResponse
+	(*sessionpb.Content)(nil),           // 44: adk.session.v1.Content
+	(*timestamppb.Timestamp)(nil),       // 45: google.protobuf.Timestamp
+	(*sessionpb.Session)(nil),           // 46: adk.session.v1.Session
+	(*sessionpb.Event)(nil),             // 47: adk.session.v1.Event
+	(*durationpb.Duration)(nil),         // 48: google.protobuf.Duration
 }
 var file_adk_memory_v1_memory_proto_depIdxs = []int32{
-	41, // 0: adk.memory.v1.MemoryEntry.content:type_name -> adk.session.v1.Content
-	42, // 1: adk.memory.v1.MemoryEntry.timestamp:type_name -> google.protobuf.Timestamp
-	42, // 2: adk.memory.v1.MemoryEntry.valid_from:type_name -> google.protobuf.Timestamp
-	42, // 3: adk.memory.v1.MemoryEntry.invalid_at:type_name -> google.protobuf.Timestamp
-	43, // 4: adk.memory.v1.AddSessionToMemoryRequest.session:type_name -> adk.session.v1.Session
+	44, // 0: adk.memory.v1.MemoryEntry.content:type_name -> adk.session.v1.Content
+	45, // 1: adk.memory.v1.MemoryEntry.timestamp:type_name -> google.protobuf.Timestamp
+	45, // 2: adk.memory.v1.MemoryEntry.valid_from:type_name -> google.protobuf.Timestamp
+	45, // 3: adk.memory.v1.MemoryEntry.invalid_at:type_name -> google.protobuf.Timestamp
+	46, // 4: adk.memory.v1.AddSessionToMemoryRequest.session:type_name -> adk.session.v1.Session
 	6,  // 5: adk.memory.v1.AddSessionToMemoryRequest.session_ref:type_name -> adk.memory.v1.SessionRef
 	22, // 6: adk.memory.v1.AddSessionToMemoryRequest.generate:type_name -> adk.memory.v1.GenerateOptions
 	28, // 7: adk.memory.v1.AddSessionToMemoryResponse.generation:type_name -> adk.memory.v1.GenerationJob
-	44, // 8: adk.memory.v1.AddEventsToMemoryRequest.events:type_name -> adk.session.v1.Event
+	47, // 8: adk.memory.v1.AddEventsToMemoryRequest.events:type_name -> adk.session.v1.Event
 	5,  // 9: adk.memory.v1.AddMemoryRequest.memories:type_name -> adk.memory.v1.MemoryEntry
-	42, // 10: adk.memory.v1.SearchMemoryRequest.after_timestamp:type_name -> google.protobuf.Timestamp
-	42, // 11: adk.memory.v1.SearchMemoryRequest.before_timestamp:type_name -> google.protobuf.Timestamp
+	45, // 10: adk.memory.v1.SearchMemoryRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	45, // 11: adk.memory.v1.SearchMemoryRequest.before_timestamp:type_name -> google.protobuf.Timestamp
 	2,  // 12: adk.memory.v1.SearchMemoryRequest.mode:type_name -> adk.memory.v1.SearchMode
 	1,  // 13: adk.memory.v1.SearchMemoryRequest.kind:type_name -> adk.memory.v1.MemoryKind
 	14, // 14: adk.memory.v1.SearchMemoryRequest.filter:type_name -> adk.memory.v1.MemoryFilter
-	42, // 15: adk.memory.v1.SearchMemoryRequest.as_of:type_name -> google.protobuf.Timestamp
+	45, // 15: adk.memory.v1.SearchMemoryRequest.as_of:type_name -> google.protobuf.Timestamp
 	15, // 16: adk.memory.v1.MemoryFilter.any_of:type_name -> adk.memory.v1.MetadataConditions
 	16, // 17: adk.memory.v1.MetadataConditions.all_of:type_name -> adk.memory.v1.MetadataCondition
 	0,  // 18: adk.memory.v1.MetadataCondition.operator:type_name -> adk.memory.v1.MetadataOperator
-	42, // 19: adk.memory.v1.MetadataCondition.time_value:type_name -> google.protobuf.Timestamp
+	45, // 19: adk.memory.v1.MetadataCondition.time_value:type_name -> google.protobuf.Timestamp
 	5,  // 20: adk.memory.v1.SearchMemoryResponse.memories:type_name -> adk.memory.v1.MemoryEntry
 	1,  // 21: adk.memory.v1.ListMemoriesRequest.kind:type_name -> adk.memory.v1.MemoryKind
 	14, // 22: adk.memory.v1.ListMemoriesRequest.filter:type_name -> adk.memory.v1.MemoryFilter
-	42, // 23: adk.memory.v1.ListMemoriesRequest.after_timestamp:type_name -> google.protobuf.Timestamp
-	42, // 24: adk.memory.v1.ListMemoriesRequest.before_timestamp:type_name -> google.protobuf.Timestamp
-	42, // 25: adk.memory.v1.ListMemoriesRequest.as_of:type_name -> google.protobuf.Timestamp
+	45, // 23: adk.memory.v1.ListMemoriesRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	45, // 24: adk.memory.v1.ListMemoriesRequest.before_timestamp:type_name -> google.protobuf.Timestamp
+	45, // 25: adk.memory.v1.ListMemoriesRequest.as_of:type_name -> google.protobuf.Timestamp
 	5,  // 26: adk.memory.v1.ListMemoriesResponse.memories:type_name -> adk.memory.v1.MemoryEntry
-	45, // 27: adk.memory.v1.GenerateOptions.ttl:type_name -> google.protobuf.Duration
-	44, // 28: adk.memory.v1.EventList.events:type_name -> adk.session.v1.Event
-	42, // 29: adk.memory.v1.ExtractedFact.valid_from:type_name -> google.protobuf.Timestamp
+	48, // 27: adk.memory.v1.GenerateOptions.ttl:type_name -> google.protobuf.Duration
+	47, // 28: adk.memory.v1.EventList.events:type_name -> adk.session.v1.Event
+	45, // 29: adk.memory.v1.ExtractedFact.valid_from:type_name -> google.protobuf.Timestamp
 	24, // 30: adk.memory.v1.FactList.facts:type_name -> adk.memory.v1.ExtractedFact
-	43, // 31: adk.memory.v1.GenerateMemoriesRequest.session:type_name -> adk.session.v1.Session
+	46, // 31: adk.memory.v1.GenerateMemoriesRequest.session:type_name -> adk.session.v1.Session
 	6,  // 32: adk.memory.v1.GenerateMemoriesRequest.session_ref:type_name -> adk.memory.v1.SessionRef
 	23, // 33: adk.memory.v1.GenerateMemoriesRequest.events:type_name -> adk.memory.v1.EventList
 	25, // 34: adk.memory.v1.GenerateMemoriesRequest.facts:type_name -> adk.memory.v1.FactList
 	22, // 35: adk.memory.v1.GenerateMemoriesRequest.options:type_name -> adk.memory.v1.GenerateOptions
 	28, // 36: adk.memory.v1.GenerateMemoriesResponse.job:type_name -> adk.memory.v1.GenerationJob
 	3,  // 37: adk.memory.v1.GenerationJob.state:type_name -> adk.memory.v1.GenerationState
-	42, // 38: adk.memory.v1.GenerationJob.create_time:type_name -> google.protobuf.Timestamp
-	42, // 39: adk.memory.v1.GenerationJob.update_time:type_name -> google.protobuf.Timestamp
+	45, // 38: adk.memory.v1.GenerationJob.create_time:type_name -> google.protobuf.Timestamp
+	45, // 39: adk.memory.v1.GenerationJob.update_time:type_name -> google.protobuf.Timestamp
 	4,  // 40: adk.memory.v1.MemoryRevision.action:type_name -> adk.memory.v1.RevisionAction
-	42, // 41: adk.memory.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
-	42, // 42: adk.memory.v1.MemoryRevision.valid_from:type_name -> google.protobuf.Timestamp
-	42, // 43: adk.memory.v1.MemoryRevision.invalid_at:type_name -> google.protobuf.Timestamp
+	45, // 41: adk.memory.v1.MemoryRevision.create_time:type_name -> google.protobuf.Timestamp
+	45, // 42: adk.memory.v1.MemoryRevision.valid_from:type_name -> google.protobuf.Timestamp
+	45, // 43: adk.memory.v1.MemoryRevision.invalid_at:type_name -> google.protobuf.Timestamp
 	30, // 44: adk.memory.v1.ListMemoryRevisionsResponse.revisions:type_name -> adk.memory.v1.MemoryRevision
 	30, // 45: adk.memory.v1.RollbackMemoryResponse.revision:type_name -> adk.memory.v1.MemoryRevision
 	14, // 46: adk.memory.v1.PurgeMemoriesRequest.filter:type_name -> adk.memory.v1.MemoryFilter
 	1,  // 47: adk.memory.v1.PurgeMemoriesRequest.kind:type_name -> adk.memory.v1.MemoryKind
-	42, // 48: adk.memory.v1.PurgeMemoriesRequest.after_timestamp:type_name -> google.protobuf.Timestamp
-	42, // 49: adk.memory.v1.PurgeMemoriesRequest.before_timestamp:type_name -> google.protobuf.Timestamp
+	45, // 48: adk.memory.v1.PurgeMemoriesRequest.after_timestamp:type_name -> google.protobuf.Timestamp
+	45, // 49: adk.memory.v1.PurgeMemoriesRequest.before_timestamp:type_name -> google.protobuf.Timestamp
 	5,  // 50: adk.memory.v1.PurgeMemoriesResponse.sample:type_name -> adk.memory.v1.MemoryEntry
-	44, // 51: adk.memory.v1.AppendMemoryStreamRequest.events:type_name -> adk.session.v1.Event
+	47, // 51: adk.memory.v1.AppendMemoryStreamRequest.events:type_name -> adk.session.v1.Event
 	28, // 52: adk.memory.v1.AppendMemoryStreamResponse.job:type_name -> adk.memory.v1.GenerationJob
 	28, // 53: adk.memory.v1.FlushMemoryStreamResponse.job:type_name -> adk.memory.v1.GenerationJob
-	7,  // 54: adk.memory.v1.MemoryService.AddSessionToMemory:input_type -> adk.memory.v1.AddSessionToMemoryRequest
-	9,  // 55: adk.memory.v1.MemoryService.AddEventsToMemory:input_type -> adk.memory.v1.AddEventsToMemoryRequest
-	11, // 56: adk.memory.v1.MemoryService.AddMemory:input_type -> adk.memory.v1.AddMemoryRequest
-	13, // 57: adk.memory.v1.MemoryService.SearchMemory:input_type -> adk.memory.v1.SearchMemoryRequest
-	18, // 58: adk.memory.v1.MemoryService.DeleteMemory:input_type -> adk.memory.v1.DeleteMemoryRequest
-	20, // 59: adk.memory.v1.MemoryService.ListMemories:input_type -> adk.memory.v1.ListMemoriesRequest
-	26, // 60: adk.memory.v1.MemoryService.GenerateMemories:input_type -> adk.memory.v1.GenerateMemoriesRequest
-	29, // 61: adk.memory.v1.MemoryService.GetGenerationJob:input_type -> adk.memory.v1.GetGenerationJobRequest
-	31, // 62: adk.memory.v1.MemoryService.ListMemoryRevisions:input_type -> adk.memory.v1.ListMemoryRevisionsRequest
-	33, // 63: adk.memory.v1.MemoryService.RollbackMemory:input_type -> adk.memory.v1.RollbackMemoryRequest
-	35, // 64: adk.memory.v1.MemoryService.PurgeMemories:input_type -> adk.memory.v1.PurgeMemoriesRequest
-	37, // 65: adk.memory.v1.MemoryService.AppendMemoryStream:input_type -> adk.memory.v1.AppendMemoryStreamRequest
-	39, // 66: adk.memory.v1.MemoryService.FlushMemoryStream:input_type -> adk.memory.v1.FlushMemoryStreamRequest
-	8,  // 67: adk.memory.v1.MemoryService.AddSessionToMemory:output_type -> adk.memory.v1.AddSessionToMemoryResponse
-	10, // 68: adk.memory.v1.MemoryService.AddEventsToMemory:output_type -> adk.memory.v1.AddEventsToMemoryResponse
-	12, // 69: adk.memory.v1.MemoryService.AddMemory:output_type -> adk.memory.v1.AddMemoryResponse
-	17, // 70: adk.memory.v1.MemoryService.SearchMemory:output_type -> adk.memory.v1.SearchMemoryResponse
-	19, // 71: adk.memory.v1.MemoryService.DeleteMemory:output_type -> adk.memory.v1.DeleteMemoryResponse
-	21, // 72: adk.memory.v1.MemoryService.ListMemories:output_type -> adk.memory.v1.ListMemoriesResponse
-	27, // 73: adk.memory.v1.MemoryService.GenerateMemories:output_type -> adk.memory.v1.GenerateMemoriesResponse
-	28, // 74: adk.memory.v1.MemoryService.GetGenerationJob:output_type -> adk.memory.v1.GenerationJob
-	32, // 75: adk.memory.v1.MemoryService.ListMemoryRevisions:output_type -> adk.memory.v1.ListMemoryRevisionsResponse
-	34, // 76: adk.memory.v1.MemoryService.RollbackMemory:output_type -> adk.memory.v1.RollbackMemoryResponse
-	36, // 77: adk.memory.v1.MemoryService.PurgeMemories:output_type -> adk.memory.v1.PurgeMemoriesResponse
-	38, // 78: adk.memory.v1.MemoryService.AppendMemoryStream:output_type -> adk.memory.v1.AppendMemoryStreamResponse
-	40, // 79: adk.memory.v1.MemoryService.FlushMemoryStream:output_type -> adk.memory.v1.FlushMemoryStreamResponse
-	67, // [67:80] is the sub-list for method output_type
-	54, // [54:67] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	45, // 54: adk.memory.v1.MemoryStream.last_append_time:type_name -> google.protobuf.Timestamp
+	42, // 55: adk.memory.v1.ListMemoryStreamsResponse.streams:type_name -> adk.memory.v1.MemoryStream
+	7,  // 56: adk.memory.v1.MemoryService.AddSessionToMemory:input_type -> adk.memory.v1.AddSessionToMemoryRequest
+	9,  // 57: adk.memory.v1.MemoryService.AddEventsToMemory:input_type -> adk.memory.v1.AddEventsToMemoryRequest
+	11, // 58: adk.memory.v1.MemoryService.AddMemory:input_type -> adk.memory.v1.AddMemoryRequest
+	13, // 59: adk.memory.v1.MemoryService.SearchMemory:input_type -> adk.memory.v1.SearchMemoryRequest
+	18, // 60: adk.memory.v1.MemoryService.DeleteMemory:input_type -> adk.memory.v1.DeleteMemoryRequest
+	20, // 61: adk.memory.v1.MemoryService.ListMemories:input_type -> adk.memory.v1.ListMemoriesRequest
+	26, // 62: adk.memory.v1.MemoryService.GenerateMemories:input_type -> adk.memory.v1.GenerateMemoriesRequest
+	29, // 63: adk.memory.v1.MemoryService.GetGenerationJob:input_type -> adk.memory.v1.GetGenerationJobRequest
+	31, // 64: adk.memory.v1.MemoryService.ListMemoryRevisions:input_type -> adk.memory.v1.ListMemoryRevisionsRequest
+	33, // 65: adk.memory.v1.MemoryService.RollbackMemory:input_type -> adk.memory.v1.RollbackMemoryRequest
+	35, // 66: adk.memory.v1.MemoryService.PurgeMemories:input_type -> adk.memory.v1.PurgeMemoriesRequest
+	37, // 67: adk.memory.v1.MemoryService.AppendMemoryStream:input_type -> adk.memory.v1.AppendMemoryStreamRequest
+	39, // 68: adk.memory.v1.MemoryService.FlushMemoryStream:input_type -> adk.memory.v1.FlushMemoryStreamRequest
+	41, // 69: adk.memory.v1.MemoryService.ListMemoryStreams:input_type -> adk.memory.v1.ListMemoryStreamsRequest
+	8,  // 70: adk.memory.v1.MemoryService.AddSessionToMemory:output_type -> adk.memory.v1.AddSessionToMemoryResponse
+	10, // 71: adk.memory.v1.MemoryService.AddEventsToMemory:output_type -> adk.memory.v1.AddEventsToMemoryResponse
+	12, // 72: adk.memory.v1.MemoryService.AddMemory:output_type -> adk.memory.v1.AddMemoryResponse
+	17, // 73: adk.memory.v1.MemoryService.SearchMemory:output_type -> adk.memory.v1.SearchMemoryResponse
+	19, // 74: adk.memory.v1.MemoryService.DeleteMemory:output_type -> adk.memory.v1.DeleteMemoryResponse
+	21, // 75: adk.memory.v1.MemoryService.ListMemories:output_type -> adk.memory.v1.ListMemoriesResponse
+	27, // 76: adk.memory.v1.MemoryService.GenerateMemories:output_type -> adk.memory.v1.GenerateMemoriesResponse
+	28, // 77: adk.memory.v1.MemoryService.GetGenerationJob:output_type -> adk.memory.v1.GenerationJob
+	32, // 78: adk.memory.v1.MemoryService.ListMemoryRevisions:output_type -> adk.memory.v1.ListMemoryRevisionsResponse
+	34, // 79: adk.memory.v1.MemoryService.RollbackMemory:output_type -> adk.memory.v1.RollbackMemoryResponse
+	36, // 80: adk.memory.v1.MemoryService.PurgeMemories:output_type -> adk.memory.v1.PurgeMemoriesResponse
+	38, // 81: adk.memory.v1.MemoryService.AppendMemoryStream:output_type -> adk.memory.v1.AppendMemoryStreamResponse
+	40, // 82: adk.memory.v1.MemoryService.FlushMemoryStream:output_type -> adk.memory.v1.FlushMemoryStreamResponse
+	43, // 83: adk.memory.v1.MemoryService.ListMemoryStreams:output_type -> adk.memory.v1.ListMemoryStreamsResponse
+	70, // [70:84] is the sub-list for method output_type
+	56, // [56:70] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_adk_memory_v1_memory_proto_init() }
@@ -3601,7 +3782,7 @@ func file_adk_memory_v1_memory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_adk_memory_v1_memory_proto_rawDesc), len(file_adk_memory_v1_memory_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   36,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,7 @@ const (
 	MemoryService_PurgeMemories_FullMethodName       = "/adk.memory.v1.MemoryService/PurgeMemories"
 	MemoryService_AppendMemoryStream_FullMethodName  = "/adk.memory.v1.MemoryService/AppendMemoryStream"
 	MemoryService_FlushMemoryStream_FullMethodName   = "/adk.memory.v1.MemoryService/FlushMemoryStream"
+	MemoryService_ListMemoryStreams_FullMethodName   = "/adk.memory.v1.MemoryService/ListMemoryStreams"
 )
 
 // MemoryServiceClient is the client API for MemoryService service.
@@ -83,6 +84,9 @@ type MemoryServiceClient interface {
 	AppendMemoryStream(ctx context.Context, in *AppendMemoryStreamRequest, opts ...grpc.CallOption) (*AppendMemoryStreamResponse, error)
 	// Starts generation from a stream's buffered events now, if it holds any.
 	FlushMemoryStream(ctx context.Context, in *FlushMemoryStreamRequest, opts ...grpc.CallOption) (*FlushMemoryStreamResponse, error)
+	// The streams of one (app, user) holding buffered events, by stream id. Needs no
+	// generator: a stream's buffer outlives a restart without one.
+	ListMemoryStreams(ctx context.Context, in *ListMemoryStreamsRequest, opts ...grpc.CallOption) (*ListMemoryStreamsResponse, error)
 }
 
 type memoryServiceClient struct {
@@ -223,6 +227,16 @@ func (c *memoryServiceClient) FlushMemoryStream(ctx context.Context, in *FlushMe
 	return out, nil
 }
 
+func (c *memoryServiceClient) ListMemoryStreams(ctx context.Context, in *ListMemoryStreamsRequest, opts ...grpc.CallOption) (*ListMemoryStreamsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListMemoryStreamsResponse)
+	err := c.cc.Invoke(ctx, MemoryService_ListMemoryStreams_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MemoryServiceServer is the server API for MemoryService service.
 // All implementations must embed UnimplementedMemoryServiceServer
 // for forward compatibility.
@@ -268,6 +282,9 @@ type MemoryServiceServer interface {
 	AppendMemoryStream(context.Context, *AppendMemoryStreamRequest) (*AppendMemoryStreamResponse, error)
 	// Starts generation from a stream's buffered events now, if it holds any.
 	FlushMemoryStream(context.Context, *FlushMemoryStreamRequest) (*FlushMemoryStreamResponse, error)
+	// The streams of one (app, user) holding buffered events, by stream id. Needs no
+	// generator: a stream's buffer outlives a restart without one.
+	ListMemoryStreams(context.Context, *ListMemoryStreamsRequest) (*ListMemoryStreamsResponse, error)
 	mustEmbedUnimplementedMemoryServiceServer()
 }
 
@@ -316,6 +333,9 @@ func (UnimplementedMemoryServiceServer) AppendMemoryStream(context.Context, *App
 }
 func (UnimplementedMemoryServiceServer) FlushMemoryStream(context.Context, *FlushMemoryStreamRequest) (*FlushMemoryStreamResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method FlushMemoryStream not implemented")
+}
+func (UnimplementedMemoryServiceServer) ListMemoryStreams(context.Context, *ListMemoryStreamsRequest) (*ListMemoryStreamsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListMemoryStreams not implemented")
 }
 func (UnimplementedMemoryServiceServer) mustEmbedUnimplementedMemoryServiceServer() {}
 func (UnimplementedMemoryServiceServer) testEmbeddedByValue()                       {}
@@ -572,6 +592,24 @@ func _MemoryService_FlushMemoryStream_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MemoryService_ListMemoryStreams_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListMemoryStreamsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).ListMemoryStreams(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_ListMemoryStreams_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).ListMemoryStreams(ctx, req.(*ListMemoryStreamsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MemoryService_ServiceDesc is the grpc.ServiceDesc for MemoryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -630,6 +668,10 @@ var MemoryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "FlushMemoryStream",
 			Handler:    _MemoryService_FlushMemoryStream_Handler,
+		},
+		{
+			MethodName: "ListMemoryStreams",
+			Handler:    _MemoryService_ListMemoryStreams_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

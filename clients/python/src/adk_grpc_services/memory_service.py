@@ -465,6 +465,20 @@ class GrpcMemoryService(ServiceClient[mpb_grpc.MemoryServiceStub], BaseMemorySer
         reply: mpb.FlushMemoryStreamResponse = await self._invoke("FlushMemoryStream", request)
         return reply.job if reply.HasField("job") else None
 
+    async def list_memory_streams(self, *, app_name: str, user_id: str) -> list[MemoryStream]:
+        """The user's event streams holding buffered events (waiting for generation), by stream
+        id. A stream whose events were all handed to generation is not listed."""
+        request = mpb.ListMemoryStreamsRequest(app_name=app_name, user_id=user_id)
+        reply: mpb.ListMemoryStreamsResponse = await self._invoke("ListMemoryStreams", request)
+        return [
+            MemoryStream(
+                stream_id=s.stream_id,
+                buffered=s.buffered,
+                last_append_time=timestamps.to_seconds(s.last_append_time),
+            )
+            for s in reply.streams
+        ]
+
     async def delete_memory(
         self, *, app_name: str, user_id: str, memory_id: str | None = None
     ) -> None:
@@ -556,6 +570,18 @@ class StreamAppend:
     job: mpb.GenerationJob | None
     """The generation job the call started, when it brought the stream to its trigger
     count."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryStream:
+    """An event stream holding events that wait for generation (``list_memory_streams``)."""
+
+    stream_id: str
+    buffered: int
+    """The events it holds."""
+    last_append_time: float
+    """When its last event was buffered, in Unix seconds (server time): its quiet time runs
+    from there."""
 
 
 def _stream_event(event: Event) -> spb.Event:

@@ -642,6 +642,39 @@ async function memoryPage(app, user, params) {
       results.replaceChildren(errorBox(error));
     }
   }
+  // Event streams: the user's streams holding events that wait for generation, each with a
+  // Flush button, and a stream flushed by id. A flush loses nothing, so it asks no confirmation.
+  const streamsBox = el("div", { id: "streams" });
+  const streamResult = el("div", { id: "stream-result" });
+  const streamId = el("input", { id: "stream-id", placeholder: "stream id (a session id)", required: true });
+  async function loadStreams() {
+    try {
+      const found = await api(`${path}/streams`);
+      streamsBox.replaceChildren(found.streams.length === 0
+        ? empty("No stream holds events waiting for generation.")
+        : el("table", { id: "stream-list" },
+          el("thead", {}, el("tr", {}, ["Stream", "Events", "Last event", ""].map((h) => el("th", { text: h })))),
+          el("tbody", {}, found.streams.map((st) => el("tr", { "data-stream": st.stream_id },
+            el("td", { text: st.stream_id }), el("td", { class: "buffered", text: st.buffered }),
+            el("td", { text: time(st.last_append_time) }),
+            el("td", {}, el("button", { type: "button", class: "flush", text: "Flush", onclick: () => flush(st.stream_id) })))))));
+    } catch (error) {
+      if (error instanceof Superseded) return;
+      streamsBox.replaceChildren(errorBox(error));
+    }
+  }
+  async function flush(stream) {
+    try {
+      const done = await post(`${path}/streams/flush`, { stream_id: stream });
+      streamResult.replaceChildren(el("p", { class: "notice", text: done.job
+        ? `Stream ${stream} handed to generation: job ${done.job.id} (${done.job.state}).`
+        : `Stream ${stream} holds no events; nothing to generate from.` }));
+      await loadStreams();
+    } catch (error) {
+      streamResult.replaceChildren(errorBox(error));
+    }
+  }
+
   const total = el("div", { class: "figure", id: "memory-total", text: "…" });
   show(
     el("h1", { text: `Memory of ${user} in ${app}` }),
@@ -675,8 +708,17 @@ async function memoryPage(app, user, params) {
     el("p", { class: "muted", text: "Searches, the list and purges keep the memories that pass the filters above." }),
     results,
     el("h2", { text: "Entries (in ingestion order)" }),
-    listBox);
-  await loadList("");
+    listBox,
+    el("h2", { text: "Event streams" }),
+    el("p", { class: "muted", text: "Events buffered per stream until generation takes them: after the app's trigger count, its quiet time, or a flush." }),
+    streamsBox,
+    el("form", { class: "inline", id: "stream-flush", onsubmit: (e) => {
+      e.preventDefault();
+      flush(streamId.value.trim());
+    } },
+    streamId, el("button", { type: "submit", text: "Flush stream" })),
+    streamResult);
+  await Promise.all([loadList(""), loadStreams()]);
 }
 
 // ---- router ----

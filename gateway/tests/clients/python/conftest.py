@@ -1,5 +1,6 @@
 """Boots session-svc, memory-svc and the gateway (built binaries, ports picked by the OS) with
-one tokens file, for MCP clients to talk to."""
+one tokens file, for MCP clients to talk to; memory-svc generates with a local stand-in for the
+chat model, which extracts no facts."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import json
 import os
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -42,8 +45,37 @@ def _start(args: list[str], env: dict[str, str] | None = None) -> tuple[subproce
     return process, line.rsplit(" ", 1)[1].strip()
 
 
+class _StandIn(BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat model that extracts no facts from anything."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        message = {"role": "assistant", "content": json.dumps({"facts": []})}
+        choice = {"index": 0, "finish_reason": "stop", "message": message}
+        body = json.dumps({"id": "stand-in", "object": "chat.completion", "choices": [choice]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
 @pytest.fixture(scope="session")
-def stack() -> Iterator[Stack]:
+def model_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _StandIn)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def stack(model_url: str) -> Iterator[Stack]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         tokens = root / "tokens.json"
@@ -93,6 +125,10 @@ def stack() -> Iterator[Stack]:
                     f"http://{session_addr}",
                     "--session-token-file",
                     str(ops),
+                    "--generator",
+                    f"openai:{model_url}",
+                    "--generator-model",
+                    "stand-in",
                 ]
             )
             processes.append(memory)

@@ -20,6 +20,9 @@ EXPECTED_TOOLS = {
     "list_memories",
     "delete_memory",
     "purge_memories",
+    "generate_memories",
+    "append_memory_stream",
+    "flush_memory_stream",
     "list_sessions",
     "get_session",
     "create_session",
@@ -60,6 +63,7 @@ async def round_trip(client: Client, user: str) -> None:
     assert fact in text_of(found)
 
     await filter_and_purge(client, user)
+    await stream_and_flush(client)
 
     session_id = f"s-{uuid.uuid4().hex[:8]}"
     created = await client.call_tool("create_session", {"session_id": session_id})
@@ -127,6 +131,22 @@ async def filter_and_purge(client: Client, user: str) -> None:
     assert bad.is_error and "filters.metadata[0][0].value" in text_of(bad)
     cleaned = await client.call_tool("delete_memory", {"memory_id": other_id})
     assert cleaned.structured_content == {"deleted": 1}
+
+
+async def stream_and_flush(client: Client) -> None:
+    """A turn appended twice with one event id is buffered once; a flush hands it to a job."""
+    stream = f"chat-{uuid.uuid4().hex[:8]}"
+    turn = {"stream_id": stream, "text": "I moved to Lisbon.", "event_id": "t1"}
+    first = await client.call_tool("append_memory_stream", turn)
+    assert not first.is_error, text_of(first)
+    assert first.structured_content == {"event_id": "t1", "appended": 1, "buffered": 1, "job_id": None}
+    again = await client.call_tool("append_memory_stream", turn)
+    assert again.structured_content == {"event_id": "t1", "appended": 0, "buffered": 1, "job_id": None}
+    flushed = await client.call_tool("flush_memory_stream", {"stream_id": stream})
+    assert not flushed.is_error, text_of(flushed)
+    assert flushed.structured_content["job_id"], text_of(flushed)
+    empty = await client.call_tool("flush_memory_stream", {"stream_id": stream})
+    assert empty.structured_content == {"job_id": None}
 
 
 def test_streamable_http_2026(stack: Stack) -> None:

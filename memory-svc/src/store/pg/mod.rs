@@ -553,6 +553,10 @@ impl MemoryStore for PgMemoryStore {
         self.buffered_streams_now().await
     }
 
+    async fn scope_streams(&self, scope: Scope<'_>) -> Result<Vec<Buffered>> {
+        self.scope_streams_now(scope).await
+    }
+
     async fn list(
         &self,
         scope: Scope<'_>,

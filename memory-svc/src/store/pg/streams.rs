@@ -9,7 +9,7 @@ use deadpool_postgres::Transaction;
 use prost::Message;
 
 use super::{
-    super::{Appended, Buffered, JobRecord, Result, StoreError, StreamKey},
+    super::{Appended, Buffered, JobRecord, Result, Scope, StoreError, StreamKey},
     generation::insert_job,
     PgMemoryStore,
 };
@@ -180,16 +180,31 @@ impl PgMemoryStore {
                 &[],
             )
             .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(Buffered {
-                    app_name: row.try_get(0)?,
-                    user_id: row.try_get(1)?,
-                    stream_id: row.try_get(2)?,
-                    events: u32::try_from(row.try_get::<_, i32>(3)?).unwrap_or(0),
-                    last_ms: row.try_get(4)?,
-                })
-            })
-            .collect()
+        rows.iter().map(buffered).collect()
     }
+
+    pub(super) async fn scope_streams_now(&self, scope: Scope<'_>) -> Result<Vec<Buffered>> {
+        let rows = self
+            .pool
+            .get()
+            .await?
+            .query(
+                "SELECT app_name, user_id, stream_id, buffered, last_ms FROM memory_streams
+                 WHERE app_name = $1 AND user_id = $2 AND buffered > 0 ORDER BY stream_id",
+                &[&scope.app_name, &scope.user_id],
+            )
+            .await?;
+        rows.iter().map(buffered).collect()
+    }
+}
+
+/// A `memory_streams` row as selected above.
+fn buffered(row: &tokio_postgres::Row) -> Result<Buffered> {
+    Ok(Buffered {
+        app_name: row.try_get(0)?,
+        user_id: row.try_get(1)?,
+        stream_id: row.try_get(2)?,
+        events: u32::try_from(row.try_get::<_, i32>(3)?).unwrap_or(0),
+        last_ms: row.try_get(4)?,
+    })
 }

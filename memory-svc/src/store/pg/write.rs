@@ -243,6 +243,7 @@ async fn apply(
             )
             .await?;
         }
+        clear_streams(tx, scope).await?;
     }
     if !removed.is_empty() {
         let seqs: Vec<i64> = removed.iter().map(|s| db_int(s.seq)).collect();
@@ -287,6 +288,31 @@ async fn apply(
             &db_int(stats.total_len),
             &db_int(stats.next_seq),
         ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Removes the scope's streams: their buffered events and the event ids they remember. The
+/// streams' rows go first: deleting one waits for an append or a handoff holding it, and the
+/// next statement (read committed: a fresh snapshot) then sees the events it wrote. Of the
+/// buffered events, only those of the streams deleted go: a stream first appended to after the
+/// first statement keeps its row and its events, whole, as an append after the delete.
+async fn clear_streams(tx: &Transaction<'_>, scope: Scope<'_>) -> Result<()> {
+    let (app, user) = (&scope.app_name, &scope.user_id);
+    let streams: Vec<String> = tx
+        .query(
+            "DELETE FROM memory_streams WHERE app_name = $1 AND user_id = $2 RETURNING stream_id",
+            &[app, user],
+        )
+        .await?
+        .iter()
+        .map(|row| row.try_get(0))
+        .collect::<std::result::Result<_, _>>()?;
+    tx.execute(
+        "DELETE FROM memory_stream_events WHERE app_name = $1 AND user_id = $2
+         AND (job_id IS NOT NULL OR stream_id = ANY($3))",
+        &[app, user, &streams],
     )
     .await?;
     Ok(())

@@ -287,11 +287,11 @@ impl SledMemoryStore {
                     jobs.remove(id.as_bytes())?;
                     done.remove(&key)?;
                     for event in &handed_off {
-                        events.remove(event.as_bytes())?;
+                        Self::remove_handed_off(events, event.as_bytes(), &id)?;
                     }
                     Ok(())
                 })
-                .map_err(storage)?;
+                .map_err(aborted)?;
             pruned += 1;
         }
         Ok(pruned)

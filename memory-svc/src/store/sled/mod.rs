@@ -127,8 +127,8 @@ use super::{
     plan::Write,
     token,
     vector_cache::{self, VectorCache},
-    Appended, Buffered, Entry, Expired, Hit, JobRecord, MemoryStore, PurgeRecord, Result, Revision,
-    RevisionRecord, Scope, SearchQuery, StreamKey, Unembedded, Vectors,
+    Appended, Buffered, DeleteTarget, Entry, Expired, Hit, JobRecord, MemoryStore, PurgeRecord,
+    Result, Revision, RevisionRecord, Scope, SearchQuery, StreamKey, Unembedded, Vectors,
 };
 use crate::analysis::Analyzer;
 use crate::budget::{self, MemoryBudget, Part, Room};
@@ -559,6 +559,9 @@ impl MemoryStore for SledMemoryStore {
         let count = self
             .blocking(move |store| {
                 let (_writing, _room) = (writing, room);
+                if matches!(write, Write::Delete(DeleteTarget::All)) {
+                    store.clear_streams_now(&key)?;
+                }
                 store.write_now(&key, &write, &vectors, &revisions)
             })
             .await;
@@ -786,6 +789,17 @@ impl MemoryStore for SledMemoryStore {
 
     async fn buffered_streams(&self) -> Result<Vec<Buffered>> {
         self.blocking(|store| store.buffered_streams_now()).await
+    }
+
+    async fn scope_streams(&self, scope: Scope<'_>) -> Result<Vec<Buffered>> {
+        let (app_name, user_id) = (scope.app_name.to_owned(), scope.user_id.to_owned());
+        self.blocking(move |store| {
+            store.scope_streams_now(Scope {
+                app_name: &app_name,
+                user_id: &user_id,
+            })
+        })
+        .await
     }
 
     async fn list(

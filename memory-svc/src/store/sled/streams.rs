@@ -17,10 +17,10 @@ use sled::{
 use super::{
     super::{
         streams::{StreamEventRecord, StreamRecord},
-        Appended, Buffered, JobRecord, Result, StoreError, StreamKey,
+        Appended, Buffered, JobRecord, Result, Scope, StoreError, StreamKey,
     },
     generation::{aborted, queue_key},
-    records::decode,
+    records::{decode, scope_key},
     SledMemoryStore,
 };
 
@@ -169,8 +169,17 @@ impl SledMemoryStore {
     }
 
     pub(super) fn buffered_streams_now(&self) -> Result<Vec<Buffered>> {
+        self.streams_under(&Key::new())
+    }
+
+    pub(super) fn scope_streams_now(&self, scope: Scope<'_>) -> Result<Vec<Buffered>> {
+        self.streams_under(&scope_key(scope))
+    }
+
+    /// The streams with buffered events whose keys start with `prefix`, in key order.
+    fn streams_under(&self, prefix: &Key) -> Result<Vec<Buffered>> {
         let mut out = Vec::new();
-        for kv in self.streams.iter() {
+        for kv in self.streams.scan_prefix(prefix) {
             let (key, value) = kv?;
             let mut reader = KeyReader::new(&key);
             let (Some(app_name), Some(user_id), Some(stream_id)) =
@@ -190,6 +199,48 @@ impl SledMemoryStore {
         Ok(out)
     }
 
+    /// Removes the streams of the scope keyed `scope`: their buffered events and the ids they
+    /// remember. Its own transaction over the two trees, which the caller runs before clearing
+    /// the scope's memories and durable with them: a process killed between the two leaves
+    /// the memories (the caller's retry deletes them), never a buffer that would generate them
+    /// again.
+    pub(super) fn clear_streams_now(&self, scope: &Key) -> Result<()> {
+        let mut streams = Vec::new();
+        for key in self.streams.scan_prefix(scope).keys() {
+            let key = key?;
+            let mut reader = KeyReader::new(&key);
+            let (Some(_), Some(_), Some(stream_id)) = (reader.str(), reader.str(), reader.str())
+            else {
+                return Err(StoreError::corrupt("stream key"));
+            };
+            streams.push(scope.clone().str(&stream_id));
+        }
+        let events = (self.stream_events.scan_prefix(scope).keys())
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        if streams.is_empty() && events.is_empty() {
+            return Ok(());
+        }
+        (&self.streams, &self.stream_events)
+            .transaction(|(streams_tx, events_tx)| {
+                for key in &streams {
+                    // Read again here: what was appended since the scan is in the record now.
+                    let Some(bytes) = streams_tx.get(key.as_bytes())? else {
+                        continue;
+                    };
+                    let record: StreamRecord = decoded(&bytes, "stream")?;
+                    for id in &record.buffered {
+                        events_tx.remove(key.clone().str(id).as_bytes())?;
+                    }
+                    streams_tx.remove(key.as_bytes())?;
+                }
+                for key in &events {
+                    events_tx.remove(key)?;
+                }
+                Ok(())
+            })
+            .map_err(aborted)
+    }
+
     /// The `stream_events` keys of the events a pruned job took from its stream, to remove
     /// with it.
     pub(super) fn handed_off_keys(job: &JobRecord) -> Vec<Key> {
@@ -204,6 +255,23 @@ impl SledMemoryStore {
             .iter()
             .map(|event| stream.clone().str(&event.id))
             .collect()
+    }
+
+    /// Removes, in the caller's transaction, the event keyed `key` if it was handed to
+    /// `job_id`: a user's streams deleted since (`DeleteMemory` of all) may have been given the
+    /// same id again.
+    pub(super) fn remove_handed_off(
+        events: &TransactionalTree,
+        key: &[u8],
+        job_id: &str,
+    ) -> std::result::Result<(), Abort> {
+        if let Some(bytes) = events.get(key)? {
+            let stored: StreamEventRecord = decoded(&bytes, "stream event")?;
+            if stored.job_id == job_id {
+                events.remove(key)?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -33,8 +33,11 @@ test("the TypeScript SDK round trip", { skip: !url || !token }, async () => {
     assert.deepEqual(names, [
       "add_memory",
       "append_event",
+      "append_memory_stream",
       "create_session",
       "delete_memory",
+      "flush_memory_stream",
+      "generate_memories",
       "get_session",
       "list_apps",
       "list_memories",

@@ -327,7 +327,10 @@ export interface DeleteMemoryRequest {
     /** Every entry that came from this session. */
     { $case: "sessionId"; value: string }
     | //
-    /** Every entry of the user. */
+    /**
+     * Every entry of the user, and in the same operation the user's event streams: their
+     * buffered events and the event ids they remember (deleted counts entries only).
+     */
     { $case: "all"; value: boolean }
     | undefined;
 }
@@ -618,6 +621,27 @@ export interface FlushMemoryStreamRequest {
 export interface FlushMemoryStreamResponse {
   /** The generation job started from the stream's buffered events; absent when it held none. */
   job: GenerationJob | undefined;
+}
+
+/** ListMemoryStreams input. */
+export interface ListMemoryStreamsRequest {
+  appName: string;
+  userId: string;
+}
+
+/** A stream holding events that wait for generation. */
+export interface MemoryStream {
+  streamId: string;
+  /** The events it holds. */
+  buffered: number;
+  /** When its last event was buffered (server time): the quiet time runs from here. */
+  lastAppendTime: Timestamp | undefined;
+}
+
+/** ListMemoryStreams output. */
+export interface ListMemoryStreamsResponse {
+  /** By stream id; a stream whose events were all handed to generation is not listed. */
+  streams: MemoryStream[];
 }
 
 function createBaseMemoryEntry(): MemoryEntry {
@@ -4167,6 +4191,209 @@ export const FlushMemoryStreamResponse: MessageFns<FlushMemoryStreamResponse> = 
   },
 };
 
+function createBaseListMemoryStreamsRequest(): ListMemoryStreamsRequest {
+  return { appName: "", userId: "" };
+}
+
+export const ListMemoryStreamsRequest: MessageFns<ListMemoryStreamsRequest> = {
+  encode(message: ListMemoryStreamsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.appName !== "") {
+      writer.uint32(10).string(message.appName);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListMemoryStreamsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListMemoryStreamsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.appName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListMemoryStreamsRequest>, I>>(base?: I): ListMemoryStreamsRequest {
+    return ListMemoryStreamsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListMemoryStreamsRequest>, I>>(object: I): ListMemoryStreamsRequest {
+    const message = createBaseListMemoryStreamsRequest();
+    message.appName = object.appName ?? "";
+    message.userId = object.userId ?? "";
+    return message;
+  },
+};
+
+function createBaseMemoryStream(): MemoryStream {
+  return { streamId: "", buffered: 0, lastAppendTime: undefined };
+}
+
+export const MemoryStream: MessageFns<MemoryStream> = {
+  encode(message: MemoryStream, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.streamId !== "") {
+      writer.uint32(10).string(message.streamId);
+    }
+    if (message.buffered !== 0) {
+      writer.uint32(16).uint32(message.buffered);
+    }
+    if (message.lastAppendTime !== undefined) {
+      Timestamp.encode(message.lastAppendTime, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MemoryStream {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMemoryStream();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.streamId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.buffered = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.lastAppendTime = Timestamp.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<MemoryStream>, I>>(base?: I): MemoryStream {
+    return MemoryStream.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MemoryStream>, I>>(object: I): MemoryStream {
+    const message = createBaseMemoryStream();
+    message.streamId = object.streamId ?? "";
+    message.buffered = object.buffered ?? 0;
+    message.lastAppendTime = (object.lastAppendTime !== undefined && object.lastAppendTime !== null)
+      ? Timestamp.fromPartial(object.lastAppendTime)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListMemoryStreamsResponse(): ListMemoryStreamsResponse {
+  return { streams: [] };
+}
+
+export const ListMemoryStreamsResponse: MessageFns<ListMemoryStreamsResponse> = {
+  encode(message: ListMemoryStreamsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.streams) {
+      MemoryStream.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListMemoryStreamsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListMemoryStreamsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.streams.push(MemoryStream.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListMemoryStreamsResponse>, I>>(base?: I): ListMemoryStreamsResponse {
+    return ListMemoryStreamsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListMemoryStreamsResponse>, I>>(object: I): ListMemoryStreamsResponse {
+    const message = createBaseListMemoryStreamsResponse();
+    message.streams = object.streams?.map((e) => MemoryStream.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /**
  * MemoryService ingests sessions and answers ranked searches: keyword, semantic or hybrid (see
  * SearchMode).
@@ -4344,6 +4571,21 @@ export const MemoryServiceService = {
       Buffer.from(FlushMemoryStreamResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): FlushMemoryStreamResponse => FlushMemoryStreamResponse.decode(value),
   },
+  /**
+   * The streams of one (app, user) holding buffered events, by stream id. Needs no
+   * generator: a stream's buffer outlives a restart without one.
+   */
+  listMemoryStreams: {
+    path: "/adk.memory.v1.MemoryService/ListMemoryStreams" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListMemoryStreamsRequest): Buffer =>
+      Buffer.from(ListMemoryStreamsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListMemoryStreamsRequest => ListMemoryStreamsRequest.decode(value),
+    responseSerialize: (value: ListMemoryStreamsResponse): Buffer =>
+      Buffer.from(ListMemoryStreamsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListMemoryStreamsResponse => ListMemoryStreamsResponse.decode(value),
+  },
 } as const;
 
 export interface MemoryServiceServer extends UntypedServiceImplementation {
@@ -4395,6 +4637,11 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
   appendMemoryStream: handleUnaryCall<AppendMemoryStreamRequest, AppendMemoryStreamResponse>;
   /** Starts generation from a stream's buffered events now, if it holds any. */
   flushMemoryStream: handleUnaryCall<FlushMemoryStreamRequest, FlushMemoryStreamResponse>;
+  /**
+   * The streams of one (app, user) holding buffered events, by stream id. Needs no
+   * generator: a stream's buffer outlives a restart without one.
+   */
+  listMemoryStreams: handleUnaryCall<ListMemoryStreamsRequest, ListMemoryStreamsResponse>;
 }
 
 export interface MemoryServiceClient extends Client {
@@ -4627,6 +4874,25 @@ export interface MemoryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: FlushMemoryStreamResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The streams of one (app, user) holding buffered events, by stream id. Needs no
+   * generator: a stream's buffer outlives a restart without one.
+   */
+  listMemoryStreams(
+    request: ListMemoryStreamsRequest,
+    callback: (error: ServiceError | null, response: ListMemoryStreamsResponse) => void,
+  ): ClientUnaryCall;
+  listMemoryStreams(
+    request: ListMemoryStreamsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListMemoryStreamsResponse) => void,
+  ): ClientUnaryCall;
+  listMemoryStreams(
+    request: ListMemoryStreamsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListMemoryStreamsResponse) => void,
   ): ClientUnaryCall;
 }
 

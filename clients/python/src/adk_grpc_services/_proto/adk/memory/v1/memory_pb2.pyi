@@ -522,3 +522,27 @@ class FlushMemoryStreamResponse(_message.Message):
     JOB_FIELD_NUMBER: _ClassVar[int]
     job: GenerationJob
     def __init__(self, job: _Optional[_Union[GenerationJob, _Mapping]] = ...) -> None: ...
+
+class ListMemoryStreamsRequest(_message.Message):
+    __slots__ = ("app_name", "user_id")
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    user_id: str
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ...) -> None: ...
+
+class MemoryStream(_message.Message):
+    __slots__ = ("stream_id", "buffered", "last_append_time")
+    STREAM_ID_FIELD_NUMBER: _ClassVar[int]
+    BUFFERED_FIELD_NUMBER: _ClassVar[int]
+    LAST_APPEND_TIME_FIELD_NUMBER: _ClassVar[int]
+    stream_id: str
+    buffered: int
+    last_append_time: _timestamp_pb2.Timestamp
+    def __init__(self, stream_id: _Optional[str] = ..., buffered: _Optional[int] = ..., last_append_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListMemoryStreamsResponse(_message.Message):
+    __slots__ = ("streams",)
+    STREAMS_FIELD_NUMBER: _ClassVar[int]
+    streams: _containers.RepeatedCompositeFieldContainer[MemoryStream]
+    def __init__(self, streams: _Optional[_Iterable[_Union[MemoryStream, _Mapping]]] = ...) -> None: ...

@@ -101,6 +101,11 @@ class MemoryServiceStub:
                 request_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.FlushMemoryStreamRequest.SerializeToString,
                 response_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.FlushMemoryStreamResponse.FromString,
                 _registered_method=True)
+        self.ListMemoryStreams = channel.unary_unary(
+                '/adk.memory.v1.MemoryService/ListMemoryStreams',
+                request_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryStreamsRequest.SerializeToString,
+                response_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryStreamsResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -211,6 +216,14 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListMemoryStreams(self, request, context):
+        """The streams of one (app, user) holding buffered events, by stream id. Needs no
+        generator: a stream's buffer outlives a restart without one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -278,6 +291,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.FlushMemoryStream,
                     request_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.FlushMemoryStreamRequest.FromString,
                     response_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.FlushMemoryStreamResponse.SerializeToString,
+            ),
+            'ListMemoryStreams': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListMemoryStreams,
+                    request_deserializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryStreamsRequest.FromString,
+                    response_serializer=adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryStreamsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -633,6 +651,33 @@ class MemoryService:
             '/adk.memory.v1.MemoryService/FlushMemoryStream',
             adk_dot_memory_dot_v1_dot_memory__pb2.FlushMemoryStreamRequest.SerializeToString,
             adk_dot_memory_dot_v1_dot_memory__pb2.FlushMemoryStreamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListMemoryStreams(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/adk.memory.v1.MemoryService/ListMemoryStreams',
+            adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryStreamsRequest.SerializeToString,
+            adk_dot_memory_dot_v1_dot_memory__pb2.ListMemoryStreamsResponse.FromString,
             options,
             channel_credentials,
             insecure,
