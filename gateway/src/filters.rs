@@ -23,6 +23,10 @@ pub struct MemoryFilters {
     pub author: String,
     pub after: Option<Timestamp>,
     pub before: Option<Timestamp>,
+    /// Searches and listings: the memories valid at this time (`None`: now).
+    pub as_of: Option<Timestamp>,
+    /// Searches and listings: superseded memories too.
+    pub include_superseded: bool,
 }
 
 impl MemoryFilters {
@@ -57,7 +61,18 @@ impl MemoryFilters {
             author: author.trim().to_owned(),
             after: time("after", non_empty(after))?,
             before: time("before", non_empty(before))?,
+            ..Self::default()
         })
+    }
+
+    /// These filters, keeping the memories valid at `as_of` (`None`: now), and superseded ones
+    /// too with `include_superseded`.
+    pub fn valid_at(self, as_of: Option<Timestamp>, include_superseded: bool) -> Self {
+        Self {
+            as_of,
+            include_superseded,
+            ..self
+        }
     }
 
     /// `request` with these filters.
@@ -68,6 +83,8 @@ impl MemoryFilters {
             author: self.author,
             after_timestamp: self.after,
             before_timestamp: self.before,
+            as_of: self.as_of,
+            include_superseded: self.include_superseded,
             ..request
         }
     }
@@ -80,20 +97,39 @@ impl MemoryFilters {
             author: self.author,
             after_timestamp: self.after,
             before_timestamp: self.before,
+            as_of: self.as_of,
+            include_superseded: self.include_superseded,
             ..request
         }
     }
 
-    /// `request` with these filters.
-    pub fn purge(self, request: PurgeMemoriesRequest) -> PurgeMemoriesRequest {
-        PurgeMemoriesRequest {
+    /// `request` with these filters. A purge deletes what matches whatever its validity, so a
+    /// validity bound is refused rather than ignored: the purge would delete more than a search
+    /// or listing with the same filters shows.
+    pub fn purge(self, request: PurgeMemoriesRequest) -> Result<PurgeMemoriesRequest, GatewayError> {
+        let refused = if self.as_of.is_some() {
+            Some("as_of")
+        } else if self.include_superseded {
+            Some("include_superseded")
+        } else {
+            None
+        };
+        if let Some(field) = refused {
+            return Err(GatewayError::Invalid {
+                field: field.into(),
+                why: "a purge deletes the memories that match whatever their validity; \
+                      leave it out"
+                    .into(),
+            });
+        }
+        Ok(PurgeMemoriesRequest {
             filter: self.filter,
             kind: self.kind.into(),
             author: self.author,
             after_timestamp: self.after,
             before_timestamp: self.before,
             ..request
-        }
+        })
     }
 }
 

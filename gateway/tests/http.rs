@@ -635,3 +635,88 @@ async fn stream_tools_are_hidden_without_a_generator() {
         "{refused}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_tools_answer_as_of_a_time() {
+    use adk_proto::memory::v1::{
+        memory_service_client::MemoryServiceClient, AddMemoryRequest, MemoryEntry,
+    };
+    let stack = stack().await;
+    let alice = Some("alice-token-0001");
+    // A move, written over gRPC (add_memory writes facts valid from now): Berlin from 2020
+    // until 2024, Lisbon since.
+    let at = |seconds: i64| Some(prost_types::Timestamp { seconds, nanos: 0 });
+    let fact = |id: &str, text: &str| MemoryEntry {
+        id: id.into(),
+        content: Some(adk_proto::session::v1::Content {
+            role: Some("user".into()),
+            parts: vec![runner_client::event::text_part(text)],
+        }),
+        author: "user".into(),
+        ..Default::default()
+    };
+    let mut request = tonic::Request::new(AddMemoryRequest {
+        app_name: "demo".into(),
+        user_id: "alice".into(),
+        memories: vec![
+            MemoryEntry {
+                valid_from: at(1_577_836_800),
+                invalid_at: at(1_704_067_200),
+                ..fact("m-berlin", "Alice lives in Berlin")
+            },
+            MemoryEntry {
+                valid_from: at(1_704_067_200),
+                ..fact("m-lisbon", "Alice lives in Lisbon")
+            },
+        ],
+        custom_metadata: String::new(),
+    });
+    request
+        .metadata_mut()
+        .insert("authorization", "Bearer alice-token-0001".parse().unwrap());
+    MemoryServiceClient::connect(format!("http://{}", stack._memory.addr))
+        .await
+        .unwrap()
+        .add_memory(request)
+        .await
+        .unwrap();
+    for (arguments, expected) in [
+        (json!({"query": "lives"}), vec!["m-lisbon"]),
+        (
+            json!({"query": "lives", "as_of": "2022-06-01T00:00:00Z"}),
+            vec!["m-berlin"],
+        ),
+        (
+            json!({"query": "lives", "include_superseded": true}),
+            vec!["m-berlin", "m-lisbon"],
+        ),
+    ] {
+        for tool in ["search_memory", "list_memories"] {
+            let (_, reply) = rpc(&stack.url, alice, call(tool, arguments.clone())).await;
+            assert_eq!(reply["result"]["isError"], false, "{tool} {arguments}: {reply}");
+            let mut found = ids(&reply, "memories");
+            found.sort();
+            assert_eq!(found, expected, "{tool} {arguments}");
+        }
+    }
+    // The model reads that the old fact no longer holds.
+    let (_, reply) = rpc(
+        &stack.url,
+        alice,
+        call("search_memory", json!({"query": "Berlin", "include_superseded": true})),
+    )
+    .await;
+    assert!(
+        text(&reply).contains("superseded since 2024-01-01"),
+        "{}",
+        text(&reply)
+    );
+    let (_, refused) = rpc(
+        &stack.url,
+        alice,
+        call("search_memory", json!({"query": "lives", "as_of": "soon"})),
+    )
+    .await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(text(&refused).contains("as_of: "), "{}", text(&refused));
+}

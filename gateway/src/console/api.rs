@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 
 use runner_client::json;
 
-use crate::filters::MemoryFilters;
+use crate::filters::{self, MemoryFilters};
 
 use super::{
     backend::{self, EVENTS_PAGE},
@@ -242,17 +242,23 @@ pub struct FilterForm {
     after: String,
     /// RFC 3339.
     before: String,
+    /// RFC 3339: the memories valid then (empty: now). Searches and listings only.
+    as_of: String,
+    /// Superseded memories too. Searches and listings only.
+    include_superseded: bool,
 }
 
 impl FilterForm {
     fn filters(&self) -> Result<MemoryFilters, ConsoleError> {
+        let as_of = Some(self.as_of.trim()).filter(|t| !t.is_empty());
         Ok(MemoryFilters::from_text(
             &self.filter,
             &self.topics,
             &self.author,
             &self.after,
             &self.before,
-        )?)
+        )?
+        .valid_at(filters::time("as_of", as_of)?, self.include_superseded))
     }
 }
 
@@ -370,7 +376,7 @@ pub async fn purge(
         user_id: user,
         force: form.force,
         ..Default::default()
-    });
+    })?;
     let purged = caller.calls().purge(request).await?;
     Ok(Json(json!({
         "count": purged.count,

@@ -203,6 +203,7 @@ impl Filters {
             author: f.author.clone().unwrap_or_default(),
             after: filters::time("filters.after", f.after.as_deref())?,
             before: filters::time("filters.before", f.before.as_deref())?,
+            ..MemoryFilters::default()
         })
     }
 }
@@ -262,6 +263,11 @@ pub struct SearchMemory {
     /// where keyword matches are weak).
     pub mode: Option<Mode>,
     pub filters: Option<Filters>,
+    /// The memories that were valid at this time (RFC 3339), for a question about the past
+    /// ("where did Alice live in 2024?"). Default: now.
+    pub as_of: Option<String>,
+    /// Also the facts that have been superseded by newer ones (default false).
+    pub include_superseded: Option<bool>,
     #[serde(flatten)]
     pub scope: ScopeArgs,
 }
@@ -285,6 +291,11 @@ pub struct ListMemories {
     /// The `next_page_token` of the previous page, to read on (with the same filters).
     pub page_token: Option<String>,
     pub filters: Option<Filters>,
+    /// The memories that were valid at this time (RFC 3339), for a question about the past
+    /// ("where did Alice live in 2024?"). Default: now.
+    pub as_of: Option<String>,
+    /// Also the facts that have been superseded by newer ones (default false).
+    pub include_superseded: Option<bool>,
     #[serde(flatten)]
     pub scope: ScopeArgs,
 }

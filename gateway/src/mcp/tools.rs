@@ -28,7 +28,7 @@ use super::{
     args::{self, Filters, Mode, Named},
     Gateway,
 };
-use crate::{caller::Caller, error::GatewayError};
+use crate::{caller::Caller, error::GatewayError, filters};
 
 /// The tools only listed when memory-svc has a generation model.
 pub const GENERATION_TOOLS: &[&str] = &[
@@ -233,7 +233,12 @@ impl Gateway {
         a: &args::SearchMemory,
     ) -> Result<(String, Vec<MemoryEntry>), GatewayError> {
         let scope = a.scope.of(caller)?;
-        let request = Filters::checked(a.filters.as_ref())?.search(SearchMemoryRequest {
+        let request = Filters::checked(a.filters.as_ref())?
+            .valid_at(
+                filters::time("as_of", a.as_of.as_deref())?,
+                a.include_superseded.unwrap_or(false),
+            )
+            .search(SearchMemoryRequest {
             app_name: scope.app.clone(),
             user_id: scope.user.clone(),
             query: args::text("query", &a.query)?.to_owned(),
@@ -294,7 +299,12 @@ impl Gateway {
 
     async fn list_memories_call(&self, caller: &Caller, a: args::ListMemories) -> Answer {
         let scope = a.scope.of(caller)?;
-        let request = Filters::checked(a.filters.as_ref())?.list(ListMemoriesRequest {
+        let request = Filters::checked(a.filters.as_ref())?
+            .valid_at(
+                filters::time("as_of", a.as_of.as_deref())?,
+                a.include_superseded.unwrap_or(false),
+            )
+            .list(ListMemoriesRequest {
             app_name: scope.app,
             user_id: scope.user,
             page_size: args::count("page_size", a.page_size)?,
@@ -347,7 +357,7 @@ impl Gateway {
             user_id: scope.user.clone(),
             force,
             ..Default::default()
-        });
+        })?;
         let purged = self
             .backend
             .memory_call(caller, "PurgeMemories", request, |mut c, r| async move {
@@ -690,8 +700,14 @@ pub(super) fn memories_text(memories: &[MemoryEntry], none: &str) -> String {
             } else {
                 String::new()
             };
+            // A fact true once but no longer: the model must not take it for today's.
+            let until = m
+                .invalid_at
+                .as_ref()
+                .map(|t| format!(", superseded since {}", time_text(Some(t))))
+                .unwrap_or_default();
             format!(
-                "- [{}] {} ({}, {}{score})",
+                "- [{}] {} ({}, {}{score}{until})",
                 m.id,
                 text,
                 m.author,

@@ -241,6 +241,31 @@ impl Fixture {
     /// Carol's memories in app `a`, with metadata for the filters: `c-red` (color red, n 3,
     /// topic pets), `c-blue` (color blue, n 1), `c-vip` (vip, n 5) and `c-plain` (none), all
     /// by the user and all about kites.
+    /// Erin's move: Berlin from 2020 until 2024 (superseded), Lisbon since.
+    pub async fn erin_who_moved(&self) {
+        let at = |seconds: i64| Some(prost_types::Timestamp { seconds, nanos: 0 });
+        self.memories
+            .clone()
+            .add_memory(AddMemoryRequest {
+                app_name: "a".into(),
+                user_id: "erin".into(),
+                memories: vec![
+                    MemoryEntry {
+                        valid_from: at(1_577_836_800),
+                        invalid_at: at(1_704_067_200),
+                        ..text_memory("e-berlin", "user", "erin lives in Berlin")
+                    },
+                    MemoryEntry {
+                        valid_from: at(1_704_067_200),
+                        ..text_memory("e-lisbon", "user", "erin lives in Lisbon")
+                    },
+                ],
+                custom_metadata: String::new(),
+            })
+            .await
+            .expect("add_memory");
+    }
+
     pub async fn carol_with_metadata(&self) {
         let memory = |id: &str, text: &str, metadata: serde_json::Value| MemoryEntry {
             custom_metadata: if metadata.is_null() {

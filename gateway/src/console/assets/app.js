@@ -536,7 +536,7 @@ async function memoryPage(app, user, params) {
             el("td", { text: r.revision_id }), el("td", { text: time(r.create_time) }),
             el("td", { class: "action", text: r.action.replace("_", " ") + (r.restored_revision_id ? ` (to ${r.restored_revision_id})` : "") }),
             el("td", { text: r.previous_fact }), el("td", { class: "fact", text: r.new_fact }),
-            el("td", {}, r.action === "deleted" ? "" : el("button", { type: "button", class: "rollback", text: "Roll back to this", onclick: () => rollback(id, r.revision_id, change(r)) })))))));
+            el("td", {}, r.action === "deleted" || r.action === "invalidated" ? "" : el("button", { type: "button", class: "rollback", text: "Roll back to this", onclick: () => rollback(id, r.revision_id, change(r)) })))))));
     } catch (error) {
       history.replaceChildren(errorBox(error));
     }
@@ -560,7 +560,8 @@ async function memoryPage(app, user, params) {
   const row = (m, rank) => el("tr", { "data-id": m.id },
     rank ? el("td", { text: rank }) : null,
     rank ? el("td", { class: "score", text: (m.score || 0).toFixed(3) }) : null,
-    el("td", { class: "memory-text", text: memoryText(m) }),
+    el("td", { class: "memory-text", text: memoryText(m) },
+      m.invalid_at ? el("span", { class: "badge off superseded", text: `superseded ${time(m.invalid_at)}` }) : null),
     el("td", { text: m.author || "" }), el("td", { text: time(m.timestamp) }),
     el("td", {}, m.session_id ? link(`#/app/${enc(app)}/user/${enc(user)}/session/${enc(m.session_id)}`, m.session_id) : ""),
     deleteButtons(m));
@@ -586,8 +587,11 @@ async function memoryPage(app, user, params) {
   const author = el("input", { id: "filter-author", placeholder: "author" });
   const after = el("input", { id: "filter-after", type: "datetime-local" });
   const before = el("input", { id: "filter-before", type: "datetime-local" });
+  // Validity: the memories valid at a time (default now), or superseded ones too.
+  const asOf = el("input", { id: "filter-as-of", type: "datetime-local" });
+  const superseded = el("input", { id: "filter-superseded", type: "checkbox" });
   const iso = (input) => (input.value ? new Date(input.value).toISOString() : "");
-  const currentFilters = () => ({ filter: conditions.value, topics: topics.value, author: author.value, after: iso(after), before: iso(before) });
+  const currentFilters = () => ({ filter: conditions.value, topics: topics.value, author: author.value, after: iso(after), before: iso(before), as_of: iso(asOf), include_superseded: superseded.checked });
   const filtered = (f) => Object.values(f).some((v) => v);
   let listFilters = {};
 
@@ -694,6 +698,7 @@ async function memoryPage(app, user, params) {
     } },
     el("label", {}, "metadata ", conditions), topics, author,
     el("label", {}, "after ", after), el("label", {}, "before ", before),
+    el("label", {}, "valid as of ", asOf), el("label", {}, superseded, " superseded too"),
     el("button", { type: "submit", id: "filter-apply", text: "Filter the list" }),
     el("button", { type: "button", id: "purge-dry-run", text: "Purge… (dry run first)", onclick: dryRun })),
     purgeBox,
