@@ -106,7 +106,10 @@ impl MemoryFilters {
     /// `request` with these filters. A purge deletes what matches whatever its validity, so a
     /// validity bound is refused rather than ignored: the purge would delete more than a search
     /// or listing with the same filters shows.
-    pub fn purge(self, request: PurgeMemoriesRequest) -> Result<PurgeMemoriesRequest, GatewayError> {
+    pub fn purge(
+        self,
+        request: PurgeMemoriesRequest,
+    ) -> Result<PurgeMemoriesRequest, GatewayError> {
         let refused = if self.as_of.is_some() {
             Some("as_of")
         } else if self.include_superseded {

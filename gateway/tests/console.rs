@@ -619,11 +619,23 @@ async fn lists_and_searches_answer_as_of_a_time_and_purges_refuse_one() {
     let list = "/api/apps/a/users/erin/memories";
     for (query, expected) in [
         (String::new(), vec!["e-lisbon"]),
-        ("include_superseded=true".to_owned(), vec!["e-berlin", "e-lisbon"]),
-        (format!("as_of={}", param("2022-06-01T00:00:00Z")), vec!["e-berlin"]),
-        (format!("as_of={}", param("2024-01-01T00:00:00Z")), vec!["e-lisbon"]),
+        (
+            "include_superseded=true".to_owned(),
+            vec!["e-berlin", "e-lisbon"],
+        ),
+        (
+            format!("as_of={}", param("2022-06-01T00:00:00Z")),
+            vec!["e-berlin"],
+        ),
+        (
+            format!("as_of={}", param("2024-01-01T00:00:00Z")),
+            vec!["e-lisbon"],
+        ),
     ] {
-        for path in [format!("{list}?{query}"), format!("{list}/search?q=lives&{query}")] {
+        for path in [
+            format!("{list}?{query}"),
+            format!("{list}/search?q=lives&{query}"),
+        ] {
             let (status, body) = browser.get(&path).await;
             assert_eq!(status, StatusCode::OK, "{path}: {body}");
             let mut found = ids(&body);
@@ -632,26 +644,53 @@ async fn lists_and_searches_answer_as_of_a_time_and_purges_refuse_one() {
         }
     }
     // The superseded fact says until when it was true.
-    let (_, body) = browser.get(&format!("{list}?include_superseded=true")).await;
-    assert_eq!(body["memories"][0]["invalid_at"], "2024-01-01T00:00:00Z", "{body}");
-    assert!(body["memories"][1].get("invalid_at").is_none_or(Value::is_null), "{body}");
+    let (_, body) = browser
+        .get(&format!("{list}?include_superseded=true"))
+        .await;
+    assert_eq!(
+        body["memories"][0]["invalid_at"], "2024-01-01T00:00:00Z",
+        "{body}"
+    );
+    assert!(
+        body["memories"][1]
+            .get("invalid_at")
+            .is_none_or(Value::is_null),
+        "{body}"
+    );
     let (status, body) = browser.get(&format!("{list}?as_of=soon")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert!(body["error"].as_str().unwrap_or_default().starts_with("as_of: "), "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("as_of: "),
+        "{body}"
+    );
     // A purge matches whatever the validity: a bound on it is refused, not ignored.
     let purge = format!("{list}/purge");
     for (form, field) in [
-        (json!({"author": "user", "as_of": "2022-06-01T00:00:00Z"}), "as_of"),
-        (json!({"author": "user", "include_superseded": true}), "include_superseded"),
+        (
+            json!({"author": "user", "as_of": "2022-06-01T00:00:00Z"}),
+            "as_of",
+        ),
+        (
+            json!({"author": "user", "include_superseded": true}),
+            "include_superseded",
+        ),
     ] {
         let (status, body) = browser.post(&purge, form).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
         assert!(
-            body["error"].as_str().unwrap_or_default().starts_with(&format!("{field}: ")),
+            body["error"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with(&format!("{field}: ")),
             "{body}"
         );
     }
-    let (_, body) = browser.get(&format!("{list}?include_superseded=true")).await;
+    let (_, body) = browser
+        .get(&format!("{list}?include_superseded=true"))
+        .await;
     assert_eq!(ids(&body), ["e-berlin", "e-lisbon"], "nothing purged");
 }
 

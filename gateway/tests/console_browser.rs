@@ -1039,3 +1039,48 @@ async fn event_streams_flushed_from_the_memory_page() {
 
     browser.close().await.expect("closes the browser");
 }
+
+#[tokio::test]
+#[ignore = "needs chromium and chromium-driver; .ci/run runs it"]
+async fn superseded_memories_show_when_asked_for_in_a_browser() {
+    let fixture = Fixture::start().await;
+    fixture.erin_who_moved().await;
+    let console = fixture.url();
+    let driver = Driver::start().await;
+    let profile = tempfile::TempDir::new().expect("profile dir");
+    let browser = driver.browser(profile.path()).await;
+    sign_in(&browser, &console, OPS_TOKEN).await;
+    go(&browser, &format!("{console}/#/app/a/user/erin/memory")).await;
+    until_text(&browser, "#memory-total", "1").await;
+    assert_eq!(row_ids(&browser, "#memories tbody tr").await, ["e-lisbon"]);
+    click(&browser, "#filter-superseded").await;
+    click(&browser, "#filter-apply").await;
+    until(
+        &browser,
+        "the list with superseded memories",
+        "return document.querySelectorAll('#memories tbody tr').length === 2",
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        row_ids(&browser, "#memories tbody tr").await,
+        ["e-berlin", "e-lisbon"]
+    );
+    let badges = until(
+        &browser,
+        "the superseded mark",
+        "return [...document.querySelectorAll('#memories .superseded')].map(b => b.textContent)",
+        vec![],
+    )
+    .await;
+    assert_eq!(badges.as_array().map(Vec::len), Some(1), "{badges}");
+    assert!(
+        badges[0]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("superseded "),
+        "{badges}"
+    );
+    screenshot(&browser, "memory-superseded").await;
+    no_stray_values(&browser, "superseded memory").await;
+}

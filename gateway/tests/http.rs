@@ -693,7 +693,10 @@ async fn memory_tools_answer_as_of_a_time() {
     ] {
         for tool in ["search_memory", "list_memories"] {
             let (_, reply) = rpc(&stack.url, alice, call(tool, arguments.clone())).await;
-            assert_eq!(reply["result"]["isError"], false, "{tool} {arguments}: {reply}");
+            assert_eq!(
+                reply["result"]["isError"], false,
+                "{tool} {arguments}: {reply}"
+            );
             let mut found = ids(&reply, "memories");
             found.sort();
             assert_eq!(found, expected, "{tool} {arguments}");
@@ -703,7 +706,10 @@ async fn memory_tools_answer_as_of_a_time() {
     let (_, reply) = rpc(
         &stack.url,
         alice,
-        call("search_memory", json!({"query": "Berlin", "include_superseded": true})),
+        call(
+            "search_memory",
+            json!({"query": "Berlin", "include_superseded": true}),
+        ),
     )
     .await;
     assert!(

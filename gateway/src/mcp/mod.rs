@@ -113,6 +113,8 @@ impl Gateway {
             limit: Some(CONTEXT_MEMORIES),
             mode: None,
             filters: None,
+            as_of: None,
+            include_superseded: None,
             scope: args::ScopeArgs {
                 app_name: a.app_name,
                 user_id: a.user_id,

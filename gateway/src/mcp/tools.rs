@@ -239,18 +239,18 @@ impl Gateway {
                 a.include_superseded.unwrap_or(false),
             )
             .search(SearchMemoryRequest {
-            app_name: scope.app.clone(),
-            user_id: scope.user.clone(),
-            query: args::text("query", &a.query)?.to_owned(),
-            limit: args::count("limit", a.limit)?,
-            mode: match a.mode {
-                None => SearchMode::Unspecified,
-                Some(Mode::Keyword) => SearchMode::Keyword,
-                Some(Mode::Semantic) => SearchMode::Semantic,
-                Some(Mode::Hybrid) => SearchMode::Hybrid,
-            } as i32,
-            ..Default::default()
-        });
+                app_name: scope.app.clone(),
+                user_id: scope.user.clone(),
+                query: args::text("query", &a.query)?.to_owned(),
+                limit: args::count("limit", a.limit)?,
+                mode: match a.mode {
+                    None => SearchMode::Unspecified,
+                    Some(Mode::Keyword) => SearchMode::Keyword,
+                    Some(Mode::Semantic) => SearchMode::Semantic,
+                    Some(Mode::Hybrid) => SearchMode::Hybrid,
+                } as i32,
+                ..Default::default()
+            });
         let found = self
             .backend
             .memory_call(caller, "SearchMemory", request, |mut c, r| async move {
@@ -305,12 +305,12 @@ impl Gateway {
                 a.include_superseded.unwrap_or(false),
             )
             .list(ListMemoriesRequest {
-            app_name: scope.app,
-            user_id: scope.user,
-            page_size: args::count("page_size", a.page_size)?,
-            page_token: a.page_token.unwrap_or_default(),
-            ..Default::default()
-        });
+                app_name: scope.app,
+                user_id: scope.user,
+                page_size: args::count("page_size", a.page_size)?,
+                page_token: a.page_token.unwrap_or_default(),
+                ..Default::default()
+            });
         let page = self
             .backend
             .memory_call(caller, "ListMemories", request, |mut c, r| async move {
