@@ -307,26 +307,28 @@ pub fn top_k<C: Cursor, T>(
     Ok(heap.into_sorted_vec().into_iter().map(|w| w.0).collect())
 }
 
+/// A term's postings in a list, at a place in it: the cursor of the tests of what reads cursors.
+#[cfg(test)]
+pub(super) struct Listed(pub Vec<Posting>, pub usize);
+
+#[cfg(test)]
+impl Cursor for Listed {
+    fn current(&self) -> Option<Posting> {
+        self.0.get(self.1).copied()
+    }
+    fn advance(&mut self) -> Result<()> {
+        self.1 += 1;
+        Ok(())
+    }
+    fn seek(&mut self, seq: u64) -> Result<Option<Posting>> {
+        self.1 += self.0[self.1..].partition_point(|p| p.seq < seq);
+        Ok(self.current().filter(|p| p.seq == seq))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A term's postings in a list.
-    struct Listed(Vec<Posting>, usize);
-
-    impl Cursor for Listed {
-        fn current(&self) -> Option<Posting> {
-            self.0.get(self.1).copied()
-        }
-        fn advance(&mut self) -> Result<()> {
-            self.1 += 1;
-            Ok(())
-        }
-        fn seek(&mut self, seq: u64) -> Result<Option<Posting>> {
-            self.1 += self.0[self.1..].partition_point(|p| p.seq < seq);
-            Ok(self.current().filter(|p| p.seq == seq))
-        }
-    }
 
     /// Three terms over 2,000 entries: a common one, one in every third entry, a rare one; the
     /// frequencies and lengths vary with the seq.

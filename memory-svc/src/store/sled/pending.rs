@@ -351,24 +351,7 @@ impl<C: Cursor> Cursor for Overlaid<C> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    /// Postings in a list, as the blocks of a term.
-    struct Listed(Vec<Posting>, usize);
-
-    impl Cursor for Listed {
-        fn current(&self) -> Option<Posting> {
-            self.0.get(self.1).copied()
-        }
-        fn advance(&mut self) -> Result<()> {
-            self.1 += 1;
-            Ok(())
-        }
-        fn seek(&mut self, seq: u64) -> Result<Option<Posting>> {
-            self.1 += self.0[self.1..].partition_point(|p| p.seq < seq);
-            Ok(self.current().filter(|p| p.seq == seq))
-        }
-    }
+    use super::{super::super::maxscore::Listed, *};
 
     fn p(seq: u64, tf: u32) -> Posting {
         Posting { seq, tf, len: 10 }
