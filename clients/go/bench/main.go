@@ -90,10 +90,15 @@ func main() {
 			fmt.Printf("| appends, c=%d | %s | %.0f/s (p50 %s, p99 %s)%s |\n", c, svc.name, rate, p50, p99, failed)
 		}
 	}
-	for _, svc := range services {
-		id := fill(ctx, svc.s, *events)
+	// Both sessions are written before either is read, so that neither read runs while its
+	// own service is still settling the writes.
+	ids := make([]string, len(services))
+	for i, svc := range services {
+		ids[i] = fill(ctx, svc.s, *events)
+	}
+	for i, svc := range services {
 		p50, p99 := timeIt(*gets, func() {
-			got, err := svc.s.Get(ctx, &session.GetRequest{AppName: "bench", UserID: "reader", SessionID: id})
+			got, err := svc.s.Get(ctx, &session.GetRequest{AppName: "bench", UserID: "reader", SessionID: ids[i]})
 			check(err)
 			if got.Session.Events().Len() != *events {
 				panic("short read")
