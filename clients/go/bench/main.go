@@ -7,7 +7,9 @@
 //     driver its tests use);
 //   - SearchMemory over 10,000 entries: grpcmemory over memory-svc against ADK Go's
 //     memory.InMemoryService();
-//   - the client's own cost: the same Get and append through the generated stub alone.
+//   - the client's own cost: the same Get and append through the generated stub alone, on a
+//     connection made as the client makes its own (adkgrpc.Dial), and the Get on a plain gRPC
+//     connection too.
 //
 // It starts session-svc and memory-svc from $ADK_SERVICES_BIN_DIR (default: the repository's
 // target/debug; build them with --release for figures worth comparing):
@@ -218,7 +220,7 @@ func overhead(ctx context.Context, server *testserver.Server, client *grpcsessio
 	}
 	what := fmt.Sprintf("overhead: Get, %d events", *events)
 	p50, p99 := percentiles(viaPlain)
-	fmt.Printf("| %s | generated stub, gRPC's codec | p50 %s, p99 %s |\n", what, p50, p99)
+	fmt.Printf("| %s | generated stub alone, plain connection (gRPC's codec) | p50 %s, p99 %s |\n", what, p50, p99)
 	report(what, viaStub, viaClient)
 
 	rawSession, err := client.Create(ctx, &session.CreateRequest{AppName: "bench", UserID: "raw"})
@@ -244,11 +246,12 @@ func overhead(ctx context.Context, server *testserver.Server, client *grpcsessio
 	report("overhead: append, c=1", viaStub, viaClient)
 }
 
-// report prints the stub's and the client's latencies of the same calls, and the difference.
+// report prints the latencies of the same calls through the stub on the client's connection and
+// through the client, and the difference. (clients/java/bench/side_by_side.py reads these rows.)
 func report(what string, stub, client []time.Duration) {
 	s50, s99 := percentiles(stub)
 	c50, c99 := percentiles(client)
-	fmt.Printf("| %s | generated stub, client's connection | p50 %s, p99 %s |\n", what, s50, s99)
+	fmt.Printf("| %s | generated stub alone | p50 %s, p99 %s |\n", what, s50, s99)
 	fmt.Printf("| %s | grpcsession (same calls, alternating) | p50 %s, p99 %s (+%s at p50) |\n", what, c50, c99, round(c50-s50))
 }
 
