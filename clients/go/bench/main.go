@@ -55,7 +55,7 @@ import (
 var (
 	appends  = flag.Int("appends", 1000, "appends per concurrency level and service")
 	events   = flag.Int("events", 1000, "events of the session Get reads")
-	gets     = flag.Int("gets", 200, "Gets of that session")
+	gets     = flag.Int("gets", 50, "Gets of that session")
 	entries  = flag.Int("entries", 10000, "memory entries searched")
 	searches = flag.Int("searches", 200, "searches")
 
