@@ -99,7 +99,7 @@ func Dial(uri string, kind Kind, opts ...Option) (*grpc.ClientConn, error) {
 		return nil, err
 	}
 	dialOpts := []grpc.DialOption{
-		grpc.WithDefaultCallOptions(
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(newCodec()),
 			grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
 		grpc.WithDefaultServiceConfig(retryConfig(cfg.retryMethods, cfg.retries)),
 	}

@@ -7,7 +7,9 @@
 //     driver its tests use);
 //   - SearchMemory over 10,000 entries: grpcmemory over memory-svc against ADK Go's
 //     memory.InMemoryService();
-//   - the client's own cost: the same Get and append through the generated stub alone.
+//   - the client's own cost: the same Get and append through the generated stub alone, on a
+//     connection made as the client makes its own (adkgrpc.Dial), and the Get on a plain gRPC
+//     connection too.
 //
 // It starts session-svc and memory-svc from $ADK_SERVICES_BIN_DIR (default: the repository's
 // target/debug; build them with --release for figures worth comparing):
@@ -42,6 +44,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	adkgrpc "github.com/adk-services/adk-services/clients/go"
 	"github.com/adk-services/adk-services/clients/go/grpcmemory"
 	"github.com/adk-services/adk-services/clients/go/grpcsession"
 	"github.com/adk-services/adk-services/clients/go/internal/testserver"
@@ -89,10 +92,15 @@ func main() {
 			fmt.Printf("| appends, c=%d | %s | %.0f/s (p50 %s, p99 %s)%s |\n", c, svc.name, rate, p50, p99, failed)
 		}
 	}
-	for _, svc := range services {
-		id := fill(ctx, svc.s, *events)
+	// Both sessions are written before either is read, so that neither read runs while its
+	// own service is still settling the writes.
+	ids := make([]string, len(services))
+	for i, svc := range services {
+		ids[i] = fill(ctx, svc.s, *events)
+	}
+	for i, svc := range services {
 		p50, p99 := timeIt(*gets, func() {
-			got, err := svc.s.Get(ctx, &session.GetRequest{AppName: "bench", UserID: "reader", SessionID: id})
+			got, err := svc.s.Get(ctx, &session.GetRequest{AppName: "bench", UserID: "reader", SessionID: ids[i]})
 			check(err)
 			if got.Session.Events().Len() != *events {
 				panic("short read")
@@ -100,7 +108,7 @@ func main() {
 		})
 		fmt.Printf("| Get, %d events | %s | p50 %s, p99 %s |\n", *events, svc.name, p50, p99)
 	}
-	overhead(ctx, sessionServer.Addr, client)
+	overhead(ctx, sessionServer, client)
 
 	mem, err := grpcmemory.NewService(ctx, memoryServer.URI())
 	check(err)
@@ -180,20 +188,29 @@ func appendRate(ctx context.Context, s session.Service, c, n int) (float64, time
 }
 
 // overhead compares the client's Get and append with the same calls through the stub alone
-// (no mapping of ADK objects, no local session bookkeeping), alternating the two so that the
-// machine's load weighs on both alike.
-func overhead(ctx context.Context, addr string, client *grpcsession.Service) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+// (no mapping of ADK objects, no local session bookkeeping), alternating them so that the
+// machine's load weighs on all alike. The stub runs on a plain gRPC connection (gRPC's own
+// protobuf codec) and on the client's connection (adkgrpc.Dial, which decodes with the
+// vtprotobuf code generated into pb/): the client's own cost is over the latter.
+func overhead(ctx context.Context, server *testserver.Server, client *grpcsession.Service) {
+	plainConn, err := grpc.NewClient(server.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 	check(err)
+	defer plainConn.Close()
+	conn, err := adkgrpc.Dial(server.URI(), adkgrpc.Session)
+	check(err)
 	defer conn.Close()
-	raw := sessionpb.NewSessionServiceClient(conn)
+	plain, raw := sessionpb.NewSessionServiceClient(plainConn), sessionpb.NewSessionServiceClient(conn)
 	id := fill(ctx, client, *events)
-	var viaStub, viaClient []time.Duration
+	request := &sessionpb.GetSessionRequest{AppName: "bench", UserId: "reader", SessionId: id, MaxReplyEventBytes: 4 << 20}
+	var viaPlain, viaStub, viaClient []time.Duration
 	for range *gets {
 		t0 := time.Now()
-		_, err := raw.GetSession(ctx, &sessionpb.GetSessionRequest{AppName: "bench", UserId: "reader", SessionId: id,
-			MaxReplyEventBytes: 4 << 20})
+		_, err := plain.GetSession(ctx, request)
+		check(err)
+		viaPlain = append(viaPlain, time.Since(t0))
+		t0 = time.Now()
+		_, err = raw.GetSession(ctx, request)
 		check(err)
 		viaStub = append(viaStub, time.Since(t0))
 		t0 = time.Now()
@@ -201,13 +218,10 @@ func overhead(ctx context.Context, addr string, client *grpcsession.Service) {
 		check(err)
 		viaClient = append(viaClient, time.Since(t0))
 	}
-	report := func(what string, stub, client []time.Duration) {
-		s50, s99 := percentiles(stub)
-		c50, c99 := percentiles(client)
-		fmt.Printf("| %s | generated stub alone | p50 %s, p99 %s |\n", what, s50, s99)
-		fmt.Printf("| %s | grpcsession (same calls, alternating) | p50 %s, p99 %s (+%s at p50) |\n", what, c50, c99, round(c50-s50))
-	}
-	report(fmt.Sprintf("overhead: Get, %d events", *events), viaStub, viaClient)
+	what := fmt.Sprintf("overhead: Get, %d events", *events)
+	p50, p99 := percentiles(viaPlain)
+	fmt.Printf("| %s | generated stub alone, plain connection (gRPC's codec) | p50 %s, p99 %s |\n", what, p50, p99)
+	report(what, viaStub, viaClient)
 
 	rawSession, err := client.Create(ctx, &session.CreateRequest{AppName: "bench", UserID: "raw"})
 	check(err)
@@ -230,6 +244,15 @@ func overhead(ctx context.Context, addr string, client *grpcsession.Service) {
 		viaClient = append(viaClient, time.Since(t0))
 	}
 	report("overhead: append, c=1", viaStub, viaClient)
+}
+
+// report prints the latencies of the same calls through the stub on the client's connection and
+// through the client, and the difference. (clients/java/bench/side_by_side.py reads these rows.)
+func report(what string, stub, client []time.Duration) {
+	s50, s99 := percentiles(stub)
+	c50, c99 := percentiles(client)
+	fmt.Printf("| %s | generated stub alone | p50 %s, p99 %s |\n", what, s50, s99)
+	fmt.Printf("| %s | grpcsession (same calls, alternating) | p50 %s, p99 %s (+%s at p50) |\n", what, c50, c99, round(c50-s50))
 }
 
 // fill makes a session of n events and returns its id.

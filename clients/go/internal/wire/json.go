@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	gojson "github.com/goccy/go-json"
 )
 
 // freeForm names the fields whose values are the application's own JSON (tool arguments,
@@ -40,13 +42,16 @@ func marshalObject(field string, m map[string]any) (string, error) {
 	return text, nil
 }
 
-// unmarshalObject reads a JSON-object text field; "" (absent) is nil.
+// unmarshalObject reads a JSON-object text field; "" (absent) is nil. It decodes with
+// goccy/go-json, which reads free-form JSON into the same values as encoding/json (numbers as
+// float64, the last of duplicate keys, invalid UTF-8 as U+FFFD) in about half the time: every
+// event of a session read carries such fields (its state delta at least).
 func unmarshalObject(field, text string) (map[string]any, error) {
 	if text == "" {
 		return nil, nil
 	}
 	var m map[string]any
-	if err := json.Unmarshal([]byte(text), &m); err != nil {
+	if err := gojson.Unmarshal([]byte(text), &m); err != nil {
 		return nil, fmt.Errorf("%s holds JSON that is not an object: %w", field, err)
 	}
 	return m, nil
