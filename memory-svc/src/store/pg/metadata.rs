@@ -45,15 +45,18 @@ pub(super) async fn insert<'a>(
 
 /// The seqs each of a filter's scans finds (`$3`: scan numbers, `$4`: keys, `$5` and `$6`: the
 /// ranges' ends): one range probe of the primary key per scan (`OFFSET 0` keeps each a probe, a
-/// plan that does not depend on the statistics, as in `super::search`).
+/// plan that does not depend on the statistics, as in `super::search`), its seqs in one array
+/// (a row per seq cost a thousand rows' framing and decoding for a 1% filter at 100,000).
 pub(super) const CANDIDATES: &str =
-    "SELECT q.scan, m.seq FROM unnest($3::int[], $4::text[], $5::bytea[], $6::bytea[])
+    "SELECT q.scan, m.seqs FROM unnest($3::int[], $4::text[], $5::bytea[], $6::bytea[])
          AS q(scan, key, low, high)
      CROSS JOIN LATERAL (
-         SELECT seq FROM memory_metadata
-         WHERE app_name = $1 AND user_id = $2 AND key = q.key
-             AND value >= q.low AND value < q.high
-         OFFSET 0
+         SELECT array_agg(r.seq) AS seqs FROM (
+             SELECT seq FROM memory_metadata
+             WHERE app_name = $1 AND user_id = $2 AND key = q.key
+                 AND value >= q.low AND value < q.high
+             OFFSET 0
+         ) AS r
      ) AS m";
 
 /// The seqs of `scope` that may pass `filter`, in order; `None` when the index cannot narrow
@@ -89,9 +92,13 @@ pub(super) async fn candidates(
         .await?;
     let mut found = vec![BTreeSet::new(); plan.scans.len()];
     for row in &rows {
-        let (scan, seq): (i32, i64) = (row.try_get(0)?, row.try_get(1)?);
-        if let (Some(set), Ok(seq)) = (found.get_mut(scan as usize), u64::try_from(seq)) {
-            set.insert(seq);
+        let (scan, seqs): (i32, Option<Vec<i64>>) = (row.try_get(0)?, row.try_get(1)?);
+        if let Some(set) = found.get_mut(scan as usize) {
+            set.extend(
+                seqs.into_iter()
+                    .flatten()
+                    .filter_map(|s| u64::try_from(s).ok()),
+            );
         }
     }
     Ok(Some(plan.combine(found)))

@@ -31,7 +31,7 @@
 //! results.
 
 use std::{
-    collections::{BTreeMap, HashMap, HashSet},
+    collections::{HashMap, HashSet},
     sync::Arc,
 };
 
@@ -226,20 +226,24 @@ impl PgMemoryStore {
             .collect();
         let (scope_params, unkept_params): (&[&(dyn ToSql + Sync)], &[&(dyn ToSql + Sync)]) =
             (&[app, user], &[app, user, &unkept, &PRELOADED]);
-        // The superseded entries are read with the statistics (pipelined).
-        let (stats, mut rows, hidden) = if unkept.is_empty() {
-            let (stats, hidden) = tokio::try_join!(
-                async { Ok(tx.query_opt(&stats, scope_params).await?) },
-                hidden(&tx, scope, query)
-            )?;
-            (stats, Vec::new(), hidden)
-        } else {
-            tokio::try_join!(
-                async { Ok(tx.query_opt(&stats, scope_params).await?) },
-                async { Ok(tx.query(&bounds, unkept_params).await?) },
-                hidden(&tx, scope, query),
-            )?
-        };
+        // The superseded entries and a filter's candidates are read with the statistics
+        // (pipelined: one round trip).
+        let (stats, mut rows, hidden, candidates) = tokio::try_join!(
+            async { Ok(tx.query_opt(&stats, scope_params).await?) },
+            async {
+                if unkept.is_empty() {
+                    return Ok(Vec::new());
+                }
+                Ok(tx.query(&bounds, unkept_params).await?)
+            },
+            hidden(&tx, scope, query),
+            async {
+                if !filtered {
+                    return Ok(None);
+                }
+                super::metadata::candidates(&tx, scope, &query.filter).await
+            },
+        )?;
         let Some(stats) = stats else {
             return Ok(Vec::new());
         };
@@ -333,11 +337,6 @@ impl PgMemoryStore {
         // Filtered searches: the entries read so far, `None` for those the filters refuse; the
         // metadata filter's candidates, when its index narrows it (others are refused unread).
         let mut checked = HashMap::<u64, Option<Entry>>::new();
-        let candidates = if filtered {
-            super::metadata::candidates(&tx, scope, &query.filter).await?
-        } else {
-            None
-        };
         // Few candidates are sought in the lists rather than the lists scanned: only the spans
         // holding one are read, all in the first round (seeking them costs little, and each
         // round costs round trips).
@@ -366,7 +365,7 @@ impl PgMemoryStore {
                 _ => f64::NEG_INFINITY,
             };
             // This round's blocks: those known already, and the others to read.
-            let mut fresh: Vec<BTreeMap<i64, Arc<[Posting]>>> = vec![BTreeMap::new(); lists.len()];
+            let mut fresh: Vec<Vec<(i64, Arc<[Posting]>)>> = vec![Vec::new(); lists.len()];
             let (mut pick_terms, mut pick_spans) = (Vec::new(), Vec::new());
             let (mut picked, mut postings) = (false, 0);
             while let Some(s) = order.get(next).filter(|_| postings < round) {
@@ -377,9 +376,7 @@ impl PgMemoryStore {
                 for &i in &s.terms {
                     let q = lists[i].0;
                     match known[q].block(s.span) {
-                        Some(block) => {
-                            fresh[i].insert(s.span, Arc::clone(block));
-                        }
+                        Some(block) => fresh[i].push((s.span, Arc::clone(block))),
                         None => {
                             pick_terms.push(terms[q].as_str());
                             pick_spans.push(s.span);
@@ -410,12 +407,17 @@ impl PgMemoryStore {
                     let known = &mut known[lists[i].0];
                     known.read.insert(span, Arc::clone(&postings));
                     known.new = true;
-                    fresh[i].insert(span, postings);
+                    fresh[i].push((span, postings));
                 }
             }
+            // A term's blocks in seq order, for its cursor: each span is picked once a round.
             let fresh: Vec<Vec<Arc<[Posting]>>> = fresh
                 .into_iter()
-                .map(|blocks| blocks.into_values().filter(|b| !b.is_empty()).collect())
+                .map(|mut blocks| {
+                    blocks.sort_unstable_by_key(|(span, _)| *span);
+                    let blocks = blocks.into_iter().map(|(_, block)| block);
+                    blocks.filter(|b| !b.is_empty()).collect()
+                })
                 .collect();
             let ranked = loop {
                 let mut unknown = Vec::new();
@@ -459,9 +461,15 @@ impl PgMemoryStore {
                     break ranked;
                 }
                 let mut found = entries(&tx, scope, &unknown).await?;
+                let mut refused = false;
                 for seq in unknown {
                     let entry = found.remove(&seq).filter(|e| query.admits(e));
+                    refused |= entry.is_none();
                     checked.insert(seq as u64, entry);
+                }
+                // Ranked again with the same answers, the same entries would come out.
+                if !refused {
+                    break ranked;
                 }
             };
             best.extend(ranked);
