@@ -4,6 +4,8 @@
 
 use std::{sync::Arc, time::Duration};
 
+use tokio::sync::Notify;
+
 use adk_proto::{
     memory::v1::{
         add_session_to_memory_request, delete_memory_request::Target, generate_memories_request,
@@ -144,9 +146,13 @@ async fn search(
 }
 
 async fn job(c: &mut MemoryServiceClient<Channel>, id: &str) -> GenerationJob {
+    users_job(c, "u", id).await
+}
+
+async fn users_job(c: &mut MemoryServiceClient<Channel>, user: &str, id: &str) -> GenerationJob {
     c.get_generation_job(GetGenerationJobRequest {
         app_name: "app".into(),
-        user_id: "u".into(),
+        user_id: user.into(),
         job_id: id.into(),
     })
     .await
@@ -156,8 +162,16 @@ async fn job(c: &mut MemoryServiceClient<Channel>, id: &str) -> GenerationJob {
 
 /// Polls the job until it has left the queue (a background job has no other signal).
 async fn finished(c: &mut MemoryServiceClient<Channel>, id: &str) -> GenerationJob {
+    users_finished(c, "u", id).await
+}
+
+async fn users_finished(
+    c: &mut MemoryServiceClient<Channel>,
+    user: &str,
+    id: &str,
+) -> GenerationJob {
     for _ in 0..600 {
-        let job = job(c, id).await;
+        let job = users_job(c, user, id).await;
         if job.state == GenerationState::Succeeded as i32
             || job.state == GenerationState::Failed as i32
         {
@@ -1164,6 +1178,82 @@ async fn a_job_survives_sigkill_and_completes_after_restart() {
         ["The user's passport expires in June."]
     );
     assert_eq!(requests(&model).len(), 2);
+}
+
+/// A delete of all a user's memories ends the user's generation jobs in the same operation:
+/// the job running then writes nothing after it, the one queued never runs (the model is never
+/// called for it), and another user's job runs as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_all_memories_ends_the_users_jobs() {
+    let (arrived, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let held = Answer::Held {
+        arrived: arrived.clone(),
+        release: release.clone(),
+        then: Box::new(facts(&[(
+            "personal_facts",
+            "The user's passport expires in June.",
+            &["k1"],
+        )])),
+    };
+    let other = facts(&[("personal_facts", "The user plays the cello.", &["v1"])]);
+    let (url, model) = model(vec![held, other]).await;
+    // One worker: the second job of the user waits in the queue while the first runs.
+    let server = MemoryServer::start_with(NO_SESSION_SVC, move |config| {
+        config.generator = format!("openai:{url}").parse().unwrap();
+        config.generator_model = Some("stand-in".into());
+        config.generator_workers = 1;
+    })
+    .await;
+    let mut c = server.client.clone();
+    let queue = |user: &str, id: &str, text: &str| {
+        let mut request = generate(vec![event(id, "user", text)], GenerateOptions::default());
+        request.user_id = user.into();
+        let mut c = c.clone();
+        async move {
+            let response = c.generate_memories(request).await.unwrap().into_inner();
+            response.job.unwrap().id
+        }
+    };
+    let running = queue("u", "k1", "My passport expires in June.").await;
+    arrived.notified().await;
+    let queued = queue("u", "k2", "I moved to Lisbon.").await;
+    let others = queue("v", "v1", "I play the cello.").await;
+
+    c.delete_memory(DeleteMemoryRequest {
+        app_name: "app".into(),
+        user_id: "u".into(),
+        target: Some(Target::All(true)),
+    })
+    .await
+    .unwrap();
+    for id in [&running, &queued] {
+        let ended = job(&mut c, id).await;
+        assert_eq!(ended.state, GenerationState::Failed as i32, "{ended:?}");
+        assert!(ended.error.contains("deleted"), "{ended:?}");
+    }
+    // The running job's answer arrives after the delete: its write is refused.
+    release.notify_one();
+    let done = users_finished(&mut c, "v", &others).await;
+    assert_eq!(done.state, GenerationState::Succeeded as i32, "{done:?}");
+    assert!(generated(&mut c).await.is_empty());
+    let ended = job(&mut c, &running).await;
+    assert!(ended.error.contains("deleted"), "{ended:?}");
+    assert_eq!(
+        requests(&model).len(),
+        2,
+        "the queued job never reached the model"
+    );
+    let listed = c
+        .list_memories(ListMemoriesRequest {
+            app_name: "app".into(),
+            user_id: "v".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .memories;
+    assert_eq!(listed.len(), 1, "{listed:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

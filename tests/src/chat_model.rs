@@ -21,6 +21,12 @@ pub enum Answer {
     Status(u16),
     /// Never answers; `arrived` is notified.
     Hang(Arc<tokio::sync::Notify>),
+    /// Notifies `arrived`, then gives `then` (content or text) once `release` is notified.
+    Held {
+        arrived: Arc<tokio::sync::Notify>,
+        release: Arc<tokio::sync::Notify>,
+        then: Box<Answer>,
+    },
 }
 
 #[derive(Default)]
@@ -62,6 +68,19 @@ async fn chat(State(script): State<Shared>, Json(body): Json<Value>) -> (StatusC
             arrived.notify_one();
             std::future::pending::<()>().await;
             unreachable!()
+        }
+        Some(Answer::Held {
+            arrived,
+            release,
+            then,
+        }) => {
+            arrived.notify_one();
+            release.notified().await;
+            match *then {
+                Answer::Content(value) => value.to_string(),
+                Answer::Text(text) => text,
+                _ => panic!("a held answer is content or text"),
+            }
         }
         None => {
             return (

@@ -23,7 +23,9 @@ fn code(e: &MemoryError) -> Code {
         MemoryError::SessionServiceUnavailable { .. } => Code::Unavailable,
         MemoryError::SessionServiceFailed { .. } => Code::FailedPrecondition,
         MemoryError::Store(StoreError::Storage(e)) => e.kind().code(),
-        MemoryError::Store(StoreError::Model(_)) => Code::FailedPrecondition,
+        MemoryError::Store(StoreError::Model(_) | StoreError::JobEnded(_)) => {
+            Code::FailedPrecondition
+        }
         MemoryError::NoEmbedder { .. } => Code::FailedPrecondition,
         MemoryError::Poisoned => Code::Internal,
         MemoryError::Embed(e) => match e {

@@ -88,7 +88,27 @@ pub struct FactRecord {
     pub valid_from: Option<prost_types::Timestamp>,
 }
 
+/// Why a job a delete of all its user's memories ended failed.
+pub const DELETED: &str = "the user's memories were deleted (DeleteMemory with all)";
+
 impl JobRecord {
+    /// The job, ended by a delete of all its user's memories: failed, and without the events
+    /// and facts it would have generated from, which are the user's too. A job running then
+    /// writes nothing more (the stores refuse its writes, see [`job_of`]).
+    pub fn ended_by_delete(mut self) -> Self {
+        use adk_proto::memory::v1::GenerationState;
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        self.state = GenerationState::Failed as i32;
+        self.error = DELETED.to_owned();
+        self.events.clear();
+        self.facts.clear();
+        self.update_ms = now_ms;
+        self.due_ms = now_ms;
+        self
+    }
+
     /// Whether the job waits to be claimed (queued, retrying, or leased).
     pub fn is_open(&self) -> bool {
         use adk_proto::memory::v1::GenerationState;
@@ -178,4 +198,13 @@ pub fn converted_kind(
     } else {
         super::Kind::default()
     }
+}
+
+/// The generation job a write's revisions come from, if any: its writes are made only while
+/// the job is open, so that a delete of all the user's memories that ended it stays whole.
+pub fn job_of(revisions: &[RevisionRecord]) -> Option<&str> {
+    revisions
+        .iter()
+        .map(|r| r.job_id.as_str())
+        .find(|id| !id.is_empty())
 }

@@ -219,6 +219,10 @@ pub enum StoreError {
     /// The stored vectors cannot be used with the configured embedding model.
     #[error("{0}")]
     Model(String),
+    /// A generation job's write, refused: the job was ended since it was claimed (see
+    /// [`JobRecord::ended_by_delete`]).
+    #[error("generation job {0} was ended by a delete of all its user's memories")]
+    JobEnded(String),
 }
 
 adk_common::storage_failures!(StoreError, StoreError::Storage);

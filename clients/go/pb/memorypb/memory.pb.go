@@ -1462,8 +1462,9 @@ type DeleteMemoryRequest_SessionId struct {
 }
 
 type DeleteMemoryRequest_All struct {
-	// Every entry of the user, and in the same operation the user's event streams: their
-	// buffered events and the event ids they remember (deleted counts entries only).
+	// Every entry of the user, and in the same operation the user's event streams (their
+	// buffered events and the event ids they remember) and generation jobs still queued or
+	// running, which fail and write nothing more (deleted counts entries only).
 	All bool `protobuf:"varint,5,opt,name=all,proto3,oneof"`
 }
 

@@ -266,6 +266,40 @@ pub(super) async fn insert_job(tx: &Transaction<'_>, job: &JobRecord) -> Result<
     Ok(())
 }
 
+/// Ends the open jobs of `scope` (see [`JobRecord::ended_by_delete`]), for a delete of all its
+/// memories in `tx`. Their rows are locked first, as a job's write locks its own (see
+/// [`lock_open_job`]): the two take their locks in one order and never deadlock.
+pub(super) async fn end_jobs(tx: &Transaction<'_>, scope: Scope<'_>) -> Result<()> {
+    let rows = tx
+        .query(
+            "SELECT record FROM memory_jobs WHERE open AND app_name = $1 AND user_id = $2
+             FOR UPDATE",
+            &[&scope.app_name, &scope.user_id],
+        )
+        .await?;
+    for row in &rows {
+        let job = decode_job(row.try_get(0)?)?.ended_by_delete();
+        store_job(tx, &job).await?;
+    }
+    Ok(())
+}
+
+/// Fails unless the job `id` is open, and keeps its row from changing until `tx`, one of the
+/// job's writes, ends: a delete that would end the job waits for the write, or the write finds
+/// the job ended.
+pub(super) async fn lock_open_job(tx: &Transaction<'_>, id: &str) -> Result<()> {
+    let row = tx
+        .query_opt(
+            "SELECT record FROM memory_jobs WHERE id = $1 FOR SHARE",
+            &[&id],
+        )
+        .await?;
+    match row {
+        Some(row) if decode_job(row.try_get(0)?)?.is_open() => Ok(()),
+        _ => Err(StoreError::JobEnded(id.to_owned())),
+    }
+}
+
 /// Rewrites a job's record and the columns the queue and pruning read.
 async fn store_job(tx: &Transaction<'_>, job: &JobRecord) -> Result<()> {
     tx.execute(

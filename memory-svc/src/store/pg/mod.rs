@@ -45,8 +45,9 @@ use super::{
     token,
     vector_cache::{self, VectorCache},
     vectors::{check_model, rank, ModelCheck},
-    Appended, Buffered, Entry, Expired, Hit, JobRecord, MemoryStore, PurgeRecord, Result, Revision,
-    RevisionRecord, Scope, SearchQuery, StoreError, StreamKey, Unembedded, Vectors,
+    Appended, Buffered, DeleteTarget, Entry, Expired, Hit, JobRecord, MemoryStore, PurgeRecord,
+    Result, Revision, RevisionRecord, Scope, SearchQuery, StoreError, StreamKey, Unembedded,
+    Vectors,
 };
 use crate::{analysis::Analyzer, embed::Identity, filter::Filter};
 
@@ -206,6 +207,8 @@ impl MemoryStore for PgMemoryStore {
         .map_err(|e| StorageError::new(StorageErrorKind::Internal, format!("analysis: {e}")))?;
         // Attempts run one after another: each has it to itself.
         let analysis = tokio::sync::Mutex::new(analysis);
+        let delete_all = matches!(op, Write::Delete(DeleteTarget::All));
+        let job = super::generation::job_of(&revisions);
         let key = vectors::cache_key(scope);
         postgres::retry_conflicts(
             || async {
@@ -213,6 +216,12 @@ impl MemoryStore for PgMemoryStore {
                 // Dropped without a commit on any error, the transaction is rolled back: no
                 // statement runs in a failed transaction.
                 let tx = client.transaction().await?;
+                if delete_all {
+                    generation::end_jobs(&tx, scope).await?;
+                }
+                if let Some(id) = job {
+                    generation::lock_open_job(&tx, id).await?;
+                }
                 // Where this replica keeps the scope's vectors, the write changes them as it
                 // commits, from the version it locked to the one it leaves (see
                 // `VectorCache::apply_at`); else the next search would read them all again.

@@ -109,6 +109,69 @@ impl SledMemoryStore {
             .map_err(aborted)
     }
 
+    /// Ends the open jobs of `app`'s `user` (see [`JobRecord::ended_by_delete`]). The open jobs
+    /// are the queue's, which holds only those.
+    pub(super) fn end_jobs_now(&self, app: &str, user: &str) -> Result<()> {
+        let mut ids = Vec::new();
+        for key in self.job_queue.iter().keys() {
+            let key = key?;
+            let mut reader = KeyReader::new(&key);
+            let (Some(_due), Some(id)) = (reader.u64(), reader.str()) else {
+                return Err(StoreError::corrupt("job queue key"));
+            };
+            ids.push(id);
+        }
+        let mut ending = Vec::new();
+        for id in ids {
+            if let Some(bytes) = self.jobs.get(id.as_bytes())? {
+                let job: JobRecord = decode(&bytes, "job")?;
+                if job.app_name == app && job.user_id == user {
+                    ending.push(id);
+                }
+            }
+        }
+        if ending.is_empty() {
+            return Ok(());
+        }
+        let (jobs, queue, done) = (&self.jobs, &self.job_queue, &self.jobs_done);
+        (jobs, queue, done)
+            .transaction(|(jobs, queue, done)| {
+                for id in &ending {
+                    // Read again here: the job may have finished since the scan.
+                    let Some(bytes) = jobs.get(id.as_bytes())? else {
+                        continue;
+                    };
+                    let job = JobRecord::decode(&*bytes).map_err(|e| {
+                        ConflictableTransactionError::Abort(StoreError::corrupt(format!(
+                            "job: {e}"
+                        )))
+                    })?;
+                    if !job.is_open() {
+                        continue;
+                    }
+                    queue.remove(queue_key(&job).as_bytes())?;
+                    let ended = job.ended_by_delete();
+                    done.insert(done_key(&ended).as_bytes(), IVec::default())?;
+                    jobs.insert(id.as_bytes(), ended.encode_to_vec())?;
+                }
+                Ok(())
+            })
+            .map_err(aborted)
+    }
+
+    /// Fails unless the job `id` is open: its writes are refused once a delete ended it.
+    pub(super) fn check_job_open(&self, id: &str) -> Result<()> {
+        let open = match self.jobs.get(id.as_bytes())? {
+            Some(bytes) => decode::<JobRecord>(&bytes, "job")?.is_open(),
+            None => false,
+        };
+        if open {
+            Ok(())
+        } else {
+            Err(StoreError::JobEnded(id.to_owned()))
+        }
+    }
+
     pub(super) fn finish_now(&self, job: &JobRecord) -> Result<bool> {
         let (jobs, queue, done) = (&self.jobs, &self.job_queue, &self.jobs_done);
         (jobs, queue, done)

@@ -101,7 +101,7 @@ use std::{
     hash::{Hash, Hasher},
     ops::Bound,
     path::Path,
-    sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard},
+    sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard},
 };
 
 use adk_common::{
@@ -178,6 +178,10 @@ pub struct SledMemoryStore {
     scans: Arc<ScanLocks>,
     /// Merges of the index journal (see [`journal`]).
     merges: Arc<journal::Merges>,
+    /// Held by a generation job's write from the check that its job is open to its commit, and
+    /// by a delete of all a scope's memories from ending the scope's jobs to its commit: no job
+    /// writes after the delete that ended it. Both are rare; one lock serves the store.
+    job_writes: Arc<Mutex<()>>,
     thresholds: journal::Thresholds,
     /// The memory-budget share of the writes being planned and committed: a write waits for
     /// room before it starts (see [`write::cost`]).
@@ -274,6 +278,7 @@ impl SledMemoryStore {
             work: TaskTracker::new(),
             scans: Arc::default(),
             merges: Arc::default(),
+            job_writes: Arc::default(),
             thresholds: journal::Thresholds::default(),
             writes: Arc::new(Room::new(u64::MAX)),
             db,
@@ -556,11 +561,20 @@ impl MemoryStore for SledMemoryStore {
         let room = self.writes.take(write::cost(&write)).await;
         let writing = self.gate.writing_owned().await;
         let key = scope_key(scope);
+        let delete_all = matches!(write, Write::Delete(DeleteTarget::All));
+        let job = super::generation::job_of(&revisions).map(str::to_owned);
+        let (app, user) = (scope.app_name.to_owned(), scope.user_id.to_owned());
         let count = self
             .blocking(move |store| {
                 let (_writing, _room) = (writing, room);
-                if matches!(write, Write::Delete(DeleteTarget::All)) {
+                let _job_writes = (delete_all || job.is_some())
+                    .then(|| (store.job_writes.lock()).unwrap_or_else(PoisonError::into_inner));
+                if delete_all {
                     store.clear_streams_now(&key)?;
+                    store.end_jobs_now(&app, &user)?;
+                }
+                if let Some(id) = &job {
+                    store.check_job_open(id)?;
                 }
                 store.write_now(&key, &write, &vectors, &revisions)
             })

@@ -328,8 +328,9 @@ export interface DeleteMemoryRequest {
     { $case: "sessionId"; value: string }
     | //
     /**
-     * Every entry of the user, and in the same operation the user's event streams: their
-     * buffered events and the event ids they remember (deleted counts entries only).
+     * Every entry of the user, and in the same operation the user's event streams (their
+     * buffered events and the event ids they remember) and generation jobs still queued or
+     * running, which fail and write nothing more (deleted counts entries only).
      */
     { $case: "all"; value: boolean }
     | undefined;
