@@ -84,6 +84,19 @@ describe("two writers of one session", () => {
   });
 });
 
+describe("events read back", () => {
+  it("are ADK events: the fields, keys and brand (symbol) createEvent gives", async () => {
+    const session = await service.createSession({ appName: app, userId: "u" });
+    const event = createEvent({ author: "user", content: { role: "user", parts: [{ text: "hi" }] } });
+    await service.appendEvent({ session, event });
+    const read = (await service.getSession({ appName: app, userId: "u", sessionId: session.id }))?.events[0];
+    if (read === undefined) throw new Error("no event");
+    expect(read).toEqual(event);
+    expect(Object.keys(read).sort()).toEqual(Object.keys(event).sort());
+    expect(Object.getOwnPropertySymbols(read)).toEqual(Object.getOwnPropertySymbols(createEvent()));
+  });
+});
+
 describe("an event another language wrote with removed_state_keys (ADK Java's State.REMOVED)", () => {
   it("is read with its keys kept on the actions, and the session's state lacks them", async () => {
     const session = await service.createSession({
