@@ -266,13 +266,16 @@ export class GrpcSessionService extends BaseSessionService {
     if (!appName) {
       return { sessions: [], total: 0 };
     }
-    // A session updated while paging shows up again further on; its later place is its
-    // current one.
-    const found = new Map<string, Session>();
+    // The first page holds each session once. A session updated while paging shows up again
+    // further on, and its later place is its current one: from a second page on, sessions are
+    // keyed by name (the first page's too).
+    let listed: SessionMessage[] = [];
+    let byName: Map<string, SessionMessage> | undefined;
     let total: number | undefined;
+    const count = (): number => byName?.size ?? listed.length;
     let pageToken = "";
     do {
-      const wanted = most === undefined ? SESSIONS_PAGE_SIZE : Math.min(most - found.size, SESSIONS_PAGE_SIZE);
+      const wanted = most === undefined ? SESSIONS_PAGE_SIZE : Math.min(most - count(), SESSIONS_PAGE_SIZE);
       const request: ListSessionsMessage = {
         appName,
         userId,
@@ -290,16 +293,21 @@ export class GrpcSessionService extends BaseSessionService {
         throw translate(e, "ListSessions");
       }
       total ??= reply.totalSize;
-      for (const message of reply.sessions.slice(0, wanted)) {
-        // Identifiers hold no control characters, so a NUL joins the two unambiguously (and
-        // costs a fraction of JSON.stringify on a listing of 1,000 sessions).
-        const key = `${message.userId}\u0000${message.id}`;
-        found.delete(key);
-        found.set(key, this.session(message));
+      const page = reply.sessions.slice(0, wanted);
+      if (pageToken === "") {
+        listed = page;
+      } else {
+        byName ??= new Map(listed.map((message) => [nameOf(message), message]));
+        for (const message of page) {
+          const name = nameOf(message);
+          byName.delete(name);
+          byName.set(name, message);
+        }
       }
       pageToken = reply.nextPageToken;
-    } while (pageToken !== "" && (most === undefined || found.size < most));
-    return { sessions: [...found.values()], total: total ?? found.size };
+    } while (pageToken !== "" && (most === undefined || count() < most));
+    const sessions = (byName === undefined ? listed : [...byName.values()]).map((message) => this.session(message));
+    return { sessions, total: total ?? sessions.length };
   }
 
   override async deleteSession({ appName, userId, sessionId }: DeleteSessionRequest): Promise<void> {
@@ -507,6 +515,14 @@ export class GrpcSessionService extends BaseSessionService {
     this.sequences.set(session, message.lastSequence);
     return session;
   }
+}
+
+/**
+ * A listed session's user and id, which name it in an app's listing. Identifiers hold no
+ * control characters, so a NUL joins the two unambiguously.
+ */
+function nameOf(message: SessionMessage): string {
+  return `${message.userId}\u0000${message.id}`;
 }
 
 /**

@@ -141,6 +141,23 @@ describe("sessions larger than one reply", () => {
     expect(stored?.events.map((e) => e.id)).toEqual(["big0", "big1", "big2", "big3", "big4", "big5"]);
     expect(stored?.events[5]?.content?.parts?.[0]?.text).toHaveLength(1 << 20);
   });
+
+  it("lists more sessions than one ListSessions page holds (1,000), each once and in order", async () => {
+    const ids = Array.from({ length: 1003 }, (_, i) => `s${String(i).padStart(4, "0")}`);
+    for (let i = 0; i < ids.length; i += 100) {
+      await Promise.all(
+        ids.slice(i, i + 100).map((sessionId) => service.createSession({ appName: app, userId: "u", sessionId })),
+      );
+    }
+    const all = await service.listSessions({ appName: app, userId: "u" });
+    expect(all.totalItems).toBe(ids.length);
+    expect(all.sessions.map((s) => s.id).sort()).toEqual(ids);
+    const newest = await service.listSessions({ appName: app, userId: "u", limit: 1002, order: "desc" });
+    expect([newest.totalItems, newest.totalPages]).toEqual([ids.length, 2]);
+    expect(new Set(newest.sessions.map((s) => s.id)).size).toBe(1002);
+    const times = newest.sessions.map((s) => s.lastUpdateTime);
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+  });
 });
 
 describe("watches", () => {
