@@ -6,11 +6,14 @@
  * does to the caller's own `Session` object what ADK's base class does on append, and follows
  * `DatabaseSessionService` where ADK's services differ (see the README's conformance section).
  *
- * Two writers of one session never lose an event: every session this service returns is
- * remembered with the sequence of the last event it was read at, and appends send it as
- * `expected_last_sequence`. When another writer appended meanwhile the server answers ABORTED;
- * then, as `DatabaseSessionService` does for a session older than storage, the caller's session
- * is reloaded (state and events) and the event appended after the other writer's.
+ * Two writers of one session never lose an event: every session this service reads with its
+ * events (created, got, reloaded) is remembered with the sequence of the last event it was read
+ * at, and appends send it as `expected_last_sequence`. When another writer appended meanwhile
+ * the server answers ABORTED; then, as `DatabaseSessionService` does for a session older than
+ * storage, the caller's session is reloaded (state and events) and the event appended after the
+ * other writer's. A listed session (no events) is not remembered: remembering each one of a
+ * large listing costs a tenth of the listing's time, and appends to listed sessions are rare.
+ * Like a session built by hand, it is checked against storage before its first append.
  */
 import {
   BaseSessionService,
@@ -306,7 +309,7 @@ export class GrpcSessionService extends BaseSessionService {
       }
       pageToken = reply.nextPageToken;
     } while (pageToken !== "" && (most === undefined || count() < most));
-    const sessions = (byName === undefined ? listed : [...byName.values()]).map((message) => this.session(message));
+    const sessions = (byName === undefined ? listed : [...byName.values()]).map(sessionFromProto);
     return { sessions, total: total ?? sessions.length };
   }
 
@@ -435,7 +438,10 @@ export class GrpcSessionService extends BaseSessionService {
     }
   }
 
-  /** The sequence of the last stored event of a session this service returned or appended to. */
+  /**
+   * The sequence of the last stored event of a session this service created, got or appended
+   * to; undefined for a listed session before its first append.
+   */
   sequenceOf(session: Session): number | undefined {
     return this.sequences.get(session);
   }
@@ -498,23 +504,28 @@ export class GrpcSessionService extends BaseSessionService {
 
   /** An ADK session from a message, remembered with the sequence it was read at. */
   private session(message: SessionMessage): Session {
-    const events = message.events.map(eventFromProto);
-    const last = message.events.at(-1);
-    const session: Session = {
-      id: message.id,
-      appName: message.appName,
-      userId: message.userId,
-      state: loadsObject(message.state, "Session.state"),
-      events,
-      // The last event's own timestamp when it is here (S6.8), exactly as ADK holds it.
-      lastUpdateTime:
-        last !== undefined && last.sequence === message.lastSequence && message.lastSequence > 0
-          ? (events.at(-1)?.timestamp ?? 0)
-          : toMillis(message.lastUpdateTime),
-    };
+    const session = sessionFromProto(message);
     this.sequences.set(session, message.lastSequence);
     return session;
   }
+}
+
+/** The ADK session a message holds. */
+function sessionFromProto(message: SessionMessage): Session {
+  const events = message.events.map(eventFromProto);
+  const last = message.events.at(-1);
+  return {
+    id: message.id,
+    appName: message.appName,
+    userId: message.userId,
+    state: loadsObject(message.state, "Session.state"),
+    events,
+    // The last event's own timestamp when it is here (S6.8), exactly as ADK holds it.
+    lastUpdateTime:
+      last !== undefined && last.sequence === message.lastSequence && message.lastSequence > 0
+        ? (events.at(-1)?.timestamp ?? 0)
+        : toMillis(message.lastUpdateTime),
+  };
 }
 
 /**

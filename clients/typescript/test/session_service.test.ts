@@ -61,6 +61,35 @@ describe("two writers of one session", () => {
     expect(service.sequenceOf(created)).toBe(2);
   });
 
+  it("a listed session is checked against storage at its first append, and reloaded when older", async () => {
+    await service.createSession({ appName: app, userId: "u", sessionId: "s", state: { n: 0 } });
+    const [listed] = (await service.listSessions({ appName: app, userId: "u" })).sessions;
+    const other = await service.getSession({ appName: app, userId: "u", sessionId: "s" });
+    if (listed === undefined || other === undefined) throw new Error("no session");
+    expect(service.sequenceOf(listed)).toBeUndefined();
+    await service.appendEvent({
+      session: other,
+      event: createEvent({
+        id: "theirs",
+        timestamp: listed.lastUpdateTime + 1000,
+        actions: createEventActions({ stateDelta: { theirs: 1 } }),
+      }),
+    });
+    await service.appendEvent({
+      session: listed,
+      event: createEvent({
+        id: "mine",
+        timestamp: listed.lastUpdateTime + 2000,
+        actions: createEventActions({ stateDelta: { mine: 1 } }),
+      }),
+    });
+    expect(listed.events.map((e) => e.id)).toEqual(["theirs", "mine"]);
+    expect(listed.state).toEqual({ n: 0, theirs: 1, mine: 1 });
+    expect(service.sequenceOf(listed)).toBe(2);
+    const stored = await service.getSession({ appName: app, userId: "u", sessionId: "s" });
+    expect(stored?.events.map((e) => e.id)).toEqual(["theirs", "mine"]);
+  });
+
   it("appending concurrently through one session object keeps every event", async () => {
     const session = await service.createSession({ appName: app, userId: "u" });
     const events = Array.from({ length: 8 }, (_, i) =>
