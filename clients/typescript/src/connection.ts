@@ -193,7 +193,9 @@ function timeoutMs(text: string, where: string): number {
  * Channel options: message sizes, and a retry policy (a few attempts with backoff on
  * UNAVAILABLE) for the calls that are safe to repeat: reads, deletes, and appends and
  * ingestions, which the servers de-duplicate by event id (rules S6.4, M1.3). Channelz, whose
- * bookkeeping every call pays for, is off unless `extra` turns it on.
+ * bookkeeping every call pays for, is off unless `extra` turns it on. The HTTP/2 flow-control
+ * window holds the largest reply: with HTTP/2's default of 64 KiB, a reply larger than that (a
+ * listing of 1,000 sessions, a 1,000-event session) waits for the client's window updates.
  */
 export function channelOptions(
   service: string,
@@ -219,6 +221,7 @@ export function channelOptions(
     "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
     "grpc.service_config": JSON.stringify(serviceConfig),
     "grpc.enable_channelz": 0,
+    "grpc-node.flow_control_window": MAX_MESSAGE_BYTES,
     ...extra,
   };
 }

@@ -6,11 +6,14 @@
  * does to the caller's own `Session` object what ADK's base class does on append, and follows
  * `DatabaseSessionService` where ADK's services differ (see the README's conformance section).
  *
- * Two writers of one session never lose an event: every session this service returns is
- * remembered with the sequence of the last event it was read at, and appends send it as
- * `expected_last_sequence`. When another writer appended meanwhile the server answers ABORTED;
- * then, as `DatabaseSessionService` does for a session older than storage, the caller's session
- * is reloaded (state and events) and the event appended after the other writer's.
+ * Two writers of one session never lose an event: every session this service reads with its
+ * events (created, got, reloaded) is remembered with the sequence of the last event it was read
+ * at, and appends send it as `expected_last_sequence`. When another writer appended meanwhile
+ * the server answers ABORTED; then, as `DatabaseSessionService` does for a session older than
+ * storage, the caller's session is reloaded (state and events) and the event appended after the
+ * other writer's. A listed session (no events) is not remembered: remembering each one of a
+ * large listing costs a tenth of the listing's time, and appends to listed sessions are rare.
+ * Like a session built by hand, it is checked against storage before its first append.
  */
 import {
   BaseSessionService,
@@ -266,13 +269,16 @@ export class GrpcSessionService extends BaseSessionService {
     if (!appName) {
       return { sessions: [], total: 0 };
     }
-    // A session updated while paging shows up again further on; its later place is its
-    // current one.
-    const found = new Map<string, Session>();
+    // The first page holds each session once. A session updated while paging shows up again
+    // further on, and its later place is its current one: from a second page on, sessions are
+    // keyed by name (the first page's too).
+    let listed: SessionMessage[] = [];
+    let byName: Map<string, SessionMessage> | undefined;
     let total: number | undefined;
+    const count = (): number => byName?.size ?? listed.length;
     let pageToken = "";
     do {
-      const wanted = most === undefined ? SESSIONS_PAGE_SIZE : Math.min(most - found.size, SESSIONS_PAGE_SIZE);
+      const wanted = most === undefined ? SESSIONS_PAGE_SIZE : Math.min(most - count(), SESSIONS_PAGE_SIZE);
       const request: ListSessionsMessage = {
         appName,
         userId,
@@ -290,16 +296,21 @@ export class GrpcSessionService extends BaseSessionService {
         throw translate(e, "ListSessions");
       }
       total ??= reply.totalSize;
-      for (const message of reply.sessions.slice(0, wanted)) {
-        // Identifiers hold no control characters, so a NUL joins the two unambiguously (and
-        // costs a fraction of JSON.stringify on a listing of 1,000 sessions).
-        const key = `${message.userId}\u0000${message.id}`;
-        found.delete(key);
-        found.set(key, this.session(message));
+      const page = reply.sessions.slice(0, wanted);
+      if (pageToken === "") {
+        listed = page;
+      } else {
+        byName ??= new Map(listed.map((message) => [nameOf(message), message]));
+        for (const message of page) {
+          const name = nameOf(message);
+          byName.delete(name);
+          byName.set(name, message);
+        }
       }
       pageToken = reply.nextPageToken;
-    } while (pageToken !== "" && (most === undefined || found.size < most));
-    return { sessions: [...found.values()], total: total ?? found.size };
+    } while (pageToken !== "" && (most === undefined || count() < most));
+    const sessions = (byName === undefined ? listed : [...byName.values()]).map(sessionFromProto);
+    return { sessions, total: total ?? sessions.length };
   }
 
   override async deleteSession({ appName, userId, sessionId }: DeleteSessionRequest): Promise<void> {
@@ -427,7 +438,10 @@ export class GrpcSessionService extends BaseSessionService {
     }
   }
 
-  /** The sequence of the last stored event of a session this service returned or appended to. */
+  /**
+   * The sequence of the last stored event of a session this service created, got or appended
+   * to; undefined for a listed session before its first append.
+   */
   sequenceOf(session: Session): number | undefined {
     return this.sequences.get(session);
   }
@@ -490,23 +504,36 @@ export class GrpcSessionService extends BaseSessionService {
 
   /** An ADK session from a message, remembered with the sequence it was read at. */
   private session(message: SessionMessage): Session {
-    const events = message.events.map(eventFromProto);
-    const last = message.events.at(-1);
-    const session: Session = {
-      id: message.id,
-      appName: message.appName,
-      userId: message.userId,
-      state: loadsObject(message.state, "Session.state"),
-      events,
-      // The last event's own timestamp when it is here (S6.8), exactly as ADK holds it.
-      lastUpdateTime:
-        last !== undefined && last.sequence === message.lastSequence && message.lastSequence > 0
-          ? (events.at(-1)?.timestamp ?? 0)
-          : toMillis(message.lastUpdateTime),
-    };
+    const session = sessionFromProto(message);
     this.sequences.set(session, message.lastSequence);
     return session;
   }
+}
+
+/** The ADK session a message holds. */
+function sessionFromProto(message: SessionMessage): Session {
+  const events = message.events.map(eventFromProto);
+  const last = message.events.at(-1);
+  return {
+    id: message.id,
+    appName: message.appName,
+    userId: message.userId,
+    state: loadsObject(message.state, "Session.state"),
+    events,
+    // The last event's own timestamp when it is here (S6.8), exactly as ADK holds it.
+    lastUpdateTime:
+      last !== undefined && last.sequence === message.lastSequence && message.lastSequence > 0
+        ? (events.at(-1)?.timestamp ?? 0)
+        : toMillis(message.lastUpdateTime),
+  };
+}
+
+/**
+ * A listed session's user and id, which name it in an app's listing. Identifiers hold no
+ * control characters, so a NUL joins the two unambiguously.
+ */
+function nameOf(message: SessionMessage): string {
+  return `${message.userId}\u0000${message.id}`;
 }
 
 /**

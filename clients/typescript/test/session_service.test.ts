@@ -61,6 +61,35 @@ describe("two writers of one session", () => {
     expect(service.sequenceOf(created)).toBe(2);
   });
 
+  it("a listed session is checked against storage at its first append, and reloaded when older", async () => {
+    await service.createSession({ appName: app, userId: "u", sessionId: "s", state: { n: 0 } });
+    const [listed] = (await service.listSessions({ appName: app, userId: "u" })).sessions;
+    const other = await service.getSession({ appName: app, userId: "u", sessionId: "s" });
+    if (listed === undefined || other === undefined) throw new Error("no session");
+    expect(service.sequenceOf(listed)).toBeUndefined();
+    await service.appendEvent({
+      session: other,
+      event: createEvent({
+        id: "theirs",
+        timestamp: listed.lastUpdateTime + 1000,
+        actions: createEventActions({ stateDelta: { theirs: 1 } }),
+      }),
+    });
+    await service.appendEvent({
+      session: listed,
+      event: createEvent({
+        id: "mine",
+        timestamp: listed.lastUpdateTime + 2000,
+        actions: createEventActions({ stateDelta: { mine: 1 } }),
+      }),
+    });
+    expect(listed.events.map((e) => e.id)).toEqual(["theirs", "mine"]);
+    expect(listed.state).toEqual({ n: 0, theirs: 1, mine: 1 });
+    expect(service.sequenceOf(listed)).toBe(2);
+    const stored = await service.getSession({ appName: app, userId: "u", sessionId: "s" });
+    expect(stored?.events.map((e) => e.id)).toEqual(["theirs", "mine"]);
+  });
+
   it("appending concurrently through one session object keeps every event", async () => {
     const session = await service.createSession({ appName: app, userId: "u" });
     const events = Array.from({ length: 8 }, (_, i) =>
@@ -81,6 +110,19 @@ describe("two writers of one session", () => {
     await service.appendEvent({ session: reread, event: { ...event } });
     const stored = await service.getSession({ appName: app, userId: "u", sessionId: session.id });
     expect(stored?.events).toHaveLength(1);
+  });
+});
+
+describe("events read back", () => {
+  it("are ADK events: the fields, keys and brand (symbol) createEvent gives", async () => {
+    const session = await service.createSession({ appName: app, userId: "u" });
+    const event = createEvent({ author: "user", content: { role: "user", parts: [{ text: "hi" }] } });
+    await service.appendEvent({ session, event });
+    const read = (await service.getSession({ appName: app, userId: "u", sessionId: session.id }))?.events[0];
+    if (read === undefined) throw new Error("no event");
+    expect(read).toEqual(event);
+    expect(Object.keys(read).sort()).toEqual(Object.keys(event).sort());
+    expect(Object.getOwnPropertySymbols(read)).toEqual(Object.getOwnPropertySymbols(createEvent()));
   });
 });
 
@@ -127,6 +169,23 @@ describe("sessions larger than one reply", () => {
     const stored = await service.getSession({ appName: app, userId: "u", sessionId: session.id });
     expect(stored?.events.map((e) => e.id)).toEqual(["big0", "big1", "big2", "big3", "big4", "big5"]);
     expect(stored?.events[5]?.content?.parts?.[0]?.text).toHaveLength(1 << 20);
+  });
+
+  it("lists more sessions than one ListSessions page holds (1,000), each once and in order", async () => {
+    const ids = Array.from({ length: 1003 }, (_, i) => `s${String(i).padStart(4, "0")}`);
+    for (let i = 0; i < ids.length; i += 100) {
+      await Promise.all(
+        ids.slice(i, i + 100).map((sessionId) => service.createSession({ appName: app, userId: "u", sessionId })),
+      );
+    }
+    const all = await service.listSessions({ appName: app, userId: "u" });
+    expect(all.totalItems).toBe(ids.length);
+    expect(all.sessions.map((s) => s.id).sort()).toEqual(ids);
+    const newest = await service.listSessions({ appName: app, userId: "u", limit: 1002, order: "desc" });
+    expect([newest.totalItems, newest.totalPages]).toEqual([ids.length, 2]);
+    expect(new Set(newest.sessions.map((s) => s.id)).size).toBe(1002);
+    const times = newest.sessions.map((s) => s.lastUpdateTime);
+    expect(times).toEqual([...times].sort((a, b) => b - a));
   });
 });
 
