@@ -78,7 +78,7 @@ pub(super) const CHANGE_BYTES: usize = 48;
 pub(super) const MERGE_EXPANSION: usize = 4;
 
 impl Default for Thresholds {
-    /// A scope's records are merged about every 200 sessions of 20 turns: merging the records
+    /// A scope's records are merged about every 500 sessions of 20 turns: merging the records
     /// of many writes at once writes a term they share once, not once per write (measured in
     /// BENCHMARKS.md, "Ingestion: searches read what waits for a merge"). A change waiting
     /// takes [`CHANGE_BYTES`].
@@ -379,6 +379,10 @@ impl SledMemoryStore {
                 next
             };
             let Some((scope, extent)) = next else { return };
+            // Writes during a merge queue its scope again: merged again only if still due.
+            if extent == Extent::Busy && self.pending.len(&scope).0 < self.thresholds.merge_after {
+                continue;
+            }
             let _writing = self.gate.writing_blocking();
             // Nothing is lost: the records stay, and the next merge of the scope takes them.
             if let Err(e) = self.merge_journal(&scope, Merger::Background, extent) {
@@ -424,6 +428,15 @@ impl SledMemoryStore {
         extent: Extent,
         _merging: &MutexGuard<'_, ()>,
     ) -> Result<()> {
+        // A merge of the busy terms takes the records there when it starts: each of its rounds
+        // reads the changes it leaves again, so it does not chase the writes that come meanwhile.
+        let until = match extent {
+            Extent::Busy => match self.journal.scan_prefix(scope).keys().next_back() {
+                Some(key) => Some(key?),
+                None => return Ok(()),
+            },
+            Extent::All => None,
+        };
         loop {
             // Read while no commit to the scope can add a record: a record is never read
             // without those of earlier generations. At least two are read when there are: the
@@ -434,6 +447,9 @@ impl SledMemoryStore {
                 let mut bytes = 0;
                 for kv in self.journal.scan_prefix(scope).take(RECORDS_PER_MERGE) {
                     let (key, value) = kv?;
+                    if until.as_ref().is_some_and(|until| key > *until) {
+                        break;
+                    }
                     bytes += value.len();
                     if bytes > self.thresholds.merge_bytes && records.len() >= 2 {
                         break;
@@ -508,6 +524,9 @@ impl SledMemoryStore {
             self.pending.merged(scope, last, &left);
             counter!("memory_journal_merged_records_total", "by" => by.label())
                 .increment(removed as u64);
+            if until.as_ref() == Some(last_key) {
+                return Ok(());
+            }
         }
     }
 
@@ -515,7 +534,7 @@ impl SledMemoryStore {
     /// shutdown left).
     pub(super) fn merge_left_records(&self) {
         for scope in self.pending.scopes() {
-            self.merge_later(&scope, Extent::Busy);
+            self.merge_later(&scope, Extent::All);
         }
     }
 }
