@@ -730,7 +730,10 @@ async fn a_merge_of_busy_terms_leaves_the_rare_ones_in_one_record() {
         db.open_tree("journal").unwrap(),
         db.open_tree("df").unwrap(),
     );
-    assert_eq!(pending::Pending::load(&journal, &df).unwrap().len(&scope).0, left);
+    assert_eq!(
+        pending::Pending::load(&journal, &df).unwrap().len(&scope).0,
+        left
+    );
     let store = SledMemoryStore::from_db(db, SyncMode::Sync, Analyzer::default()).unwrap();
     assert!(assert_searches_exact(&store).await > 400);
     assert_index_consistent(&store);
