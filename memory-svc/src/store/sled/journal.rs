@@ -13,13 +13,6 @@
 //! then it removes the records. A merge cut short (a crash) is taken up where it stopped: the
 //! changes a term has merged are passed over, when the records are held again and merged again.
 //!
-//! A merge takes all the records waiting in one round (up to [`MERGE_BYTES`]), so a term they
-//! share is rewritten once per merge. A merge its scope's own backlog starts moves only the busy
-//! terms ([`Extent::Busy`]): the changes of terms with few of them stay in the journal, rewritten
-//! as one record in the place of the last record read, and in memory, until they are many
-//! enough, or a merge of everything (the memory bound, a write that clears or re-indexes) takes
-//! them.
-//!
 //! The journal is durable with the write, so nothing acknowledged depends on the merge; the
 //! records a restart finds are held again and queued for the merger at open. A write that finds
 //! a backlog of its scope's changes waiting merges them before it replies, so a merger that
@@ -32,7 +25,7 @@
 //! write that clears the scope (it removes the blocks, df values and records it scanned).
 
 use std::{
-    collections::{hash_map::Entry, BTreeMap, HashMap, HashSet},
+    collections::{hash_map::Entry, BTreeSet, HashMap},
     convert::Infallible,
     hash::{Hash, Hasher},
     sync::{
@@ -43,12 +36,11 @@ use std::{
 
 use adk_common::sled::keys::Key;
 use metrics::counter;
-use prost::Message;
 use sled::{transaction::TransactionError, Batch, IVec, Transactional};
 
 use super::{
     super::{Result, StoreError},
-    postings::{merged_generation, Posting, TermEdit},
+    postings::{Posting, TermEdit},
     records::{decode, key_seq},
     SledMemoryStore,
 };
@@ -64,8 +56,8 @@ pub(super) struct Thresholds {
     /// Changes in all scopes together at which a write queues every scope holding some for
     /// the merger; at twice as many, a write merges its own scope itself.
     pub held_at_most: usize,
-    /// Bytes of journal records (as stored) one round of a merge reads at most (but two
-    /// records, whatever their size).
+    /// Bytes of journal records (as stored) one round of a merge reads at most (but one record,
+    /// whatever its size).
     pub merge_bytes: usize,
 }
 
@@ -78,7 +70,7 @@ pub(super) const CHANGE_BYTES: usize = 48;
 pub(super) const MERGE_EXPANSION: usize = 4;
 
 impl Default for Thresholds {
-    /// A scope's records are merged about every 500 sessions of 20 turns: merging the records
+    /// A scope's records are merged about every 200 sessions of 20 turns: merging the records
     /// of many writes at once writes a term they share once, not once per write (measured in
     /// BENCHMARKS.md, "Ingestion: searches read what waits for a merge"). A change waiting
     /// takes [`CHANGE_BYTES`].
@@ -87,7 +79,7 @@ impl Default for Thresholds {
             merge_after: 1 << 18,
             backlog: 1 << 20,
             held_at_most: 1 << 20,
-            merge_bytes: MERGE_BYTES,
+            merge_bytes: usize::MAX,
         }
     }
 }
@@ -106,21 +98,14 @@ impl Thresholds {
             merge_after: all.merge_after.min(held_at_most / 2).max(1),
             backlog: all.backlog.min(held_at_most * 2),
             held_at_most,
-            merge_bytes: all.merge_bytes.min(bytes(merging) / MERGE_EXPANSION),
+            merge_bytes: bytes(merging) / MERGE_EXPANSION,
         }
     }
 }
 
-/// Records merged at once at most, so a long journal of small writes is merged in bounded
-/// steps (records of sessions are bounded by [`MERGE_BYTES`] first). A round rewrites every
-/// term its records touch once, so it takes all the records a merge finds, not a fixed part:
-/// in rounds of 256 sessions, a merge of 500 rewrote most of its terms two or three times.
-const RECORDS_PER_MERGE: usize = 4096;
-
-/// Bytes of journal records (as stored) one round of a merge reads at most by default: the
-/// records a merge finds at [`Thresholds::merge_after`] (about 6 MB for 20-turn sessions),
-/// and a bound on what a round holds (see [`MERGE_EXPANSION`]) after a restart finds more.
-const MERGE_BYTES: usize = 16 << 20;
+/// Records merged at once at most, so a long journal (a restart after a burst) is merged in
+/// bounded steps.
+const RECORDS_PER_MERGE: usize = 256;
 
 /// Terms whose blocks one transaction of a merge rewrites: a scope's writes wait for the
 /// transaction that commits (and sled's other writers for part of it), so a merge of many
@@ -227,11 +212,6 @@ impl<'a> TermEdits<'a> {
         Ok(())
     }
 
-    /// Whether no change was applied (nor passed over as merged already).
-    fn is_empty(&self) -> bool {
-        self.edits.is_empty()
-    }
-
     /// Queues the changed blocks and df values into the batches of their trees.
     pub fn finish(
         mut self,
@@ -319,8 +299,7 @@ impl Drop for MergeHeld<'_> {
 
 #[derive(Debug, Default)]
 struct Queue {
-    /// Each with how much of its journal to merge (the larger, if queued twice).
-    scopes: BTreeMap<Key, Extent>,
+    scopes: BTreeSet<Key>,
     /// A merger task is running: it takes what is queued before it ends.
     running: bool,
 }
@@ -356,11 +335,10 @@ impl Merges {
 
 impl SledMemoryStore {
     /// Queues `scope` for the background merger, starting it unless it runs.
-    pub(super) fn merge_later(&self, scope: &Key, extent: Extent) {
+    pub(super) fn merge_later(&self, scope: &Key) {
         let start = {
             let mut queue = lock(&self.merges.queue);
-            let queued = queue.scopes.entry(scope.clone()).or_insert(extent);
-            *queued = (*queued).max(extent);
+            queue.scopes.insert(scope.clone());
             !std::mem::replace(&mut queue.running, true)
         };
         if start {
@@ -378,14 +356,10 @@ impl SledMemoryStore {
                 queue.running = next.is_some();
                 next
             };
-            let Some((scope, extent)) = next else { return };
-            // Writes during a merge queue its scope again: merged again only if still due.
-            if extent == Extent::Busy && self.pending.len(&scope).0 < self.thresholds.merge_after {
-                continue;
-            }
+            let Some(scope) = next else { return };
             let _writing = self.gate.writing_blocking();
             // Nothing is lost: the records stay, and the next merge of the scope takes them.
-            if let Err(e) = self.merge_journal(&scope, Merger::Background, extent) {
+            if let Err(e) = self.merge_journal(&scope, Merger::Background) {
                 tracing::warn!(error = %e, "merging the index journal failed");
             }
         }
@@ -393,31 +367,27 @@ impl SledMemoryStore {
 
     /// After a write to `scope` committed a journal record: merges the scope's journal now,
     /// queues it (or every scope holding changes) for the merger, or leaves it to wait for
-    /// more, by how many changes wait. The memory bound merges journals whole, a scope's own
-    /// backlog only its busy terms.
+    /// more, by how many changes wait.
     pub(super) fn journalled(&self, scope: &Key) -> Result<()> {
         let (waiting, all) = self.pending.len(scope);
         let at = self.thresholds;
-        if all >= at.held_at_most.saturating_mul(2) {
-            self.merge_journal(scope, Merger::Writer, Extent::All)?;
-        } else if waiting >= at.backlog {
-            self.merge_journal(scope, Merger::Writer, Extent::Busy)?;
+        if waiting >= at.backlog || all >= at.held_at_most.saturating_mul(2) {
+            self.merge_journal(scope, Merger::Writer)?;
         } else if all >= at.held_at_most {
             for scope in self.pending.scopes() {
-                self.merge_later(&scope, Extent::All);
+                self.merge_later(&scope);
             }
         } else if waiting >= at.merge_after {
-            self.merge_later(scope, Extent::Busy);
+            self.merge_later(scope);
         }
         Ok(())
     }
 
-    /// Merges `scope`'s journal (or its busy terms) into its blocks and df values. The caller
-    /// holds a write gate guard: a snapshot must not see a merge half done (the blocks without
-    /// the records, say).
-    pub(super) fn merge_journal(&self, scope: &Key, by: Merger, extent: Extent) -> Result<()> {
+    /// Merges `scope`'s journal into its blocks and df values. The caller holds a write gate
+    /// guard: a snapshot must not see a merge half done (the blocks without the records, say).
+    pub(super) fn merge_journal(&self, scope: &Key, by: Merger) -> Result<()> {
         let merging = self.merges.lock(scope);
-        self.merge_held(scope, by, extent, &merging)
+        self.merge_held(scope, by, &merging)
     }
 
     /// [`Self::merge_journal`] for a caller that holds the scope's merge lock.
@@ -425,33 +395,19 @@ impl SledMemoryStore {
         &self,
         scope: &Key,
         by: Merger,
-        extent: Extent,
         _merging: &MutexGuard<'_, ()>,
     ) -> Result<()> {
-        // A merge of the busy terms takes the records there when it starts: each of its rounds
-        // reads the changes it leaves again, so it does not chase the writes that come meanwhile.
-        let until = match extent {
-            Extent::Busy => match self.journal.scan_prefix(scope).keys().next_back() {
-                Some(key) => Some(key?),
-                None => return Ok(()),
-            },
-            Extent::All => None,
-        };
         loop {
             // Read while no commit to the scope can add a record: a record is never read
-            // without those of earlier generations. At least two are read when there are: the
-            // first may be what a round before left, which alone a round may leave as it is.
+            // without those of earlier generations.
             let records = {
                 let _reading = self.scans.reading(scope);
                 let mut records: Vec<(IVec, IVec)> = Vec::new();
                 let mut bytes = 0;
                 for kv in self.journal.scan_prefix(scope).take(RECORDS_PER_MERGE) {
                     let (key, value) = kv?;
-                    if until.as_ref().is_some_and(|until| key > *until) {
-                        break;
-                    }
                     bytes += value.len();
-                    if bytes > self.thresholds.merge_bytes && records.len() >= 2 {
+                    if bytes > self.thresholds.merge_bytes && !records.is_empty() {
                         break;
                     }
                     records.push((key, value));
@@ -459,38 +415,17 @@ impl SledMemoryStore {
                 records
             };
             let _held = MergeHeld::new(&self.merges, &records);
-            let (Some((first, _)), Some((last_key, _))) = (records.first(), records.last()) else {
+            let (Some((first, _)), Some((last, _))) = (records.first(), records.last()) else {
                 return Ok(());
             };
-            let last = key_seq(last_key, scope.as_bytes().len())?;
+            let last = key_seq(last, scope.as_bytes().len())?;
+            let mut edits = TermEdits::new(scope);
             let mut journal = Batch::default();
-            let mut decoded = Vec::with_capacity(records.len());
             for (key, value) in &records {
                 let record: JournalRecord = decode(value, "journal record")?;
-                decoded.push((key_seq(key, scope.as_bytes().len())?, record.ops));
+                let generation = key_seq(key, scope.as_bytes().len())?;
+                edits.apply(self, record.ops, Some(generation))?;
                 journal.remove(key.clone());
-            }
-            let left = match extent {
-                Extent::All => HashSet::new(),
-                Extent::Busy => left_behind(&decoded, self.thresholds.merge_after / 4),
-            };
-            let mut edits = TermEdits::new(scope);
-            let mut leftover = Leftover::new(scope);
-            let total: usize = decoded.iter().map(|(_, ops)| ops.len()).sum();
-            for (generation, ops) in decoded {
-                let (stay, merge) = ops.into_iter().partition(|op| left.contains(&op.term));
-                edits.apply(self, merge, Some(generation))?;
-                leftover.keep(self, stay, generation)?;
-            }
-            // A round that would only write back the journal's one record has nothing to do.
-            if records.len() == 1 && edits.is_empty() && leftover.record.ops.len() == total {
-                return Ok(());
-            }
-            // The changes left behind are rewritten as one record, in the place of the last
-            // record read: before every later one, as they were (one batch, so a crash leaves
-            // either the records read or this one).
-            if !leftover.record.ops.is_empty() {
-                journal.insert(last_key.clone(), leftover.record.encode_to_vec());
             }
             // Each term's blocks and df value are committed at once, with the generation of the
             // last record merged into them: a merge cut short is taken up where it stopped.
@@ -521,12 +456,9 @@ impl SledMemoryStore {
             let _writing = self.scans.writing(scope);
             let removed = records.len();
             self.journal.apply_batch(journal)?;
-            self.pending.merged(scope, last, &left);
+            self.pending.merged(scope, last);
             counter!("memory_journal_merged_records_total", "by" => by.label())
                 .increment(removed as u64);
-            if until.as_ref() == Some(last_key) {
-                return Ok(());
-            }
         }
     }
 
@@ -534,95 +466,8 @@ impl SledMemoryStore {
     /// shutdown left).
     pub(super) fn merge_left_records(&self) {
         for scope in self.pending.scopes() {
-            self.merge_later(&scope, Extent::All);
+            self.merge_later(&scope);
         }
-    }
-}
-
-/// How much of a scope's journal a merge moves into the blocks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Extent {
-    /// The terms with many changes waiting: a term's blocks and df value cost a merge two keys
-    /// however few changes it brings, and most terms of a round are rare ones (about 14,000 of
-    /// 18,000 in 500 bench sessions have fewer than [`LEAVE_BELOW`] changes, and hold a fifth
-    /// of the changes). Their changes stay in the journal, rewritten as one record, until they
-    /// are many enough; at most a quarter of [`Thresholds::merge_after`] stays, so that a merge
-    /// always brings its scope well below it.
-    Busy,
-    /// Every change: before a write that clears the scope or indexes directly, and when the
-    /// changes held in all scopes reach their bound.
-    All,
-}
-
-/// A term with fewer changes than this in a round is left for a later one by [`Extent::Busy`].
-const LEAVE_BELOW: usize = 8;
-
-/// The terms whose changes a round of [`Extent::Busy`] over `records` leaves in the journal:
-/// those with fewer than [`LEAVE_BELOW`] changes, fewest first, while they hold at most `room`
-/// changes together.
-fn left_behind(records: &[(u64, Vec<PostingOp>)], room: usize) -> HashSet<String> {
-    let mut counts = HashMap::<&str, usize>::new();
-    for op in records.iter().flat_map(|(_, ops)| ops) {
-        *counts.entry(&op.term).or_default() += 1;
-    }
-    let mut rare: Vec<(usize, &str)> = (counts.into_iter())
-        .filter(|&(_, n)| n < LEAVE_BELOW)
-        .map(|(term, n)| (n, term))
-        .collect();
-    rare.sort_unstable();
-    let mut left = HashSet::new();
-    let mut held = 0;
-    for (n, term) in rare {
-        held += n;
-        if held > room {
-            break;
-        }
-        left.insert(term.to_owned());
-    }
-    left
-}
-
-/// The changes a round leaves in the journal, as the record that holds them from then on.
-struct Leftover<'a> {
-    scope: &'a Key,
-    record: JournalRecord,
-    /// By term: the generation of the last record merged into its blocks.
-    merged: HashMap<String, u64>,
-}
-
-impl<'a> Leftover<'a> {
-    fn new(scope: &'a Key) -> Self {
-        Self {
-            scope,
-            record: JournalRecord::default(),
-            merged: HashMap::new(),
-        }
-    }
-
-    /// Keeps `ops` of the record of `generation`, but those a merge cut short put in the
-    /// blocks already.
-    fn keep(
-        &mut self,
-        store: &SledMemoryStore,
-        ops: Vec<PostingOp>,
-        generation: u64,
-    ) -> Result<()> {
-        for op in ops {
-            let merged = match self.merged.get(&op.term) {
-                Some(&merged) => merged,
-                None => {
-                    let merged = match store.df.get(self.scope.clone().str(&op.term))? {
-                        Some(value) => merged_generation(&value)?,
-                        None => 0,
-                    };
-                    *self.merged.entry(op.term.clone()).or_insert(merged)
-                }
-            };
-            if generation > merged {
-                self.record.ops.push(op);
-            }
-        }
-        Ok(())
     }
 }
 
@@ -660,10 +505,7 @@ mod tests {
         assert_eq!(store.pending.len(&scope), (4, 4));
         write("b").await;
         assert_eq!(store.pending.len(&scope), (8, 8));
-        assert_eq!(
-            lock(&store.merges.queue).scopes.get(&scope),
-            Some(&Extent::All)
-        );
+        assert!(lock(&store.merges.queue).scopes.contains(&scope));
         write("c").await;
         assert_eq!(store.pending.len(&scope), (0, 0));
         assert!(store.journal.is_empty());

@@ -14,7 +14,7 @@
 //! document frequency is the stored one corrected by the seqs the changes add or hide.
 
 use std::{
-    collections::{BTreeMap, HashMap, HashSet},
+    collections::{BTreeMap, HashMap},
     sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard},
 };
 
@@ -164,17 +164,15 @@ impl Pending {
     }
 
     /// Drops the changes of `scope`'s records up to generation `through`, merged into the
-    /// blocks, but those of the terms `kept` (left in the journal, see `journal::Extent`).
-    pub fn merged(&self, scope: &Key, through: u64, kept: &HashSet<String>) {
+    /// blocks.
+    pub fn merged(&self, scope: &Key, through: u64) {
         let mut held = self.held_mut();
         let Some(changes) = held.scopes.get_mut(scope) else {
             return;
         };
         let before = changes.len;
-        changes.terms.retain(|term, list| {
-            if !kept.contains(term) {
-                list.retain(|c| c.generation > through);
-            }
+        changes.terms.retain(|_, list| {
+            list.retain(|c| c.generation > through);
             !list.is_empty()
         });
         changes.len = changes.terms.values().map(Vec::len).sum();
@@ -418,7 +416,7 @@ mod tests {
     fn merged_records_leave_and_later_ones_stay() {
         let (pending, scope, blocks) = fixture();
         assert_eq!(pending.scopes(), std::slice::from_ref(&scope));
-        pending.merged(&scope, 1, &HashSet::new());
+        pending.merged(&scope, 1);
         // What record 2 changes: 4 removed (the blocks do not hold it) and 9 appended.
         let cursor = pending
             .overlay(&scope, "t")
@@ -428,7 +426,7 @@ mod tests {
             scanned(cursor),
             [p(1, 1), p(3, 1), p(5, 1), p(7, 1), p(9, 3)]
         );
-        pending.merged(&scope, 2, &HashSet::new());
+        pending.merged(&scope, 2);
         assert!(pending.overlay(&scope, "t").is_empty());
         assert!(pending.scopes().is_empty());
         assert_eq!(pending.held().len, 0);
@@ -484,7 +482,7 @@ mod tests {
         pending.merged_terms(&scope, &["u".to_owned()], 7);
         assert_eq!(read("u"), [p(3, 6)]);
         assert_eq!(pending.len(&scope), (2, 2));
-        pending.merged(&scope, 8, &HashSet::new());
+        pending.merged(&scope, 8);
         assert!(pending.scopes().is_empty());
         journal.insert(b"bad key", &b""[..]).unwrap();
         assert!(Pending::load(&journal, &df).is_err());

@@ -134,7 +134,7 @@ fn assert_index_consistent(store: &SledMemoryStore) {
     let mut expected = BTreeMap::<Vec<u8>, Vec<Posting>>::new();
     let scope = scope_key(SCOPE);
     store
-        .merge_journal(&scope, journal::Merger::Background, journal::Extent::All)
+        .merge_journal(&scope, journal::Merger::Background)
         .unwrap();
     assert!(store.journal.is_empty());
     for kv in store.entries.scan_prefix(&scope) {
@@ -218,18 +218,10 @@ async fn converts_the_old_postings_layout() {
     store.add_memories(other, vec![e]).await.unwrap();
     // A store of the old layout has no journal.
     store
-        .merge_journal(
-            &scope_key(SCOPE),
-            journal::Merger::Background,
-            journal::Extent::All,
-        )
+        .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
         .unwrap();
     store
-        .merge_journal(
-            &scope_key(other),
-            journal::Merger::Background,
-            journal::Extent::All,
-        )
+        .merge_journal(&scope_key(other), journal::Merger::Background)
         .unwrap();
 
     // Back to the old layout: one key per posting, no document frequencies. A conversion
@@ -279,11 +271,7 @@ async fn small_writes_append_blocks_and_merge_them() {
         let session = format!("s{}", turn / 25);
         add(&store, &session, vec![entry(&format!("t{turn}"), &text)]).await;
         store
-            .merge_journal(
-                &scope_key(SCOPE),
-                journal::Merger::Background,
-                journal::Extent::All,
-            )
+            .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
             .unwrap();
         if turn % 97 == 50 {
             let old = Entry {
@@ -312,11 +300,7 @@ async fn small_writes_append_blocks_and_merge_them() {
     // were and adds one.
     let appended = || {
         store
-            .merge_journal(
-                &scope_key(SCOPE),
-                journal::Merger::Background,
-                journal::Extent::All,
-            )
+            .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
             .unwrap();
         let value = store.df.get(&garden).unwrap().unwrap();
         value
@@ -325,11 +309,7 @@ async fn small_writes_append_blocks_and_merge_them() {
     };
     let stored = || -> Vec<_> {
         store
-            .merge_journal(
-                &scope_key(SCOPE),
-                journal::Merger::Background,
-                journal::Extent::All,
-            )
+            .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
             .unwrap();
         store
             .blocks
@@ -473,7 +453,7 @@ async fn searches_read_the_changes_that_wait_for_a_merge() {
     )
     .await;
     store
-        .merge_journal(&scope, journal::Merger::Background, journal::Extent::All)
+        .merge_journal(&scope, journal::Merger::Background)
         .unwrap();
     memorize(&store, entries(&[("c", "third words words")])).await;
     memorize(&store, entries(&[("a", "rewritten words")])).await;
@@ -495,7 +475,7 @@ async fn searches_read_the_changes_that_wait_for_a_merge() {
     assert_eq!(store.journal.len(), 3, "a search merged the journal");
 
     store
-        .merge_journal(&scope, journal::Merger::Background, journal::Extent::All)
+        .merge_journal(&scope, journal::Merger::Background)
         .unwrap();
     assert!(store.journal.is_empty());
     assert_eq!(searched().await, waiting);
@@ -522,11 +502,7 @@ async fn a_journal_left_behind_is_merged_by_the_next_store() {
     assert_index_consistent(&store);
     drop(merging);
     first
-        .merge_journal(
-            &scope_key(SCOPE),
-            journal::Merger::Background,
-            journal::Extent::All,
-        )
+        .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
         .unwrap();
     assert_index_consistent(&store);
 }
@@ -626,119 +602,6 @@ async fn the_journal_stays_short() {
     settled(&|| merged() >= 11);
 }
 
-/// A merge takes every record waiting in one round, however many writes made them: a term
-/// they share gets one appended block, not one per few hundred records. ("zebra" is in the
-/// first and the last of 300 records.)
-#[tokio::test]
-async fn a_merge_rewrites_each_term_once() {
-    let db = sled::Config::new().temporary(true).open().unwrap();
-    let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
-    let store = SledMemoryStore {
-        thresholds: journal::Thresholds {
-            merge_after: usize::MAX,
-            backlog: usize::MAX,
-            held_at_most: usize::MAX,
-            ..journal::Thresholds::default()
-        },
-        ..store
-    };
-    const RECORDS: usize = 300;
-    for i in 0..RECORDS {
-        let zebra = if i == 0 || i == RECORDS - 1 {
-            " zebra"
-        } else {
-            ""
-        };
-        let text = format!("words w{i}{zebra}");
-        memorize(&store, entries(&[(&format!("e{i}"), &text)])).await;
-    }
-    let scope = scope_key(SCOPE);
-    assert_eq!(store.journal.scan_prefix(&scope).count(), RECORDS);
-    assert_index_consistent(&store);
-    // By term: its blocks, and its postings.
-    let mut terms = BTreeMap::<String, (usize, usize)>::new();
-    for kv in store.blocks.scan_prefix(&scope) {
-        let (key, value) = kv.unwrap();
-        let mut reader = KeyReader::new(&key);
-        let (_, _, term, first) = (reader.str(), reader.str(), reader.str(), reader.u64());
-        let mut block = Vec::new();
-        postings::decode(first.unwrap(), &value, &mut block).unwrap();
-        let counts = terms.entry(term.unwrap().to_string()).or_default();
-        *counts = (counts.0 + 1, counts.1 + block.len());
-    }
-    assert_eq!(terms.get("zebra"), Some(&(1, 2)));
-    for (term, (blocks, postings)) in terms {
-        assert_eq!(blocks, postings.div_ceil(postings::BLOCK_LEN), "{term}");
-    }
-}
-
-/// A merge of the busy terms leaves the changes of the rare ones in the journal, as one record
-/// in the place of the last one it read: searches are exact with them, a merge finding only
-/// that record leaves it as it is, and they are held again when the store is opened again
-/// (whose merger then merges them whole).
-#[tokio::test]
-async fn a_merge_of_busy_terms_leaves_the_rare_ones_in_one_record() {
-    let db = sled::Config::new().temporary(true).open().unwrap();
-    let thresholds = journal::Thresholds {
-        merge_after: 1 << 20,
-        backlog: usize::MAX,
-        held_at_most: usize::MAX,
-        ..journal::Thresholds::default()
-    };
-    let store = SledMemoryStore::from_db(db.clone(), SyncMode::Sync, Analyzer::default()).unwrap();
-    let store = SledMemoryStore {
-        thresholds,
-        ..store
-    };
-    let scope = scope_key(SCOPE);
-    generated_corpus(&store).await;
-    let (journalled, _) = store.pending.len(&scope);
-    let last = store
-        .journal
-        .scan_prefix(&scope)
-        .keys()
-        .next_back()
-        .unwrap()
-        .unwrap();
-    let busy = || {
-        store
-            .merge_journal(&scope, journal::Merger::Background, journal::Extent::Busy)
-            .unwrap();
-    };
-    busy();
-    let records: Vec<_> = store.journal.iter().map(|kv| kv.unwrap()).collect();
-    assert_eq!(records.len(), 1);
-    assert_eq!(records[0].0, last);
-    let record: journal::JournalRecord = decode(&records[0].1, "journal record").unwrap();
-    let (left, _) = store.pending.len(&scope);
-    assert!(0 < left && left < journalled / 2, "{left} of {journalled}");
-    assert_eq!(record.ops.len(), left);
-    assert!(assert_searches_exact(&store).await > 400);
-    busy();
-    assert_eq!(
-        store
-            .journal
-            .iter()
-            .map(|kv| kv.unwrap())
-            .collect::<Vec<_>>(),
-        records
-    );
-    drop(store);
-
-    // What the next store holds when it opens (read here, before its merger can start).
-    let (journal, df) = (
-        db.open_tree("journal").unwrap(),
-        db.open_tree("df").unwrap(),
-    );
-    assert_eq!(
-        pending::Pending::load(&journal, &df).unwrap().len(&scope).0,
-        left
-    );
-    let store = SledMemoryStore::from_db(db, SyncMode::Sync, Analyzer::default()).unwrap();
-    assert!(assert_searches_exact(&store).await > 400);
-    assert_index_consistent(&store);
-}
-
 /// A merge cut short by a crash after committing the blocks of some terms, before removing the
 /// records it merged: the next store on the database holds only the changes the blocks lack,
 /// its searches are exact with them, and its merge applies only those.
@@ -764,7 +627,7 @@ async fn a_merge_cut_short_is_taken_up_where_it_stopped() {
     let before = (copy(&store.journal), copy(&store.blocks), copy(&store.df));
     let (journalled, _) = store.pending.len(&scope);
     store
-        .merge_journal(&scope, journal::Merger::Background, journal::Extent::All)
+        .merge_journal(&scope, journal::Merger::Background)
         .unwrap();
 
     // As the crash left it: the records still there, and the terms of even length as they

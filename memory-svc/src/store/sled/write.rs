@@ -22,7 +22,7 @@ use super::{
         vectors::{self, VectorEdits, Vectors},
         Result, RevisionRecord, StoreError,
     },
-    journal::{Extent, JournalRecord, Merger, TermEdits},
+    journal::{JournalRecord, Merger, TermEdits},
     metadata,
     postings::Posting,
     records::{decode, key_seq, time_value, u64_value, EntryRecord, Stats},
@@ -75,7 +75,7 @@ impl SledMemoryStore {
                 || plan.edits.iter().any(|edit| matches!(edit, Edit::Clear));
             let merging = direct.then(|| self.merges.lock(scope));
             if let Some(held) = &merging {
-                self.merge_held(scope, Merger::Writer, Extent::All, held)?;
+                self.merge_held(scope, Merger::Writer, held)?;
             }
             let mut batches = Batches::of(self, scope, plan, stats, direct)?;
             batches.vectors = self.vector_batch(scope, &vector_edits)?;
