@@ -561,17 +561,18 @@ impl MemoryStore for SledMemoryStore {
         let room = self.writes.take(write::cost(&write)).await;
         let writing = self.gate.writing_owned().await;
         let key = scope_key(scope);
-        let delete_all = matches!(write, Write::Delete(DeleteTarget::All));
+        // A delete of all names its user, whose streams and jobs it ends too.
+        let delete_all = matches!(write, Write::Delete(DeleteTarget::All))
+            .then(|| (scope.app_name.to_owned(), scope.user_id.to_owned()));
         let job = super::generation::job_of(&revisions).map(str::to_owned);
-        let (app, user) = (scope.app_name.to_owned(), scope.user_id.to_owned());
         let count = self
             .blocking(move |store| {
                 let (_writing, _room) = (writing, room);
-                let _job_writes = (delete_all || job.is_some())
+                let _job_writes = (delete_all.is_some() || job.is_some())
                     .then(|| (store.job_writes.lock()).unwrap_or_else(PoisonError::into_inner));
-                if delete_all {
+                if let Some((app, user)) = &delete_all {
                     store.clear_streams_now(&key)?;
-                    store.end_jobs_now(&app, &user)?;
+                    store.end_jobs_now(app, user)?;
                 }
                 if let Some(id) = &job {
                     store.check_job_open(id)?;
