@@ -1,6 +1,10 @@
 //! [`Ctx`]: the settings every scenario shares, from the global flags.
 
-use std::{path::PathBuf, time::Duration};
+use std::{
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use crate::{flags::Cli, Result};
 
@@ -14,6 +18,8 @@ pub struct Ctx {
     pub max_ops: u64,
     pub seed_sync: String,
     pub postgres: Option<String>,
+    /// The schemas made in `postgres` for the servers' data, dropped when the run ends.
+    pub schemas: Arc<Mutex<Vec<String>>>,
 }
 
 impl Ctx {
@@ -43,6 +49,7 @@ impl Ctx {
             max_ops: cli.max_ops,
             seed_sync: cli.seed_sync.clone(),
             postgres: cli.postgres.clone(),
+            schemas: Arc::default(),
         })
     }
 

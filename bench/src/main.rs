@@ -57,7 +57,13 @@ fn main() -> std::process::ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    match rt.block_on(run(cli)) {
+    let outcome = rt.block_on(async {
+        let ctx = Ctx::new(&cli)?;
+        let outcome = run(cli, &ctx).await;
+        server::drop_schemas(&ctx).await;
+        outcome
+    });
+    match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("adk-bench: {e}");
@@ -66,8 +72,7 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<()> {
-    let ctx = Ctx::new(&cli)?;
+async fn run(cli: Cli, ctx: &Ctx) -> Result<()> {
     let mut report = Report::new(cli.json.clone());
     println!(
         "# adk-bench{}{} bin_dir={} duration={:?} warmup={:?}",
@@ -84,26 +89,24 @@ async fn run(cli: Cli) -> Result<()> {
     load::print_load("start");
     let q = ctx.quick;
     match cli.scenario {
-        Scenario::All => all(&ctx, &mut report).await?,
-        Scenario::Append { concurrency } => {
-            appends::append(&ctx, &mut report, &concurrency).await?
-        }
+        Scenario::All => all(ctx, &mut report).await?,
+        Scenario::Append { concurrency } => appends::append(ctx, &mut report, &concurrency).await?,
         Scenario::AppendStream {
             concurrency,
             window,
-        } => appends::append_stream(&ctx, &mut report, &concurrency, &window).await?,
+        } => appends::append_stream(ctx, &mut report, &concurrency, &window).await?,
         Scenario::Get {
             events,
             concurrency,
-        } => reads::get(&ctx, &mut report, &ctx.shrink(events, 1000), concurrency).await?,
+        } => reads::get(ctx, &mut report, &ctx.shrink(events, 1000), concurrency).await?,
         Scenario::Recent {
             events,
             concurrency,
-        } => reads::recent(&ctx, &mut report, &ctx.shrink(events, 5000), concurrency).await?,
+        } => reads::recent(ctx, &mut report, &ctx.shrink(events, 5000), concurrency).await?,
         Scenario::List {
             sessions,
             concurrency,
-        } => reads::list(&ctx, &mut report, &ctx.shrink(sessions, 5000), concurrency).await?,
+        } => reads::list(ctx, &mut report, &ctx.shrink(sessions, 5000), concurrency).await?,
         Scenario::Search {
             entries,
             batch,
@@ -113,7 +116,7 @@ async fn run(cli: Cli) -> Result<()> {
             embedder,
         } => {
             search::search(
-                &ctx,
+                ctx,
                 &mut report,
                 &ctx.shrink(entries, 10_000),
                 batch,
@@ -133,7 +136,7 @@ async fn run(cli: Cli) -> Result<()> {
         } => {
             let turns = recall::turns(&corpus)?;
             ingest::ingest(
-                &ctx,
+                ctx,
                 &mut report,
                 turns,
                 if q { entries.min(500) } else { entries },
@@ -148,7 +151,7 @@ async fn run(cli: Cli) -> Result<()> {
             concurrency,
         } => {
             filters::filtered_search(
-                &ctx,
+                ctx,
                 &mut report,
                 ctx.shrink(vec![entries], 10_000)[0],
                 concurrency,
@@ -161,12 +164,12 @@ async fn run(cli: Cli) -> Result<()> {
             batch,
         } => {
             let entries = ctx.shrink(vec![entries], 2000)[0];
-            contention::search_under_ingest(&ctx, &mut report, entries, ingesters, batch).await?
+            contention::search_under_ingest(ctx, &mut report, entries, ingesters, batch).await?
         }
-        Scenario::Idle => idle::idle(&ctx, &mut report).await?,
+        Scenario::Idle => idle::idle(ctx, &mut report).await?,
         Scenario::Mcp { entries, clients } => {
             let entries = ctx.shrink(vec![entries], 2000)[0];
-            mcp::mcp(&ctx, &mut report, entries, clients).await?
+            mcp::mcp(ctx, &mut report, entries, clients).await?
         }
         Scenario::MemoryLimit {
             cgroup,
@@ -179,7 +182,7 @@ async fn run(cli: Cli) -> Result<()> {
         } => {
             let entries = ctx.shrink(vec![entries], 20_000)[0];
             limit::memory_limit(
-                &ctx,
+                ctx,
                 limit::MemoryLimit {
                     cgroup,
                     entries,
@@ -207,7 +210,7 @@ async fn run(cli: Cli) -> Result<()> {
                 (sessions, events, load_secs)
             };
             bounded::bounded(
-                &ctx,
+                ctx,
                 bounded::Bounded {
                     sessions,
                     events,
@@ -243,7 +246,7 @@ async fn run(cli: Cli) -> Result<()> {
                 (secs, interval_secs, warmup_secs)
             };
             soak::soak(
-                &ctx,
+                ctx,
                 soak::Soak {
                     duration: Duration::from_secs(secs),
                     interval: Duration::from_secs(interval_secs.max(1)),
@@ -289,7 +292,7 @@ async fn run(cli: Cli) -> Result<()> {
                 rankings,
                 json: cli.json,
             };
-            recall::run(&ctx, &opts).await?;
+            recall::run(ctx, &opts).await?;
             load::print_load("end");
             return Ok(());
         }

@@ -83,7 +83,9 @@ impl Server {
         if let Some(data_dir) = data_dir {
             command.arg("--data-dir").arg(data_dir);
             if let Some(url) = &ctx.postgres {
-                command.arg("--store").arg(schema_for(url, data_dir).await?);
+                command
+                    .arg("--store")
+                    .arg(schema_for(ctx, url, data_dir).await?);
             }
         }
         let mut child = command
@@ -163,8 +165,9 @@ pub fn rss_kb_of(pid: u32) -> (u64, u64) {
 }
 
 /// The connection string of the schema standing for `data_dir` in the database at `url`
-/// (created when missing): a restart on the same directory finds the same data.
-async fn schema_for(url: &str, data_dir: &Path) -> Result<String> {
+/// (created when missing): a restart on the same directory finds the same data. The schema is
+/// dropped at the end of the run ([`drop_schemas`]).
+async fn schema_for(ctx: &Ctx, url: &str, data_dir: &Path) -> Result<String> {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     data_dir.hash(&mut hasher);
@@ -176,6 +179,36 @@ async fn schema_for(url: &str, data_dir: &Path) -> Result<String> {
         .await?;
     drop(client);
     let _ = driver.await;
+    let mut schemas = ctx.schemas.lock().map_err(|_| "schema list poisoned")?;
+    if !schemas.contains(&schema) {
+        schemas.push(schema.clone());
+    }
     let separator = if url.contains('?') { '&' } else { '?' };
     Ok(format!("{url}{separator}options=-csearch_path%3D{schema}"))
+}
+
+/// Drops the schemas the run made for its servers (all stopped by now), so that benchmarks on
+/// a database leave nothing behind; a failure is reported, not fatal.
+pub async fn drop_schemas(ctx: &Ctx) {
+    let (Some(url), Ok(schemas)) = (&ctx.postgres, ctx.schemas.lock().map(|s| s.clone())) else {
+        return;
+    };
+    if schemas.is_empty() {
+        return;
+    }
+    let dropped = async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+        let driver = tokio::spawn(connection);
+        for schema in &schemas {
+            client
+                .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                .await?;
+        }
+        drop(client);
+        let _ = driver.await;
+        Ok::<_, tokio_postgres::Error>(())
+    };
+    if let Err(e) = dropped.await {
+        eprintln!("adk-bench: could not drop the schemas {schemas:?}: {e}");
+    }
 }
