@@ -6,7 +6,7 @@
 #
 #   clients/go/ci.sh                     # builds the two servers with cargo if needed
 #   ADK_SERVICES_BIN_DIR=DIR ci.sh       # use already built binaries from DIR instead
-#   ADK_TEST_POSTGRES=postgres://... ci.sh  # the session tests again on PostgreSQL
+#   ADK_TEST_POSTGRES=postgres://... ci.sh  # the session and memory tests again on PostgreSQL
 #   ADK_TEST_PYTHON=PYTHON ci.sh         # a Python with clients/python installed (else one is
 #                                        # made in a temporary virtual environment)
 #
@@ -65,11 +65,11 @@ if [[ -z "${ADK_TEST_PYTHON:-}" ]]; then
   export ADK_TEST_PYTHON="$scratch/venv/bin/python"
 fi
 
-step "go test -race (servers from $ADK_SERVICES_BIN_DIR, sessions on sled)"
+step "go test -race (servers from $ADK_SERVICES_BIN_DIR, on sled)"
 env -u ADK_TEST_POSTGRES go test -race -count=1 "$@" ./...
 
 if [[ -n "${ADK_TEST_POSTGRES:-}" ]]; then
-  step "the session tests again on PostgreSQL (a fresh schema per server)"
-  go test -race -count=1 "$@" ./grpcsession/ ./cmd/... ./examples/...
+  step "the session and memory tests again on PostgreSQL (a fresh schema per server)"
+  go test -race -count=1 "$@" ./grpcsession/ ./grpcmemory/ ./cmd/... ./examples/...
 fi
 step "done"

@@ -3,11 +3,11 @@ package grpcmemory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/adk/v2/memory"
 	"google.golang.org/adk/v2/session"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	adkgrpc "github.com/adk-services/adk-services/clients/go"
 	"github.com/adk-services/adk-services/clients/go/internal/wire"
@@ -22,6 +22,13 @@ type Entry struct {
 	// Score is the relevance in a search result (higher is better, as the search's mode
 	// defines it); 0 elsewhere.
 	Score float64
+	// ValidFrom is when what the entry says became true; zero: since ever (an event without a
+	// timestamp). [Service.AddMemory] takes it (zero: the entry's Timestamp, else the time of
+	// the write).
+	ValidFrom time.Time
+	// InvalidAt is when it stopped being true (a later fact superseded it); zero: it still is.
+	// An entry is valid at t when ValidFrom <= t < InvalidAt.
+	InvalidAt time.Time
 }
 
 // Mode is how a search ranks entries.
@@ -48,7 +55,7 @@ const (
 // SearchRequest is a search with its options; the zero value of each option is the default.
 type SearchRequest struct {
 	AppName, UserID, Query string
-	// Limit: default 10, maximum 100.
+	// Limit: default 10, maximum 100; it applies after filtering.
 	Limit int
 	// After and Before bound the entries' timestamps: After <= t < Before.
 	After, Before time.Time
@@ -58,14 +65,26 @@ type SearchRequest struct {
 	Language string
 	Mode     Mode
 	Kind     Kind
+	// Filter: only memories that pass it; the ranking is among them.
+	Filter Filter
+	// AsOf: only memories valid at this time; zero: now.
+	AsOf time.Time
+	// IncludeSuperseded: superseded memories too (those valid from AsOf, or now, or before,
+	// whether or not they still were then).
+	IncludeSuperseded bool
 }
 
 // Search returns the best matches of a query, best first.
 func (s *Service) Search(ctx context.Context, req *SearchRequest) ([]Entry, error) {
+	filter, err := req.Filter.toProto()
+	if err != nil {
+		return nil, err
+	}
 	reply, err := s.client.SearchMemory(ctx, &memorypb.SearchMemoryRequest{
 		AppName: req.AppName, UserId: req.UserID, Query: req.Query, Limit: int32(min(req.Limit, 1<<31-1)),
 		AfterTimestamp: timestamp(req.After), BeforeTimestamp: timestamp(req.Before),
 		Author: req.Author, Language: req.Language, Mode: req.Mode, Kind: req.Kind,
+		Filter: filter, AsOf: timestamp(req.AsOf), IncludeSuperseded: req.IncludeSuperseded,
 	})
 	if err != nil {
 		return nil, adkgrpc.FromRPC("grpcmemory: Search", err)
@@ -89,13 +108,7 @@ func entries(messages []*memorypb.MemoryEntry) ([]Entry, error) {
 // copy of an event id wins. customMetadata is attached to every new entry. It returns the
 // number of entries added.
 func (s *Service) AddEvents(ctx context.Context, appName, userID, sessionID string, events []*session.Event, customMetadata map[string]any) (int, error) {
-	messages, err := memoryEvents(func(yield func(*session.Event) bool) {
-		for _, e := range events {
-			if !yield(e) {
-				return
-			}
-		}
-	})
+	messages, err := memoryEvents(slices.Values(events))
 	if err != nil {
 		return 0, err
 	}
@@ -112,9 +125,11 @@ func (s *Service) AddEvents(ctx context.Context, appName, userID, sessionID stri
 	return int(reply.Entries), nil
 }
 
-// AddMemory writes entries directly (an empty ID is generated); customMetadata is merged under
-// each entry's own. It returns the entries' ids in order.
-func (s *Service) AddMemory(ctx context.Context, appName, userID string, memories []memory.Entry, customMetadata map[string]any) ([]string, error) {
+// AddMemory writes entries directly (an empty ID is generated), each valid from its ValidFrom
+// (zero: its Timestamp, else now) and, when InvalidAt is set, until then; SessionID and Score
+// are not written. customMetadata is merged under each entry's own. It returns the entries'
+// ids in order.
+func (s *Service) AddMemory(ctx context.Context, appName, userID string, memories []Entry, customMetadata map[string]any) ([]string, error) {
 	request := &memorypb.AddMemoryRequest{AppName: appName, UserId: userID}
 	for i := range memories {
 		m, err := entryToProto(&memories[i])
@@ -165,13 +180,19 @@ func (s *Service) Delete(ctx context.Context, req *DeleteRequest) (int, error) {
 	return int(reply.Deleted), nil
 }
 
-// ListRequest asks for one page of a user's memories, in ingestion order.
+// ListRequest asks for one page of a user's memories, in ingestion order; the options filter
+// as [SearchRequest]'s do.
 type ListRequest struct {
 	AppName, UserID string
 	// PageSize: default 20, maximum 100.
-	PageSize  int
-	PageToken string
-	Kind      Kind
+	PageSize          int
+	PageToken         string
+	Kind              Kind
+	Filter            Filter
+	After, Before     time.Time
+	Author            string
+	AsOf              time.Time
+	IncludeSuperseded bool
 }
 
 // ListResponse is one page of memories.
@@ -183,9 +204,15 @@ type ListResponse struct {
 
 // List returns one page of a user's memories.
 func (s *Service) List(ctx context.Context, req *ListRequest) (*ListResponse, error) {
+	filter, err := req.Filter.toProto()
+	if err != nil {
+		return nil, err
+	}
 	reply, err := s.client.ListMemories(ctx, &memorypb.ListMemoriesRequest{
 		AppName: req.AppName, UserId: req.UserID, PageSize: int32(min(req.PageSize, 1000)),
-		PageToken: req.PageToken, Kind: req.Kind,
+		PageToken: req.PageToken, Kind: req.Kind, Filter: filter,
+		AfterTimestamp: timestamp(req.After), BeforeTimestamp: timestamp(req.Before), Author: req.Author,
+		AsOf: timestamp(req.AsOf), IncludeSuperseded: req.IncludeSuperseded,
 	})
 	if err != nil {
 		return nil, adkgrpc.FromRPC("grpcmemory: List", err)
@@ -197,83 +224,51 @@ func (s *Service) List(ctx context.Context, req *ListRequest) (*ListResponse, er
 	return &ListResponse{Memories: found, NextPageToken: reply.NextPageToken}, nil
 }
 
-// GenerateRequest asks memory-svc (started with --generator) to extract facts from a stored
-// session (SessionID) or from Events, and consolidate them with the user's generated memories.
-type GenerateRequest struct {
-	AppName, UserID string
-	// SessionID: a session memory-svc reads from session-svc.
-	SessionID string
-	// Events: the source when SessionID is empty.
-	Events []*session.Event
-	// Wait answers once the job has finished (or failed), not once it is queued.
-	Wait bool
-	// DisableConsolidation adds every fact as a new memory.
-	DisableConsolidation bool
-	// TTL: the generated memories expire after it; 0 for never.
-	TTL time.Duration
-	// AllowedTopics: only these topics are extracted; empty for all.
-	AllowedTopics []string
+// PurgeRequest names the memories [Service.Purge] deletes: those of an app (of one user when
+// UserID is set) that pass every part given (at least one of Filter, Kind, Author, After and
+// Before), superseded ones too.
+type PurgeRequest struct {
+	AppName string
+	// UserID: only this user's memories; empty: every user of the app.
+	UserID        string
+	Filter        Filter
+	Kind          Kind
+	Author        string
+	After, Before time.Time
+	// Force deletes; without it the purge is a dry run that deletes nothing.
+	Force bool
 }
 
-// Job is a generation job; see the contract's GenerationJob for its fields.
-type Job = memorypb.GenerationJob
+// PurgeResult is what a purge found (a dry run) or deleted (forced).
+type PurgeResult struct {
+	// Count is the number of memories that match, or that were deleted.
+	Count uint64
+	// Sample holds up to 10 of them, in (user, ingestion) order.
+	Sample []Entry
+	// OperationID names a forced purge, as the server's log does; empty for a dry run.
+	OperationID string
+}
 
-// Revision is one change generation made to a generated memory.
-type Revision = memorypb.MemoryRevision
-
-// Generate starts a generation job (and waits for it when req.Wait is set).
-func (s *Service) Generate(ctx context.Context, req *GenerateRequest) (*Job, error) {
-	request := &memorypb.GenerateMemoriesRequest{
-		AppName: req.AppName, UserId: req.UserID,
-		Options: &memorypb.GenerateOptions{
-			Wait: req.Wait, DisableConsolidation: req.DisableConsolidation, AllowedTopics: req.AllowedTopics,
-		},
-	}
-	if req.TTL > 0 {
-		request.Options.Ttl = durationpb.New(req.TTL)
-	}
-	if req.SessionID != "" {
-		request.Source = &memorypb.GenerateMemoriesRequest_SessionRef{SessionRef: &memorypb.SessionRef{
-			AppName: req.AppName, UserId: req.UserID, SessionId: req.SessionID}}
-	} else {
-		events, err := memoryEvents(func(yield func(*session.Event) bool) {
-			for _, e := range req.Events {
-				if !yield(e) {
-					return
-				}
-			}
-		})
-		if err != nil {
-			return nil, err
-		}
-		request.Source = &memorypb.GenerateMemoriesRequest_Events{Events: &memorypb.EventList{Events: events}}
-	}
-	reply, err := s.client.GenerateMemories(ctx, request)
+// Purge deletes the memories a request names, or with Force unset (the default) only counts
+// them and returns a sample. A forced purge is one durable operation on the server: cut short
+// by a restart, it finishes after it.
+func (s *Service) Purge(ctx context.Context, req *PurgeRequest) (*PurgeResult, error) {
+	filter, err := req.Filter.toProto()
 	if err != nil {
-		return nil, adkgrpc.FromRPC("grpcmemory: Generate", err)
+		return nil, err
 	}
-	return reply.Job, nil
-}
-
-// GenerationJob returns the state of a generation job.
-func (s *Service) GenerationJob(ctx context.Context, appName, userID, jobID string) (*Job, error) {
-	job, err := s.client.GetGenerationJob(ctx, &memorypb.GetGenerationJobRequest{AppName: appName, UserId: userID, JobId: jobID})
-	if err != nil {
-		return nil, adkgrpc.FromRPC("grpcmemory: GenerationJob", err)
-	}
-	return job, nil
-}
-
-// ListRevisions returns one page of the changes generation made to a user's memories (of one
-// memory when memoryID is set), oldest first, and the next page's token ("" on the last).
-func (s *Service) ListRevisions(ctx context.Context, appName, userID, memoryID string, pageSize int, pageToken string) ([]*Revision, string, error) {
-	reply, err := s.client.ListMemoryRevisions(ctx, &memorypb.ListMemoryRevisionsRequest{
-		AppName: appName, UserId: userID, MemoryId: memoryID, PageSize: int32(min(pageSize, 1000)), PageToken: pageToken,
+	reply, err := s.client.PurgeMemories(ctx, &memorypb.PurgeMemoriesRequest{
+		AppName: req.AppName, UserId: req.UserID, Filter: filter, Kind: req.Kind, Author: req.Author,
+		AfterTimestamp: timestamp(req.After), BeforeTimestamp: timestamp(req.Before), Force: req.Force,
 	})
 	if err != nil {
-		return nil, "", adkgrpc.FromRPC("grpcmemory: ListRevisions", err)
+		return nil, adkgrpc.FromRPC("grpcmemory: Purge", err)
 	}
-	return reply.Revisions, reply.NextPageToken, nil
+	sample, err := entries(reply.Sample)
+	if err != nil {
+		return nil, err
+	}
+	return &PurgeResult{Count: reply.Count, Sample: sample, OperationID: reply.OperationId}, nil
 }
 
 func metadataText(m map[string]any) (string, error) {

@@ -6,14 +6,18 @@
 // search (BM25, or semantic and hybrid when memory-svc has an embedding model) and durable
 // storage on the server.
 //
-// Beyond ADK's interface: search options ([Service.Search]), [Service.AddEvents],
-// [Service.AddMemory], [Service.Delete], paged [Service.List], and generation
-// ([Service.Generate], [Service.GenerationJob], [Service.ListRevisions]).
+// Beyond ADK's interface: search options ([Service.Search]: filters on metadata, topics,
+// author and time, and validity in time: AsOf, IncludeSuperseded), [Service.AddEvents],
+// [Service.AddMemory], [Service.Delete], paged and filtered [Service.List], [Service.Purge] by
+// filter, generation ([Service.Generate] from events, a session or given facts,
+// [Service.GenerationJob]), correction ([Service.ListRevisions], [Service.Rollback]) and event
+// streams ([Service.AppendStream], [Service.FlushStream], [Service.ListStreams]).
 package grpcmemory
 
 import (
 	"context"
 	"fmt"
+	"iter"
 	"time"
 
 	"google.golang.org/adk/v2/memory"
@@ -28,7 +32,7 @@ import (
 )
 
 // The calls a retry cannot duplicate: a session added again replaces its entries, the first
-// copy of an event id wins, deletes are idempotent, and reads.
+// copy of an event id wins (in memory and in a stream), deletes are idempotent, and reads.
 var idempotent = []string{
 	"adk.memory.v1.MemoryService/AddSessionToMemory",
 	"adk.memory.v1.MemoryService/AddEventsToMemory",
@@ -37,6 +41,8 @@ var idempotent = []string{
 	"adk.memory.v1.MemoryService/ListMemories",
 	"adk.memory.v1.MemoryService/GetGenerationJob",
 	"adk.memory.v1.MemoryService/ListMemoryRevisions",
+	"adk.memory.v1.MemoryService/AppendMemoryStream",
+	"adk.memory.v1.MemoryService/ListMemoryStreams",
 }
 
 // Service is a memory.Service over memory-svc. Safe for concurrent use by any number of
@@ -97,29 +103,36 @@ func (s *Service) SearchMemory(ctx context.Context, req *memory.SearchRequest) (
 	return resp, nil
 }
 
-// memoryEvents is what memory-svc reads of each event with content: its id, author, timestamp,
-// content and custom metadata. An event without content is never remembered, so not sent.
-func memoryEvents(events func(func(*session.Event) bool)) ([]*sessionpb.Event, error) {
+// memoryEvents is what memory-svc reads of each event with content (see [memoryEvent]). An
+// event without content is never remembered, so not sent.
+func memoryEvents(events iter.Seq[*session.Event]) ([]*sessionpb.Event, error) {
 	var out []*sessionpb.Event
 	for e := range events {
 		if e == nil || e.Content == nil {
 			continue
 		}
-		content, err := wire.ContentToProto(e.Content)
+		m, err := memoryEvent(e)
 		if err != nil {
-			return nil, fmt.Errorf("grpcmemory: event %q: %w: %w", e.ID, adkgrpc.ErrInvalidArgument, err)
-		}
-		metadata, err := wire.MarshalState(e.CustomMetadata)
-		if err != nil {
-			return nil, fmt.Errorf("grpcmemory: event %q: custom_metadata: %w: %w", e.ID, adkgrpc.ErrInvalidArgument, err)
-		}
-		m := &sessionpb.Event{Id: e.ID, Author: e.Author, Content: content, CustomMetadata: metadata}
-		if !e.Timestamp.IsZero() {
-			m.Timestamp = timestamppb.New(e.Timestamp)
+			return nil, err
 		}
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// memoryEvent is what memory-svc reads of an event: its id, author, timestamp, content and
+// custom metadata.
+func memoryEvent(e *session.Event) (*sessionpb.Event, error) {
+	content, err := wire.ContentToProto(e.Content)
+	if err != nil {
+		return nil, fmt.Errorf("grpcmemory: event %q: %w: %w", e.ID, adkgrpc.ErrInvalidArgument, err)
+	}
+	metadata, err := wire.MarshalState(e.CustomMetadata)
+	if err != nil {
+		return nil, fmt.Errorf("grpcmemory: event %q: custom_metadata: %w: %w", e.ID, adkgrpc.ErrInvalidArgument, err)
+	}
+	return &sessionpb.Event{Id: e.ID, Author: e.Author, Content: content, CustomMetadata: metadata,
+		Timestamp: timestamp(e.Timestamp)}, nil
 }
 
 func entryFromProto(m *memorypb.MemoryEntry) (Entry, error) {
@@ -138,10 +151,16 @@ func entryFromProto(m *memorypb.MemoryEntry) (Entry, error) {
 	if m.Timestamp != nil {
 		e.Timestamp = m.Timestamp.AsTime()
 	}
+	if m.ValidFrom != nil {
+		e.ValidFrom = m.ValidFrom.AsTime()
+	}
+	if m.InvalidAt != nil {
+		e.InvalidAt = m.InvalidAt.AsTime()
+	}
 	return e, nil
 }
 
-func entryToProto(e *memory.Entry) (*memorypb.MemoryEntry, error) {
+func entryToProto(e *Entry) (*memorypb.MemoryEntry, error) {
 	content, err := wire.ContentToProto(e.Content)
 	if err != nil {
 		return nil, fmt.Errorf("grpcmemory: memory %q: %w: %w", e.ID, adkgrpc.ErrInvalidArgument, err)
@@ -150,11 +169,8 @@ func entryToProto(e *memory.Entry) (*memorypb.MemoryEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grpcmemory: memory %q: custom_metadata: %w: %w", e.ID, adkgrpc.ErrInvalidArgument, err)
 	}
-	m := &memorypb.MemoryEntry{Id: e.ID, Content: content, Author: e.Author, CustomMetadata: metadata}
-	if !e.Timestamp.IsZero() {
-		m.Timestamp = timestamppb.New(e.Timestamp)
-	}
-	return m, nil
+	return &memorypb.MemoryEntry{Id: e.ID, Content: content, Author: e.Author, CustomMetadata: metadata,
+		Timestamp: timestamp(e.Timestamp), ValidFrom: timestamp(e.ValidFrom), InvalidAt: timestamp(e.InvalidAt)}, nil
 }
 
 func timestamp(t time.Time) *timestamppb.Timestamp {

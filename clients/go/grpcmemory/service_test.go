@@ -33,8 +33,8 @@ func TestBeyondTheInterface(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("AddEvents = %d, %v; want 2 entries", n, err)
 	}
-	ids, err := s.AddMemory(ctx, "app", "u", []memory.Entry{{Content: genai.NewContentFromText("Lisbon trams are yellow", genai.RoleUser),
-		Author: "note", Timestamp: base.Add(2 * time.Hour)}}, nil)
+	ids, err := s.AddMemory(ctx, "app", "u", []grpcmemory.Entry{{Entry: memory.Entry{Content: genai.NewContentFromText("Lisbon trams are yellow", genai.RoleUser),
+		Author: "note", Timestamp: base.Add(2 * time.Hour)}}}, nil)
 	if err != nil || len(ids) != 1 || ids[0] == "" {
 		t.Fatalf("AddMemory = %v, %v", ids, err)
 	}

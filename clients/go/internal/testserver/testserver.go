@@ -76,9 +76,13 @@ func StartSession(tb T) *Server {
 	return Start(tb, "session-svc")
 }
 
-// StartMemory starts a memory-svc.
+// StartMemory starts a memory-svc with args: on sled, or on PostgreSQL in a fresh schema when
+// $ADK_TEST_POSTGRES holds a connection string.
 func StartMemory(tb T, args ...string) *Server {
 	tb.Helper()
+	if url := os.Getenv("ADK_TEST_POSTGRES"); url != "" {
+		args = append([]string{"--store", FreshSchema(tb, url)}, args...)
+	}
 	return Start(tb, "memory-svc", args...)
 }
 
