@@ -41,6 +41,11 @@ final class ServerProcess implements AutoCloseable {
     return start("memory-svc", List.of());
   }
 
+  /** memory-svc with further flags (--generator, ...). */
+  static ServerProcess memory(List<String> flags) throws IOException {
+    return start("memory-svc", flags);
+  }
+
   /** session-svc with further flags (--tokens-file, --tls-cert, ...). */
   static ServerProcess session(List<String> flags) throws IOException {
     return start("session-svc", flags);
