@@ -13,6 +13,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import adk.memory.v1.Memory;
 import adk.session.v1.SessionOuterClass;
+import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -43,16 +44,23 @@ class MemoryFiltersTest {
   private GrpcMemoryService memory;
   private String app;
 
+  /** The memory-svc the cases run against: on sled here. */
+  ServerProcess startServer() throws IOException {
+    return ServerProcess.memory();
+  }
+
   @BeforeAll
   void start() throws Exception {
-    server = ServerProcess.memory();
+    server = startServer();
     memory = new GrpcMemoryService(server.endpoint());
   }
 
   @AfterAll
   void stop() throws Exception {
-    memory.close();
-    server.close();
+    if (server != null) {
+      memory.close();
+      server.close();
+    }
   }
 
   @BeforeEach
