@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # CI for the Java client (clients/java): checks formatting (spotless, google-java-format),
 # generates the gRPC stubs from proto/, builds, and runs the tests against the real session-svc
-# and memory-svc (and session-svc on PostgreSQL when ADK_TEST_POSTGRES is set), all in
+# and memory-svc (and both on PostgreSQL when ADK_TEST_POSTGRES is set), all in
 # `mvn -B verify`. Needs JDK 17+ and Maven 3.8+ (Debian: openjdk-17-jdk-headless, maven);
 # dependencies come from Maven Central.
 #
 #   clients/java/ci.sh                     # builds the two servers with cargo if needed
 #   ADK_SERVICES_BIN_DIR=DIR ci.sh         # use already built binaries from DIR instead
-#   ADK_TEST_POSTGRES=postgres://... ci.sh # also run the session cases on PostgreSQL
+#   ADK_TEST_POSTGRES=postgres://... ci.sh # also the session and memory filter cases on PostgreSQL
 #
 # Extra arguments go to Maven. Exits non-zero when anything fails.
 set -euo pipefail

@@ -17,13 +17,15 @@ import java.util.stream.Stream;
 /**
  * A real session-svc or memory-svc for the tests: started from {@code $ADK_SERVICES_BIN_DIR}
  * (default: the repository's {@code target/debug}) on port 0 with a temporary data directory, ready
- * once it prints {@code NAME listening on ADDR}. With {@code postgres = true} session-svc stores in
- * a fresh schema of the database {@code $ADK_TEST_POSTGRES} names.
+ * once it prints {@code NAME listening on ADDR}. On PostgreSQL a server stores in a fresh schema of
+ * the database {@code $ADK_TEST_POSTGRES} names, dropped when it is closed.
  */
 final class ServerProcess implements AutoCloseable {
   private final String name;
   private final Path dataDir;
   private final List<String> storeArgs;
+  // (database URL, statement) run once the server has stopped: the schema it stored in.
+  private List<String> dropOnClose = List.of();
   private Process process;
   private String address;
 
@@ -41,16 +43,39 @@ final class ServerProcess implements AutoCloseable {
     return start("memory-svc", List.of());
   }
 
+  /** memory-svc with further flags (--generator, ...). */
+  static ServerProcess memory(List<String> flags) throws IOException {
+    return start("memory-svc", flags);
+  }
+
   /** session-svc with further flags (--tokens-file, --tls-cert, ...). */
   static ServerProcess session(List<String> flags) throws IOException {
     return start("session-svc", flags);
   }
 
   static ServerProcess sessionOnPostgres(String url) throws IOException {
+    return onPostgres("session-svc", url);
+  }
+
+  static ServerProcess memoryOnPostgres(String url) throws IOException {
+    return onPostgres("memory-svc", url);
+  }
+
+  /**
+   * {@code name} storing in a fresh schema of {@code url}'s database, dropped by {@link #close}.
+   */
+  private static ServerProcess onPostgres(String name, String url) throws IOException {
     String schema = "java_" + UUID.randomUUID().toString().replace("-", "");
-    run(List.of("psql", url, "-q", "-v", "ON_ERROR_STOP=1", "-c", "CREATE SCHEMA " + schema));
+    psql(url, "CREATE SCHEMA " + schema);
     String store = url + (url.contains("?") ? "&" : "?") + "options=-csearch_path%3D" + schema;
-    return start("session-svc", List.of("--store", store));
+    ServerProcess server = new ServerProcess(name, List.of("--store", store));
+    server.dropOnClose = List.of(url, "DROP SCHEMA " + schema + " CASCADE");
+    server.boot();
+    return server;
+  }
+
+  private static void psql(String url, String statement) throws IOException {
+    run(List.of("psql", url, "-q", "-v", "ON_ERROR_STOP=1", "-c", statement));
   }
 
   private static ServerProcess start(String name, List<String> storeArgs) throws IOException {
@@ -148,6 +173,9 @@ final class ServerProcess implements AutoCloseable {
     stop();
     try (Stream<Path> files = Files.walk(dataDir)) {
       files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    }
+    if (!dropOnClose.isEmpty()) {
+      psql(dropOnClose.get(0), dropOnClose.get(1));
     }
   }
 
