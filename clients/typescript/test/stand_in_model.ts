@@ -48,14 +48,15 @@ export class StandInModel {
     this.answers.push(JSON.stringify({ decisions }));
   }
 
-  /** A memory-svc generating with this model. */
-  memoryServer(): Promise<Server> {
+  /** A memory-svc generating with this model, with further `args`. */
+  memoryServer(args: string[] = []): Promise<Server> {
     const { port } = this.http.address() as AddressInfo;
     return Server.start("memory-svc", [
       "--generator",
       `openai:http://127.0.0.1:${port}/v1`,
       "--generator-model",
       "stand-in",
+      ...args,
     ]);
   }
 
