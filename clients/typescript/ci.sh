@@ -6,7 +6,7 @@
 #
 #   clients/typescript/ci.sh                   # builds the two servers with cargo if needed
 #   ADK_SERVICES_BIN_DIR=DIR ci.sh             # use already built binaries from DIR instead
-#   ADK_TEST_POSTGRES=postgres://... ci.sh     # session cases also on PostgreSQL (needs psql)
+#   ADK_TEST_POSTGRES=postgres://... ci.sh     # session and memory filter cases also on PostgreSQL (needs psql)
 #
 # Needs Node 20 or newer with npm. Extra arguments go to vitest. Exits non-zero when anything
 # fails.

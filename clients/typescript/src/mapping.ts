@@ -424,21 +424,24 @@ function partData(message: Part, path: string): JsonObject {
 
 /** The events of a memory write: those with content, with what memory-svc reads of them. */
 export function memoryEventsToProto(events: readonly Event[]): EventMessage[] {
-  return events
-    .filter((event) => event.content !== undefined)
-    .map((event) => ({
-      id: event.id,
-      invocationId: "",
-      author: event.author ?? "",
-      content: contentToProto(event.content as GenaiContent),
-      actions: undefined,
-      timestamp: toTimestamp(event.timestamp),
-      longRunningToolIds: [],
-      customMetadata: "",
-      usageMetadata: "",
-      groundingMetadata: "",
-      citationMetadata: "",
-      sequence: 0,
-      extra: "",
-    }));
+  return events.filter((event) => event.content !== undefined).map(memoryEventToProto);
+}
+
+/** One event as memory-svc reads it: id, author, content (if any) and time. */
+export function memoryEventToProto(event: Event): EventMessage {
+  return {
+    id: event.id,
+    invocationId: "",
+    author: event.author ?? "",
+    content: event.content === undefined ? undefined : contentToProto(event.content),
+    actions: undefined,
+    timestamp: toTimestamp(event.timestamp),
+    longRunningToolIds: [],
+    customMetadata: "",
+    usageMetadata: "",
+    groundingMetadata: "",
+    citationMetadata: "",
+    sequence: 0,
+    extra: "",
+  };
 }

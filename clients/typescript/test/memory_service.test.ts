@@ -11,11 +11,10 @@ import {
   type Event,
   type Session,
 } from "@google/adk";
-import { createServer, type Server as HttpServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { GenerationState, GrpcMemoryService, MemoryKind } from "../src/index.js";
 import { freshApp, Server } from "./servers.js";
+import { StandInModel } from "./stand_in_model.js";
 
 let server: Server;
 let grpc: GrpcMemoryService;
@@ -202,38 +201,19 @@ describe("GrpcMemoryService beyond the interface", () => {
 });
 
 describe("generated memories (memory-svc --generator with a stand-in model)", () => {
-  let model: HttpServer;
+  let model: StandInModel;
   let generating: Server;
   let client: GrpcMemoryService;
-  const answers: string[] = [];
 
   beforeAll(async () => {
-    model = createServer((request, response) => {
-      request.resume();
-      request.on("end", () => {
-        const content = answers.shift();
-        if (content === undefined) {
-          response.writeHead(418).end();
-          return;
-        }
-        response.writeHead(200, { "content-type": "application/json" });
-        response.end(JSON.stringify({ choices: [{ index: 0, message: { role: "assistant", content } }] }));
-      });
-    });
-    await new Promise<void>((done) => model.listen(0, "127.0.0.1", done));
-    const { port } = model.address() as AddressInfo;
-    generating = await Server.start("memory-svc", [
-      "--generator",
-      `openai:http://127.0.0.1:${port}/v1`,
-      "--generator-model",
-      "stand-in",
-    ]);
+    model = await StandInModel.start();
+    generating = await model.memoryServer();
     client = new GrpcMemoryService({ uri: generating.uri });
   });
   afterAll(async () => {
     client.close();
     await generating.dispose();
-    await new Promise((done) => model.close(done));
+    await model.close();
   });
 
   it("generates facts from a session, waiting for the job", async () => {
@@ -242,11 +222,7 @@ describe("generated memories (memory-svc --generator with a stand-in model)", ()
       author: "user",
       content: { role: "user", parts: [{ text: "A window seat, please." }] },
     });
-    answers.push(
-      JSON.stringify({
-        facts: [{ topic: "preferences", fact: "The user prefers window seats.", source_event_ids: ["e1"] }],
-      }),
-    );
+    model.facts(["preferences", "The user prefers window seats.", ["e1"]]);
     await client.addSessionToMemory(await sessionWith("u", [event]), { wait: true });
     const generated = await client.searchMemory({
       appName: app,
@@ -257,9 +233,7 @@ describe("generated memories (memory-svc --generator with a stand-in model)", ()
     expect(generated.memories.map((m) => m.content.parts?.[0]?.text)).toEqual(["The user prefers window seats."]);
     expect(generated.memories[0]?.customMetadata["kind"]).toBe("generated");
 
-    answers.push(
-      JSON.stringify({ facts: [{ topic: "preferences", fact: "The user likes tea.", source_event_ids: ["e2"] }] }),
-    );
+    model.facts(["preferences", "The user likes tea.", ["e2"]]);
     const job = await client.generateMemories({
       appName: app,
       userId: "u",

@@ -101,7 +101,12 @@ async function launch(
 }
 
 /** A session-svc on PostgreSQL in a fresh schema of $ADK_TEST_POSTGRES, or undefined when unset. */
-export async function startPostgresSessionServer(): Promise<Server | undefined> {
+export function startPostgresSessionServer(): Promise<Server | undefined> {
+  return startPostgresServer("session-svc");
+}
+
+/** `name` (session-svc or memory-svc) on PostgreSQL in a fresh schema of $ADK_TEST_POSTGRES, or undefined when unset. */
+export async function startPostgresServer(name: string): Promise<Server | undefined> {
   const url = process.env["ADK_TEST_POSTGRES"];
   if (!url) {
     return undefined;
@@ -109,7 +114,7 @@ export async function startPostgresSessionServer(): Promise<Server | undefined> 
   const schema = `ts_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
   execFileSync("psql", [url, "-v", "ON_ERROR_STOP=1", "-q", "-c", `CREATE SCHEMA ${schema}`]);
   const separator = url.includes("?") ? "&" : "?";
-  return Server.start("session-svc", ["--store", `${url}${separator}options=-csearch_path%3D${schema}`]);
+  return Server.start(name, ["--store", `${url}${separator}options=-csearch_path%3D${schema}`]);
 }
 
 /** An app name no other test uses. */
