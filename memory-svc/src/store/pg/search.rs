@@ -75,14 +75,14 @@ struct Span {
 /// over the blocks as kept, without copying them into one list.
 struct Loaded<'a> {
     /// The blocks after the one the cursor is in.
-    rest: &'a [&'a [Posting]],
+    rest: &'a [Arc<[Posting]>],
     /// The block the cursor is in (empty past the last), and its place in it.
     block: &'a [Posting],
     pos: usize,
 }
 
 impl<'a> Loaded<'a> {
-    fn new(blocks: &'a [&'a [Posting]]) -> Self {
+    fn new(blocks: &'a [Arc<[Posting]>]) -> Self {
         let mut cursor = Self {
             rest: blocks,
             block: &[],
@@ -364,8 +364,8 @@ impl PgMemoryStore {
                 Some(worst) if best.len() == query.limit => worst.score,
                 _ => f64::NEG_INFINITY,
             };
-            // This round's spans of each list, and the blocks of them to read.
-            let mut spans_of: Vec<Vec<i64>> = vec![Vec::new(); lists.len()];
+            // This round's blocks: those known already, and the others to read.
+            let mut fresh: Vec<Vec<(i64, Arc<[Posting]>)>> = vec![Vec::new(); lists.len()];
             let (mut pick_terms, mut pick_spans) = (Vec::new(), Vec::new());
             let (mut picked, mut postings) = (false, 0);
             while let Some(s) = order.get(next).filter(|_| postings < round) {
@@ -375,10 +375,12 @@ impl PgMemoryStore {
                 }
                 for &i in &s.terms {
                     let q = lists[i].0;
-                    spans_of[i].push(s.span);
-                    if known[q].block(s.span).is_none() {
-                        pick_terms.push(terms[q].as_str());
-                        pick_spans.push(s.span);
+                    match known[q].block(s.span) {
+                        Some(block) => fresh[i].push((s.span, Arc::clone(block))),
+                        None => {
+                            pick_terms.push(terms[q].as_str());
+                            pick_spans.push(s.span);
+                        }
                     }
                 }
                 picked = true;
@@ -396,26 +398,25 @@ impl PgMemoryStore {
                 {
                     let (term, span, block): (&str, i64, &[u8]) =
                         (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-                    let Some(q) = terms.iter().position(|t| t == term) else {
+                    let Some(i) = lists.iter().position(|&(q, _)| terms[q] == term) else {
                         continue;
                     };
                     let mut postings = Vec::new();
                     blocks::decode(span, block, &mut postings)?;
-                    known[q].read.insert(span, postings.into());
-                    known[q].new = true;
+                    let postings: Arc<[Posting]> = postings.into();
+                    let known = &mut known[lists[i].0];
+                    known.read.insert(span, Arc::clone(&postings));
+                    known.new = true;
+                    fresh[i].push((span, postings));
                 }
             }
-            // A term's blocks in seq order, for its cursor, borrowed where they are kept: a
-            // block shared by concurrent searches is not reference-counted by each (cloning
-            // its `Arc` made cores contend for the count).
-            let fresh: Vec<Vec<&[Posting]>> = (lists.iter().zip(&mut spans_of))
-                .map(|(&(q, _), spans)| {
-                    spans.sort_unstable();
-                    (spans.iter())
-                        .filter_map(|&span| known[q].block(span))
-                        .map(|block| &**block)
-                        .filter(|block| !block.is_empty())
-                        .collect()
+            // A term's blocks in seq order, for its cursor: each span is picked once a round.
+            let fresh: Vec<Vec<Arc<[Posting]>>> = fresh
+                .into_iter()
+                .map(|mut blocks| {
+                    blocks.sort_unstable_by_key(|(span, _)| *span);
+                    let blocks = blocks.into_iter().map(|(_, block)| block);
+                    blocks.filter(|b| !b.is_empty()).collect()
                 })
                 .collect();
             let ranked = loop {
@@ -565,7 +566,7 @@ pub(super) async fn entries(
 mod tests {
     use super::*;
 
-    fn blocks(seqs: &[&[u64]]) -> Vec<Vec<Posting>> {
+    fn blocks(seqs: &[&[u64]]) -> Vec<Arc<[Posting]>> {
         seqs.iter()
             .map(|block| {
                 block
@@ -579,7 +580,6 @@ mod tests {
     #[test]
     fn a_cursor_reads_and_seeks_across_blocks() {
         let blocks = blocks(&[&[1, 3], &[17, 20, 31], &[40]]);
-        let blocks: Vec<&[Posting]> = blocks.iter().map(Vec::as_slice).collect();
         let mut cursor = Loaded::new(&blocks);
         let mut read = Vec::new();
         while let Some(p) = cursor.current() {
