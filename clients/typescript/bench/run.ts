@@ -8,6 +8,11 @@
  * Workloads: appends one at a time (c=1) and from 8 concurrent writers each on its own session
  * (c=8); getSession of a 1,000-event session; listSessions of 1,000 sessions; searchMemory
  * over 10,000 entries. Each is bounded in count; figures are medians of repeated calls.
+ *
+ * Each contender runs in a Node process of its own (this script, forked with a role), so that
+ * neither pays for the other's heap and collector; this process starts the servers, tells the
+ * two what to run, one call at a time and in turn for the reads and searches (so that the
+ * machine's load weighs on both alike), and prints what they timed.
  */
 import {
   createEvent,
@@ -20,7 +25,7 @@ import {
 } from "@google/adk";
 import { DatabaseSessionService } from "@google/adk/sessions/database";
 import { BetterSqliteDriver } from "@mikro-orm/better-sqlite";
-import { spawn, type ChildProcess } from "node:child_process";
+import { fork, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -35,7 +40,7 @@ const SESSION_EVENTS = 1000;
 const LISTED_SESSIONS = 1000;
 const MEMORY_SESSIONS = 100;
 const EVENTS_PER_MEMORY_SESSION = 100;
-const READS = 25;
+const READS = 50;
 const SEARCHES = 50;
 const WORDS =
   "apple river mountain violin harbor lantern meadow copper falcon orchard pepper glacier velvet thunder saffron compass".split(
@@ -57,14 +62,10 @@ function event(i: number): Event {
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
-async function timed(run: () => Promise<unknown>, times: number): Promise<number> {
-  const ms: number[] = [];
-  for (let i = 0; i < times; i++) {
-    const start = performance.now();
-    await run();
-    ms.push(performance.now() - start);
-  }
-  return median(ms);
+async function elapsed(run: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await run();
+  return performance.now() - start;
 }
 
 async function appendRate(service: BaseSessionService, app: string, writers: number): Promise<number> {
@@ -82,72 +83,118 @@ async function appendRate(service: BaseSessionService, app: string, writers: num
   return (each * writers) / ((performance.now() - start) / 1000);
 }
 
-interface Prepared {
-  read: () => Promise<unknown>;
-  list: () => Promise<unknown>;
-  figures: Record<string, string>;
-}
+/** What the parent asks a contender to do; each answer is a number (a rate or milliseconds). */
+type Step = "appends c=1" | "appends c=8" | "fill" | "read" | "list" | "fill memory" | "search";
 
-/** Appends (timed), then a 1,000-event session and 1,000 sessions to read (not timed). */
-async function prepare(name: string, service: BaseSessionService): Promise<Prepared> {
+/** One contender's services and what each step does with them, in its own process. */
+function contender(
+  name: string,
+  sessions: BaseSessionService,
+  memory: BaseMemoryService,
+): Record<Step, () => Promise<number>> {
   const app = `bench-${name}`;
-  const c1 = await appendRate(service, `${app}-c1`, 1);
-  const c8 = await appendRate(service, `${app}-c8`, WRITERS);
-  const long = await service.createSession({ appName: app, userId: "long" });
-  for (let i = 0; i < SESSION_EVENTS; i++) await service.appendEvent({ session: long, event: event(i) });
-  for (let i = 0; i < LISTED_SESSIONS; i++) {
-    await service.createSession({ appName: `${app}-list`, userId: "lister", state: { i } });
-  }
-  return {
-    read: async () => {
-      const got = await service.getSession({ appName: app, userId: "long", sessionId: long.id });
-      if (got?.events.length !== SESSION_EVENTS) throw new Error(`${name}: read ${got?.events.length} events`);
-    },
-    list: async () => {
-      const listed = await service.listSessions({ appName: `${app}-list`, userId: "lister" });
-      if (listed.totalItems !== LISTED_SESSIONS) throw new Error(`${name}: listed ${listed.totalItems}`);
-    },
-    figures: { "appends c=1 (events/s)": c1.toFixed(0), [`appends c=${WRITERS} (events/s)`]: c8.toFixed(0) },
-  };
-}
-
-/** Reads of both services in turn, so that the machine's load weighs on both alike. */
-async function interleavedReads(a: Prepared, b: Prepared): Promise<void> {
-  const reads: [number[], number[]] = [[], []];
-  const lists: [number[], number[]] = [[], []];
-  const time = async (run: () => Promise<unknown>, into: number[]): Promise<void> => {
-    const start = performance.now();
-    await run();
-    into.push(performance.now() - start);
-  };
-  for (let i = 0; i < READS; i++) {
-    await time(a.read, reads[0]);
-    await time(b.read, reads[1]);
-    await time(a.list, lists[0]);
-    await time(b.list, lists[1]);
-  }
-  for (const [index, prepared] of [a, b].entries()) {
-    prepared.figures[`getSession, ${SESSION_EVENTS} events (ms)`] = median(reads[index] ?? []).toFixed(1);
-    prepared.figures[`listSessions, ${LISTED_SESSIONS} sessions (ms)`] = median(lists[index] ?? []).toFixed(1);
-  }
-}
-
-async function memoryFigures(name: string, memory: BaseMemoryService): Promise<Record<string, string>> {
-  const sessions = new InMemorySessionService();
-  const app = `bench-memory-${name}`;
-  let counter = 0;
-  for (let s = 0; s < MEMORY_SESSIONS; s++) {
-    const session = await sessions.createSession({ appName: app, userId: "u" });
-    for (let i = 0; i < EVENTS_PER_MEMORY_SESSION; i++) session.events.push(event(counter++));
-    await memory.addSessionToMemory(session);
-  }
+  let long: string | undefined;
   let q = 0;
-  const search = await timed(async () => {
-    const query = `${WORDS[q % WORDS.length]} ${WORDS[(q * 5 + 3) % WORDS.length]}`;
-    q++;
-    await memory.searchMemory({ appName: app, userId: "u", query });
-  }, SEARCHES);
-  return { [`searchMemory, ${MEMORY_SESSIONS * EVENTS_PER_MEMORY_SESSION} entries (ms)`]: search.toFixed(2) };
+  return {
+    "appends c=1": () => appendRate(sessions, `${app}-c1`, 1),
+    "appends c=8": () => appendRate(sessions, `${app}-c8`, WRITERS),
+    // A 1,000-event session and 1,000 sessions to read (not timed).
+    fill: async () => {
+      const session = await sessions.createSession({ appName: app, userId: "long" });
+      for (let i = 0; i < SESSION_EVENTS; i++) await sessions.appendEvent({ session, event: event(i) });
+      long = session.id;
+      for (let i = 0; i < LISTED_SESSIONS; i++) {
+        await sessions.createSession({ appName: `${app}-list`, userId: "lister", state: { i } });
+      }
+      return 0;
+    },
+    read: () =>
+      elapsed(async () => {
+        const got = await sessions.getSession({ appName: app, userId: "long", sessionId: long ?? "" });
+        if (got?.events.length !== SESSION_EVENTS) throw new Error(`${name}: read ${got?.events.length} events`);
+      }),
+    list: () =>
+      elapsed(async () => {
+        const listed = await sessions.listSessions({ appName: `${app}-list`, userId: "lister" });
+        if (listed.totalItems !== LISTED_SESSIONS) throw new Error(`${name}: listed ${listed.totalItems}`);
+      }),
+    "fill memory": async () => {
+      const scratch = new InMemorySessionService();
+      let counter = 0;
+      for (let s = 0; s < MEMORY_SESSIONS; s++) {
+        const session = await scratch.createSession({ appName: `${app}-memory`, userId: "u" });
+        for (let i = 0; i < EVENTS_PER_MEMORY_SESSION; i++) session.events.push(event(counter++));
+        await memory.addSessionToMemory(session);
+      }
+      return 0;
+    },
+    search: () => {
+      const query = `${WORDS[q % WORDS.length]} ${WORDS[(q * 5 + 3) % WORDS.length]}`;
+      q++;
+      return elapsed(() => memory.searchMemory({ appName: `${app}-memory`, userId: "u", query }));
+    },
+  };
+}
+
+/** A forked contender: answers each step the parent sends with its number, until disconnected. */
+async function serve(role: string): Promise<void> {
+  const { BENCH_SESSION_URI = "", BENCH_MEMORY_URI = "", BENCH_DIR = "" } = process.env;
+  let steps: Record<Step, () => Promise<number>>;
+  let close: () => Promise<void>;
+  if (role === "grpc") {
+    const sessions = new GrpcSessionService({ uri: BENCH_SESSION_URI });
+    const memory = new GrpcMemoryService({ uri: BENCH_MEMORY_URI });
+    steps = contender(role, sessions, memory);
+    close = () => {
+      sessions.close();
+      memory.close();
+      return Promise.resolve();
+    };
+  } else {
+    const database = new DatabaseSessionService({
+      dbName: join(BENCH_DIR, "adk.sqlite"),
+      driver: BetterSqliteDriver,
+      allowGlobalContext: true,
+    });
+    await database.init();
+    steps = contender(role, database, new InMemoryMemoryService());
+    close = async () => {
+      await (database as unknown as { orm?: { close(): Promise<void> } }).orm?.close();
+    };
+  }
+  process.on("message", (step: Step) => {
+    steps[step]().then(
+      (value) => process.send?.({ value }),
+      (e: unknown) => process.send?.({ error: String(e) }),
+    );
+  });
+  process.once("disconnect", () => void close());
+  process.send?.({ value: 0 });
+}
+
+/** A contender process of this script, and a way to run one step in it. */
+function forkContender(
+  role: string,
+  env: Record<string, string>,
+): { run: (step: Step) => Promise<number>; child: ChildProcess } {
+  const child = fork(import.meta.filename, ["--contender", role], { env: { ...process.env, ...env } });
+  let waiting: { done: (value: number) => void; fail: (e: Error) => void } | undefined;
+  const ready = new Promise<number>((done, fail) => (waiting = { done, fail }));
+  child.on("message", (answer: { value?: number; error?: string }) => {
+    const waiter = waiting;
+    waiting = undefined;
+    if (answer.error !== undefined) waiter?.fail(new Error(`${role}: ${answer.error}`));
+    else waiter?.done(answer.value ?? Number.NaN);
+  });
+  child.once("exit", (code) => waiting?.fail(new Error(`the ${role} contender exited with ${code}`)));
+  const run = async (step: Step): Promise<number> => {
+    await ready;
+    return new Promise((done, fail) => {
+      waiting = { done, fail };
+      child.send(step);
+    });
+  };
+  return { run, child };
 }
 
 function startServer(name: string, dir: string): Promise<[ChildProcess, string]> {
@@ -166,45 +213,73 @@ function startServer(name: string, dir: string): Promise<[ChildProcess, string]>
   });
 }
 
+/** Medians of `times` runs of `step` in each contender, taken in turn. */
+async function inTurn(
+  contenders: { run: (step: Step) => Promise<number> }[],
+  step: Step,
+  times: number,
+): Promise<number[]> {
+  const ms: number[][] = contenders.map(() => []);
+  for (let i = 0; i < times; i++) {
+    for (const [index, { run }] of contenders.entries()) ms[index]?.push(await run(step));
+  }
+  return ms.map(median);
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "adk-ts-bench-"));
   const [sessionSvc, sessionUri] = await startServer("session-svc", dir);
   const [memorySvc, memoryUri] = await startServer("memory-svc", dir);
-  const grpcSessions = new GrpcSessionService({ uri: sessionUri });
-  const grpcMemory = new GrpcMemoryService({ uri: memoryUri });
-  const database = new DatabaseSessionService({
-    dbName: join(dir, "adk.sqlite"),
-    driver: BetterSqliteDriver,
-    allowGlobalContext: true,
-  });
-  await database.init();
+  const env = { BENCH_SESSION_URI: sessionUri, BENCH_MEMORY_URI: memoryUri, BENCH_DIR: dir };
+  const grpc = forkContender("grpc", env);
+  const database = forkContender("database", env);
+  const both = [grpc, database];
   try {
-    const grpcPrepared = await prepare("grpc", grpcSessions);
-    const databasePrepared = await prepare("database", database);
-    await interleavedReads(grpcPrepared, databasePrepared);
+    const figures: Record<string, string>[] = [{}, {}];
+    for (const [index, { run }] of both.entries()) {
+      const into = figures[index] ?? {};
+      into["appends c=1 (events/s)"] = (await run("appends c=1")).toFixed(0);
+      into[`appends c=${WRITERS} (events/s)`] = (await run("appends c=8")).toFixed(0);
+      await run("fill");
+    }
+    const reads = await inTurn(both, "read", READS);
+    const lists = await inTurn(both, "list", READS);
+    for (const { run } of both) await run("fill memory");
+    const searches = await inTurn(both, "search", SEARCHES);
+    for (const [index, into] of figures.entries()) {
+      into[`getSession, ${SESSION_EVENTS} events (ms)`] = (reads[index] ?? Number.NaN).toFixed(1);
+      into[`listSessions, ${LISTED_SESSIONS} sessions (ms)`] = (lists[index] ?? Number.NaN).toFixed(1);
+    }
+    const entries = `searchMemory, ${MEMORY_SESSIONS * EVENTS_PER_MEMORY_SESSION} entries (ms)`;
     const rows: [string, Record<string, string>][] = [
-      ["session-svc (GrpcSessionService)", grpcPrepared.figures],
-      ["DatabaseSessionService (SQLite)", databasePrepared.figures],
-      ["memory-svc (GrpcMemoryService)", await memoryFigures("grpc", grpcMemory)],
-      ["InMemoryMemoryService", await memoryFigures("in-memory", new InMemoryMemoryService())],
+      ["session-svc (GrpcSessionService)", figures[0] ?? {}],
+      ["DatabaseSessionService (SQLite)", figures[1] ?? {}],
+      ["memory-svc (GrpcMemoryService)", { [entries]: (searches[0] ?? Number.NaN).toFixed(2) }],
+      ["InMemoryMemoryService", { [entries]: (searches[1] ?? Number.NaN).toFixed(2) }],
     ];
     console.log(
       `node ${process.version}, ${cpus().length} cores, load average ${loadavg()
         .map((l) => l.toFixed(2))
-        .join(" ")}`,
+        .join(" ")}, each contender in its own process`,
     );
-    for (const [name, figures] of rows) {
+    for (const [name, values] of rows) {
       console.log(`\n${name}`);
-      for (const [what, value] of Object.entries(figures)) console.log(`  ${what.padEnd(42)} ${value}`);
+      for (const [what, value] of Object.entries(values)) console.log(`  ${what.padEnd(42)} ${value}`);
     }
   } finally {
-    grpcSessions.close();
-    grpcMemory.close();
-    await (database as unknown as { orm?: { close(): Promise<void> } }).orm?.close();
+    for (const { child } of both) {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((done) => child.once("exit", done));
+        child.disconnect();
+        await exited;
+      }
+    }
     sessionSvc.kill();
     memorySvc.kill();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-await main();
+const role = process.argv.indexOf("--contender");
+if (role >= 0) await serve(process.argv[role + 1] ?? "");
+else await main();
