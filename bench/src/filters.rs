@@ -6,7 +6,7 @@ use std::{
         atomic::{AtomicU64, Ordering},
         Arc,
     },
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use adk_proto::{
@@ -21,13 +21,17 @@ use crate::{
     ctx::Ctx,
     load::{drive, Report, Row},
     requests::{conns_for, memory_clients, search_request},
-    server::Server,
+    server::{self, Server},
     text::{self, Corpus},
     Result, APP,
 };
 
 /// Entries written per AddMemory call while loading.
 const BATCH: u64 = 1000;
+
+/// How long to wait for autovacuum after the load, on PostgreSQL: its launcher visits each
+/// database once a minute by default (`autovacuum_naptime`).
+const SETTLE: Duration = Duration::from_secs(150);
 
 /// The filter keeping entries whose `bucket` is 7: one in a hundred, spread over the memory.
 fn one_percent() -> MemoryFilter {
@@ -86,6 +90,22 @@ pub async fn filtered_search(ctx: &Ctx, report: &mut Report, entries: u64, c: us
     );
     row.unit = "entries";
     report.push(row);
+    // Searched as a store that has served a while is: on PostgreSQL, once autovacuum has
+    // marked the loaded metadata index's pages all-visible (see `server::autovacuumed`).
+    if ctx.postgres.is_some() {
+        let waited = server::autovacuumed(ctx, &srv, "memory_metadata", SETTLE).await?;
+        let label = match waited {
+            Some(waited) => format!(
+                "autovacuum visited memory_metadata {:.0} s after the load",
+                waited.as_secs_f64()
+            ),
+            None => format!(
+                "autovacuum did not visit memory_metadata within {} s of the load",
+                SETTLE.as_secs()
+            ),
+        };
+        report.push(Row::info(&label, &srv));
+    }
     for class in text::QueryClass::ALL {
         for filtered in [false, true] {
             let (clients, corpus) = (clients.clone(), corpus.clone());

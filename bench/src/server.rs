@@ -168,10 +168,7 @@ pub fn rss_kb_of(pid: u32) -> (u64, u64) {
 /// (created when missing): a restart on the same directory finds the same data. The schema is
 /// dropped at the end of the run ([`drop_schemas`]).
 async fn schema_for(ctx: &Ctx, url: &str, data_dir: &Path) -> Result<String> {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    data_dir.hash(&mut hasher);
-    let schema = format!("bench_{:016x}", hasher.finish());
+    let schema = schema_name(data_dir);
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     let driver = tokio::spawn(connection);
     client
@@ -185,6 +182,57 @@ async fn schema_for(ctx: &Ctx, url: &str, data_dir: &Path) -> Result<String> {
     }
     let separator = if url.contains('?') { '&' } else { '?' };
     Ok(format!("{url}{separator}options=-csearch_path%3D{schema}"))
+}
+
+/// The schema standing for `data_dir` (see [`schema_for`]).
+fn schema_name(data_dir: &Path) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    data_dir.hash(&mut hasher);
+    format!("bench_{:016x}", hasher.finish())
+}
+
+/// On PostgreSQL, waits up to `within` for autovacuum to visit `table` of `server`'s schema
+/// once more, and says how long that took (`None`: not within `within`, or not on
+/// PostgreSQL). A table read by index-only scans (`memory_metadata`, for a filter's
+/// candidates) is read from its index alone only once a vacuum has marked its pages all-visible;
+/// until then every row found is looked up in the table too. A store that has been serving for
+/// a minute is in that state, one just loaded is not: the wait measures the former.
+pub async fn autovacuumed(
+    ctx: &Ctx,
+    server: &Server,
+    table: &str,
+    within: Duration,
+) -> Result<Option<Duration>> {
+    let Some(url) = &ctx.postgres else {
+        return Ok(None);
+    };
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    let driver = tokio::spawn(connection);
+    let schema = schema_name(&server.data_dir);
+    let count = || async {
+        let row = client
+            .query_opt(
+                "SELECT autovacuum_count FROM pg_stat_user_tables
+                 WHERE schemaname = $1 AND relname = $2",
+                &[&schema, &table],
+            )
+            .await?;
+        let count = row.map(|r| r.try_get::<_, i64>(0)).transpose()?;
+        Ok::<_, tokio_postgres::Error>(count.unwrap_or(0))
+    };
+    let (start, before) = (std::time::Instant::now(), count().await?);
+    let mut visited = None;
+    while start.elapsed() < within {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if count().await? > before {
+            visited = Some(start.elapsed());
+            break;
+        }
+    }
+    drop(client);
+    let _ = driver.await;
+    Ok(visited)
 }
 
 /// Drops the schemas the run made for its servers (all stopped by now), so that benchmarks on
