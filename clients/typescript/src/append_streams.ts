@@ -134,6 +134,7 @@ class AppendStream {
     // Every end comes as a status, failed or not; the error event repeats a failed one.
     call.on("error", () => undefined);
     call.on("status", ({ code }: { code: status }) => {
+      this.owner.forget(this);
       // Responses the stream still buffers are delivered before its end: wait for them.
       if (call.readableLength === 0) this.finish(code);
       else
