@@ -131,9 +131,7 @@ export class GrpcSessionService extends BaseSessionService {
     return new GrpcSessionService({ uri });
   }
 
-  /**
-   * Closes the channel, once the appends in flight are answered; calls after this fail.
-   */
+  /** Closes the channel and the append streams: calls after this fail, appends in flight are answered. */
   close(): void {
     this.appends.close();
     this.client.close();
