@@ -29,7 +29,7 @@ export interface ConnectionOptions {
   credentials?: ChannelCredentials;
   /** A bearer token sent as `authorization: Bearer <token>` with every call. */
   token?: string;
-  /** Seconds allowed per unary call; streams have no deadline. */
+  /** Seconds allowed per unary call and per append; watches have no deadline. */
   timeout?: number;
   /** Further grpc-js channel options. */
   channelOptions?: ChannelOptions;
@@ -238,9 +238,14 @@ export class CallSettings {
     }
   }
 
-  /** Metadata and options of a unary call (its deadline counted from now). */
-  unary(): [Metadata, CallOptions] {
-    return [this.metadata.clone(), this.timeoutMs === undefined ? {} : { deadline: Date.now() + this.timeoutMs }];
+  /** The deadline of a call starting now (epoch milliseconds), if calls have one. */
+  deadline(): number | undefined {
+    return this.timeoutMs === undefined ? undefined : Date.now() + this.timeoutMs;
+  }
+
+  /** Metadata and options of a unary call, by default with its deadline counted from now. */
+  unary(deadline = this.deadline()): [Metadata, CallOptions] {
+    return [this.metadata.clone(), deadline === undefined ? {} : { deadline }];
   }
 
   /** Metadata of a stream, which runs until cancelled. */
@@ -256,9 +261,17 @@ type UnaryMethod<Req, Res> = (
   callback: (error: ServiceError | null, response: Res) => void,
 ) => unknown;
 
-/** Calls a unary method with the settings' metadata and deadline; rejects with the raw error. */
-export function invoke<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, settings: CallSettings): Promise<Res> {
-  const [metadata, options] = settings.unary();
+/**
+ * Calls a unary method with the settings' metadata and deadline (or `deadline`, for a call that
+ * continues an earlier attempt); rejects with the raw error.
+ */
+export function invoke<Req, Res>(
+  method: UnaryMethod<Req, Res>,
+  request: Req,
+  settings: CallSettings,
+  deadline = settings.deadline(),
+): Promise<Res> {
+  const [metadata, options] = settings.unary(deadline);
   return new Promise((resolve, reject) => {
     method(request, metadata, options, (error, response) => {
       if (error === null) resolve(response);
@@ -266,6 +279,21 @@ export function invoke<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, se
     });
   });
 }
+
+/**
+ * An error of the shape grpc-js gives a failed call, for a status (a gRPC status code number)
+ * that came another way.
+ */
+export function statusError(number: number, details: string): ServiceError {
+  const code = STATUS_CODES.get(number) ?? status.UNKNOWN;
+  return Object.assign(new Error(`${code} ${status[code]}: ${details}`), { code, details, metadata: new Metadata() });
+}
+
+const STATUS_CODES = new Map(
+  Object.values(status)
+    .filter((code) => typeof code === "number")
+    .map((code) => [code as number, code]),
+);
 
 /** The status code of a failed call, or undefined for any other error. */
 export function codeOf(error: unknown): status | undefined {

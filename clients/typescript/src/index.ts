@@ -1,7 +1,12 @@
 /**
  * ADK TypeScript session and memory services backed by session-svc and memory-svc over gRPC.
  */
-export { GrpcSessionService, type AppEvent, type SessionChange } from "./session_service.js";
+export {
+  GrpcSessionService,
+  type AppEvent,
+  type SessionChange,
+  type SessionServiceOptions,
+} from "./session_service.js";
 export {
   GenerationState,
   GrpcMemoryService,

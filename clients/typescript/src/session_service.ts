@@ -14,6 +14,9 @@
  * other writer's. A listed session (no events) is not remembered: remembering each one of a
  * large listing costs a tenth of the listing's time, and appends to listed sessions are rare.
  * Like a session built by hand, it is checked against storage before its first append.
+ *
+ * Appends travel over a stream per session being appended to (see `append_streams.ts`), ended
+ * when idle and by `close()`.
  */
 import {
   BaseSessionService,
@@ -29,6 +32,7 @@ import {
   type Session,
 } from "@google/adk";
 import { status } from "@grpc/grpc-js";
+import { AppendStreams } from "./append_streams.js";
 import {
   CallSettings,
   channelOptions,
@@ -72,6 +76,16 @@ const INT32_MAX = 2 ** 31 - 1;
 // Reloads of a stale session before an append gives up (each one follows another writer's
 // append, so more means the session is contended beyond reason).
 const STALE_RELOADS = 8;
+const APPEND_IDLE_SECONDS = 30;
+
+/** How a session service connects, and how long it keeps a session's append stream. */
+export interface SessionServiceOptions extends ConnectionOptions {
+  /**
+   * Seconds a session's append stream stays open after its last append (default 30): appends
+   * within them share it, the next one opens another.
+   */
+  appendIdleSeconds?: number;
+}
 
 /** One change of a watched session. */
 export type SessionChange =
@@ -92,11 +106,16 @@ export interface AppEvent {
 export class GrpcSessionService extends BaseSessionService {
   private readonly client: SessionServiceClient;
   private readonly settings: CallSettings;
+  private readonly appends: AppendStreams;
   /** The sequence each session object was read or last appended at. */
   private readonly sequences = new WeakMap<Session, number>();
 
-  constructor(options: ConnectionOptions) {
+  constructor(options: SessionServiceOptions) {
     super();
+    const idleSeconds = options.appendIdleSeconds ?? APPEND_IDLE_SECONDS;
+    if (!(idleSeconds > 0 && Number.isFinite(idleSeconds))) {
+      throw new TypeError(`appendIdleSeconds must be a positive number of seconds, got ${String(idleSeconds)}`);
+    }
     const endpoint = resolveEndpoint("session", options);
     this.client = new SessionServiceClient(
       endpoint.target,
@@ -104,6 +123,7 @@ export class GrpcSessionService extends BaseSessionService {
       channelOptions(SERVICE, RETRIED, options.channelOptions),
     );
     this.settings = new CallSettings(endpoint.token, endpoint.timeoutMs);
+    this.appends = new AppendStreams(this.client, this.settings, idleSeconds * 1000);
   }
 
   /** A service for `grpc://host[:port]` or `grpcs://host[:port]` (see {@link ConnectionOptions}). */
@@ -111,8 +131,9 @@ export class GrpcSessionService extends BaseSessionService {
     return new GrpcSessionService({ uri });
   }
 
-  /** Closes the channel; calls after this fail. */
+  /** Closes the channel and the append streams: calls after this fail, appends in flight are answered. */
   close(): void {
+    this.appends.close();
     this.client.close();
   }
 
@@ -342,7 +363,7 @@ export class GrpcSessionService extends BaseSessionService {
         expectedLastSequence: expected,
       };
       try {
-        const reply = await invoke(this.client.appendEvent.bind(this.client), request, this.settings);
+        const reply = await this.appends.append(request);
         const stored = reply.event?.sequence ?? 0;
         if (stored <= expected) {
           // The server already held this event (same id and payload) when the session was read:

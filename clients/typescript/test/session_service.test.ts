@@ -405,6 +405,9 @@ describe("connecting", () => {
     expect(() => new GrpcSessionService({ uri: "http://localhost", env })).toThrow(
       /expected a grpc:\/\/ or grpcs:\/\/ URI/,
     );
+    expect(() => new GrpcSessionService({ uri: "grpc://localhost", env, appendIdleSeconds: 0 })).toThrow(
+      /appendIdleSeconds must be a positive number/,
+    );
     new GrpcSessionService({ uri: "grpc://localhost:1?token_env=TOKEN_VAR&timeout=2.5", env }).close();
   });
 
