@@ -686,3 +686,96 @@ async fn gives_the_entries_of_a_format_6_store_their_validity() {
     let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
     contract::assert_validity_converted(&store).await;
 }
+
+/// Text of `words` words drawn from a vocabulary of 20,000 with Zipf(1) frequencies, as the
+/// benchmarks' corpus (chat turns of 12-40 words).
+fn zipf_text(seed: u64, cdf: &[f64]) -> String {
+    let mut x = seed.wrapping_mul(0x2545_F491_4F6C_DD1D);
+    let mut next = || {
+        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let n = 12 + next() % 29;
+    (0..n)
+        .map(|_| {
+            let u = (next() >> 11) as f64 / (1u64 << 53) as f64;
+            format!("w{}", cdf.partition_point(|&c| c < u))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Keys per tree after loading `entries` entries spread over `users` users in batches of
+/// `batch`, all merged.
+async fn key_counts(entries: u64, users: u64, batch: u64) -> Vec<(&'static str, usize)> {
+    let (_dir, store) = open().await;
+    let mut cdf: Vec<f64> = (1..=20_000).map(|r| 1.0 / f64::from(r)).collect();
+    let mut sum = 0.0;
+    for c in &mut cdf {
+        sum += *c;
+        *c = sum;
+    }
+    cdf.iter_mut().for_each(|c| *c /= sum);
+    let users: Vec<String> = (0..users).map(|u| format!("u{u}")).collect();
+    for (call, first) in (0..entries).step_by(batch as usize).enumerate() {
+        let user = &users[call % users.len()];
+        let scope = Scope {
+            app_name: "app",
+            user_id: user,
+        };
+        let batch = (first..(first + batch).min(entries))
+            .map(|i| entry(&format!("m{i}"), &zipf_text(i, &cdf)))
+            .collect();
+        store
+            .add_events(scope, &format!("s{call}"), batch)
+            .await
+            .unwrap();
+    }
+    for user in &users {
+        let scope = Scope {
+            app_name: "app",
+            user_id: user,
+        };
+        store
+            .merge_journal(&scope_key(scope), journal::Merger::Background)
+            .unwrap();
+    }
+    let trees = [
+        ("entries", &store.entries),
+        ("buckets", &store.buckets),
+        ("turns", &store.turns),
+        ("ids", &store.ids),
+        ("blocks", &store.blocks),
+        ("df", &store.df),
+        ("journal", &store.journal),
+        ("stats", &store.stats),
+        ("metadata", &store.metadata),
+        ("expiries", &store.expiries),
+        ("revisions", &store.revisions),
+    ];
+    trees.map(|(name, tree)| (name, tree.len())).to_vec()
+}
+
+/// Prints the keys per tree of a spread load and of one user's (`cargo test -p memory-svc
+/// --lib key_counts -- --ignored --nocapture`): what the index costs in sled pages.
+#[tokio::test]
+#[ignore = "a measurement: prints figures"]
+async fn measure_key_counts() {
+    for (entries, users, batch) in [(30_000, 100, 100), (30_000, 1, 1_000)] {
+        let counts = key_counts(entries, users, batch).await;
+        let total: usize = counts.iter().map(|(_, n)| n).sum();
+        println!(
+            "{entries} entries over {users} users: {total} keys, {:.2} per entry",
+            total as f64 / entries as f64
+        );
+        for (name, n) in counts {
+            println!(
+                "  {name:<10} {n:>8}  {:.2} per entry",
+                n as f64 / entries as f64
+            );
+        }
+    }
+}
