@@ -162,15 +162,20 @@ fn assert_index_consistent(store: &SledMemoryStore) {
         assert!(list.last().is_none_or(|p| p.seq < first), "blocks overlap");
         list.extend(block);
     }
+    let mut df = BTreeMap::<Vec<u8>, u64>::new();
+    for kv in store.df.scan_prefix(&scope) {
+        let (key, value) = kv.unwrap();
+        df.insert(key.to_vec(), postings::df_value(&value).unwrap());
+        if let Some((first, bytes)) = postings::inline_block(&value).unwrap() {
+            let mut block = Vec::new();
+            postings::decode(first, bytes, &mut block).unwrap();
+            assert!(!block.is_empty(), "an empty list is stored");
+            assert!(block.len() as u64 <= postings::INLINE_MAX);
+            let held = stored.insert(key.to_vec(), block);
+            assert!(held.is_none(), "postings both in blocks and in the df value");
+        }
+    }
     assert_eq!(stored, expected);
-    let df: BTreeMap<Vec<u8>, u64> = store
-        .df
-        .scan_prefix(&scope)
-        .map(|kv| {
-            let (key, value) = kv.unwrap();
-            (key.to_vec(), postings::df_value(&value).unwrap())
-        })
-        .collect();
     let counts = expected.iter().map(|(k, v)| (k.clone(), v.len() as u64));
     assert_eq!(df, counts.collect());
 }
