@@ -594,9 +594,7 @@ pub(super) fn inline_block(bytes: &[u8]) -> Result<Option<(u64, &[u8])>> {
         return Ok(None);
     };
     match rest.split_first_chunk::<8>() {
-        Some((first, block)) if !block.is_empty() => {
-            Ok(Some((u64::from_be_bytes(*first), block)))
-        }
+        Some((first, block)) if !block.is_empty() => Ok(Some((u64::from_be_bytes(*first), block))),
         _ => Err(StoreError::corrupt("document frequency: bad length")),
     }
 }
