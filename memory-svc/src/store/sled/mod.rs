@@ -29,8 +29,9 @@
 //! | `stream_events` | app, user, stream, event id | `StreamEventRecord` (see [`streams`]) |
 //!
 //! The `postings` module describes the blocks and the df values (the document frequency, how
-//! many blocks were appended since the last merge of the term's blocks, and the last journal
-//! record merged into them). A term's document frequency is kept
+//! many blocks were appended since the last merge of the term's blocks, the last journal
+//! record merged into them, and the postings themselves of a term that has few: one key
+//! instead of two for most terms of a user). A term's document frequency is kept
 //! beside its postings, in the same transactions, so a search knows every term's idf before
 //! reading any posting. A write puts its posting changes in the `journal` and in memory, and a
 //! background merge moves them into the blocks once many wait (see [`journal`]); a search reads
