@@ -6,9 +6,9 @@
 
 use adk_proto::{
     memory::v1::{
-        add_session_to_memory_request::Source, memory_service_client::MemoryServiceClient,
-        AddEventsToMemoryRequest, AddMemoryRequest, AddSessionToMemoryRequest, MemoryEntry,
-        SearchMemoryRequest,
+        add_session_to_memory_request::Source, delete_memory_request::Target,
+        memory_service_client::MemoryServiceClient, AddEventsToMemoryRequest, AddMemoryRequest,
+        AddSessionToMemoryRequest, DeleteMemoryRequest, MemoryEntry, SearchMemoryRequest,
     },
     session::v1::{part::Data, Session},
 };
@@ -488,4 +488,56 @@ async fn results_are_the_stored_entries() {
     assert_eq!(reply.timestamp, Some(ts(2)));
     assert!(reply.score > 0.0);
     assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+}
+
+/// A word's entries rank alike whether it is in few entries or in many: the shorter first, then
+/// the earlier, as its number of entries passes the few a store keeps beside the word's
+/// document frequency (the sled store keeps up to 32 there, and the rest in blocks), as it drops
+/// back under it, and after a restart. A small memory budget has the postings merged every few
+/// writes rather than waiting for a merge throughout.
+#[tokio::test]
+async fn a_word_ranks_alike_in_few_entries_and_in_many() {
+    let mut srv = MemoryServer::start_with(NO_SESSION_SVC, |config| {
+        config.memory_budget = Some(64 << 10);
+    })
+    .await;
+    let mut c = srv.client.clone();
+    // Entry i: the word and i % 5 words of its own, in a session of its own.
+    let text = |i: usize| {
+        let own = (0..i % 5).map(|k| format!(" own{}", char::from(b'a' + k as u8)));
+        format!("kiwi{}", own.map(|w| format!("{w}{i}")).collect::<String>())
+    };
+    let mut held = Vec::new();
+    let expected = |held: &[usize]| {
+        let mut order = held.to_vec();
+        order.sort_by_key(|&i| (i % 5, i));
+        order.iter().map(|i| format!("e{i}")).collect::<Vec<_>>()
+    };
+    let every = || SearchMemoryRequest {
+        limit: 100,
+        ..query("kiwi")
+    };
+    for (from, to) in [(0, 32), (32, 45)] {
+        for i in from..to {
+            let id = format!("e{i}");
+            add_session(&mut c, &id, &[(&id, "user", &text(i))]).await;
+            held.push(i);
+        }
+        assert_eq!(ids(search_with(&mut c, every()).await), expected(&held));
+    }
+    for i in (0..45).filter(|i| i % 3 == 0) {
+        c.delete_memory(DeleteMemoryRequest {
+            app_name: "app".into(),
+            user_id: "u".into(),
+            target: Some(Target::MemoryId(format!("e{i}"))),
+        })
+        .await
+        .expect("delete_memory");
+        held.retain(|&h| h != i);
+    }
+    assert_eq!(held.len(), 30);
+    assert_eq!(ids(search_with(&mut c, every()).await), expected(&held));
+    srv = srv.restart().await;
+    let mut c = srv.client.clone();
+    assert_eq!(ids(search_with(&mut c, every()).await), expected(&held));
 }

@@ -16,7 +16,7 @@ fn the_binary_refuses_a_store_of_a_newer_format_and_exits() {
     assert!(
         stderr.contains(
             "the memory store is at version 1000, written by a newer release; this binary knows \
-             versions up to 8"
+             versions up to 9"
         ),
         "{stderr}"
     );

@@ -1,8 +1,8 @@
 //! The index journal: posting changes a write committed that are not yet in the blocks.
 //!
-//! Putting a write's postings into its terms' blocks takes two keys per distinct term (the
-//! block it appends and the term's df value): a few hundred for a session of turns, and most
-//! of what a write costs. So a write commits its entries together with one record of the
+//! Putting a write's postings into its terms' blocks takes a key or two per distinct term (its
+//! df value, and the block it appends once it has more than a few postings): a few hundred for
+//! a session of turns, and most of what a write costs. So a write commits its entries together with one record of the
 //! `journal` tree, under (app, user, the write's generation), listing its posting changes in
 //! order, and holds them in memory too ([`super::pending`]), where searches read them beside
 //! the blocks. Once enough changes of a scope wait (see [`Thresholds`]), a background task

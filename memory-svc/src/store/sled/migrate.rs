@@ -284,8 +284,10 @@ pub(super) const OLD_POSTINGS: &[u8] = b"postings";
 /// keep the ids of handed-off events forever); the trees start empty, so nothing is converted.
 /// 8: entries carry their validity, and the
 /// `closed` tree indexes those no longer valid (an older binary would return superseded
-/// memories as valid, and drop validity when it rewrites an entry).
-const FORMAT: u32 = 8;
+/// memories as valid, and drop validity when it rewrites an entry). 9: a term of few postings
+/// keeps them in its df value instead of blocks (an older binary would take the value for
+/// corrupt); the blocks of a term written before stay valid, so nothing is converted.
+const FORMAT: u32 = 9;
 
 /// Refuses a database of a newer format than [`FORMAT`] (recording [`FORMAT`] in an older one).
 ///

@@ -29,8 +29,9 @@
 //! | `stream_events` | app, user, stream, event id | `StreamEventRecord` (see [`streams`]) |
 //!
 //! The `postings` module describes the blocks and the df values (the document frequency, how
-//! many blocks were appended since the last merge of the term's blocks, and the last journal
-//! record merged into them). A term's document frequency is kept
+//! many blocks were appended since the last merge of the term's blocks, the last journal
+//! record merged into them, and the postings themselves of a term that has few: one key
+//! instead of two for most terms of a user). A term's document frequency is kept
 //! beside its postings, in the same transactions, so a search knows every term's idf before
 //! reading any posting. A write puts its posting changes in the `journal` and in memory, and a
 //! background merge moves them into the blocks once many wait (see [`journal`]); a search reads
@@ -118,7 +119,7 @@ use tokio_util::task::TaskTracker;
 
 use self::{
     pending::Overlay,
-    postings::Cursor,
+    postings::StoredTerm,
     records::{decode, scope_key, EntryRecord, Stats},
 };
 use super::{
@@ -393,12 +394,13 @@ impl SledMemoryStore {
         let mut found = Vec::with_capacity(terms.len());
         for term in &terms {
             let prefix = scope.clone().str(term);
-            let (df, overlay) = self.df(scope, term, &prefix)?;
+            let (df, overlay, stored) = self.df(scope, term, &prefix)?;
             // A term of no entry has no postings to read.
             if df == 0 {
                 continue;
             }
-            found.push((df, overlay.over(Cursor::new(&self.blocks, &prefix)?)?));
+            let cursor = stored.cursor(&self.blocks, &prefix)?;
+            found.push((df, overlay.over(cursor)?));
         }
         let postings = found.iter().map(|(df, _)| df).sum();
         let among = candidates.filter(|c| maxscore::among_few(c.len(), found.len(), postings));
@@ -416,18 +418,16 @@ impl SledMemoryStore {
     }
 
     /// The document frequency of `term` in `scope` (whose keys start with `prefix`), with its
-    /// changes that wait for a merge. The caller holds the scope's scan lock.
-    fn df(&self, scope: &Key, term: &str, prefix: &Key) -> Result<(u64, Overlay)> {
-        let stored = match self.df.get(prefix)? {
-            Some(value) => postings::df_value(&value)?,
-            None => 0,
-        };
+    /// changes that wait for a merge, and its stored df value. The caller holds the scope's
+    /// scan lock.
+    fn df(&self, scope: &Key, term: &str, prefix: &Key) -> Result<(u64, Overlay, StoredTerm)> {
+        let stored = StoredTerm::read(&self.df, prefix)?;
         let overlay = self.pending.overlay(scope, term);
         if overlay.is_empty() {
-            return Ok((stored, overlay));
+            return Ok((stored.df()?, overlay, stored));
         }
-        let df = overlay.df(stored, || Cursor::new(&self.blocks, prefix))?;
-        Ok((df, overlay))
+        let df = overlay.df(stored.df()?, || stored.cursor(&self.blocks, prefix))?;
+        Ok((df, overlay, stored))
     }
 
     /// The seqs of `scope` the query leaves out for their closed validity (see

@@ -24,8 +24,18 @@
 //! is kept in the term's df value (see [`DfValue`]), which every change of the term rewrites
 //! anyway.
 //!
-//! [`TermEdit`] changes one term's blocks (for a merge of the journal, or a write that indexes
-//! directly); [`Cursor`] reads them for a search.
+//! A term of few postings in a scope (at most [`INLINE_MAX`], which is most terms of most
+//! users: a user's memory of a few hundred entries holds thousands of terms, nearly all in a
+//! handful of entries) keeps them in its df value instead, as one block (Lucene's "pulsing"):
+//! one key per (user, term) instead of two. sled keeps an entry of ~180 bytes in memory for
+//! every page of a tree, cached or not, and a page holds at most 16 keys, so the keys of rare
+//! terms are most of what its memory grows with when memories are spread over many users. A
+//! term whose list outgrows the bound moves to blocks, and one whose removals bring it back
+//! within the bound moves back into its df value; a term stored in blocks with fewer postings
+//! (by a version before this form) is read as such and moves when next changed.
+//!
+//! [`TermEdit`] changes one term's postings (for a merge of the journal, or a write that
+//! indexes directly); [`Cursor`] reads them for a search, from the df value or the blocks.
 
 use std::collections::{btree_map, BTreeMap, BTreeSet};
 
@@ -42,6 +52,11 @@ pub use super::super::maxscore::Posting;
 
 /// A term's appended blocks are merged when a write brings their number to this.
 pub const MERGE_AT: u32 = 8;
+
+/// The most postings a term keeps in its df value rather than in blocks. A change of such a
+/// term rewrites its whole list (at most a few hundred bytes), and a search reads the list with
+/// its df. Above it, blocks' append-only writes keep what a change rewrites small.
+pub const INLINE_MAX: u64 = 32;
 
 /// Bytes per value in a block column, by the 2-bit code stored for the column.
 const WIDTHS: [usize; 4] = [1, 2, 4, 8];
@@ -230,13 +245,20 @@ fn block_seq(key: &[u8], prefix_len: usize) -> Result<u64> {
 }
 
 /// One term's postings and document frequency as a merge changes them. Blocks are read
-/// from the tree when first needed and written back by [`TermEdit::finish`].
+/// from the tree when first needed and written back by [`TermEdit::finish`], in the df value or
+/// in blocks by their number (see [`INLINE_MAX`]).
 #[derive(Debug)]
 pub struct TermEdit {
     /// (app, user, term): the df key, and the prefix of the term's block keys.
     prefix: Key,
     value: DfValue,
     read: DfValue,
+    /// Whether the stored df value held the postings.
+    read_inline: bool,
+    /// Whether `blocks` holds every posting of the term from the start: it had none in the
+    /// `blocks` tree (a new term, or one whose postings were in its df value), so nothing is
+    /// read from there.
+    whole: bool,
     /// The blocks read or created, by first seq; empty ones are deleted when finishing.
     blocks: BTreeMap<u64, Vec<Posting>>,
     dirty: BTreeSet<u64>,
@@ -247,15 +269,27 @@ pub struct TermEdit {
 impl TermEdit {
     /// Starts editing the term whose keys start with `prefix`, reading its df from `df_tree`.
     pub fn new(prefix: Key, df_tree: &Tree) -> Result<Self> {
-        let value = match df_tree.get(&prefix)? {
-            Some(v) => DfValue::decode(&v)?,
+        let stored = df_tree.get(&prefix)?;
+        let value = match &stored {
+            Some(v) => DfValue::decode(v)?,
             None => DfValue::default(),
         };
+        let mut blocks = BTreeMap::new();
+        let inline = stored.as_deref().map(inline_block).transpose()?.flatten();
+        if let Some((first, bytes)) = inline {
+            let mut postings = Vec::new();
+            decode(first, bytes, &mut postings)?;
+            blocks.insert(first, postings);
+        }
         Ok(Self {
             prefix,
             value,
             read: value,
-            blocks: BTreeMap::new(),
+            read_inline: inline.is_some(),
+            // A term's df value and blocks are written together, and a term of no posting has
+            // neither: with no df value, no block is stored.
+            whole: inline.is_some() || value.df == 0,
+            blocks,
             dirty: BTreeSet::new(),
             appending: None,
         })
@@ -356,6 +390,9 @@ impl TermEdit {
     /// `None` if `seq` is below every block.
     fn locate(&mut self, tree: &Tree, seq: u64) -> Result<Option<u64>> {
         let planned = self.blocks.range(..=seq).next_back().map(|(&k, _)| k);
+        if self.whole {
+            return Ok(planned);
+        }
         // The plan never drops a block it read (an emptied one stays, to be deleted when
         // finishing), so the right block is the later of the last planned and the last stored
         // one at or below `seq`.
@@ -420,10 +457,41 @@ impl TermEdit {
         Ok(())
     }
 
-    /// Merges the appended blocks if due, then queues the changed blocks and df into the
-    /// batches of their trees.
+    /// Cuts every posting of a term held whole into full blocks (and a last one), as a merge
+    /// of its appended blocks would: for a term that has just outgrown its df value.
+    fn rechunk(&mut self) {
+        let mut run: Vec<Posting> = std::mem::take(&mut self.blocks)
+            .into_values()
+            .flatten()
+            .collect();
+        // Sorted already, unless the plan is one to be made again (see `insert`).
+        run.sort_by_key(|p| p.seq);
+        // Nothing of the term is stored in blocks: only the new ones are written.
+        self.dirty.clear();
+        let mut last_len = 0;
+        for chunk in run.chunks(BLOCK_LEN) {
+            self.blocks.insert(chunk[0].seq, chunk.to_vec());
+            self.dirty.insert(chunk[0].seq);
+            last_len = chunk.len();
+        }
+        self.value.appended = u32::from(last_len < BLOCK_LEN);
+    }
+
+    /// Queues the term's changes into the batches of their trees: its postings in its df
+    /// value if they are few enough (deleting its blocks if it had any), else in blocks (the
+    /// appended ones merged if due).
     pub fn finish(&mut self, tree: &Tree, blocks: &mut Batch, df: &mut Batch) -> Result<()> {
-        self.merge(tree)?;
+        if self.dirty.is_empty() && self.value == self.read {
+            return Ok(());
+        }
+        if self.value.df <= INLINE_MAX {
+            return self.finish_inline(tree, blocks, df);
+        }
+        if self.whole {
+            self.rechunk();
+        } else {
+            self.merge(tree)?;
+        }
         for &first in &self.dirty {
             let key = self.prefix.clone().u64(first);
             match self.blocks.get(&first) {
@@ -433,12 +501,34 @@ impl TermEdit {
                 _ => blocks.remove(key),
             }
         }
-        if self.value != self.read {
-            if self.value.df == 0 {
-                df.remove(self.prefix.as_bytes());
-            } else {
-                df.insert(self.prefix.as_bytes(), self.value.encode());
+        // Its df is above INLINE_MAX: not 0.
+        if self.value != self.read || self.read_inline {
+            df.insert(self.prefix.as_bytes(), self.value.encode(None));
+        }
+        Ok(())
+    }
+
+    /// Queues the term's postings into its df value (or its removal, with none left), and the
+    /// removal of every block it has.
+    fn finish_inline(&mut self, tree: &Tree, blocks: &mut Batch, df: &mut Batch) -> Result<()> {
+        if !self.whole {
+            // Its postings leave the blocks: every stored one is read (there are few, each
+            // holding a posting at least), and deleted.
+            for kv in tree.scan_prefix(&self.prefix) {
+                let (key, value) = kv?;
+                self.read_block(block_seq(&key, self.prefix.as_bytes().len())?, &value)?;
+                blocks.remove(key);
             }
+        }
+        let mut postings: Vec<Posting> = self.blocks.values().flatten().copied().collect();
+        // Sorted already, unless the plan is one to be made again (see `insert`).
+        postings.sort_by_key(|p| p.seq);
+        self.value.df = postings.len() as u64;
+        self.value.appended = 0;
+        if postings.is_empty() {
+            df.remove(self.prefix.as_bytes());
+        } else {
+            df.insert(self.prefix.as_bytes(), self.value.encode(Some(&postings)));
         }
         Ok(())
     }
@@ -447,7 +537,9 @@ impl TermEdit {
 /// What the `df` tree holds per term: its document frequency, how many blocks were appended to
 /// its list since the last merge, and the generation of the last journal record merged into its
 /// blocks. Stored as the df (8 bytes, big-endian), followed by the count (4 bytes) when it or
-/// the generation is not 0, followed by the generation (8 bytes) when it is not 0.
+/// the generation is not 0, followed by the generation (8 bytes) when it is not 0. A term of
+/// at most [`INLINE_MAX`] postings has all three, then its postings as one block: the block's
+/// first seq (8 bytes) and value (see [`encode`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct DfValue {
     df: u64,
@@ -464,6 +556,7 @@ impl DfValue {
             8 => (0, 0),
             12 => (appended(&bytes[8..])?, 0),
             20 => (appended(&bytes[8..12])?, merged(&bytes[12..])?),
+            n if n > INLINE_AT => (appended(&bytes[8..12])?, merged(&bytes[12..INLINE_AT])?),
             _ => return Err(bad()),
         };
         Ok(Self {
@@ -473,15 +566,59 @@ impl DfValue {
         })
     }
 
-    fn encode(&self) -> Vec<u8> {
+    /// The value, with the term's `inline` postings (not empty) when it keeps them there.
+    fn encode(&self, inline: Option<&[Posting]>) -> Vec<u8> {
         let mut out = self.df.to_be_bytes().to_vec();
-        if self.appended > 0 || self.merged > 0 {
+        if self.appended > 0 || self.merged > 0 || inline.is_some() {
             out.extend_from_slice(&self.appended.to_be_bytes());
         }
-        if self.merged > 0 {
+        if self.merged > 0 || inline.is_some() {
             out.extend_from_slice(&self.merged.to_be_bytes());
         }
+        if let Some(postings) = inline {
+            let first = postings.first().map_or(0, |p| p.seq);
+            out.extend_from_slice(&first.to_be_bytes());
+            out.extend_from_slice(&encode(first, postings));
+        }
         out
+    }
+}
+
+/// Where the postings start in a df value that holds them (see [`DfValue`]).
+const INLINE_AT: usize = 20;
+
+/// The postings a df value holds, as a block's first seq and value; `None` for a term whose
+/// postings are in blocks.
+pub(super) fn inline_block(bytes: &[u8]) -> Result<Option<(u64, &[u8])>> {
+    let Some(rest) = bytes.get(INLINE_AT..).filter(|rest| !rest.is_empty()) else {
+        return Ok(None);
+    };
+    match rest.split_first_chunk::<8>() {
+        Some((first, block)) if !block.is_empty() => Ok(Some((u64::from_be_bytes(*first), block))),
+        _ => Err(StoreError::corrupt("document frequency: bad length")),
+    }
+}
+
+/// A term's df value as a search reads it: its document frequency and where its postings are.
+pub struct StoredTerm(Option<IVec>);
+
+impl StoredTerm {
+    /// The df value of the term whose keys start with `prefix`.
+    pub fn read(df_tree: &Tree, prefix: &Key) -> Result<Self> {
+        Ok(Self(df_tree.get(prefix)?))
+    }
+
+    /// Its document frequency (0 for a term of no entry).
+    pub fn df(&self) -> Result<u64> {
+        self.0.as_deref().map_or(Ok(0), df_value)
+    }
+
+    /// A cursor on its postings: those its value holds, else those in `blocks`.
+    pub fn cursor(&self, blocks: &Tree, prefix: &Key) -> Result<Cursor> {
+        match self.0.as_deref().map(inline_block).transpose()?.flatten() {
+            Some((first, block)) => Cursor::inline(first, block),
+            None => Cursor::new(blocks, prefix),
+        }
     }
 }
 
@@ -505,7 +642,8 @@ pub fn df_value(bytes: &[u8]) -> Result<u64> {
 /// passes over the blocks in between without reading their postings. A cursor that has sought
 /// is not scanned again.
 pub struct Cursor {
-    iter: sled::Iter,
+    /// The term's blocks after the current one (none for postings held in the df value).
+    iter: Option<sled::Iter>,
     prefix_len: usize,
     block: Block,
     pos: usize,
@@ -517,9 +655,9 @@ pub struct Cursor {
 
 impl Cursor {
     /// A cursor on the blocks of the term whose block keys start with `prefix`.
-    pub fn new(tree: &Tree, prefix: &Key) -> Result<Self> {
+    fn new(tree: &Tree, prefix: &Key) -> Result<Self> {
         let mut cursor = Self {
-            iter: tree.scan_prefix(prefix),
+            iter: Some(tree.scan_prefix(prefix)),
             prefix_len: prefix.as_bytes().len(),
             block: Block::default(),
             pos: 0,
@@ -531,8 +669,26 @@ impl Cursor {
         Ok(cursor)
     }
 
+    /// A cursor on the one block a df value holds, stored under first seq `first`.
+    fn inline(first: u64, block: &[u8]) -> Result<Self> {
+        let mut cursor = Self {
+            iter: None,
+            prefix_len: 0,
+            block: Block::default(),
+            pos: 0,
+            current: None,
+            next: None,
+        };
+        cursor.block.load(first, block)?;
+        cursor.settle();
+        Ok(cursor)
+    }
+
     fn read(&mut self) -> Result<Option<(u64, IVec)>> {
-        match self.iter.next() {
+        let Some(iter) = &mut self.iter else {
+            return Ok(None);
+        };
+        match iter.next() {
             Some(kv) => {
                 let (key, value) = kv?;
                 Ok(Some((block_seq(&key, self.prefix_len)?, value)))

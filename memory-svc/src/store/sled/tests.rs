@@ -14,7 +14,7 @@ use super::{
             self, add, assert_searches_exact, delete, entries, entry, generated_corpus, listed,
             memorize, memory_id, memory_store_suite, query, replace, search, SCOPE,
         },
-        DeleteTarget, Entry,
+        DeleteTarget, Entry, SearchQuery,
     },
     journal,
     migrate::OLD_POSTINGS,
@@ -162,15 +162,23 @@ fn assert_index_consistent(store: &SledMemoryStore) {
         assert!(list.last().is_none_or(|p| p.seq < first), "blocks overlap");
         list.extend(block);
     }
+    let mut df = BTreeMap::<Vec<u8>, u64>::new();
+    for kv in store.df.scan_prefix(&scope) {
+        let (key, value) = kv.unwrap();
+        df.insert(key.to_vec(), postings::df_value(&value).unwrap());
+        if let Some((first, bytes)) = postings::inline_block(&value).unwrap() {
+            let mut block = Vec::new();
+            postings::decode(first, bytes, &mut block).unwrap();
+            assert!(!block.is_empty(), "an empty list is stored");
+            assert!(block.len() as u64 <= postings::INLINE_MAX);
+            let held = stored.insert(key.to_vec(), block);
+            assert!(
+                held.is_none(),
+                "postings both in blocks and in the df value"
+            );
+        }
+    }
     assert_eq!(stored, expected);
-    let df: BTreeMap<Vec<u8>, u64> = store
-        .df
-        .scan_prefix(&scope)
-        .map(|kv| {
-            let (key, value) = kv.unwrap();
-            (key.to_vec(), postings::df_value(&value).unwrap())
-        })
-        .collect();
     let counts = expected.iter().map(|(k, v)| (k.clone(), v.len() as u64));
     assert_eq!(df, counts.collect());
 }
@@ -333,6 +341,146 @@ async fn small_writes_append_blocks_and_merge_them() {
         }
     }
     panic!("no write appended without merging");
+}
+
+/// A term's postings move from its df value into blocks once they outgrow `INLINE_MAX`, and
+/// back once removals bring them within it; searches are exact throughout, and after reopening.
+#[tokio::test]
+async fn a_term_moves_between_its_df_value_and_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
+    let term = scope_key(SCOPE).str("rare77");
+    // (df, postings in the df value, blocks), once merged.
+    let form = |store: &SledMemoryStore| {
+        store
+            .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
+            .unwrap();
+        let value = store.df.get(&term).unwrap().unwrap();
+        let inline = postings::inline_block(&value).unwrap().is_some();
+        let blocks = store.blocks.scan_prefix(&term).count();
+        (postings::df_value(&value).unwrap(), inline, blocks)
+    };
+    let bound = postings::INLINE_MAX;
+    let text = |i: u64| format!("a rare77 the mid{} rare{}", i % 5, i % 3);
+    for i in 0..bound {
+        add(&store, "s", vec![entry(&format!("r{i}"), &text(i))]).await;
+    }
+    assert!(assert_searches_exact(&store).await > 50);
+    assert_eq!(form(&store), (bound, true, 0));
+    assert_index_consistent(&store);
+
+    // Past the bound: into one block, searched before and after the merge.
+    add(&store, "s", vec![entry("past", "rare77 spread")]).await;
+    assert_searches_exact(&store).await;
+    assert_eq!(form(&store), (bound + 1, false, 1));
+    // Rewritten in place and appended to, in blocks.
+    let rewritten = Entry {
+        session_id: "s".into(),
+        ..entry("r3", "rare77 rare77 rewritten")
+    };
+    memorize(&store, vec![rewritten]).await;
+    add(&store, "s", vec![entry("more", "rare77 again")]).await;
+    assert_searches_exact(&store).await;
+    assert_eq!(form(&store), (bound + 2, false, 2));
+    assert_index_consistent(&store);
+
+    // Back within the bound: out of the blocks.
+    delete(&store, memory_id("r5")).await;
+    delete(&store, memory_id("more")).await;
+    assert_searches_exact(&store).await;
+    assert_eq!(form(&store), (bound, true, 0));
+    assert_index_consistent(&store);
+    let every = SearchQuery {
+        limit: 100,
+        ..query("rare77 rewritten")
+    };
+    let hits = store.search(SCOPE, &every).await.unwrap();
+    assert_eq!(hits[0].entry.id, "r3");
+    assert_eq!(hits.len() as u64, bound);
+    store.flush().await.unwrap();
+    drop(store);
+
+    let store = SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
+    assert_index_consistent(&store);
+    assert!(assert_searches_exact(&store).await > 50);
+    // Every posting removed: no df value, no block.
+    let all: Vec<_> = (0..bound)
+        .filter(|&i| i != 5)
+        .map(|i| format!("r{i}"))
+        .collect();
+    for id in all.iter().map(String::as_str).chain(["past"]) {
+        delete(&store, memory_id(id)).await;
+    }
+    store
+        .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
+        .unwrap();
+    assert!(store.df.get(&term).unwrap().is_none());
+    assert_eq!(store.blocks.scan_prefix(&term).count(), 0);
+    assert_index_consistent(&store);
+}
+
+/// A store of format 8, whose terms all keep their postings in blocks, is searched as it is
+/// when opened; a term that changes moves into its df value if its postings are few.
+#[tokio::test]
+async fn reads_the_blocks_of_a_format_8_store() {
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let store =
+        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+    generated_corpus(&store).await;
+    store
+        .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
+        .unwrap();
+    async fn results(store: &SledMemoryStore) -> Vec<Vec<(String, f64)>> {
+        let mut all = Vec::new();
+        for text in ["rare1 rare2 rare3", "the mid5 rare12 rare150", "spread the"] {
+            let hits = store.search(SCOPE, &query(text)).await.unwrap();
+            all.push(hits.into_iter().map(|h| (h.entry.id, h.score)).collect());
+        }
+        all
+    }
+    let before = results(&store).await;
+    // As format 8 wrote it: every term's postings in blocks, its df value without them.
+    for kv in store.df.iter() {
+        let (key, value) = kv.unwrap();
+        if let Some((first, block)) = postings::inline_block(&value).unwrap() {
+            let block_key = [&key[..], &first.to_be_bytes()].concat();
+            store.blocks.insert(block_key, block).unwrap();
+            store.df.insert(&key, &value[..20]).unwrap();
+        }
+    }
+    let inline = |store: &SledMemoryStore| {
+        let values = store.df.iter().values().map(|v| v.unwrap());
+        values
+            .filter(|v| postings::inline_block(v).unwrap().is_some())
+            .count()
+    };
+    assert_eq!(inline(&store), 0);
+    let format = db.open_tree("format").unwrap();
+    format.insert("version", &8u32.to_be_bytes()).unwrap();
+    drop(store);
+
+    let store =
+        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+    let version = format.get("version").unwrap().unwrap();
+    assert_eq!(u32::from_be_bytes(version[..].try_into().unwrap()), 9);
+    assert_eq!(inline(&store), 0);
+    assert_eq!(results(&store).await, before);
+    assert_index_consistent(&store);
+    assert!(assert_searches_exact(&store).await > 400);
+
+    // The terms of an entry rewritten and of a new one change, and those of few postings move.
+    let rewritten = Entry {
+        session_id: "s1".into(),
+        ..entry("e1-1", "rare1 rare2 spread")
+    };
+    memorize(&store, vec![rewritten]).await;
+    add(&store, "s1", vec![entry("new", "rare3 mid5 the")]).await;
+    store
+        .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
+        .unwrap();
+    assert!(inline(&store) >= 3, "{} terms moved", inline(&store));
+    assert_index_consistent(&store);
+    assert!(assert_searches_exact(&store).await > 400);
 }
 
 /// A store written before the `turns` tree gets it when opened, so that events added to a
@@ -685,4 +833,97 @@ async fn gives_the_entries_of_a_format_6_store_their_validity() {
     drop(store);
     let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
     contract::assert_validity_converted(&store).await;
+}
+
+/// Text of `words` words drawn from a vocabulary of 20,000 with Zipf(1) frequencies, as the
+/// benchmarks' corpus (chat turns of 12-40 words).
+fn zipf_text(seed: u64, cdf: &[f64]) -> String {
+    let mut x = seed.wrapping_mul(0x2545_F491_4F6C_DD1D);
+    let mut next = || {
+        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let n = 12 + next() % 29;
+    (0..n)
+        .map(|_| {
+            let u = (next() >> 11) as f64 / (1u64 << 53) as f64;
+            format!("w{}", cdf.partition_point(|&c| c < u))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Keys per tree after loading `entries` entries spread over `users` users in batches of
+/// `batch`, all merged.
+async fn key_counts(entries: u64, users: u64, batch: u64) -> Vec<(&'static str, usize)> {
+    let (_dir, store) = open().await;
+    let mut cdf: Vec<f64> = (1..=20_000).map(|r| 1.0 / f64::from(r)).collect();
+    let mut sum = 0.0;
+    for c in &mut cdf {
+        sum += *c;
+        *c = sum;
+    }
+    cdf.iter_mut().for_each(|c| *c /= sum);
+    let users: Vec<String> = (0..users).map(|u| format!("u{u}")).collect();
+    for (call, first) in (0..entries).step_by(batch as usize).enumerate() {
+        let user = &users[call % users.len()];
+        let scope = Scope {
+            app_name: "app",
+            user_id: user,
+        };
+        let batch = (first..(first + batch).min(entries))
+            .map(|i| entry(&format!("m{i}"), &zipf_text(i, &cdf)))
+            .collect();
+        store
+            .add_events(scope, &format!("s{call}"), batch)
+            .await
+            .unwrap();
+    }
+    for user in &users {
+        let scope = Scope {
+            app_name: "app",
+            user_id: user,
+        };
+        store
+            .merge_journal(&scope_key(scope), journal::Merger::Background)
+            .unwrap();
+    }
+    let trees = [
+        ("entries", &store.entries),
+        ("buckets", &store.buckets),
+        ("turns", &store.turns),
+        ("ids", &store.ids),
+        ("blocks", &store.blocks),
+        ("df", &store.df),
+        ("journal", &store.journal),
+        ("stats", &store.stats),
+        ("metadata", &store.metadata),
+        ("expiries", &store.expiries),
+        ("revisions", &store.revisions),
+    ];
+    trees.map(|(name, tree)| (name, tree.len())).to_vec()
+}
+
+/// Prints the keys per tree of a spread load and of one user's (`cargo test -p memory-svc
+/// --lib key_counts -- --ignored --nocapture`): what the index costs in sled pages.
+#[tokio::test]
+#[ignore = "a measurement: prints figures"]
+async fn measure_key_counts() {
+    for (entries, users, batch) in [(30_000, 100, 100), (30_000, 1, 1_000)] {
+        let counts = key_counts(entries, users, batch).await;
+        let total: usize = counts.iter().map(|(_, n)| n).sum();
+        println!(
+            "{entries} entries over {users} users: {total} keys, {:.2} per entry",
+            total as f64 / entries as f64
+        );
+        for (name, n) in counts {
+            println!(
+                "  {name:<10} {n:>8}  {:.2} per entry",
+                n as f64 / entries as f64
+            );
+        }
+    }
 }
