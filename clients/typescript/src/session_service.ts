@@ -76,12 +76,14 @@ const INT32_MAX = 2 ** 31 - 1;
 // Reloads of a stale session before an append gives up (each one follows another writer's
 // append, so more means the session is contended beyond reason).
 const STALE_RELOADS = 8;
-const APPEND_IDLE_SECONDS = 30;
+// An open stream keeps Node's event loop alive, so a script that never calls close() lingers
+// this long before it exits; the events of one agent turn come closer together than that.
+const APPEND_IDLE_SECONDS = 2;
 
 /** How a session service connects, and how long it keeps a session's append stream. */
 export interface SessionServiceOptions extends ConnectionOptions {
   /**
-   * Seconds a session's append stream stays open after its last append (default 30): appends
+   * Seconds a session's append stream stays open after its last append (default 2): appends
    * within them share it, the next one opens another.
    */
   appendIdleSeconds?: number;
