@@ -444,6 +444,25 @@ impl TermEdit {
             run.append(block);
             self.dirty.insert(first);
         }
+        self.cut(run);
+        Ok(())
+    }
+
+    /// Cuts every posting of a term held whole into full blocks (and a last one), as a merge
+    /// of its appended blocks would: for a term that has just outgrown its df value.
+    fn rechunk(&mut self) {
+        let run: Vec<Posting> = std::mem::take(&mut self.blocks)
+            .into_values()
+            .flatten()
+            .collect();
+        // Nothing of the term is stored in blocks: only the new ones are written.
+        self.dirty.clear();
+        self.cut(run);
+    }
+
+    /// Puts `run` into blocks of [`BLOCK_LEN`] postings (the last one maybe shorter), each to
+    /// be written.
+    fn cut(&mut self, mut run: Vec<Posting>) {
         // Sorted already, unless the plan is one to be made again (see `insert`).
         run.sort_by_key(|p| p.seq);
         let mut last_len = 0;
@@ -453,27 +472,6 @@ impl TermEdit {
             last_len = chunk.len();
         }
         // A last block still short of full is appended to by the next merge.
-        self.value.appended = u32::from(last_len < BLOCK_LEN);
-        Ok(())
-    }
-
-    /// Cuts every posting of a term held whole into full blocks (and a last one), as a merge
-    /// of its appended blocks would: for a term that has just outgrown its df value.
-    fn rechunk(&mut self) {
-        let mut run: Vec<Posting> = std::mem::take(&mut self.blocks)
-            .into_values()
-            .flatten()
-            .collect();
-        // Sorted already, unless the plan is one to be made again (see `insert`).
-        run.sort_by_key(|p| p.seq);
-        // Nothing of the term is stored in blocks: only the new ones are written.
-        self.dirty.clear();
-        let mut last_len = 0;
-        for chunk in run.chunks(BLOCK_LEN) {
-            self.blocks.insert(chunk[0].seq, chunk.to_vec());
-            self.dirty.insert(chunk[0].seq);
-            last_len = chunk.len();
-        }
         self.value.appended = u32::from(last_len < BLOCK_LEN);
     }
 
