@@ -13,13 +13,13 @@
  */
 import { createEvent, type Event } from "@google/adk";
 import type { Content as GenaiContent } from "@google/genai";
-import type {
-  Content,
-  EventActions,
+import {
+  type Content,
+  type EventActions,
   Event as EventMessage,
-  FunctionCall,
-  FunctionResponse,
-  Part,
+  type FunctionCall,
+  type FunctionResponse,
+  type Part,
 } from "./gen/adk/session/v1/session.js";
 import { dumps, dumpsObject, isObject, loadsObject, merge, setOwn, toCamel, toSnake, type JsonObject } from "./json.js";
 import { toMillis, toTimestamp } from "./timestamps.js";
@@ -66,21 +66,11 @@ function extraText(rest: JsonObject, field: string): string {
 /** The `adk.session.v1.Event` for an ADK event (`sequence` left 0 for the server). */
 export function eventToProto(event: Event): EventMessage {
   const data = toSnake(event as unknown as JsonObject);
-  const message: EventMessage = {
+  const message = EventMessage.create({
     id: take(data, "id", isString) ?? "",
     invocationId: take(data, "invocation_id", isString) ?? "",
     author: take(data, "author", isString) ?? "",
-    content: undefined,
-    actions: undefined,
-    timestamp: undefined,
-    longRunningToolIds: [],
-    customMetadata: "",
-    usageMetadata: "",
-    groundingMetadata: "",
-    citationMetadata: "",
-    sequence: 0,
-    extra: "",
-  };
+  });
   for (const [name, field] of EVENT_OPTIONAL_STRINGS) {
     message[field] = take(data, name, isString);
   }
@@ -429,19 +419,8 @@ export function memoryEventsToProto(events: readonly Event[]): EventMessage[] {
 
 /** One event as memory-svc reads it: id, author, content (if any) and time. */
 export function memoryEventToProto(event: Event): EventMessage {
-  return {
-    id: event.id,
-    invocationId: "",
-    author: event.author ?? "",
-    content: event.content === undefined ? undefined : contentToProto(event.content),
-    actions: undefined,
-    timestamp: toTimestamp(event.timestamp),
-    longRunningToolIds: [],
-    customMetadata: "",
-    usageMetadata: "",
-    groundingMetadata: "",
-    citationMetadata: "",
-    sequence: 0,
-    extra: "",
-  };
+  const message = EventMessage.create({ id: event.id, author: event.author ?? "" });
+  message.content = event.content === undefined ? undefined : contentToProto(event.content);
+  message.timestamp = toTimestamp(event.timestamp);
+  return message;
 }
