@@ -70,18 +70,16 @@ pub(super) const CHANGE_BYTES: usize = 48;
 pub(super) const MERGE_EXPANSION: usize = 4;
 
 impl Default for Thresholds {
-    /// A scope's records are merged about every 400 sessions of 20 turns: merging the records
-    /// of many writes at once writes a term they share once, not once per write, and a merge
-    /// costs about a df value per distinct term, whose number grows far slower than the
-    /// records' (the bench's sessions hold 13,000 distinct words in 200 sessions, 18,000 in
-    /// 500), so merging half as often costs half as much per write (BENCHMARKS.md,
-    /// "Ingestion"). A change waiting takes [`CHANGE_BYTES`]: 25 MB at `merge_after`.
+    /// A scope's records are merged about every 200 sessions of 20 turns: merging the records
+    /// of many writes at once writes a term they share once, not once per write (measured in
+    /// BENCHMARKS.md, "Ingestion: searches read what waits for a merge"). A change waiting
+    /// takes [`CHANGE_BYTES`].
     fn default() -> Self {
         Self {
-            merge_after: 1 << 19,
+            merge_after: 1 << 18,
             backlog: 1 << 20,
             held_at_most: 1 << 20,
-            merge_bytes: MERGE_BYTES,
+            merge_bytes: usize::MAX,
         }
     }
 }
@@ -100,23 +98,14 @@ impl Thresholds {
             merge_after: all.merge_after.min(held_at_most / 2).max(1),
             backlog: all.backlog.min(held_at_most * 2),
             held_at_most,
-            merge_bytes: all.merge_bytes.min(bytes(merging) / MERGE_EXPANSION),
+            merge_bytes: bytes(merging) / MERGE_EXPANSION,
         }
     }
 }
 
-/// Records merged at once at most, so a long journal of small writes is merged in bounded
-/// steps (records of sessions are bounded by [`MERGE_BYTES`] first). A round rewrites every
-/// term its records touch, so a round takes all the records a merge finds rather than a fixed
-/// number of them: a second round over the few written meanwhile rewrites thousands of terms
-/// again.
-const RECORDS_PER_MERGE: usize = 4096;
-
-/// Bytes of journal records (as stored) one round of a merge reads at most by default: more
-/// than the records a merge finds at [`Thresholds::merge_after`] (some 11 MB of 20-turn
-/// sessions), and a bound on what a round holds (see [`MERGE_EXPANSION`]) when a backlog or a
-/// restart finds more.
-const MERGE_BYTES: usize = 16 << 20;
+/// Records merged at once at most, so a long journal (a restart after a burst) is merged in
+/// bounded steps.
+const RECORDS_PER_MERGE: usize = 256;
 
 /// Terms whose blocks one transaction of a merge rewrites: a scope's writes wait for the
 /// transaction that commits (and sled's other writers for part of it), so a merge of many
