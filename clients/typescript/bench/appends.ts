@@ -9,16 +9,14 @@
  */
 import { createEvent, createEventActions, type Event } from "@google/adk";
 import { credentials } from "@grpc/grpc-js";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { SessionServiceClient } from "../src/gen/adk/session/v1/session.js";
 import { eventToProto, GrpcSessionService } from "../src/index.js";
+import { startServer } from "./servers.js";
 
-const BIN_DIR =
-  process.env["ADK_SERVICES_BIN_DIR"] ?? resolve(import.meta.dirname, "..", "..", "..", "..", "..", "target", "debug");
 const WARM_UP = 200;
 const TURNS = 1000;
 const CPU_CALLS = 500;
@@ -51,22 +49,8 @@ async function cpuPerCall(count: number, run: (i: number) => Promise<unknown>): 
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "adk-appends-"));
-  const server = spawn(join(BIN_DIR, "session-svc"), ["--listen", "127.0.0.1:0", "--data-dir", join(dir, "data")], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const { process: server, address } = await startServer("session-svc", join(dir, "data"));
   try {
-    const address = await new Promise<string>((done, fail) => {
-      server.stdout.once("data", (chunk: Buffer) => {
-        const line = chunk.toString().trim();
-        const prefix = "session-svc listening on ";
-        if (line.startsWith(prefix)) done(line.slice(prefix.length));
-        else fail(new Error(`unexpected first line: ${line}`));
-      });
-      server.once("exit", (code) => {
-        fail(new Error(`session-svc exited with ${code}`));
-      });
-    });
-    server.stdout.resume();
     const client = new GrpcSessionService({ uri: `grpc://${address}` });
     const stub = new SessionServiceClient(address, credentials.createInsecure());
     const app = "appends";

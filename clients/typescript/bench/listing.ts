@@ -10,10 +10,9 @@
  *   ADK_SERVICES_BIN_DIR=DIR npm run listing        (in this folder, after npm ci)
  */
 import { credentials, makeGenericClientConstructor, type ServiceError } from "@grpc/grpc-js";
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import {
   ListSessionsRequest,
@@ -23,9 +22,8 @@ import {
 } from "../src/gen/adk/session/v1/session.js";
 import { channelOptions } from "../src/connection.js";
 import { GrpcSessionService } from "../src/index.js";
+import { startServer } from "./servers.js";
 
-const BIN_DIR =
-  process.env["ADK_SERVICES_BIN_DIR"] ?? resolve(import.meta.dirname, "..", "..", "..", "..", "..", "target", "debug");
 const SESSIONS = 1000;
 const WARM_UP = 50;
 const TURNS = 200;
@@ -57,22 +55,8 @@ function processCpuMs(pid: number): number {
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "adk-listing-"));
-  const server = spawn(join(BIN_DIR, "session-svc"), ["--listen", "127.0.0.1:0", "--data-dir", join(dir, "data")], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const { process: server, address } = await startServer("session-svc", join(dir, "data"));
   try {
-    const address = await new Promise<string>((done, fail) => {
-      server.stdout.once("data", (chunk: Buffer) => {
-        const line = chunk.toString().trim();
-        const prefix = "session-svc listening on ";
-        if (line.startsWith(prefix)) done(line.slice(prefix.length));
-        else fail(new Error(`unexpected first line: ${line}`));
-      });
-      server.once("exit", (code) => {
-        fail(new Error(`session-svc exited with ${code}`));
-      });
-    });
-    server.stdout.resume();
     const client = new GrpcSessionService({ uri: `grpc://${address}` });
     for (let i = 0; i < SESSIONS; i++) await client.createSession({ appName: APP, userId: USER, state: { i } });
 

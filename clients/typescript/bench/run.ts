@@ -25,15 +25,14 @@ import {
 } from "@google/adk";
 import { DatabaseSessionService } from "@google/adk/sessions/database";
 import { BetterSqliteDriver } from "@mikro-orm/better-sqlite";
-import { fork, spawn, type ChildProcess } from "node:child_process";
+import { fork, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { GrpcMemoryService, GrpcSessionService } from "../src/index.js";
+import { startServer } from "./servers.js";
 
-const BIN_DIR =
-  process.env["ADK_SERVICES_BIN_DIR"] ?? resolve(import.meta.dirname, "..", "..", "..", "..", "..", "target", "debug");
 const APPENDS = 600;
 const WRITERS = 8;
 const SESSION_EVENTS = 1000;
@@ -203,22 +202,6 @@ function forkContender(
   return { run, child };
 }
 
-function startServer(name: string, dir: string): Promise<[ChildProcess, string]> {
-  const child = spawn(join(BIN_DIR, name), ["--listen", "127.0.0.1:0", "--data-dir", join(dir, name)], {
-    stdio: ["ignore", "pipe", "ignore"],
-  });
-  return new Promise((done, fail) => {
-    let line = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      line += chunk.toString();
-      if (line.includes("\n")) done([child, `grpc://${line.split("\n")[0]?.split(" listening on ")[1] ?? ""}`]);
-    });
-    child.once("exit", (code) => {
-      fail(new Error(`${name} exited with ${code}`));
-    });
-  });
-}
-
 /** Medians of `times` runs of `step` in each contender, taken in turn. */
 async function inTurn(
   contenders: { run: (step: Step) => Promise<number> }[],
@@ -234,9 +217,13 @@ async function inTurn(
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "adk-ts-bench-"));
-  const [sessionSvc, sessionUri] = await startServer("session-svc", dir);
-  const [memorySvc, memoryUri] = await startServer("memory-svc", dir);
-  const env = { BENCH_SESSION_URI: sessionUri, BENCH_MEMORY_URI: memoryUri, BENCH_DIR: dir };
+  const { process: sessionSvc, address: sessionAddress } = await startServer("session-svc", join(dir, "session-svc"));
+  const { process: memorySvc, address: memoryAddress } = await startServer("memory-svc", join(dir, "memory-svc"));
+  const env = {
+    BENCH_SESSION_URI: `grpc://${sessionAddress}`,
+    BENCH_MEMORY_URI: `grpc://${memoryAddress}`,
+    BENCH_DIR: dir,
+  };
   const grpc = forkContender("grpc", env);
   const database = forkContender("database", env);
   const both = [grpc, database];
