@@ -25,7 +25,7 @@ use sled::Tree;
 use super::{
     super::{maxscore::Cursor, Result, Scope, StoreError},
     journal::{JournalRecord, PostingOp},
-    postings::{merged_generation, Posting},
+    postings::{self, merged_generation, Posting},
     records::{decode, scope_key},
 };
 
@@ -341,7 +341,9 @@ impl<C: Cursor> Cursor for Overlaid<C> {
     }
 
     fn seek(&mut self, seq: u64) -> Result<Option<Posting>> {
-        self.at += self.seqs[self.at..].partition_point(|&(s, _, _)| s < seq);
+        // Found as in a block: the sought seq is usually a few changes further on.
+        let seqs = &self.seqs;
+        self.at = postings::search(self.at, seqs.len(), seq, |i| seqs[i].0);
         match self.seqs.get(self.at) {
             Some(&(s, posting, _)) if s == seq => Ok(posting),
             _ => self.blocks.seek(seq),
@@ -410,6 +412,46 @@ mod tests {
         let sought: Vec<_> = (0..=10).map(|s| cursor.seek(s).unwrap()).collect();
         let by_seq = |s| expected.iter().find(|p| p.seq == s).copied();
         assert_eq!(sought, (0..=10).map(by_seq).collect::<Vec<_>>());
+    }
+
+    /// Seeks a few changes ahead and far ahead find what a scan finds, in a term with many
+    /// changes: the even seqs appended, every tenth removed again, over blocks of the odd ones.
+    #[test]
+    fn seeks_near_and_far_find_what_a_scan_finds() {
+        let scope = Key::new().str("app").str("user");
+        let pending = Pending::default();
+        pending.add(
+            &scope,
+            1,
+            (0..400).step_by(2).map(|s| op(s, Some(1), true)).collect(),
+        );
+        pending.add(
+            &scope,
+            2,
+            (0..400).step_by(20).map(|s| op(s, None, false)).collect(),
+        );
+        let blocks: Vec<_> = (1..400).step_by(2).map(|s| p(s, 2)).collect();
+        let expected = scanned(
+            pending
+                .overlay(&scope, "t")
+                .over(Listed(blocks.clone(), 0))
+                .unwrap(),
+        );
+        assert_eq!(expected.len(), 200 + 200 - 20);
+        for stride in [1, 3, 9, 50] {
+            let mut cursor = pending
+                .overlay(&scope, "t")
+                .over(Listed(blocks.clone(), 0))
+                .unwrap();
+            for seq in (0..420).step_by(stride) {
+                let found = cursor.seek(seq).unwrap();
+                assert_eq!(
+                    found,
+                    expected.iter().find(|p| p.seq == seq).copied(),
+                    "seq {seq}"
+                );
+            }
+        }
     }
 
     #[test]

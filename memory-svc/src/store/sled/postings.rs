@@ -211,7 +211,7 @@ impl Block {
 /// `target`. Lookups go forward by small steps (a candidate is usually a few postings further
 /// on), so the next few are tried before a binary search.
 #[inline]
-fn search(from: usize, len: usize, target: u64, value: impl Fn(usize) -> u64) -> usize {
+pub(super) fn search(from: usize, len: usize, target: u64, value: impl Fn(usize) -> u64) -> usize {
     let near = len.min(from + 8);
     let mut lo = from;
     while lo < near {
