@@ -1,5 +1,9 @@
 //! The PostgreSQL database the suites run against, when `ADK_TEST_POSTGRES` names one: a
 //! fresh schema per server, or one loaded from a dump.
+//!
+//! A server's schema outlives it (a test restarts servers on the same data), so nothing drops it
+//! when the server stops. Instead the first schema a test process makes is preceded by a sweep of
+//! those made more than an hour before: each run of the suites clears what earlier runs left.
 
 use std::path::Path;
 
@@ -13,7 +17,8 @@ pub fn postgres_url() -> Option<String> {
         .filter(|url| !url.is_empty())
 }
 
-/// A schema name no other server of any test run uses.
+/// A schema name no other server of any test run uses, ending in the microseconds since the
+/// epoch it was made at (see [`sweep_schemas`]).
 fn unique_schema_name() -> String {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     format!(
@@ -25,6 +30,44 @@ fn unique_schema_name() -> String {
             .map(|d| d.as_micros())
             .unwrap_or_default()
     )
+}
+
+/// How old a schema of [`unique_schema_name`]'s form is when [`sweep_schemas`] drops it:
+/// older than any test process lives, so no server of a run still going loses its data.
+const LEFT_BEHIND: std::time::Duration = std::time::Duration::from_secs(60 * 60);
+
+/// Drops the schemas of [`unique_schema_name`]'s form made more than [`LEFT_BEHIND`] ago.
+pub async fn sweep_schemas(url: &str) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let before = now.saturating_sub(LEFT_BEHIND).as_micros();
+    let listed = "SELECT nspname FROM pg_namespace WHERE nspname ~ '^t[0-9]+_[0-9]+_[0-9]+$'";
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connects to the test database");
+    let driver = tokio::spawn(connection);
+    let rows = client.query(listed, &[]).await.expect("lists the schemas");
+    for row in rows {
+        let schema: String = row.get(0);
+        let made = schema
+            .rsplit('_')
+            .next()
+            .and_then(|m| m.parse::<u128>().ok());
+        if made.is_some_and(|made| made < before) {
+            // Another process sweeping at the same time may drop it first.
+            let sql = format!("DROP SCHEMA IF EXISTS {schema} CASCADE");
+            let _ = client.batch_execute(&sql).await;
+        }
+    }
+    drop(client);
+    let _ = driver.await;
+}
+
+/// [`sweep_schemas`], once per process.
+async fn sweep(url: &str) {
+    static SWEPT: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    SWEPT.get_or_init(|| sweep_schemas(url)).await;
 }
 
 /// Runs `sql` (statements separated by semicolons) on the database at `url`.
@@ -46,6 +89,7 @@ fn with_schema(url: &str, schema: &str) -> String {
 
 /// A fresh, empty schema in the database at `url`; the returned connection string uses it.
 pub async fn fresh_schema(url: &str) -> String {
+    sweep(url).await;
     let schema = unique_schema_name();
     execute(url, &format!("CREATE SCHEMA {schema}")).await;
     with_schema(url, &schema)
@@ -54,6 +98,7 @@ pub async fn fresh_schema(url: &str) -> String {
 /// Loads `dump`, a plain SQL dump (`pg_dump --inserts`) of the schema `dumped`, as a fresh
 /// schema of the database at `url`; the returned connection string uses it.
 pub async fn restore_schema(url: &str, dump: &str, dumped: &str) -> String {
+    sweep(url).await;
     let schema = unique_schema_name();
     // Lines starting with a backslash are psql's own commands (`\restrict`), not SQL.
     let sql: String = dump

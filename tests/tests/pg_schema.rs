@@ -1,11 +1,12 @@
 //! Replicas and schema versions on PostgreSQL: replicas of both services starting at the same
 //! instant on an empty schema migrate it exactly once, and a replica of an older release
-//! refuses a schema a newer one migrated, naming both versions.
+//! refuses a schema a newer one migrated, naming both versions. And the suites' own schemas:
+//! those earlier runs left are swept, those of a run still going kept.
 //!
 //! Needs PostgreSQL (`ADK_TEST_POSTGRES`): ignored unless asked for (`adk_tests::prerequisite`).
 
 use adk_common::postgres::StoreLocation;
-use adk_tests::{fresh_schema, MemoryServer, SessionServer};
+use adk_tests::{fresh_schema, sweep_schemas, MemoryServer, SessionServer};
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -136,5 +137,65 @@ async fn a_replica_refuses_a_schema_migrated_by_a_newer_release() {
         assert!(versions(&schema)
             .await
             .contains(&(component.clone(), known + 1)));
+    }
+}
+
+/// Runs `sql` on the database at `url`.
+async fn run(url: &str, sql: &str) {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    client.batch_execute(sql).await.unwrap();
+    drop(client);
+    let _ = driver.await;
+}
+
+/// Whether the database at `url` has a schema named `name`.
+async fn has_schema(url: &str, name: &str) -> bool {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    let found = client
+        .query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&name])
+        .await
+        .unwrap()
+        .is_some();
+    drop(client);
+    let _ = driver.await;
+    found
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL (ADK_TEST_POSTGRES)"]
+async fn the_schemas_of_earlier_runs_are_swept_and_a_running_ones_kept() {
+    let url = adk_tests::prerequisite::postgres();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros();
+    // Named as the suites name theirs: a process id, a counter, the microseconds made at.
+    let day_old = format!("t1_0_{}", now - 24 * 3600 * 1_000_000);
+    let minute_old = format!("t1_1_{}", now - 60 * 1_000_000);
+    for schema in [&day_old, &minute_old] {
+        run(
+            &url,
+            &format!("CREATE SCHEMA {schema}; CREATE TABLE {schema}.t (x int)"),
+        )
+        .await;
+    }
+
+    sweep_schemas(&url).await;
+    assert!(!has_schema(&url, &day_old).await, "{day_old} was swept");
+    assert!(has_schema(&url, &minute_old).await, "{minute_old} was kept");
+
+    // Made by a fresh_schema of this run: kept too.
+    let fresh = fresh_schema(&url).await;
+    let name = fresh.rsplit("%3D").next().unwrap().to_owned();
+    sweep_schemas(&url).await;
+    assert!(has_schema(&url, &name).await, "{name} was kept");
+    for schema in [minute_old, name] {
+        run(&url, &format!("DROP SCHEMA {schema} CASCADE")).await;
     }
 }

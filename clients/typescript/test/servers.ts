@@ -105,13 +105,50 @@ export function startPostgresSessionServer(): Promise<Server | undefined> {
   return startPostgresServer("session-svc");
 }
 
+/** How old a test schema is when a later run drops it: older than any test run lasts. */
+const LEFT_BEHIND_MS = 60 * 60 * 1000;
+let swept = false;
+
+/**
+ * Drops the schemas (`ts_<ms made at>_<random>`) earlier runs left in the database at `url`: a
+ * server's schema outlives it, as its data directory does, so the first PostgreSQL server of each
+ * test process sweeps what runs before it left.
+ */
+export function sweepSchemas(url: string): void {
+  const listed = execFileSync(
+    "psql",
+    [
+      url,
+      "-v",
+      "ON_ERROR_STOP=1",
+      "-qAt",
+      "-c",
+      "SELECT nspname FROM pg_namespace WHERE nspname ~ '^ts_[0-9]+_[0-9a-f]+$'",
+    ],
+    { encoding: "utf8" },
+  );
+  const before = Date.now() - LEFT_BEHIND_MS;
+  const old = listed.split("\n").filter((schema) => Number(schema.split("_")[1]) < before);
+  for (const schema of old) {
+    try {
+      execFileSync("psql", [url, "-v", "ON_ERROR_STOP=1", "-q", "-c", `DROP SCHEMA IF EXISTS ${schema} CASCADE`]);
+    } catch {
+      // Another process sweeping at the same time dropped it first.
+    }
+  }
+}
+
 /** `name` (session-svc or memory-svc) on PostgreSQL in a fresh schema of $ADK_TEST_POSTGRES, or undefined when unset. */
 export async function startPostgresServer(name: string): Promise<Server | undefined> {
   const url = process.env["ADK_TEST_POSTGRES"];
   if (!url) {
     return undefined;
   }
-  const schema = `ts_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+  if (!swept) {
+    sweepSchemas(url);
+    swept = true;
+  }
+  const schema = `ts_${Date.now()}_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
   execFileSync("psql", [url, "-v", "ON_ERROR_STOP=1", "-q", "-c", `CREATE SCHEMA ${schema}`]);
   const separator = url.includes("?") ? "&" : "?";
   return Server.start(name, ["--store", `${url}${separator}options=-csearch_path%3D${schema}`]);
