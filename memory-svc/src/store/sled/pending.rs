@@ -23,7 +23,10 @@ use metrics::gauge;
 use sled::Tree;
 
 use super::{
-    super::{maxscore::Cursor, Result, Scope, StoreError},
+    super::{
+        maxscore::{Ceiling, Cursor},
+        Result, Scope, StoreError,
+    },
     journal::{JournalRecord, PostingOp},
     postings::{self, merged_generation, Posting},
     records::{decode, scope_key},
@@ -279,7 +282,14 @@ impl Overlay {
 
     /// The term's postings: those of `blocks` with the changes laid over them.
     pub fn over<C: Cursor>(self, blocks: C) -> Result<Overlaid<C>> {
+        // A term whose postings all wait here (every term of a memory smaller than a merge)
+        // has its ceiling known for a pass over them; one with blocks would need theirs read.
+        let ceiling = match blocks.current() {
+            None => Ceiling::of(self.seqs.iter().filter_map(|&(_, posting, _)| posting)),
+            Some(_) => None,
+        };
         let mut cursor = Overlaid {
+            ceiling,
             blocks,
             seqs: self.seqs,
             at: 0,
@@ -293,6 +303,8 @@ impl Overlay {
 
 /// A cursor over a term's blocks with its pending changes laid over them.
 pub(super) struct Overlaid<C> {
+    /// The postings' ceiling, when they all wait here.
+    ceiling: Option<Ceiling>,
     blocks: C,
     seqs: Vec<(u64, Option<Posting>, bool)>,
     /// The first of `seqs` not yet passed.
@@ -348,6 +360,10 @@ impl<C: Cursor> Cursor for Overlaid<C> {
             Some(&(s, posting, _)) if s == seq => Ok(posting),
             _ => self.blocks.seek(seq),
         }
+    }
+
+    fn ceiling(&self) -> Option<Ceiling> {
+        self.ceiling
     }
 }
 
@@ -452,6 +468,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A term whose postings all wait here knows their ceiling, removed ones left out; one with
+    /// blocks does not claim one.
+    #[test]
+    fn a_term_without_blocks_knows_its_ceiling() {
+        let scope = Key::new().str("app").str("user");
+        let pending = Pending::default();
+        let at = |seq, tf, len| PostingOp {
+            len,
+            ..op(seq, Some(tf), true)
+        };
+        pending.add(
+            &scope,
+            1,
+            vec![at(1, 2, 30), at(2, 1, 12), at(3, 9, 4), at(4, 3, 20)],
+        );
+        pending.add(&scope, 2, vec![op(3, None, false)]);
+        let cursor = pending
+            .overlay(&scope, "t")
+            .over(Listed(vec![], 0))
+            .unwrap();
+        assert_eq!(cursor.ceiling(), Some(Ceiling { tf: 3, len: 12 }));
+        let cursor = (pending.overlay(&scope, "t"))
+            .over(Listed(vec![p(5, 1)], 0))
+            .unwrap();
+        assert_eq!(cursor.ceiling(), None);
     }
 
     #[test]
