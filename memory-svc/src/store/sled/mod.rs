@@ -39,7 +39,8 @@
 //!
 //! # Search
 //! BM25 over the scope's statistics, with MaxScore dynamic pruning: every posting of a term
-//! scores at most `idf × (k1 + 1)`. The query's terms are ordered by that bound; once the
+//! scores at most `idf × (k1 + 1)`, or its ceiling's score when all its postings still wait for
+//! a merge (see `store/maxscore.rs`). The query's terms are ordered by that bound; once the
 //! current `limit`-th best score is above the summed bounds of the lowest terms, an entry
 //! holding only those terms cannot make it into the results, so only the postings of the other
 //! ("essential") terms are scanned, in seq order, and the lowest terms' postings are looked up
