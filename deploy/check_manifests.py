@@ -13,10 +13,10 @@ Used by deploy/validate. Checks:
     the container ports; terminationGracePeriodSeconds exceeds the configured shutdown grace;
   - the hardening every pod must keep (non-root, read-only root, no privilege escalation, all
     capabilities dropped, RuntimeDefault seccomp, requests and limits);
-  - sled StatefulSets set their cache (*_SVC_CACHE_BYTES) to at most a quarter of the
-    container's memory limit (sled holds much more than its accounted cache; see
-    deploy/README.md, "Memory"), or memory-svc its memory budget (MEMORY_SVC_MEMORY_BUDGET,
-    which sizes the cache) to at most half of it (a quarter is the default); memory-svc
+  - session-svc's StatefulSet sets its sled cache (*_SVC_CACHE_BYTES) to at most a quarter of
+    the container's memory limit (sled holds much more than its accounted cache; see
+    deploy/README.md, "Memory"), and memory-svc its memory budget (MEMORY_SVC_MEMORY_BUDGET,
+    which sizes its redb cache) to at most half of it (a quarter is the default); memory-svc
     Deployments set their budget too;
   - with --bin-dir DIR: every flag in `args` and every SESSION_SVC_*/MEMORY_SVC_* key of the
     ConfigMaps is known to the binary's --help (a misspelt environment variable is silently
@@ -169,7 +169,7 @@ def main():
             if w["kind"] == "StatefulSet" and budget is None:
                 cache = next((v for k, v in env.items() if re.match(r"^(SESSION|MEMORY)_SVC_CACHE_BYTES$", k)), None)
                 if cache is None or not str(cache).isdigit():
-                    finding(w, f"{where}: set *_SVC_CACHE_BYTES (sled's cache) explicitly, below the memory limit")
+                    finding(w, f"{where}: set *_SVC_CACHE_BYTES (the database's cache) explicitly, below the memory limit")
                 elif limit is not None and int(cache) * 4 > limit:
                     finding(w, f"{where}: cache {cache} bytes is more than a quarter of the memory limit {limit}")
             if opts.bin_dir:

@@ -35,8 +35,9 @@ pub struct Cli {
     /// when writes are acknowledged.
     #[arg(long, global = true, default_value = "periodic")]
     pub seed_sync: String,
-    /// Run the servers on this PostgreSQL database (`postgres://...`) instead of sled: each
-    /// server gets a fresh schema in it, dropped at the end of the run. Use a throwaway database.
+    /// Run the servers on this PostgreSQL database (`postgres://...`) instead of their embedded
+    /// databases: each server gets a fresh schema in it, dropped at the end of the run. Use a
+    /// throwaway database.
     #[arg(long, global = true)]
     pub postgres: Option<String>,
     /// Append every result row as one JSON line to this file.

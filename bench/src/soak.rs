@@ -68,7 +68,7 @@ pub struct Soak {
     pub watch_secs: u64,
     /// Sessions the appends and reads spread over (10 users).
     pub sessions: usize,
-    /// `--cache-bytes` of both servers (on sled); none: the servers' own default.
+    /// `--cache-bytes` of both servers (embedded); none: the servers' own default.
     pub cache_bytes: Option<u64>,
     /// Delete as much as is added (see the module docs); none: the stores grow.
     pub steady: Option<Steady>,
@@ -485,7 +485,7 @@ pub async fn soak(ctx: &Ctx, soak: Soak) -> Result<()> {
         );
     }
     println!(
-        "# per server: RSS MB / open fds / store MB on disk (sled; nothing on PostgreSQL); per \
+        "# per server: RSS MB / open fds / store MB on disk (embedded; nothing on PostgreSQL); per \
          kind of call: calls in the interval and their p99"
     );
     println!(

@@ -1,15 +1,21 @@
 //! Building blocks shared by `session-svc` and `memory-svc`, in folders by what needs them:
-//! serving code, sled-only code, PostgreSQL-only code, and beside them the pieces every kind of
-//! store and server uses.
+//! serving code, code of each kind of store, and beside them the pieces every kind of store and
+//! server uses.
 //!
 //! # Layout
 //! - [`serve`]: serving a service beside health, reflection and metrics; the flags every server
 //!   has, bearer tokens, per-request access checks, load shedding, the hooks a server takes from
 //!   its store, the AdminService, stopping on a signal.
-//! - [`sled`]: the embedded database: its page cache, group commit, composite keys, online
-//!   backups (snapshot format, snapshot/restore commands), format versions, its errors.
+//! - [`sled`]: session-svc's embedded database: its page cache, format versions, its errors,
+//!   waiting for its lock at shutdown.
+//! - [`kv`]: memory-svc's embedded database: named trees of byte keys in one redb file.
 //! - [`postgres`]: `--store`, the connection pool (TLS: `sslmode`, `sslrootcert`), schema
 //!   migrations, the database health check, LISTEN, its errors.
+//! - [`durability`]: group commit, and the sync modes of the embedded stores.
+//! - [`snapshot`]: online backups of the embedded stores (the file format, the snapshot and
+//!   restore commands).
+//! - [`keys`]: composite keys that sort as their components.
+//! - [`file_lock`]: waiting for an embedded database's file lock at shutdown.
 //! - [`stopping`]: the signal that tells long-running work the server is stopping.
 //! - [`metrics`]: Prometheus metrics of every RPC and the `/metrics` endpoint.
 //! - [`storage`]: storage failures by kind, mapped to gRPC status codes in one place.
@@ -17,14 +23,20 @@
 //! - [`page`]: opaque page tokens and cursors that cannot leave the scope they were issued for.
 //! - [`validate`]: checks of identifiers, JSON text fields and page sizes.
 //!
-//! `serve` uses `sled` and the rest; `sled` and `postgres` use only the storage-neutral modules;
-//! of those, only `metrics` uses another (`stopping`).
+//! `serve` uses the stores' modules and the rest; `sled`, `kv` and `postgres` use only the
+//! storage-neutral modules; of those, `metrics` uses `stopping`, `durability` uses `metrics`,
+//! `snapshot` and `versions` use `storage`.
 
+pub mod durability;
+pub mod file_lock;
+pub mod keys;
+pub mod kv;
 pub mod metrics;
 pub mod page;
 pub mod postgres;
 pub mod serve;
 pub mod sled;
+pub mod snapshot;
 pub mod stopping;
 pub mod storage;
 pub mod validate;
@@ -43,10 +55,11 @@ macro_rules! storage_failures {
         $crate::storage_failures!(
             @each $error, $variant;
             ::sled::Error,
+            $crate::kv::Error,
             $crate::postgres::PgError,
             ::tokio_postgres::Error,
             ::deadpool_postgres::PoolError,
-            $crate::sled::durability::FlushError
+            $crate::durability::FlushError
         );
     };
     (@each $error:ty, $variant:path; $($failure:ty),*) => {$(

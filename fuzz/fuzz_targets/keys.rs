@@ -2,7 +2,7 @@
 //! a prefix of the components is a byte prefix of the key (so prefix scans are exact).
 #![no_main]
 
-use adk_common::sled::keys::{Key, KeyReader};
+use adk_common::keys::{Key, KeyReader};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: (Vec<String>, u64)| {

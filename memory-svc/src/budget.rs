@@ -1,12 +1,12 @@
 //! The memory budget (`--memory-budget`): the bytes memory-svc's sizeable in-memory structures
 //! may hold together, and each one's share of them.
 //!
-//! A pod whose process passes its memory limit is killed. Bounding sled's page cache alone is not
-//! enough: the postings waiting for a merge, a merge under way and the writes being committed
-//! grow with the data and the load. Each of them draws from its share here: the cache is sized
-//! from it, merges start earlier and take fewer records, and writes wait for room instead of
-//! growing. What the budget leaves of the limit is for what it cannot count: the allocator's
-//! overhead, sled's page table and log buffers, requests being decoded, the program itself.
+//! A pod whose process passes its memory limit is killed. Bounding the database's page cache
+//! alone is not enough: the postings waiting for a merge, a merge under way and the writes being
+//! committed grow with the data and the load. Each of them draws from its share here: the cache
+//! is sized from it, merges start earlier and take fewer records, and writes wait for room
+//! instead of growing. What the budget leaves of the limit is for what it cannot count: the
+//! allocator's overhead, requests being decoded, the program itself.
 
 use std::sync::Arc;
 
@@ -48,8 +48,8 @@ pub struct MemoryBudget {
 /// The structures that draw from the budget, and their shares of it (in eighths).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
-    /// sled's page cache (unless `--cache-bytes` sets it).
-    SledCache,
+    /// The database's page cache (unless `--cache-bytes` sets it).
+    StoreCache,
     /// Journalled postings held in memory until a merge moves them into the blocks.
     PendingPostings,
     /// The records and blocks of a merge under way.
@@ -62,7 +62,7 @@ pub enum Part {
 
 impl Part {
     pub const ALL: [Part; 5] = [
-        Part::SledCache,
+        Part::StoreCache,
         Part::PendingPostings,
         Part::Merges,
         Part::Writes,
@@ -72,7 +72,7 @@ impl Part {
     /// The part's label in the log and the metrics.
     pub fn label(self) -> &'static str {
         match self {
-            Part::SledCache => "sled_cache",
+            Part::StoreCache => "store_cache",
             Part::PendingPostings => "pending_postings",
             Part::Merges => "merges",
             Part::Writes => "writes",
@@ -84,7 +84,7 @@ impl Part {
     /// ingestion is what grows.
     fn eighths(self) -> u64 {
         match self {
-            Part::SledCache | Part::PendingPostings | Part::Writes => 2,
+            Part::StoreCache | Part::PendingPostings | Part::Writes => 2,
             Part::Merges | Part::VectorCache => 1,
         }
     }
@@ -215,7 +215,7 @@ mod tests {
         );
         let budget = MemoryBudget::from(None, Some(512 << 20), Some(8 << 30));
         assert_eq!(budget.bytes, 128 << 20);
-        assert_eq!(budget.share(Part::SledCache), 32 << 20);
+        assert_eq!(budget.share(Part::StoreCache), 32 << 20);
         let budget = MemoryBudget::from(None, None, Some(8 << 30));
         assert_eq!(budget.bytes, 2 << 30);
         assert_eq!(MemoryBudget::from(None, None, None).bytes, FALLBACK_BYTES);
@@ -228,7 +228,7 @@ mod tests {
         assert_eq!(sum, 128 << 20);
         assert!(budget
             .describe()
-            .starts_with("128 MiB (--memory-budget): sled_cache 32 MiB"));
+            .starts_with("128 MiB (--memory-budget): store_cache 32 MiB"));
     }
 
     #[tokio::test]

@@ -3,7 +3,7 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use adk_common::{postgres::StoreLocation, serve::flags::ServeFlags, sled::snapshot::AdminCommand};
+use adk_common::{postgres::StoreLocation, serve::flags::ServeFlags, snapshot::AdminCommand};
 use clap::Parser;
 
 /// The start of the environment variable each flag falls back to (`MEMORY_SVC_DATA_DIR`, ...).
@@ -51,12 +51,13 @@ pub struct Config {
     #[arg(long, default_value = "0.0.0.0:50052")]
     pub listen: SocketAddr,
 
-    /// Directory of the sled database (when --store is not given).
+    /// Directory of the embedded database (when --store is not given).
     #[arg(long, default_value = "./data/memory")]
     pub data_dir: PathBuf,
 
-    /// Where data lives: `sled:PATH` (embedded, one process per directory; the default is the
-    /// --data-dir) or `postgres://USER:PASSWORD@HOST:PORT/DB` (shared by any number of replicas).
+    /// Where data lives: `embedded:PATH` (the embedded database, one process per directory;
+    /// `sled:PATH` means the same; the default is the --data-dir) or
+    /// `postgres://USER:PASSWORD@HOST:PORT/DB` (shared by any number of replicas).
     #[arg(long)]
     pub store: Option<StoreLocation>,
 
@@ -93,9 +94,9 @@ pub struct Config {
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub embedder_api_key_env: String,
 
-    /// Bytes of memory the service's sizeable structures may hold together: sled's page cache,
-    /// postings waiting for a merge, merges, writes in flight and the vector cache each draw
-    /// from a share of it (logged at startup; gauge `memory_budget_bytes`). Writes wait for
+    /// Bytes of memory the service's sizeable structures may hold together: the database's page
+    /// cache, postings waiting for a merge, merges, writes in flight and the vector cache each
+    /// draw from a share of it (logged at startup; gauge `memory_budget_bytes`). Writes wait for
     /// room and merges start earlier when their shares are used. Default: a quarter of the
     /// container's memory limit (cgroup v2 `memory.max` or v1 `memory.limit_in_bytes`) when
     /// there is one, else a quarter of the machine's memory. See deploy/README.md for sizing.
@@ -111,7 +112,7 @@ pub struct Config {
     pub vector_cache_bytes: Option<usize>,
 
     /// Bytes of memory for the posting blocks of recently searched words (PostgreSQL stores;
-    /// sled has its own page cache): a keyword search of words held there does not read them
+    /// the embedded database has its own page cache): a keyword search of words held there does not read them
     /// from the database while no replica wrote the user since they were read. 16 bytes per
     /// posting; 0 turns it off.
     #[arg(long, default_value_t = crate::store::pg::DEFAULT_POSTING_CACHE_BYTES)]
@@ -237,12 +238,12 @@ impl Config {
         adk_common::serve::flags::parse_flags(ENV_PREFIX)
     }
 
-    /// Where data lives: `--store` (with `--pg-ca-file`), else the sled database in
+    /// Where data lives: `--store` (with `--pg-ca-file`), else the embedded database in
     /// `--data-dir`.
     pub fn store(&self) -> StoreLocation {
         self.store
             .clone()
-            .unwrap_or_else(|| StoreLocation::Sled(self.data_dir.clone()))
+            .unwrap_or_else(|| StoreLocation::Embedded(self.data_dir.clone()))
             .with_root_cert(self.serve.pg_ca_file.as_deref())
     }
 
@@ -311,7 +312,7 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
-    use adk_common::sled::snapshot::AdminCommand;
+    use adk_common::snapshot::AdminCommand;
     use clap::Parser;
 
     use super::Config;

@@ -63,7 +63,7 @@ fn main() -> ExitCode {
 async fn run() -> ExitCode {
     let config = Config::from_env();
     if let Some(command) = config.admin {
-        return command.run("memory-svc").await;
+        return command.run::<adk_common::kv::Restoring>("memory-svc").await;
     }
     adk_common::serve::flags::init_logging(config.serve.log_format);
     tracing::info!("starting: {config}");

@@ -1,4 +1,4 @@
-//! Assembles the memory server: opens the store (sled or PostgreSQL) and serves the memory
+//! Assembles the memory server: opens the store (embedded or PostgreSQL) and serves the memory
 //! service with that store's hooks (see [`adk_common::serve::hooks`] and [`adk_common::serve::start`]).
 
 use std::sync::Arc;
@@ -6,10 +6,9 @@ use std::sync::Arc;
 use adk_common::{
     postgres::StoreLocation,
     serve::{
-        hooks::{open_postgres, open_sled_with, PgBacked, SledBacked, StoreHooks},
+        hooks::{open_postgres, EmbeddedBacked, PgBacked, StoreHooks},
         Running,
     },
-    sled::cache::SledCache,
     stopping::Shutdown,
     BoxError,
 };
@@ -25,7 +24,7 @@ use crate::{
     memories::Memories,
     purge,
     session_source::{SessionAccess, SessionSource},
-    store::{pg::PgMemoryStore, sled::SledMemoryStore, MemoryStore},
+    store::{embedded::EmbeddedMemoryStore, pg::PgMemoryStore, MemoryStore},
     streams,
 };
 
@@ -54,13 +53,25 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
     let vector_cache = (config.vector_cache_bytes)
         .unwrap_or_else(|| usize::try_from(budget.share(Part::VectorCache)).unwrap_or(usize::MAX));
     match config.store() {
-        StoreLocation::Sled(dir) => {
-            let analyzer = config.analyzer();
-            let cache = SledCache::within(config.serve.cache_bytes, budget.share(Part::SledCache));
-            let (store, hooks) = open_sled_with(&dir, &config.serve, cache, |db, sync| {
-                SledMemoryStore::from_db(db, sync, analyzer)
-                    .map(|store| store.within(&budget).with_vector_cache(vector_cache))
-            })?;
+        StoreLocation::Embedded(dir) => {
+            let cache_bytes = config
+                .serve
+                .cache_bytes
+                .unwrap_or_else(|| budget.share(Part::StoreCache));
+            tracing::info!(bytes = cache_bytes, "redb page cache");
+            let store = EmbeddedMemoryStore::open_with_cache(
+                &dir,
+                usize::try_from(cache_bytes).unwrap_or(usize::MAX),
+                config.serve.sync,
+                config.analyzer(),
+            )
+            .map_err(|e| format!("cannot open the data directory {}: {e}", dir.display()))?
+            .within(&budget)
+            .with_vector_cache(vector_cache);
+            let lock_file = dir.join(adk_common::kv::FILE);
+            let hooks = StoreHooks::embedded(store.clone(), &dir, lock_file, move || {
+                metrics::gauge!("redb_cache_bytes").set(cache_bytes as f64);
+            });
             let memories = Memories::new(store, sessions)
                 .with_embedder(embedder)
                 .with_generator(generator)
@@ -89,19 +100,19 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
     }
 }
 
-impl SledBacked for SledMemoryStore {
+impl EmbeddedBacked for EmbeddedMemoryStore {
     const SERVICE: &'static str = "memory-svc";
 
     fn record_size(&self) {
-        SledMemoryStore::record_size(self)
+        EmbeddedMemoryStore::record_size(self)
     }
 
     fn failures(&self) -> tokio::sync::watch::Receiver<Option<Arc<str>>> {
-        SledMemoryStore::failures(self)
+        EmbeddedMemoryStore::failures(self)
     }
 
     async fn flush(&self) -> Result<(), BoxError> {
-        Ok(SledMemoryStore::flush(self).await?)
+        Ok(EmbeddedMemoryStore::flush(self).await?)
     }
 }
 

@@ -27,7 +27,7 @@ async fn each_call_to_the_model_is_counted_with_its_texts() {
     tokio::spawn(async move { axum::serve(listener, app).await });
     let dir = tempfile::tempdir().unwrap();
     let server = MemoryServer::start_with("http://127.0.0.1:1", move |config| {
-        config.store = Some(StoreLocation::Sled(dir.path().join("sled")));
+        config.store = Some(StoreLocation::Embedded(dir.path().join("sled")));
         config.embedder = format!("openai:{url}").parse().unwrap();
         config.embedder_model = Some("unit".into());
         config.serve.metrics_listen = Some(([127, 0, 0, 1], 0).into());

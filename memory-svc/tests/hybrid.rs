@@ -103,7 +103,7 @@ async fn endpoint() -> (String, Arc<Model>) {
 async fn store(dir: &Path) -> StoreLocation {
     match postgres_url() {
         Some(url) => StoreLocation::Postgres(fresh_schema(&url).await),
-        None => StoreLocation::Sled(dir.join("sled")),
+        None => StoreLocation::Embedded(dir.join("sled")),
     }
 }
 
@@ -646,7 +646,7 @@ async fn semantic_and_hybrid_rankings_are_the_same_on_both_stores() {
     let dir = tempfile::tempdir().unwrap();
     let (url, _model) = endpoint().await;
     let stores = [
-        StoreLocation::Sled(dir.path().join("sled")),
+        StoreLocation::Embedded(dir.path().join("sled")),
         StoreLocation::Postgres(fresh_schema(&database).await),
     ];
     let mut answers = Vec::new();

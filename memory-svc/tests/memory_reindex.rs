@@ -57,7 +57,7 @@ async fn a_changed_default_language_reindexes_the_store_once() {
     let dir = TempDir::new().unwrap();
     let store = match postgres_url() {
         Some(url) => StoreLocation::Postgres(fresh_schema(&url).await),
-        None => StoreLocation::Sled(dir.path().join("memory")),
+        None => StoreLocation::Embedded(dir.path().join("memory")),
     };
     let srv = server(&store, "en").await;
     // Too short for language detection to tell: analysed in the default language.

@@ -48,7 +48,7 @@ async fn server(base_url: &str, backend: Backend) -> (Option<TempDir>, MemorySer
     let (dir, store) = match backend {
         Backend::Sled => {
             let dir = TempDir::new().expect("temp dir");
-            let store = StoreLocation::Sled(dir.path().join("memory"));
+            let store = StoreLocation::Embedded(dir.path().join("memory"));
             (Some(dir), store)
         }
         Backend::Postgres => {

@@ -3,7 +3,7 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use adk_common::{postgres::StoreLocation, serve::flags::ServeFlags, sled::snapshot::AdminCommand};
+use adk_common::{postgres::StoreLocation, serve::flags::ServeFlags, snapshot::AdminCommand};
 use clap::Parser;
 
 /// The start of the environment variable each flag falls back to (`SESSION_SVC_DATA_DIR`, ...).
@@ -18,12 +18,13 @@ pub struct Config {
     #[arg(long, default_value = "0.0.0.0:50051")]
     pub listen: SocketAddr,
 
-    /// Directory of the sled database (when --store is not given).
+    /// Directory of the embedded database (when --store is not given).
     #[arg(long, default_value = "./data/session")]
     pub data_dir: PathBuf,
 
-    /// Where data lives: `sled:PATH` (embedded, one process per directory; the default is the
-    /// --data-dir) or `postgres://USER:PASSWORD@HOST:PORT/DB` (shared by any number of replicas).
+    /// Where data lives: `embedded:PATH` (the embedded database, one process per directory;
+    /// `sled:PATH` means the same; the default is the --data-dir) or
+    /// `postgres://USER:PASSWORD@HOST:PORT/DB` (shared by any number of replicas).
     #[arg(long)]
     pub store: Option<StoreLocation>,
 
@@ -74,12 +75,12 @@ impl Config {
         adk_common::serve::flags::parse_flags(ENV_PREFIX)
     }
 
-    /// Where data lives: `--store` (with `--pg-ca-file`), else the sled database in
+    /// Where data lives: `--store` (with `--pg-ca-file`), else the embedded database in
     /// `--data-dir`.
     pub fn store(&self) -> StoreLocation {
         self.store
             .clone()
-            .unwrap_or_else(|| StoreLocation::Sled(self.data_dir.clone()))
+            .unwrap_or_else(|| StoreLocation::Embedded(self.data_dir.clone()))
             .with_root_cert(self.serve.pg_ca_file.as_deref())
     }
 
@@ -105,7 +106,7 @@ mod tests {
     fn the_startup_log_names_only_the_settings_of_the_store_in_use() {
         let sled = Config::ephemeral(PathBuf::from("/data")).to_string();
         assert!(
-            sled.contains("store sled:/data (durability sync)"),
+            sled.contains("store embedded:/data (durability sync)"),
             "{sled}"
         );
         assert!(!sled.contains("connections"), "{sled}");

@@ -14,7 +14,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 async fn main() -> ExitCode {
     let config = Config::from_env();
     if let Some(command) = config.admin {
-        return command.run("session-svc").await;
+        return command
+            .run::<adk_common::sled::Restoring>("session-svc")
+            .await;
     }
     adk_common::serve::flags::init_logging(config.serve.log_format);
     tracing::info!("starting: {config}");

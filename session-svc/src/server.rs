@@ -12,7 +12,7 @@ use crate::{
 use adk_common::{
     postgres::StoreLocation,
     serve::{
-        hooks::{open_postgres, open_sled, PgBacked, SledBacked, StoreHooks},
+        hooks::{open_postgres, open_sled, EmbeddedBacked, PgBacked, StoreHooks},
         Running,
     },
     stopping::{Shutdown, Stopping},
@@ -32,7 +32,7 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 /// Opens the store, binds the listener and serves in a background task.
 pub async fn start(config: Config) -> Result<Running, BoxError> {
     match config.store() {
-        StoreLocation::Sled(dir) => {
+        StoreLocation::Embedded(dir) => {
             let (store, hooks) = open_sled(&dir, &config.serve, SledSessionStore::from_db)?;
             serve(config, store, hooks).await
         }
@@ -44,7 +44,7 @@ pub async fn start(config: Config) -> Result<Running, BoxError> {
     }
 }
 
-impl SledBacked for SledSessionStore {
+impl EmbeddedBacked for SledSessionStore {
     const SERVICE: &'static str = "session-svc";
 
     fn record_size(&self) {

@@ -36,7 +36,7 @@ fn the_startup_log_shows_the_configuration_readably() {
     let _ = child.wait();
     let line = line.expect("a starting line");
     let expected = format!(
-        "starting: listen 127.0.0.1:0, store sled:{} (durability periodic), events up to 16 MiB, \
+        "starting: listen 127.0.0.1:0, store embedded:{} (durability periodic), events up to 16 MiB, \
          change feed kept 86400 s, sessions kept until deleted, TLS off, tokens off, metrics off, \
          at most 1024 calls at once, 10 s shutdown grace",
         dir.path().display()

@@ -41,7 +41,7 @@ mod postgres;
 mod requests;
 mod servers;
 
-pub use adk_common::sled::durability::SyncMode;
+pub use adk_common::durability::SyncMode;
 
 pub use binaries::*;
 pub use fixtures::*;

@@ -66,7 +66,7 @@ impl Converted {
             .status()
             .expect("runs tar");
         assert!(status.success(), "tar unpacks sled.tar.gz: {status}");
-        let location = StoreLocation::Sled(store);
+        let location = StoreLocation::Embedded(store);
         let server = MemoryServer::start_on(NO_SESSION_SVC, Some(location.clone())).await;
         Self {
             _dir: Some(dir),

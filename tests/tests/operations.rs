@@ -699,14 +699,23 @@ fn restore(
     service: &str,
     data_dir: &std::path::Path,
     file: &std::path::Path,
-) -> Result<u64, adk_common::sled::snapshot::SnapshotError> {
-    use adk_common::{sled::snapshot::Expect, sled::snapshot::Progress};
+) -> Result<u64, adk_common::snapshot::SnapshotError> {
+    use adk_common::{snapshot::Expect, snapshot::Progress};
     let expect = Expect {
         service,
         accept_unlabelled: false,
     };
     let input = std::fs::File::open(file).unwrap();
-    adk_common::sled::snapshot::restore(expect, data_dir, input, &mut Progress::hidden())
+    let progress = &mut Progress::hidden();
+    // Each service restores into its own kind of database.
+    match service {
+        "memory-svc" => adk_common::snapshot::restore::<adk_common::kv::Restoring>(
+            expect, data_dir, input, progress,
+        ),
+        _ => adk_common::snapshot::restore::<adk_common::sled::Restoring>(
+            expect, data_dir, input, progress,
+        ),
+    }
 }
 
 /// Downloads a snapshot over AdminService into `path`.

@@ -2,7 +2,7 @@
 //!
 //! Loads a corpus of conversations and questions (`bench/recall`, see its `generate.py`),
 //! ingests it through the gRPC API (sessions by value with AddSessionToMemory, profile notes with
-//! AddMemory) into a memory-svc it starts (release binary, port 0, sled or `--postgres`) or one
+//! AddMemory) into a memory-svc it starts (release binary, port 0, embedded or `--postgres`) or one
 //! at `--endpoint`, asks every question (or those of one `--split`) with SearchMemory (limit 10
 //! unless `--limit` says), and reports recall@1/3/5/10 and MRR per question kind and overall
 //! (see [`metrics`]), and the search latency. `--rankings FILE` writes what every search found,
@@ -96,7 +96,7 @@ pub async fn run(ctx: &Ctx, opts: &Options) -> Result<()> {
             let store = if ctx.postgres.is_some() {
                 "PostgreSQL"
             } else {
-                "sled"
+                "redb"
             };
             let model = opts.embedder.as_deref().unwrap_or("none");
             let mode = opts.mode.as_str_name();
@@ -424,7 +424,7 @@ mod tests {
     use super::*;
 
     /// The whole harness through gRPC on a small hand-written corpus, against memory-svc in
-    /// this process (sled, or PostgreSQL when the suites run there).
+    /// this process (embedded, or PostgreSQL when the suites run there).
     #[tokio::test]
     async fn harness_runs_over_grpc_on_the_smoke_corpus() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recall/smoke");

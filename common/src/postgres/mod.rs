@@ -32,8 +32,9 @@ use crate::{
 /// Where a service keeps its data: the `--store` flag.
 #[derive(Clone, PartialEq, Eq)]
 pub enum StoreLocation {
-    /// `sled:PATH`: the embedded database in a directory (one process per directory).
-    Sled(PathBuf),
+    /// `embedded:PATH` (or `sled:PATH`, its earlier name): the service's embedded database in a
+    /// directory (one process per directory).
+    Embedded(PathBuf),
     /// `postgres://...` or `postgresql://...`: a PostgreSQL database shared by any number of
     /// replicas.
     Postgres(String),
@@ -43,17 +44,20 @@ impl FromStr for StoreLocation {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if let Some(path) = s.strip_prefix("sled:") {
+        if let Some(path) = s
+            .strip_prefix("embedded:")
+            .or_else(|| s.strip_prefix("sled:"))
+        {
             if path.is_empty() {
-                return Err("sled: needs a directory, e.g. sled:./data".into());
+                return Err("embedded: needs a directory, e.g. embedded:./data".into());
             }
-            return Ok(Self::Sled(PathBuf::from(path)));
+            return Ok(Self::Embedded(PathBuf::from(path)));
         }
         if s.starts_with("postgres://") || s.starts_with("postgresql://") {
             Connection::parse(s).map_err(|e| e.to_string())?;
             return Ok(Self::Postgres(s.to_owned()));
         }
-        Err("expected sled:PATH or postgres://USER@HOST/DB".into())
+        Err("expected embedded:PATH or postgres://USER@HOST/DB".into())
     }
 }
 
@@ -72,7 +76,7 @@ impl StoreLocation {
 impl fmt::Debug for StoreLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Sled(path) => write!(f, "sled:{}", path.display()),
+            Self::Embedded(path) => write!(f, "embedded:{}", path.display()),
             Self::Postgres(url) => match Connection::parse(url) {
                 Ok(c) => write!(f, "postgres://… (sslmode={})", c.ssl_mode.name()),
                 Err(_) => f.write_str("postgres://…"),

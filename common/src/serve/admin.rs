@@ -1,5 +1,5 @@
 //! The `AdminService`: streams a snapshot of a running server's sled store to a caller granted
-//! every app (see [`crate::sled::snapshot`] for the format and the commands that use it).
+//! every app (see [`crate::snapshot`] for the format and the commands that use it).
 
 use std::{
     io::{BufReader, Read},
@@ -15,7 +15,7 @@ use tonic::{Request, Response, Status};
 
 use crate::{
     serve::auth::grant,
-    sled::snapshot::{Header, Snapshotter, CHUNK_BYTES},
+    snapshot::{Header, Snapshotter, CHUNK_BYTES},
 };
 
 /// `adk.admin.v1.AdminService` over a store.

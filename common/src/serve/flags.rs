@@ -6,8 +6,8 @@ use std::{io::IsTerminal, net::SocketAddr, path::PathBuf, time::Duration};
 use tracing_subscriber::EnvFilter;
 
 use crate::{
+    durability::SyncMode,
     serve::auth::{Authenticator, TokensFileError},
-    sled::durability::SyncMode,
 };
 
 /// Flags every server has. Each flag also reads an environment variable (see [`parse_flags`]).
@@ -15,7 +15,7 @@ use crate::{
 pub struct ServeFlags {
     /// `sync`: reply after writes are flushed to disk (fsync). `periodic`: reply after commit
     /// and write and fsync in the background every ~500 ms: a crash (of the process or the
-    /// machine) may lose the last moments of acknowledged writes. (sled stores only; on
+    /// machine) may lose the last moments of acknowledged writes. (Embedded stores only; on
     /// PostgreSQL durability is the database's `synchronous_commit`.)
     #[arg(long, value_enum, default_value_t)]
     pub sync: SyncMode,
@@ -30,10 +30,11 @@ pub struct ServeFlags {
     #[arg(long)]
     pub pg_ca_file: Option<PathBuf>,
 
-    /// Capacity of sled's page cache, in bytes (sled stores only). Default: an eighth of the
-    /// container's memory limit (cgroup v2 `memory.max` or v1 `memory.limit_in_bytes`) when
-    /// there is one, else sled's default of 1 GiB; memory-svc's is a share of its
-    /// --memory-budget. See deploy/README.md for sizing.
+    /// Capacity of the embedded database's page cache, in bytes (embedded stores only).
+    /// session-svc's (sled): by default an eighth of the container's memory limit (cgroup v2
+    /// `memory.max` or v1 `memory.limit_in_bytes`) when there is one, else sled's default of
+    /// 1 GiB; memory-svc's (redb): by default a quarter of its --memory-budget. See
+    /// deploy/README.md for sizing.
     #[arg(long)]
     pub cache_bytes: Option<u64>,
 
@@ -111,7 +112,7 @@ impl ServeFlags {
     /// PostgreSQL store's connection limit.
     pub fn store_settings(&self, store: &crate::postgres::StoreLocation) -> String {
         match store {
-            crate::postgres::StoreLocation::Sled(_) => match self.sync {
+            crate::postgres::StoreLocation::Embedded(_) => match self.sync {
                 SyncMode::Sync => "durability sync".to_owned(),
                 SyncMode::Periodic => "durability periodic".to_owned(),
             },

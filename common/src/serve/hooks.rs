@@ -1,6 +1,6 @@
 //! What a server needs from its store beside the service itself, built one way per kind of
-//! store: [`StoreHooks::sled`] (metrics of the database, disk failures, a flush at stop, and the
-//! AdminService for online backups) and [`StoreHooks::postgres`] (metrics of the pool and health
+//! store: [`StoreHooks::embedded`] (metrics of the database, disk failures, a flush at stop, and
+//! the AdminService for online backups; [`StoreHooks::sled`] opens a sled database for it) and [`StoreHooks::postgres`] (metrics of the pool and health
 //! following the database's reachability: backups are the database's own, and every write is
 //! committed before it is acknowledged).
 
@@ -17,16 +17,18 @@ use tokio::sync::watch;
 use tonic::service::{interceptor::InterceptedService, Routes};
 
 use crate::{
+    durability::SyncMode,
     serve::{admin::AdminGrpc, auth::Authenticator, flags::ServeFlags},
-    sled::{cache::SledCache, durability::SyncMode, snapshot::Snapshotter},
+    sled::cache::SledCache,
+    snapshot::Snapshotter,
     BoxError,
 };
 
 /// The gRPC name of the AdminService, for reflection.
 pub(crate) const ADMIN_SERVICE: &str = "adk.admin.v1.AdminService";
 
-/// A store on a local sled database.
-pub trait SledBacked: Snapshotter + Clone {
+/// A store on a database embedded in the server (sled or redb).
+pub trait EmbeddedBacked: Snapshotter + Clone {
     /// The server's name, written into its snapshots.
     const SERVICE: &'static str;
     /// Publishes the database's size on disk as a gauge.
@@ -54,25 +56,12 @@ pub fn open_sled<S, E>(
     open: impl FnOnce(sled::Db, SyncMode) -> Result<S, E>,
 ) -> Result<(S, StoreHooks), BoxError>
 where
-    S: SledBacked,
-    E: fmt::Display,
-{
-    open_sled_with(dir, flags, SledCache::choose(flags.cache_bytes), open)
-}
-
-/// [`open_sled`] with a page cache the server chose itself (see [`SledCache::within`]).
-pub fn open_sled_with<S, E>(
-    dir: &Path,
-    flags: &ServeFlags,
-    cache: SledCache,
-    open: impl FnOnce(sled::Db, SyncMode) -> Result<S, E>,
-) -> Result<(S, StoreHooks), BoxError>
-where
-    S: SledBacked,
+    S: EmbeddedBacked,
     E: fmt::Display,
 {
     let cannot_open =
         |e: &dyn fmt::Display| format!("cannot open the data directory {}: {e}", dir.display());
+    let cache = SledCache::choose(flags.cache_bytes);
     let db = cache.open(dir).map_err(|e| cannot_open(&e))?;
     let store = open(db, flags.sync).map_err(|e| cannot_open(&e))?;
     let hooks = StoreHooks::sled(store.clone(), cache, dir);
@@ -115,8 +104,8 @@ pub struct StoreHooks {
     pub(crate) on_stop: Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>,
     /// The AdminService, on stores that take their own backups.
     pub(crate) admin: Option<AdminRoute>,
-    /// The file a sled database locks: shutdown returns once the lock is free again, so the
-    /// directory can be opened at once (by a restart in the same process, say).
+    /// The file an embedded database locks: shutdown returns once the lock is free again, so
+    /// the directory can be opened at once (by a restart in the same process, say).
     pub(crate) lock_file: Option<PathBuf>,
 }
 
@@ -124,15 +113,29 @@ impl StoreHooks {
     /// A sled store opened with `cache`: its size and cache capacity as gauges, health that
     /// follows its disk, a flush at stop, and the AdminService writing snapshots to
     /// `<data_dir>/snapshots` before streaming them.
-    pub fn sled<S: SledBacked>(store: S, cache: SledCache, data_dir: &Path) -> Self {
-        let snapshot_dir = data_dir.join("snapshots");
+    pub fn sled<S: EmbeddedBacked>(store: S, cache: SledCache, data_dir: &Path) -> Self {
         cache.announce();
+        // sled 0.34 locks the file `db` in its directory for as long as any handle is open.
+        let lock_file = data_dir.join("db");
+        Self::embedded(store, data_dir, lock_file, move || cache.record())
+    }
+
+    /// A store on an embedded database in `data_dir` that locks `lock_file`: its size (and
+    /// what `record_cache` publishes) as gauges, health that follows its disk, a flush at stop,
+    /// and the AdminService writing snapshots to `<data_dir>/snapshots` before streaming them.
+    pub fn embedded<S: EmbeddedBacked>(
+        store: S,
+        data_dir: &Path,
+        lock_file: PathBuf,
+        record_cache: impl Fn() + Send + Sync + 'static,
+    ) -> Self {
+        let snapshot_dir = data_dir.join("snapshots");
         let metrics = store.clone();
         let admin = Arc::new(store.clone());
         Self {
             refresh_metrics: Arc::new(move || {
                 metrics.record_size();
-                cache.record();
+                record_cache();
             }),
             failures: Some(store.failures()),
             on_stop: Box::pin(async move { store.flush().await }),
@@ -141,8 +144,7 @@ impl StoreHooks {
                     AdminServiceServer::new(AdminGrpc::new(S::SERVICE, admin, snapshot_dir));
                 routes.add_service(InterceptedService::new(service, authenticator))
             }))),
-            // sled 0.34 locks the file `db` in its directory for as long as any handle is open.
-            lock_file: Some(data_dir.join("db")),
+            lock_file: Some(lock_file),
         }
     }
 

@@ -78,7 +78,7 @@ impl Running {
         // The task's end drops the service and every task's handle on the store.
         self.task.await??;
         match self.lock_file {
-            Some(lock_file) => crate::sled::released(lock_file).await,
+            Some(lock_file) => crate::file_lock::released(lock_file).await,
             None => Ok(()),
         }
     }
@@ -416,14 +416,12 @@ mod tests {
     /// A service to serve: the AdminService of a store that never has a snapshot to give.
     struct NoSnapshots;
 
-    impl crate::sled::snapshot::Snapshotter for NoSnapshots {
+    impl crate::snapshot::Snapshotter for NoSnapshots {
         async fn snapshot(
             &self,
             _: &std::path::Path,
-        ) -> Result<u64, crate::sled::snapshot::SnapshotError> {
-            Err(crate::sled::snapshot::SnapshotError::Format(
-                "no store".into(),
-            ))
+        ) -> Result<u64, crate::snapshot::SnapshotError> {
+            Err(crate::snapshot::SnapshotError::Format("no store".into()))
         }
     }
 

@@ -29,8 +29,6 @@ pub enum CacheSource {
     CgroupLimit(u64),
     /// No flag and no limit: sled's default.
     Default,
-    /// The server's own share of its memory budget (memory-svc's `--memory-budget`).
-    Budget,
 }
 
 /// The cache capacity a server runs with.
@@ -45,20 +43,6 @@ impl SledCache {
     /// default.
     pub fn choose(flag: Option<u64>) -> Self {
         Self::from_limit(flag, container_memory_limit())
-    }
-
-    /// `flag` when given, else `share` (of a memory budget the server divides itself).
-    pub fn within(flag: Option<u64>, share: u64) -> Self {
-        match flag {
-            Some(bytes) => Self {
-                bytes,
-                source: CacheSource::Flag,
-            },
-            None => Self {
-                bytes: share,
-                source: CacheSource::Budget,
-            },
-        }
     }
 
     fn from_limit(flag: Option<u64>, limit: Option<u64>) -> Self {
@@ -101,10 +85,6 @@ impl SledCache {
             CacheSource::Default => tracing::info!(
                 bytes = self.bytes,
                 "sled cache: sled's default (no --cache-bytes, no cgroup memory limit)"
-            ),
-            CacheSource::Budget => tracing::info!(
-                bytes = self.bytes,
-                "sled cache: its share of the memory budget"
             ),
         }
         self.record();

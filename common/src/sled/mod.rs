@@ -1,18 +1,15 @@
-//! What only sled stores use: opening a database with its page cache ([`cache`]), group commit
-//! ([`durability`]), composite keys ([`keys`]), online backups ([`snapshot`]); and, here, the
-//! format version a database records, its errors as [`StorageError`]s, and waiting for its lock
-//! to be released at shutdown.
+//! What only sled stores use (session-svc's): opening a database with its page cache
+//! ([`cache`]); and, here, the format version a database records, its errors as
+//! [`StorageError`]s, and snapshots of it (see [`crate::snapshot`]).
 
 pub mod cache;
-pub mod durability;
-pub mod keys;
-pub mod snapshot;
 
-use std::{path::PathBuf, time::Duration};
+use std::path::Path;
 
 use crate::{
+    snapshot::{Dump, Each, Load, SnapshotError},
     storage::{StorageError, StorageErrorKind},
-    versions, BoxError,
+    versions,
 };
 
 impl From<sled::Error> for StorageError {
@@ -28,69 +25,56 @@ impl From<sled::Error> for StorageError {
     }
 }
 
-/// The sled tree holding the format version, under [`KEY`] as a big-endian u32.
-const TREE: &str = "format";
-const KEY: &[u8] = b"version";
+impl From<sled::Error> for SnapshotError {
+    fn from(e: sled::Error) -> Self {
+        Self::Storage(e.into())
+    }
+}
 
-/// Checks the format version of the sled database `db` against `supported` ([`versions::check`]), then
-/// records `supported` if the database is older, or new. The record comes before any conversion
-/// the caller then runs: from then on older binaries refuse the database even if the conversion
-/// is cut short, so conversions must carry on at the next open. A database without a record
-/// predates the records: version 1.
+impl Dump for sled::Db {
+    fn dump(&self, each: &mut Each<'_>) -> Result<(), SnapshotError> {
+        for name in self.tree_names() {
+            for entry in self.open_tree(&name)?.iter() {
+                let (key, value) = entry?;
+                each(&name, &key, &value)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A sled database being restored.
+pub struct Restoring(sled::Db);
+
+impl Load for Restoring {
+    fn create(dir: &Path) -> Result<Self, SnapshotError> {
+        Ok(Self(sled::open(dir)?))
+    }
+
+    fn insert(&mut self, tree: &[u8], key: Vec<u8>, value: Vec<u8>) -> Result<(), SnapshotError> {
+        self.0.open_tree(tree)?.insert(key, value)?;
+        Ok(())
+    }
+
+    fn finish(self) -> Result<(), SnapshotError> {
+        self.0.flush()?;
+        Ok(())
+    }
+}
+
+/// The sled tree holding the format version, under [`versions::RECORD_KEY`].
+const TREE: &str = "format";
+
+/// Checks the format version the sled database `db` records against `supported`, and records
+/// `supported` if the database is older, or new (see [`versions::check_recorded`]).
 pub fn open(db: &sled::Db, what: &str, supported: u32) -> Result<(), StorageError> {
     let tree = db.open_tree(TREE)?;
-    let stored = match tree.get(KEY)? {
-        None => None,
-        Some(bytes) => Some(u32::from_be_bytes(bytes.as_ref().try_into().map_err(
-            |_| StorageError::corrupt(format!("the {what}'s format version")),
-        )?)),
-    };
-    versions::check(what, stored.unwrap_or(1), supported)
-        .map_err(|e| StorageError::new(StorageErrorKind::Internal, e))?;
-    if stored != Some(supported) {
-        tree.insert(KEY, &supported.to_be_bytes())?;
+    let stored = tree.get(versions::RECORD_KEY)?;
+    if versions::check_recorded(what, stored.as_deref(), supported)? {
+        tree.insert(versions::RECORD_KEY, &supported.to_be_bytes())?;
         db.flush()?;
     }
     Ok(())
-}
-
-/// How long shutdown waits for a sled database's lock once the server and its store have
-/// stopped. Only sled's own I/O threads may still hold the database then, for moments; a wait
-/// this long means a handle was not dropped.
-const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Resolves once no handle of this process holds the sled database locking `lock_file`.
-///
-/// Dropping the last handle does not release the lock at once: sled's I/O threads finish with
-/// their own references right after waking the flush that waited for them. So this waits for
-/// the lock itself (a blocking lock taken and given back at once) rather than guessing when
-/// they are done.
-pub async fn released(lock_file: PathBuf) -> Result<(), BoxError> {
-    let shown = lock_file.display().to_string();
-    let waiting = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-        use fs2::FileExt;
-        let file = match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&lock_file)
-        {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        // Named in full: std's own File::unlock is newer than this crate's minimum Rust.
-        FileExt::lock_exclusive(&file)?;
-        FileExt::unlock(&file)
-    });
-    match tokio::time::timeout(RELEASE_TIMEOUT, waiting).await {
-        Ok(joined) => Ok(joined??),
-        Err(_) => Err(format!(
-            "{shown} is still locked {} s after the store closed: a handle on the database \
-             outlived the server",
-            RELEASE_TIMEOUT.as_secs()
-        )
-        .into()),
-    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 
 use std::{collections::BTreeSet, ops::Bound};
 
-use adk_common::sled::keys::{prefix_end, Key};
+use adk_common::keys::{prefix_end, Key};
 use serde_json::Value as Json;
 
 use crate::filter::{metadata_object, time_of, Filter, Ordered, Test, Value, TOPIC_KEY};

@@ -1,6 +1,6 @@
 //! Storage of memory entries and their search index.
 //!
-//! [`MemoryStore`] is what the domain talks to. [`sled::SledMemoryStore`] is the embedded
+//! [`MemoryStore`] is what the domain talks to. [`embedded::EmbeddedMemoryStore`] is the embedded
 //! implementation (one process); [`pg::PgMemoryStore`] keeps memories in PostgreSQL, shared by
 //! any number of replicas. What both must do alike is written once: [`plan`] decides every
 //! write (the ingestion rules), [`index`] computes terms and scores (so both rank alike) and
@@ -11,13 +11,13 @@
 
 #[cfg(test)]
 mod contract;
+pub mod embedded;
 pub mod generation;
 pub mod index;
 mod maxscore;
 pub mod metadata;
 pub mod pg;
 mod plan;
-pub mod sled;
 pub mod streams;
 mod token;
 pub mod vector_cache;

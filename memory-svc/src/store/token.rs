@@ -4,8 +4,8 @@
 //! without invalidating the tokens clients hold.
 
 use adk_common::{
+    keys::{Key, KeyReader},
     page::{self, PageTokenError},
-    sled::keys::{Key, KeyReader},
 };
 
 use super::Scope;

@@ -10,8 +10,8 @@
 use std::{collections::HashSet, time::Duration};
 
 use adk_common::{
+    keys::{Key, KeyReader},
     page,
-    sled::keys::{Key, KeyReader},
     stopping::Stopping,
     storage::StorageErrorKind,
     validate::InvalidArgument,

@@ -11,8 +11,8 @@
 //! once.
 
 use adk_common::{
+    keys::{Key, KeyReader},
     page::{self, PageTokenError},
-    sled::keys::{Key, KeyReader},
 };
 use prost_types::Timestamp;
 

@@ -25,7 +25,7 @@ use std::{
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
 
-use adk_common::sled::keys::Key;
+use adk_common::keys::Key;
 use lru::LruCache;
 
 use super::super::{maxscore::Posting, Scope};

@@ -4,7 +4,7 @@
 //! transaction that changes a scope's vectors rewrites its `memory_scopes` row, which is what
 //! its cached copy is checked against ([`version`]).
 
-use adk_common::sled::keys::Key;
+use adk_common::keys::Key;
 use deadpool_postgres::{GenericClient, Transaction};
 use prost::Message;
 

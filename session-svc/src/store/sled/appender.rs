@@ -19,7 +19,7 @@
 
 use std::{convert::Infallible, panic::AssertUnwindSafe};
 
-use adk_common::sled::durability::{FlushError, GroupCommit};
+use adk_common::durability::{FlushError, GroupCommit};
 use prost::Message;
 use prost_types::Timestamp;
 use sled::{

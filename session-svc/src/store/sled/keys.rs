@@ -1,6 +1,6 @@
 //! The keys of the store's trees (see the table in the store's module docs).
 
-use adk_common::sled::keys::Key;
+use adk_common::keys::Key;
 use prost_types::Timestamp;
 
 use super::records::SessionRecord;

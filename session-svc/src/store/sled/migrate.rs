@@ -1,6 +1,6 @@
 //! Conversions of databases written in an older format, run at open.
 
-use adk_common::sled::keys::{Key, KeyReader};
+use adk_common::keys::{Key, KeyReader};
 use prost::Message;
 use sled::{
     transaction::{ConflictableTransactionError, TransactionError},

@@ -1,7 +1,7 @@
 //! The embedded store: sessions in sled.
 //!
 //! # Layout
-//! Keys are [`adk_common::sled::keys::Key`]s, so no identifier can alias another and prefix scans
+//! Keys are [`adk_common::keys::Key`]s, so no identifier can alias another and prefix scans
 //! stay inside one app, user or session.
 //!
 //! | tree            | key                                  | value                        |
@@ -39,11 +39,11 @@ use std::{
 };
 
 use adk_common::{
-    sled::durability::{GroupCommit, SyncMode},
-    sled::keys::{prefix_end, Key, KeyReader},
-    sled::snapshot::SnapshotError,
-    sled::snapshot::Snapshotter,
-    sled::snapshot::WriteGate,
+    durability::{GroupCommit, SyncMode},
+    keys::{prefix_end, Key, KeyReader},
+    snapshot::SnapshotError,
+    snapshot::Snapshotter,
+    snapshot::WriteGate,
 };
 use adk_proto::session::v1::Session;
 use metrics::gauge;

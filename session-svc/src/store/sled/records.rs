@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use adk_common::sled::keys::{Key, KeyReader};
+use adk_common::keys::{Key, KeyReader};
 use adk_proto::session::v1::Session;
 use prost::{bytes::Bytes, Message};
 use prost_types::Timestamp;

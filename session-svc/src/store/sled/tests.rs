@@ -1,6 +1,6 @@
 //! The contract suite on sled, each test on a fresh database in a temporary directory.
 
-use adk_common::sled::durability::SyncMode;
+use adk_common::durability::SyncMode;
 
 use super::{super::contract::session_store_suite, SledSessionStore};
 
@@ -19,7 +19,7 @@ session_store_suite!(open());
 async fn a_conversion_cut_short_carries_on() {
     use std::collections::BTreeMap;
 
-    use adk_common::sled::keys::Key;
+    use adk_common::keys::Key;
     use prost::Message;
 
     use super::{super::EventWindow, records::SessionRecord, SessionKey, SessionStore};

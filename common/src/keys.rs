@@ -1,4 +1,4 @@
-//! Composite sled keys.
+//! Composite keys of the embedded stores (and of the caches keyed like them).
 //!
 //! A key is a sequence of components (strings, integers, timestamps). Strings are written with
 //! every `0x00` byte escaped as `0x00 0xFF` and a `0x00 0x00` terminator, so:
@@ -69,6 +69,12 @@ impl AsRef<[u8]> for Key {
 impl From<Key> for sled::IVec {
     fn from(key: Key) -> Self {
         key.0.into()
+    }
+}
+
+impl From<Key> for Vec<u8> {
+    fn from(key: Key) -> Self {
+        key.0
     }
 }
 

@@ -1,6 +1,6 @@
-//! What the sled store keeps per entry and per scope, and how keys and values are read back.
+//! What the embedded store keeps per entry and per scope, and how keys and values are read back.
 
-use adk_common::sled::keys::{Key, KeyReader};
+use adk_common::keys::{Key, KeyReader};
 use adk_proto::session::v1::Content;
 use prost::Message;
 use prost_types::Timestamp;

@@ -34,15 +34,17 @@ use std::{
     },
 };
 
-use adk_common::sled::keys::Key;
+use adk_common::{
+    keys::Key,
+    kv::{Batch, TransactionError, Transactional},
+};
 use metrics::counter;
-use sled::{transaction::TransactionError, Batch, IVec, Transactional};
 
 use super::{
     super::{Result, StoreError},
     postings::{Posting, TermEdit},
     records::{decode, key_seq},
-    SledMemoryStore,
+    EmbeddedMemoryStore,
 };
 
 /// When journal records are merged, by the posting changes that wait, and how many a merge
@@ -108,7 +110,8 @@ impl Thresholds {
 const RECORDS_PER_MERGE: usize = 256;
 
 /// Terms whose blocks one transaction of a merge rewrites: a scope's writes wait for the
-/// transaction that commits (and sled's other writers for part of it), so a merge of many
+/// transaction that commits (and the store's other writers, the database taking one at a time),
+/// so a merge of many
 /// records commits term by term, each term once, in transactions of a few milliseconds.
 const TERMS_PER_COMMIT: usize = 256;
 
@@ -180,7 +183,7 @@ impl<'a> TermEdits<'a> {
     /// that has it merged already are passed over, and the others note it.
     pub fn apply(
         &mut self,
-        store: &SledMemoryStore,
+        store: &EmbeddedMemoryStore,
         ops: Vec<PostingOp>,
         record: Option<u64>,
     ) -> Result<()> {
@@ -215,7 +218,7 @@ impl<'a> TermEdits<'a> {
     /// Queues the changed blocks and df values into the batches of their trees.
     pub fn finish(
         mut self,
-        store: &SledMemoryStore,
+        store: &EmbeddedMemoryStore,
         blocks: &mut Batch,
         df: &mut Batch,
     ) -> Result<()> {
@@ -226,7 +229,7 @@ impl<'a> TermEdits<'a> {
     }
 
     /// The changed blocks and df values in batches of up to `terms` terms each.
-    fn finish_by(self, store: &SledMemoryStore, terms: usize) -> Result<Vec<TermBatch>> {
+    fn finish_by(self, store: &EmbeddedMemoryStore, terms: usize) -> Result<Vec<TermBatch>> {
         let mut edits: Vec<_> = self.edits.into_iter().collect();
         let mut batches = Vec::with_capacity(edits.len().div_ceil(terms));
         for chunk in edits.chunks_mut(terms) {
@@ -283,7 +286,7 @@ struct MergeHeld<'a> {
 }
 
 impl<'a> MergeHeld<'a> {
-    fn new(merges: &'a Merges, records: &[(IVec, IVec)]) -> Self {
+    fn new(merges: &'a Merges, records: &[(Vec<u8>, Vec<u8>)]) -> Self {
         let read: usize = records.iter().map(|(_, value)| value.len()).sum();
         let bytes = read.saturating_mul(MERGE_EXPANSION);
         merges.held.fetch_add(bytes, Ordering::Relaxed);
@@ -333,7 +336,7 @@ impl Merges {
     }
 }
 
-impl SledMemoryStore {
+impl EmbeddedMemoryStore {
     /// Queues `scope` for the background merger, starting it unless it runs.
     pub(super) fn merge_later(&self, scope: &Key) {
         let start = {
@@ -402,7 +405,7 @@ impl SledMemoryStore {
             // without those of earlier generations.
             let records = {
                 let _reading = self.scans.reading(scope);
-                let mut records: Vec<(IVec, IVec)> = Vec::new();
+                let mut records: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
                 let mut bytes = 0;
                 for kv in self.journal.scan_prefix(scope).take(RECORDS_PER_MERGE) {
                     let (key, value) = kv?;
@@ -473,7 +476,7 @@ impl SledMemoryStore {
 
 #[cfg(test)]
 mod tests {
-    use adk_common::sled::durability::SyncMode;
+    use adk_common::durability::SyncMode;
 
     use super::{
         super::{super::contract, records::scope_key},
@@ -486,8 +489,9 @@ mod tests {
     #[tokio::test]
     async fn a_write_past_twice_the_memory_bound_merges_its_own_scope() {
         let dir = tempfile::tempdir().unwrap();
-        let store = SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
-        let store = SledMemoryStore {
+        let store =
+            EmbeddedMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
+        let store = EmbeddedMemoryStore {
             thresholds: Thresholds {
                 merge_after: usize::MAX,
                 backlog: usize::MAX,
@@ -508,6 +512,6 @@ mod tests {
         assert!(lock(&store.merges.queue).scopes.contains(&scope));
         write("c").await;
         assert_eq!(store.pending.len(&scope), (0, 0));
-        assert!(store.journal.is_empty());
+        assert!(store.journal.is_empty().unwrap());
     }
 }

@@ -1,4 +1,4 @@
-//! The generation job queue, revisions and expiries in sled (see `store::generation`). Jobs
+//! The generation job queue, revisions and expiries in the embedded store (see `store::generation`). Jobs
 //! are kept by id in `jobs`; the open ones are also keyed by due time in `job_queue`, so the
 //! job due first is the first key. A claim or a finish moves a job's queue key and rewrites its
 //! record in one transaction; a finish that ends the job keys it in `jobs_done` by the time it
@@ -6,18 +6,17 @@
 
 use std::{collections::HashMap, convert::Infallible, ops::Bound};
 
-use adk_common::sled::keys::{prefix_end, Key, KeyReader};
+use adk_common::{
+    keys::{prefix_end, Key, KeyReader},
+    kv::{TransactionError, Transactional},
+};
 use adk_proto::memory::v1::GenerationState;
 use prost::Message;
-use sled::{
-    transaction::{ConflictableTransactionError, TransactionError},
-    IVec, Transactional,
-};
 
 use super::{
     super::{token, Expired, JobRecord, Result, Revision, RevisionRecord, Scope, StoreError},
     records::{decode, key_seq, scope_key},
-    SledMemoryStore,
+    EmbeddedMemoryStore,
 };
 
 /// A job's key in `job_queue`.
@@ -34,8 +33,8 @@ pub(super) fn done_key(job: &JobRecord) -> Key {
         .str(&job.id)
 }
 
-impl SledMemoryStore {
-    /// Runs `work` as a write (see [`SledMemoryStore::write_changed`]) and waits until it is
+impl EmbeddedMemoryStore {
+    /// Runs `work` as a write (see [`EmbeddedMemoryStore::write_changed`]) and waits until it is
     /// durable.
     pub(super) async fn durably<T: Send + 'static>(
         &self,
@@ -58,7 +57,7 @@ impl SledMemoryStore {
         (jobs, queue)
             .transaction(|(jobs, queue)| {
                 jobs.insert(job.id.as_bytes(), job.encode_to_vec())?;
-                queue.insert(queue_key(job).as_bytes(), IVec::default())?;
+                queue.insert(queue_key(job).as_bytes(), Vec::new())?;
                 Ok(())
             })
             .map_err(storage)
@@ -92,7 +91,7 @@ impl SledMemoryStore {
                     return Ok(None);
                 };
                 let mut job = JobRecord::decode(&*bytes).map_err(|e| {
-                    ConflictableTransactionError::Abort(StoreError::corrupt(format!("job: {e}")))
+                    TransactionError::Abort(StoreError::corrupt(format!("job: {e}")))
                 })?;
                 if !job.is_open() || job.due_ms > now_ms {
                     return Ok(None);
@@ -102,7 +101,7 @@ impl SledMemoryStore {
                 job.state = GenerationState::Running as i32;
                 job.update_ms = now_ms;
                 job.due_ms = now_ms.saturating_add(lease_ms);
-                queue.insert(queue_key(&job).as_bytes(), IVec::default())?;
+                queue.insert(queue_key(&job).as_bytes(), Vec::new())?;
                 jobs.insert(id.as_bytes(), job.encode_to_vec())?;
                 Ok(Some(job))
             })
@@ -142,16 +141,14 @@ impl SledMemoryStore {
                         continue;
                     };
                     let job = JobRecord::decode(&*bytes).map_err(|e| {
-                        ConflictableTransactionError::Abort(StoreError::corrupt(format!(
-                            "job: {e}"
-                        )))
+                        TransactionError::Abort(StoreError::corrupt(format!("job: {e}")))
                     })?;
                     if !job.is_open() {
                         continue;
                     }
                     queue.remove(queue_key(&job).as_bytes())?;
                     let ended = job.ended_by_delete();
-                    done.insert(done_key(&ended).as_bytes(), IVec::default())?;
+                    done.insert(done_key(&ended).as_bytes(), Vec::new())?;
                     jobs.insert(id.as_bytes(), ended.encode_to_vec())?;
                 }
                 Ok(())
@@ -180,16 +177,16 @@ impl SledMemoryStore {
                     return Ok(false);
                 };
                 let stored = JobRecord::decode(&*bytes).map_err(|e| {
-                    ConflictableTransactionError::Abort(StoreError::corrupt(format!("job: {e}")))
+                    TransactionError::Abort(StoreError::corrupt(format!("job: {e}")))
                 })?;
                 if stored.attempts != job.attempts || !stored.is_open() {
                     return Ok(false);
                 }
                 queue.remove(queue_key(&stored).as_bytes())?;
                 if job.is_open() {
-                    queue.insert(queue_key(job).as_bytes(), IVec::default())?;
+                    queue.insert(queue_key(job).as_bytes(), Vec::new())?;
                 } else {
-                    done.insert(done_key(job).as_bytes(), IVec::default())?;
+                    done.insert(done_key(job).as_bytes(), Vec::new())?;
                 }
                 jobs.insert(job.id.as_bytes(), job.encode_to_vec())?;
                 Ok(true)
@@ -225,7 +222,7 @@ impl SledMemoryStore {
         let end = Bound::Excluded(prefix_end(prefix.as_bytes()));
         let mut page = Vec::new();
         let mut last = None;
-        for kv in self.revisions.range::<Vec<u8>, _>((start, end)) {
+        for kv in self.revisions.range::<Vec<u8>>((start, end)) {
             let (key, value) = kv?;
             let revision: RevisionRecord = decode(&value, "revision")?;
             if memory_id.is_some_and(|id| id != revision.memory_id) {
@@ -268,7 +265,7 @@ impl SledMemoryStore {
         let mut pruned = 0;
         // The current scope's key prefix, and its revisions: key, memory id, time.
         let mut scope: Option<Vec<u8>> = None;
-        let mut group: Vec<(IVec, String, i64)> = Vec::new();
+        let mut group: Vec<(Vec<u8>, String, i64)> = Vec::new();
         let mut iter = self.revisions.iter();
         loop {
             let next = iter.next().transpose()?;
@@ -306,7 +303,7 @@ impl SledMemoryStore {
     /// `before_ms` and followed by a later one of their memory.
     fn prune_group(
         &self,
-        group: &[(IVec, String, i64)],
+        group: &[(Vec<u8>, String, i64)],
         before_ms: i64,
         n: usize,
     ) -> Result<usize> {
@@ -365,7 +362,7 @@ impl SledMemoryStore {
         for kv in self.expiries.iter() {
             let (key, value) = kv?;
             let at: [u8; 8] = value
-                .as_ref()
+                .as_slice()
                 .try_into()
                 .map_err(|_| StoreError::corrupt("expiry: not 8 bytes"))?;
             if i64::from_be_bytes(at) > now_ms {

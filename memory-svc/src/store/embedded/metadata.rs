@@ -1,13 +1,13 @@
-//! The sled side of the metadata index (see [`crate::store::metadata`]): the `metadata` tree
+//! The embedded store's side of the metadata index (see [`crate::store::metadata`]): the `metadata` tree
 //! holds a key (app, user, metadata key, encoded value, seq) per indexed value, its value the
 //! seq. Writes keep it in step with `entries` in their transactions (see [`super::write`]);
 //! [`super::migrate::build_metadata`] builds it for a store written before it was kept.
 
 use std::collections::BTreeSet;
 
-use adk_common::sled::keys::Key;
+use adk_common::keys::Key;
 
-use super::{records::u64_value, Result, SledMemoryStore};
+use super::{records::u64_value, EmbeddedMemoryStore, Result};
 use crate::{filter::Filter, store::metadata};
 
 /// The index keys of an entry of `scope` stored at `seq` with this metadata.
@@ -23,7 +23,7 @@ pub(super) fn keys(scope: &Key, seq: u64, custom_metadata: &str) -> Vec<Vec<u8>>
         .collect()
 }
 
-impl SledMemoryStore {
+impl EmbeddedMemoryStore {
     /// The seqs of `scope` that may pass `filter`, in order; `None` when the index cannot
     /// narrow it (every entry is a candidate).
     pub(super) fn candidates(&self, scope: &Key, filter: &Filter) -> Result<Option<BTreeSet<u64>>> {

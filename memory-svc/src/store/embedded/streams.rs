@@ -1,18 +1,17 @@
-//! Event streams in sled (see `store::streams`): `streams` holds each stream with buffered
+//! Event streams in the embedded store (see `store::streams`): `streams` holds each stream with buffered
 //! events (their ids in the order they came), `stream_events` every event a stream was given,
-//! by id. sled transactions cannot scan, so a handoff reads the buffered events by the ids of
+//! by id. The store's transactions read and write keys, not ranges, so a handoff reads the buffered events by the ids of
 //! the stream's record; it rewrites them without their content, queues the job and removes
 //! the stream's record in one transaction over the four trees.
 
 use std::collections::HashSet;
 
-use adk_common::sled::keys::{Key, KeyReader};
+use adk_common::{
+    keys::{Key, KeyReader},
+    kv::{TransactionError, Transactional, TxTree},
+};
 use adk_proto::session::v1::Event;
 use prost::Message;
-use sled::{
-    transaction::{ConflictableTransactionError, TransactionalTree},
-    IVec, Transactional,
-};
 
 use super::{
     super::{
@@ -21,18 +20,13 @@ use super::{
     },
     generation::{aborted, queue_key},
     records::{decode, scope_key},
-    SledMemoryStore,
+    EmbeddedMemoryStore,
 };
 
-type Abort = ConflictableTransactionError<StoreError>;
+type Abort = TransactionError<StoreError>;
 
 /// `streams`, `stream_events`, `jobs` and `job_queue` in a transaction.
-type Trees = (
-    TransactionalTree,
-    TransactionalTree,
-    TransactionalTree,
-    TransactionalTree,
-);
+type Trees<'t> = (TxTree<'t>, TxTree<'t>, TxTree<'t>, TxTree<'t>);
 
 /// A stream's key in `streams`; with an event id, the event's in `stream_events`.
 fn stream_key(stream: StreamKey<'_>) -> Key {
@@ -70,12 +64,12 @@ fn hand_off(
         events.insert(event_key.as_bytes(), handed.encode_to_vec())?;
     }
     jobs.insert(job.id.as_bytes(), job.encode_to_vec())?;
-    queue.insert(queue_key(&job).as_bytes(), IVec::default())?;
+    queue.insert(queue_key(&job).as_bytes(), Vec::new())?;
     streams.remove(key.as_bytes())?;
     Ok(job)
 }
 
-impl SledMemoryStore {
+impl EmbeddedMemoryStore {
     pub(super) fn append_stream_now(
         &self,
         stream: StreamKey<'_>,
@@ -261,7 +255,7 @@ impl SledMemoryStore {
     /// `job_id`: a user's streams deleted since (`DeleteMemory` of all) may have been given the
     /// same id again.
     pub(super) fn remove_handed_off(
-        events: &TransactionalTree,
+        events: &TxTree<'_>,
         key: &[u8],
         job_id: &str,
     ) -> std::result::Result<(), Abort> {

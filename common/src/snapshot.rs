@@ -1,5 +1,6 @@
-//! Online backups: the snapshot file format of a sled database (streamed out of a running server
-//! by [`crate::serve::admin`]), and the `snapshot` / `restore` commands of both binaries.
+//! Online backups: the snapshot file format of an embedded database, sled or redb (streamed out
+//! of a running server by [`crate::serve::admin`]), and the `snapshot` / `restore` commands of
+//! both binaries.
 //!
 //! A snapshot file is `ADKSNAP2`, a length-delimited [`Header`] naming the service that took it
 //! and the format version, then the body: length-delimited [`Record`]s (every entry of every
@@ -28,6 +29,8 @@ use tokio::sync::{OwnedRwLockReadGuard, RwLock, RwLockReadGuard};
 use tokio_stream::StreamExt;
 use tonic::{transport::Channel, Request, Status};
 
+use crate::storage::StorageError;
+
 /// The start of a snapshot file: the magic, then a [`Header`].
 const MAGIC: &[u8; 8] = b"ADKSNAP2";
 
@@ -50,8 +53,8 @@ pub(crate) const CHUNK_BYTES: usize = 256 * 1024;
 pub enum SnapshotError {
     #[error("snapshot I/O failed: {0}")]
     Io(#[from] std::io::Error),
-    #[error("storage error: {0}")]
-    Storage(#[from] sled::Error),
+    #[error("{0}")]
+    Storage(#[from] StorageError),
     #[error("not a snapshot file: {0}")]
     Format(String),
     #[error("{0} is not empty: restore only into a fresh data directory")]
@@ -130,7 +133,7 @@ impl WriteGate {
 
     /// Writes the body of a snapshot of `db` to `path` with writers paused; returns the entry
     /// count.
-    pub async fn snapshot(&self, db: &sled::Db, path: &Path) -> Result<u64, SnapshotError> {
+    pub async fn snapshot(&self, db: &impl Dump, path: &Path) -> Result<u64, SnapshotError> {
         let paused = self.0.clone().write_owned().await;
         let (db, path) = (db.clone(), path.to_owned());
         tokio::task::spawn_blocking(move || {
@@ -149,29 +152,47 @@ pub trait Snapshotter: Send + Sync + 'static {
     fn snapshot(&self, path: &Path) -> impl Future<Output = Result<u64, SnapshotError>> + Send;
 }
 
+/// What a [`Dump`] calls with the tree, key and value of each entry.
+pub type Each<'a> = dyn FnMut(&[u8], &[u8], &[u8]) -> Result<(), SnapshotError> + 'a;
+
+/// A database a snapshot can be taken of.
+pub trait Dump: Clone + Send + 'static {
+    /// Calls `each` with the tree, key and value of every entry of every tree.
+    fn dump(&self, each: &mut Each<'_>) -> Result<(), SnapshotError>;
+}
+
+/// A database a snapshot can be restored into.
+pub trait Load: Sized {
+    /// Creates the database in the empty directory `dir`.
+    fn create(dir: &Path) -> Result<Self, SnapshotError>;
+
+    /// Adds `key` = `value` to the tree named `tree`.
+    fn insert(&mut self, tree: &[u8], key: Vec<u8>, value: Vec<u8>) -> Result<(), SnapshotError>;
+
+    /// Makes everything inserted durable.
+    fn finish(self) -> Result<(), SnapshotError>;
+}
+
 /// Writes the body of a snapshot: every entry of every tree of `db`. The caller keeps writers
 /// out meanwhile.
-pub fn write(db: &sled::Db, out: impl Write) -> Result<u64, SnapshotError> {
+pub fn write(db: &impl Dump, out: impl Write) -> Result<u64, SnapshotError> {
     let mut out = BufWriter::new(out);
     let mut count = 0u64;
     let mut buf = Vec::new();
-    for name in db.tree_names() {
-        let tree = db.open_tree(&name)?;
-        for kv in tree.iter() {
-            let (key, value) = kv?;
-            let record = Record {
-                tree: name.to_vec(),
-                key: key.to_vec(),
-                value: value.to_vec(),
-            };
-            buf.clear();
-            record
-                .encode_length_delimited(&mut buf)
-                .map_err(|e| SnapshotError::Format(e.to_string()))?;
-            out.write_all(&buf)?;
-            count += 1;
-        }
-    }
+    db.dump(&mut |tree, key, value| {
+        let record = Record {
+            tree: tree.to_vec(),
+            key: key.to_vec(),
+            value: value.to_vec(),
+        };
+        buf.clear();
+        record
+            .encode_length_delimited(&mut buf)
+            .map_err(|e| SnapshotError::Format(e.to_string()))?;
+        out.write_all(&buf)?;
+        count += 1;
+        Ok(())
+    })?;
     let last = Record {
         tree: Vec::new(),
         key: Vec::new(),
@@ -198,7 +219,7 @@ pub struct Expect<'a> {
 /// the entry count. The database is built in a temporary directory beside `data_dir` and renamed
 /// into place at the end: on any failure (a truncated or foreign snapshot, a full disk) nothing
 /// is left behind and the restore can simply be run again.
-pub fn restore(
+pub fn restore<D: Load>(
     expect: Expect<'_>,
     data_dir: &Path,
     input: impl Read,
@@ -246,7 +267,7 @@ pub fn restore(
     let building = tempfile::Builder::new()
         .prefix(".restoring-")
         .tempdir_in(&parent)?;
-    let count = restore_body(&mut input, building.path())?;
+    let count = restore_body::<D>(&mut input, building.path())?;
     if data_dir.exists() {
         // Checked empty above.
         std::fs::remove_dir(data_dir)?;
@@ -262,8 +283,8 @@ pub fn restore(
 }
 
 /// Reads the records of a snapshot body into a new database at `dir`; returns their count.
-fn restore_body(input: &mut impl Read, dir: &Path) -> Result<u64, SnapshotError> {
-    let db = sled::open(dir)?;
+fn restore_body<D: Load>(input: &mut impl Read, dir: &Path) -> Result<u64, SnapshotError> {
+    let mut db = D::create(dir)?;
     let mut count = 0u64;
     loop {
         let record = Record::decode(read_record_bytes(input)?.as_slice())
@@ -284,11 +305,10 @@ fn restore_body(input: &mut impl Read, dir: &Path) -> Result<u64, SnapshotError>
             }
             break;
         }
-        db.open_tree(&record.tree)?
-            .insert(record.key, record.value)?;
+        db.insert(&record.tree, record.key, record.value)?;
         count += 1;
     }
-    db.flush()?;
+    db.finish()?;
     Ok(count)
 }
 
@@ -472,8 +492,9 @@ pub enum AdminCommand {
 }
 
 impl AdminCommand {
-    /// Runs the command of `service`'s binary, reporting on stdout/stderr.
-    pub async fn run(self, service: &'static str) -> ExitCode {
+    /// Runs the command of `service`'s binary, whose store is a `D`, reporting on
+    /// stdout/stderr.
+    pub async fn run<D: Load>(self, service: &'static str) -> ExitCode {
         let outcome = match self {
             AdminCommand::Snapshot {
                 endpoint,
@@ -492,7 +513,7 @@ impl AdminCommand {
                 input,
                 data_dir,
                 accept_unlabelled,
-            } => restore_file(
+            } => restore_file::<D>(
                 Expect {
                     service,
                     accept_unlabelled,
@@ -534,10 +555,14 @@ fn call_failed(endpoint: &str, status: &Status) -> String {
 }
 
 /// `restore` from the file at `input`, with progress.
-fn restore_file(expect: Expect<'_>, input: &Path, data_dir: &Path) -> Result<u64, crate::BoxError> {
+fn restore_file<D: Load>(
+    expect: Expect<'_>,
+    input: &Path,
+    data_dir: &Path,
+) -> Result<u64, crate::BoxError> {
     let file = File::open(input).map_err(|e| format!("cannot open {}: {e}", input.display()))?;
     let mut progress = Progress::on_stderr("restoring", file.metadata()?.len());
-    Ok(restore(expect, data_dir, file, &mut progress)?)
+    Ok(restore::<D>(expect, data_dir, file, &mut progress)?)
 }
 
 /// Streams a snapshot from the server at `endpoint` into `output`, with progress; returns the

@@ -18,9 +18,11 @@ use std::{
     sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard},
 };
 
-use adk_common::sled::keys::{Key, KeyReader};
+use adk_common::{
+    keys::{Key, KeyReader},
+    kv::Tree,
+};
 use metrics::gauge;
-use sled::Tree;
 
 use super::{
     super::{
@@ -521,7 +523,7 @@ mod tests {
     /// says a merge cut short put them in its blocks already.
     #[test]
     fn an_opening_store_holds_what_its_journal_holds() {
-        let db = sled::Config::new().temporary(true).open().unwrap();
+        let db = adk_common::kv::Db::temporary().unwrap();
         let (journal, df) = (
             db.open_tree("journal").unwrap(),
             db.open_tree("df").unwrap(),

@@ -1,20 +1,23 @@
-//! Writes to the sled store: loading what a [`plan`] needs, and committing its edits.
+//! Writes to the embedded store: loading what a [`plan`] needs, and committing its edits.
 //!
-//! sled transactions cannot scan, so what a write reads is loaded with ordinary reads, the plan
-//! is made from it, and its edits become batches committed as one transaction over all trees.
+//! The store's transactions read and write keys, not ranges, so what a write reads is loaded
+//! with ordinary reads, the plan is made from it, and its edits become batches committed as one
+//! transaction over all trees.
 //! Every commit bumps the scope's `Stats::generation`; the transaction checks it is still the
 //! one the load saw, and if another write got in between, the write is loaded and planned
-//! again. This runs on a blocking thread (see [`super::SledMemoryStore::blocking`]).
+//! again. This runs on a blocking thread (see [`super::EmbeddedMemoryStore::blocking`]).
 
 use std::{
     collections::{btree_map::Entry, BTreeMap, BTreeSet},
     convert::Infallible,
 };
 
-use adk_common::sled::keys::Key;
+use adk_common::{
+    keys::Key,
+    kv::{Batch, TransactionError, Transactional, Tree},
+};
 use metrics::gauge;
 use prost::Message;
-use sled::{transaction::TransactionError, Batch, IVec, Transactional, Tree};
 
 use super::{
     super::{
@@ -26,10 +29,10 @@ use super::{
     metadata,
     postings::Posting,
     records::{decode, key_seq, time_value, u64_value, EntryRecord, Stats},
-    SledMemoryStore,
+    EmbeddedMemoryStore,
 };
 
-impl SledMemoryStore {
+impl EmbeddedMemoryStore {
     /// Loads, plans and commits `write` in the scope whose keys start with `scope`, until it
     /// commits without a concurrent write having come between; returns the call's count. Not
     /// yet durable.
@@ -99,7 +102,7 @@ impl SledMemoryStore {
                 Ok(false) => continue,
                 Err(e) => {
                     // An I/O error (a full disk, say) stops all writes until a restart.
-                    if let sled::Error::Io(io) = &e {
+                    if let adk_common::kv::Error::Io(io) = &e {
                         self.commit.fail(&io.to_string());
                     }
                     return Err(e.into());
@@ -208,7 +211,7 @@ struct Batches {
     /// The record in `journal`, if the write has one.
     record: Option<JournalRecord>,
     tombstones: Batch,
-    /// See [`SledMemoryStore::vector_batch`].
+    /// See [`EmbeddedMemoryStore::vector_batch`].
     vectors: Batch,
     /// What `vectors` does, for the vector cache once committed.
     vector_edits: VectorEdits,
@@ -224,7 +227,7 @@ impl Batches {
     /// Turns `plan`, made against `stats`, into batches: its postings as a journal record, or
     /// if `direct` as the changes of the blocks and df values (read from the store).
     fn of(
-        store: &SledMemoryStore,
+        store: &EmbeddedMemoryStore,
         scope: &Key,
         plan: Plan,
         stats: Stats,
@@ -306,13 +309,11 @@ impl Batches {
                         &seq.to_be_bytes()[..],
                     );
                     if !stored.session_id.is_empty() {
-                        b.turns.insert(
-                            scope.clone().str(&stored.session_id).u64(seq),
-                            IVec::default(),
-                        );
+                        b.turns
+                            .insert(scope.clone().str(&stored.session_id).u64(seq), Vec::new());
                     }
                     b.ids
-                        .insert(scope.clone().str(&stored.id).u64(seq), IVec::default());
+                        .insert(scope.clone().str(&stored.id).u64(seq), Vec::new());
                     if let Some(at) = stored.expire_ms {
                         expiries.insert(stored.id.clone(), Some(at));
                     }
@@ -325,7 +326,7 @@ impl Batches {
                     b.entries
                         .insert(scope.clone().u64(seq), stored.encode_to_vec());
                 }
-                Edit::Tombstone(id) => b.tombstones.insert(scope.clone().str(&id), IVec::default()),
+                Edit::Tombstone(id) => b.tombstones.insert(scope.clone().str(&id), Vec::new()),
                 Edit::Lift(id) => b.tombstones.remove(scope.clone().str(&id)),
                 Edit::Clear => {
                     remove_all(&store.entries, scope, &mut b.entries)?;
@@ -367,10 +368,10 @@ impl Batches {
     /// was `base`; `false` means the write must be planned again.
     fn commit(
         self,
-        store: &SledMemoryStore,
+        store: &EmbeddedMemoryStore,
         scope: &Key,
-        base: Option<IVec>,
-    ) -> std::result::Result<bool, sled::Error> {
+        base: Option<Vec<u8>>,
+    ) -> std::result::Result<bool, adk_common::kv::Error> {
         let trees = (
             &store.entries,
             &store.buckets,
@@ -444,11 +445,12 @@ impl Batches {
 }
 
 /// What a write of one entry holds while it is planned and committed, beside its text: the
-/// entry's keys in every tree, its postings, its record encoded, and sled's copies of them in
-/// the transaction. Together with [`COST_PER_BYTE`], a batch of 1,000 entries of 180 bytes
+/// entry's keys in every tree, its postings, its record encoded, and the database's copies of
+/// them in the transaction. Together with [`COST_PER_BYTE`], a batch of 1,000 entries of 180 bytes
 /// counts 7 MB, so that the writes' share of a 256 MiB pod's budget (16 MiB) lets two such
 /// batches be analysed and committed at once: counted at 40 MB each (their RSS growth, which
-/// includes the pages they bring into sled's cache, counted in its own share), they ran one at
+/// includes the pages they bring into the database's cache, counted in its own share), they ran
+/// one at
 /// a time and ingestion took 1.8x as long as without the budget.
 const COST_PER_ENTRY: u64 = 4 << 10;
 

@@ -1,14 +1,16 @@
-//! Converting a sled database written by an older version, when it is opened: the postings
+//! Converting a database written by an older version, when it is opened: the postings
 //! layout ([`migrate`]), the entries' kinds ([`convert_kinds`]), the metadata index
 //! ([`build_metadata`]), the entries' validity ([`convert_validity`]) and the index's analysis
 //! ([`reindex`]). (And first, refusing one of a newer format: [`FORMAT`].)
 
 use std::collections::{HashMap, HashSet};
 
-use adk_common::sled::keys::{Key, KeyReader};
+use adk_common::{
+    keys::{Key, KeyReader},
+    kv::{Batch, Tree},
+};
 use metrics::counter;
 use prost::Message;
-use sled::{Batch, IVec, Tree};
 
 use super::{
     super::{
@@ -18,7 +20,7 @@ use super::{
     generation::done_key,
     postings::{self, Posting},
     records::{decode, scope_key, u64_value, EntryRecord},
-    SledMemoryStore,
+    EmbeddedMemoryStore,
 };
 
 /// The tree holding what the index was built with, and its key for the analysis identity.
@@ -37,7 +39,7 @@ const VALIDITY: &[u8] = b"validity";
 /// Builds the `turns` tree from the `buckets` tree in a store written before it was kept.
 /// The tree is only trusted once [`TURNS`] is stored, after it is on disk: a build cut short
 /// starts over at the next open.
-pub(super) fn build_turns(db: &sled::Db, buckets: &Tree, turns: &Tree) -> Result<()> {
+pub(super) fn build_turns(db: &adk_common::kv::Db, buckets: &Tree, turns: &Tree) -> Result<()> {
     let index = db.open_tree(INDEX)?;
     if index.contains_key(TURNS)? {
         return Ok(());
@@ -54,15 +56,12 @@ pub(super) fn build_turns(db: &sled::Db, buckets: &Tree, turns: &Tree) -> Result
         };
         if !session_id.is_empty() {
             let turn = Key::new().str(&app_name).str(&user_id).str(&session_id);
-            batch.insert(
-                turn.u64(u64_value(&seq, "slot")?).into_vec(),
-                IVec::default(),
-            );
+            batch.insert(turn.u64(u64_value(&seq, "slot")?).into_vec(), Vec::new());
         }
     }
     turns.apply_batch(batch)?;
     db.flush()?;
-    index.insert(TURNS, IVec::default())?;
+    index.insert(TURNS, Vec::new())?;
     db.flush()?;
     Ok(())
 }
@@ -73,7 +72,7 @@ pub(super) fn build_turns(db: &sled::Db, buckets: &Tree, turns: &Tree) -> Result
 /// Done once: [`KINDS`] is stored after the rest is on disk. A conversion cut short starts over
 /// at the next open and decides the same: it reads nothing it changes but the expiries it
 /// drops, which no generated entry reads.
-pub(super) fn convert_kinds(store: &SledMemoryStore) -> Result<()> {
+pub(super) fn convert_kinds(store: &EmbeddedMemoryStore) -> Result<()> {
     let index = store.db.open_tree(INDEX)?;
     if index.contains_key(KINDS)? {
         return Ok(());
@@ -126,7 +125,7 @@ pub(super) fn convert_kinds(store: &SledMemoryStore) -> Result<()> {
     let mut expiries = Batch::default();
     for key in store.expiries.iter().keys() {
         let key = key?;
-        if !kept.contains(key.as_ref()) {
+        if !kept.contains(&key) {
             expiries.remove(key);
         }
     }
@@ -134,14 +133,14 @@ pub(super) fn convert_kinds(store: &SledMemoryStore) -> Result<()> {
     for value in store.jobs.iter().values() {
         let job: JobRecord = decode(&value?, "job")?;
         if !job.is_open() {
-            done.insert(done_key(&job).into_vec(), IVec::default());
+            done.insert(done_key(&job).into_vec(), Vec::new());
         }
     }
     store.entries.apply_batch(entries)?;
     store.expiries.apply_batch(expiries)?;
     store.jobs_done.apply_batch(done)?;
     store.db.flush()?;
-    index.insert(KINDS, IVec::default())?;
+    index.insert(KINDS, Vec::new())?;
     store.db.flush()?;
     if generated > 0 {
         tracing::info!(generated, "marked the generated memories");
@@ -155,7 +154,7 @@ pub(super) fn convert_kinds(store: &SledMemoryStore) -> Result<()> {
 /// neighbours make (a store of the version before contexts has none stored). The identity is
 /// stored once every scope is done, so a conversion cut short starts over at the next open,
 /// which gives the same index.
-pub(super) fn reindex(store: &SledMemoryStore) -> Result<()> {
+pub(super) fn reindex(store: &EmbeddedMemoryStore) -> Result<()> {
     let index = store.db.open_tree(INDEX)?;
     let identity = store.analyzer.identity();
     let stored = index.get(ANALYSIS)?;
@@ -199,7 +198,7 @@ pub(super) fn reindex(store: &SledMemoryStore) -> Result<()> {
 /// Builds the `metadata` tree (see [`super::metadata`]) from the entries of a store written
 /// before it was kept. The tree is only trusted once [`METADATA`] is stored, after it is on
 /// disk: a build cut short starts over at the next open.
-pub(super) fn build_metadata(store: &SledMemoryStore) -> Result<()> {
+pub(super) fn build_metadata(store: &EmbeddedMemoryStore) -> Result<()> {
     let index = store.db.open_tree(INDEX)?;
     if index.contains_key(METADATA)? {
         return Ok(());
@@ -227,7 +226,7 @@ pub(super) fn build_metadata(store: &SledMemoryStore) -> Result<()> {
     }
     store.metadata.apply_batch(batch)?;
     store.db.flush()?;
-    index.insert(METADATA, IVec::default())?;
+    index.insert(METADATA, Vec::new())?;
     store.db.flush()?;
     Ok(())
 }
@@ -237,7 +236,7 @@ pub(super) fn build_metadata(store: &SledMemoryStore) -> Result<()> {
 /// else of an entry changes, and no entry is closed, so the `closed` tree stays empty. Done
 /// once: [`VALIDITY`] is stored after the rest is on disk; a conversion cut short starts over
 /// at the next open and sets the same times.
-pub(super) fn convert_validity(store: &SledMemoryStore) -> Result<()> {
+pub(super) fn convert_validity(store: &EmbeddedMemoryStore) -> Result<()> {
     let index = store.db.open_tree(INDEX)?;
     if index.contains_key(VALIDITY)? {
         return Ok(());
@@ -260,7 +259,7 @@ pub(super) fn convert_validity(store: &SledMemoryStore) -> Result<()> {
     }
     store.entries.apply_batch(batch)?;
     store.db.flush()?;
-    index.insert(VALIDITY, IVec::default())?;
+    index.insert(VALIDITY, Vec::new())?;
     store.db.flush()?;
     if converted > 0 {
         tracing::info!(entries = converted, "memories valid from their timestamps");
@@ -269,7 +268,7 @@ pub(super) fn convert_validity(store: &SledMemoryStore) -> Result<()> {
 }
 
 /// The tree of one key per posting that [`migrate`] converts.
-pub(super) const OLD_POSTINGS: &[u8] = b"postings";
+pub(super) const OLD_POSTINGS: &str = "postings";
 
 /// The version of the memory store's layout: raise it with any change a binary of the previous
 /// version would misread (see [`adk_common::versions`]). 2: entries have contexts and the
@@ -287,7 +286,10 @@ pub(super) const OLD_POSTINGS: &[u8] = b"postings";
 /// memories as valid, and drop validity when it rewrites an entry). 9: a term of few postings
 /// keeps them in its df value instead of blocks (an older binary would take the value for
 /// corrupt); the blocks of a term written before stay valid, so nothing is converted.
-const FORMAT: u32 = 9;
+pub(super) const FORMAT: u32 = 9;
+
+/// What the format checks call the store.
+pub(super) const STORE: &str = "memory store";
 
 /// Refuses a database of a newer format than [`FORMAT`] (recording [`FORMAT`] in an older one).
 ///
@@ -296,13 +298,13 @@ const FORMAT: u32 = 9;
 /// big-endian), then drops it. Runs before the store serves anything. Until the old tree is
 /// dropped it is what counts: a conversion cut short leaves it in place, and the next open
 /// starts over from cleared new trees.
-pub(super) fn migrate(db: &sled::Db, blocks: &Tree, df: &Tree) -> Result<()> {
-    adk_common::sled::open(db, "memory store", FORMAT)?;
-    if !db.tree_names().iter().any(|name| name == OLD_POSTINGS) {
+pub(super) fn migrate(db: &adk_common::kv::Db, blocks: &Tree, df: &Tree) -> Result<()> {
+    adk_common::kv::open_format(db, STORE, FORMAT)?;
+    if !db.tree_names()?.iter().any(|name| name == OLD_POSTINGS) {
         return Ok(());
     }
     let old = db.open_tree(OLD_POSTINGS)?;
-    tracing::info!(postings = old.len(), "converting postings to blocks");
+    tracing::info!(postings = old.len()?, "converting postings to blocks");
     blocks.clear()?;
     df.clear()?;
     let (mut block_batch, mut df_batch) = (Batch::default(), Batch::default());

@@ -1,16 +1,16 @@
-//! Purge records in sled (see [`crate::purge`]): the `purges` tree, keyed by id, written and
+//! Purge records in the embedded store (see [`crate::purge`]): the `purges` tree, keyed by id, written and
 //! removed durably; and the users of an app, from the `stats` records of its scopes.
 
-use adk_common::sled::keys::{Key, KeyReader};
+use adk_common::keys::{Key, KeyReader};
 use prost::Message;
 
 use super::{
     super::{PurgeRecord, Result, StoreError},
     records::decode,
-    SledMemoryStore,
+    EmbeddedMemoryStore,
 };
 
-impl SledMemoryStore {
+impl EmbeddedMemoryStore {
     pub(super) fn put_purge_now(&self, purge: &PurgeRecord) -> Result<()> {
         self.purges
             .insert(purge.id.as_bytes(), purge.encode_to_vec())?;

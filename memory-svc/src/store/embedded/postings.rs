@@ -27,9 +27,8 @@
 //! A term of few postings in a scope (at most [`INLINE_MAX`], which is most terms of most
 //! users: a user's memory of a few hundred entries holds thousands of terms, nearly all in a
 //! handful of entries) keeps them in its df value instead, as one block (Lucene's "pulsing"):
-//! one key per (user, term) instead of two. sled keeps an entry of ~180 bytes in memory for
-//! every page of a tree, cached or not, and a page holds at most 16 keys, so the keys of rare
-//! terms are most of what its memory grows with when memories are spread over many users. A
+//! one key per (user, term) instead of two: the keys of rare terms are most of what a store's
+//! size grows with when memories are spread over many users. A
 //! term whose list outgrows the bound moves to blocks, and one whose removals bring it back
 //! within the bound moves back into its df value; a term stored in blocks with fewer postings
 //! (by a version before this form) is read as such and moves when next changed.
@@ -39,8 +38,10 @@
 
 use std::collections::{btree_map, BTreeMap, BTreeSet};
 
-use adk_common::sled::keys::Key;
-use sled::{Batch, IVec, Tree};
+use adk_common::{
+    keys::Key,
+    kv::{Batch, Tree},
+};
 
 use super::super::{maxscore, Result, StoreError};
 
@@ -118,8 +119,7 @@ pub fn decode(first: u64, bytes: &[u8], out: &mut Vec<Posting>) -> Result<()> {
 /// found by binary search, without decoding the others.
 #[derive(Default)]
 struct Block {
-    /// A copy of the stored value, in a buffer reused from block to block (reading a sled
-    /// value in place costs a dispatch on its representation per access).
+    /// A copy of the stored value, in a buffer reused from block to block.
     bytes: Vec<u8>,
     first: u64,
     len: usize,
@@ -598,7 +598,7 @@ pub(super) fn inline_block(bytes: &[u8]) -> Result<Option<(u64, &[u8])>> {
 }
 
 /// A term's df value as a search reads it: its document frequency and where its postings are.
-pub struct StoredTerm(Option<IVec>);
+pub struct StoredTerm(Option<Vec<u8>>);
 
 impl StoredTerm {
     /// The df value of the term whose keys start with `prefix`.
@@ -641,14 +641,14 @@ pub fn df_value(bytes: &[u8]) -> Result<u64> {
 /// is not scanned again.
 pub struct Cursor {
     /// The term's blocks after the current one (none for postings held in the df value).
-    iter: Option<sled::Iter>,
+    iter: Option<adk_common::kv::Iter>,
     prefix_len: usize,
     block: Block,
     pos: usize,
     /// The posting at `pos`, read once.
     current: Option<Posting>,
     /// The next block, read ahead because its first seq is where the current one ends.
-    next: Option<(u64, IVec)>,
+    next: Option<(u64, Vec<u8>)>,
 }
 
 impl Cursor {
@@ -682,7 +682,7 @@ impl Cursor {
         Ok(cursor)
     }
 
-    fn read(&mut self) -> Result<Option<(u64, IVec)>> {
+    fn read(&mut self) -> Result<Option<(u64, Vec<u8>)>> {
         let Some(iter) = &mut self.iter else {
             return Ok(None);
         };

@@ -1,4 +1,6 @@
-//! The embedded store: memory entries and their inverted index in sled.
+//! The embedded store: memory entries and their inverted index in a redb file (through
+//! [`adk_common::kv`], named trees of byte keys), converted at open from the sled database of
+//! earlier releases ([`from_sled`]).
 //!
 //! # Layout
 //! Every key starts with the (app, user) as [`Key`] components, so no two scopes alias and a
@@ -53,7 +55,7 @@
 //!
 //! # Format changes
 //! Before the `blocks` and `df` trees, postings were one key each in a `postings` tree, with
-//! no stored document frequency. [`SledMemoryStore::open`] converts such a database (see
+//! no stored document frequency. [`EmbeddedMemoryStore::open`] converts such a database (see
 //! [`migrate`]) before serving it. The `index` tree holds the identity of the analysis the index
 //! was built with (`analysis`); when it is not the store's, every scope is re-indexed at open
 //! (see [`migrate::reindex`]). Before format 4, an entry's kind and expiry were read from its
@@ -79,14 +81,15 @@
 //! group-commit flush then makes it durable before the caller hears of it.
 //!
 //! # Threads
-//! sled calls block (reads may go to disk, a commit takes a lock and writes its log), and
-//! ingesting a batch of entries takes milliseconds of CPU. So every call's sled work runs on
+//! Database calls block (reads may go to disk, a commit waits for the one writer before it), and
+//! ingesting a batch of entries takes milliseconds of CPU. So every call's database work runs on
 //! tokio's blocking pool, never on the workers that answer other RPCs (health probes,
 //! searches); an async method only waits for it. Searches too: run in place on the worker
 //! (`block_in_place`), short ones took a fifth less time, but at 100,000 entries with the
 //! benchmark's concurrent searches common words took 11-22 % more, the worker's tasks moving to
 //! another thread at every search.
 
+mod from_sled;
 mod generation;
 mod journal;
 mod metadata;
@@ -110,15 +113,15 @@ use std::{
 };
 
 use adk_common::{
-    sled::durability::{GroupCommit, SyncMode},
-    sled::keys::{prefix_end, Key},
-    sled::snapshot::SnapshotError,
-    sled::snapshot::Snapshotter,
-    sled::snapshot::WriteGate,
+    durability::{GroupCommit, SyncMode},
+    keys::{prefix_end, Key},
+    kv::Tree,
+    snapshot::SnapshotError,
+    snapshot::Snapshotter,
+    snapshot::WriteGate,
     storage::{StorageError, StorageErrorKind},
 };
 use metrics::gauge;
-use sled::{IVec, Tree};
 use tokio_util::task::TaskTracker;
 
 use self::{
@@ -140,10 +143,14 @@ use crate::budget::{self, MemoryBudget, Part, Room};
 use crate::embed::Identity;
 use crate::filter::Filter;
 
-/// Memory store on a sled database. Cheap to clone.
+/// The page cache of a store opened by [`EmbeddedMemoryStore::open`] (tests and tools; the
+/// server sizes it from its memory budget).
+pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+
+/// Memory store on an embedded database. Cheap to clone.
 #[derive(Debug, Clone)]
-pub struct SledMemoryStore {
-    db: sled::Db,
+pub struct EmbeddedMemoryStore {
+    db: adk_common::kv::Db,
     entries: Tree,
     buckets: Tree,
     turns: Tree,
@@ -196,7 +203,7 @@ pub struct SledMemoryStore {
 /// Stripes of locks by scope: searches of a scope hold its stripe shared while they read, a
 /// write holds it exclusively while it commits.
 ///
-/// sled makes each read and each transaction atomic, but a scan reads key after key, and a
+/// Each read and each transaction is atomic, but a search reads key after key, and a
 /// transaction may commit between two of its steps. A write that merges a term's appended
 /// blocks rewrites the first and removes the others: a search reading the first block before
 /// that commit and going on after it would miss the postings of the removed ones, and rank
@@ -233,16 +240,27 @@ impl ScanLocks {
     }
 }
 
-impl SledMemoryStore {
+impl EmbeddedMemoryStore {
     /// Opens (or creates) the store in `dir`, analysing text with `analyzer`. Must be called
     /// inside a tokio runtime.
     pub fn open(dir: &Path, sync: SyncMode, analyzer: Analyzer) -> Result<Self> {
-        Self::from_db(sled::open(dir)?, sync, analyzer)
+        Self::open_with_cache(dir, DEFAULT_CACHE_BYTES, sync, analyzer)
+    }
+
+    /// [`EmbeddedMemoryStore::open`] with a page cache of `cache_bytes`. A sled store of an
+    /// earlier release found in `dir` is converted first (see [`from_sled`]).
+    pub fn open_with_cache(
+        dir: &Path,
+        cache_bytes: usize,
+        sync: SyncMode,
+        analyzer: Analyzer,
+    ) -> Result<Self> {
+        Self::from_db(from_sled::open(dir, cache_bytes)?, sync, analyzer)
     }
 
     /// Uses the memory trees of an open database, converting an older layout or index first.
     /// Must be called inside a tokio runtime.
-    pub fn from_db(db: sled::Db, sync: SyncMode, analyzer: Analyzer) -> Result<Self> {
+    pub fn from_db(db: adk_common::kv::Db, sync: SyncMode, analyzer: Analyzer) -> Result<Self> {
         let (blocks, df) = (db.open_tree("blocks")?, db.open_tree("df")?);
         migrate::migrate(&db, &blocks, &df)?;
         let (buckets, turns) = (db.open_tree("buckets")?, db.open_tree("turns")?);
@@ -252,7 +270,7 @@ impl SledMemoryStore {
         let pending = Arc::new(pending::Pending::load(&journal, &df)?);
         // Counted once at startup (a scan); writes keep the gauge current from then on. Added
         // rather than set, so stores sharing a process (tests) each count their own.
-        gauge!("store_memories").increment(entries.len() as f64);
+        gauge!("store_memories").increment(entries.len()? as f64);
         let store = Self {
             entries,
             buckets,
@@ -344,11 +362,16 @@ impl SledMemoryStore {
         self.work.close();
         self.work.wait().await;
         self.commit.stop().await;
-        self.db.flush_async().await?;
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || db.flush())
+            .await
+            .map_err(|e| {
+                StorageError::new(StorageErrorKind::Internal, format!("last flush: {e}"))
+            })??;
         Ok(())
     }
 
-    /// Runs `work`, which makes blocking sled calls, on tokio's blocking pool (see the module
+    /// Runs `work`, which makes blocking database calls, on tokio's blocking pool (see the module
     /// docs). It runs to the end even if the caller stops waiting.
     async fn blocking<T: Send + 'static>(
         &self,
@@ -363,7 +386,7 @@ impl SledMemoryStore {
             })?
     }
 
-    fn stats(&self, scope: &Key) -> Result<(Option<IVec>, Stats)> {
+    fn stats(&self, scope: &Key) -> Result<(Option<Vec<u8>>, Stats)> {
         let raw = self.stats.get(scope)?;
         let stats = match &raw {
             Some(bytes) => decode(bytes, "stats")?,
@@ -528,7 +551,7 @@ impl SledMemoryStore {
             None => Bound::Included(prefix.clone().into_vec()),
         };
         let end = Bound::Excluded(prefix_end(prefix.as_bytes()));
-        let mut rows = self.entries.range::<Vec<u8>, _>((start, end));
+        let mut rows = self.entries.range::<Vec<u8>>((start, end));
         let mut page = Vec::new();
         let mut last_seq = None;
         // A page of at least one entry, so paging always makes progress.
@@ -545,13 +568,13 @@ impl SledMemoryStore {
     }
 }
 
-impl Snapshotter for SledMemoryStore {
+impl Snapshotter for EmbeddedMemoryStore {
     async fn snapshot(&self, path: &Path) -> std::result::Result<u64, SnapshotError> {
         self.gate.snapshot(&self.db, path).await
     }
 }
 
-impl MemoryStore for SledMemoryStore {
+impl MemoryStore for EmbeddedMemoryStore {
     /// Applies `write` in `scope` (see [`write`]), then waits until it is durable.
     async fn write_changed(
         &self,

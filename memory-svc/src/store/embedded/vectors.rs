@@ -1,10 +1,12 @@
-//! Entry vectors in the sled store: the `vectors` tree (app, user, seq → the vector as
+//! Entry vectors in the embedded store: the `vectors` tree (app, user, seq → the vector as
 //! little-endian `f32`s) and the `vector_model` tree (the identity of the model that made
 //! them). Writes change `vectors` in their own transaction (see [`super::write`]); the
 //! background embedding of older entries adds to it here. Runs on blocking threads.
 
-use adk_common::sled::keys::{Key, KeyReader};
-use sled::{transaction::TransactionError, Batch, Transactional};
+use adk_common::{
+    keys::{Key, KeyReader},
+    kv::{Batch, TransactionError, Transactional},
+};
 
 use super::{
     super::{
@@ -13,14 +15,14 @@ use super::{
         Hit, Result, SearchQuery, StoreError,
     },
     records::{decode, key_seq, EntryRecord},
-    SledMemoryStore,
+    EmbeddedMemoryStore,
 };
 use crate::embed::Identity;
 
 /// The `vector_model` key holding the identity.
 const MODEL: &[u8] = b"model";
 
-impl SledMemoryStore {
+impl EmbeddedMemoryStore {
     /// `edits` as a batch of the `vectors` tree, for the write's transaction.
     pub(super) fn vector_batch(&self, scope: &Key, edits: &VectorEdits) -> Result<Batch> {
         let mut batch = Batch::default();

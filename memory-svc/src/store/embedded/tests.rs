@@ -1,11 +1,11 @@
-//! The sled store's own tests: the contract suite on sled, and what only its layout has
+//! The embedded store's own tests: the contract suite on it, and what only its layout has
 //! (posting blocks, statistics records, the format conversion, reopening).
 
 use std::collections::BTreeMap;
 
 use adk_common::{
-    sled::durability::SyncMode,
-    sled::keys::{Key, KeyReader},
+    durability::SyncMode,
+    keys::{Key, KeyReader},
 };
 
 use super::{
@@ -21,13 +21,13 @@ use super::{
     pending,
     postings::{self, Posting},
     records::{decode, key_seq, scope_key, u64_value, EntryRecord, Stats},
-    MemoryStore, Scope, SledMemoryStore,
+    EmbeddedMemoryStore, MemoryStore, Scope,
 };
 use crate::{analysis::Analyzer, filter::Filter};
 
-async fn open() -> (tempfile::TempDir, SledMemoryStore) {
+async fn open() -> (tempfile::TempDir, EmbeddedMemoryStore) {
     let dir = tempfile::tempdir().unwrap();
-    let store = SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
+    let store = EmbeddedMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
     (dir, store)
 }
 
@@ -37,7 +37,7 @@ mod contract_suite {
     memory_store_suite!(open());
 }
 
-fn stats(store: &SledMemoryStore) -> Stats {
+fn stats(store: &EmbeddedMemoryStore) -> Stats {
     store.stats(&scope_key(SCOPE)).unwrap().1
 }
 
@@ -72,7 +72,7 @@ async fn clearing_removes_every_key_and_keeps_the_numbering() {
         &store.tombstones,
         &store.metadata,
     ] {
-        assert!(tree.is_empty());
+        assert!(tree.is_empty().unwrap());
     }
     assert_eq!(add(&store, "", entries(&[("d", "delta")])).await, 1);
     assert_eq!(stats(&store).next_seq, 4);
@@ -111,32 +111,111 @@ async fn survives_reopening() {
     {
         // Without a flush per write, the one at shutdown is what makes them durable.
         let store =
-            SledMemoryStore::open(dir.path(), SyncMode::Periodic, Analyzer::default()).unwrap();
+            EmbeddedMemoryStore::open(dir.path(), SyncMode::Periodic, Analyzer::default()).unwrap();
         replace(&store, "s", entries(&[("a", "persisted words")])).await;
         memorize(&store, entries(&[("gone", "x")])).await;
         delete(&store, memory_id("gone")).await;
         store.flush().await.unwrap();
     }
-    // The flush at shutdown ended the flusher, which let go of the database; sled's own I/O
-    // threads let go of its lock moments after the last handle is dropped.
-    adk_common::sled::released(dir.path().join("db"))
+    // The flush at shutdown ended the flusher, which let go of the database: the file is
+    // closed with the last handle.
+    adk_common::file_lock::released(dir.path().join(adk_common::kv::FILE))
         .await
         .unwrap();
-    let store = SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
+    let store = EmbeddedMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
     assert_eq!(search(&store, "persisted").await, ["a"]);
     assert_eq!(add(&store, "s", entries(&[("gone", "x")])).await, 0);
     memorize(&store, entries(&[("b", "later")])).await;
     assert_eq!(listed(&store, SCOPE).await, ["a", "b"]);
 }
 
+/// The keys and values of a tree, in order.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Every entry of every tree of `db`, by tree.
+fn every_tree(db: &adk_common::kv::Db) -> BTreeMap<String, Entries> {
+    (db.tree_names().unwrap().into_iter())
+        .map(|name| {
+            let tree = db.open_tree(&name).unwrap();
+            let entries = tree.iter().collect::<Result<Vec<_>, _>>().unwrap();
+            (name, entries)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn converts_the_sled_database_of_an_earlier_release() {
+    // The trees of a store as an earlier release kept them, in sled.
+    let db = adk_common::kv::Db::temporary().unwrap();
+    let store =
+        EmbeddedMemoryStore::from_db(db.clone(), SyncMode::Sync, Analyzer::default()).unwrap();
+    replace(
+        &store,
+        "s",
+        entries(&[("a", "kept words"), ("b", "other words")]),
+    )
+    .await;
+    memorize(&store, entries(&[("gone", "x")])).await;
+    delete(&store, memory_id("gone")).await;
+    store
+        .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
+        .unwrap();
+    let trees = every_tree(&db);
+    let found = search(&store, "kept").await;
+    drop(store);
+    let dir = tempfile::tempdir().unwrap();
+    let sled = sled::open(dir.path()).unwrap();
+    for (name, entries) in &trees {
+        let tree = sled.open_tree(name).unwrap();
+        for (key, value) in entries {
+            tree.insert(key, value.as_slice()).unwrap();
+        }
+    }
+    let handed_out = (0..3).map(|_| sled.generate_id().unwrap()).max().unwrap();
+    sled.flush().unwrap();
+    drop(sled);
+    adk_common::file_lock::released(dir.path().join("db"))
+        .await
+        .unwrap();
+    // A conversion cut short left its unfinished file: it starts over.
+    std::fs::create_dir(dir.path().join(".converting")).unwrap();
+    std::fs::write(
+        dir.path().join(".converting").join(adk_common::kv::FILE),
+        b"cut",
+    )
+    .unwrap();
+
+    let store = EmbeddedMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, [adk_common::kv::FILE], "sled's files are gone");
+    assert_eq!(
+        every_tree(&store.db),
+        trees,
+        "every tree is copied as it was"
+    );
+    assert_eq!(search(&store, "kept").await, found);
+    assert_eq!(
+        add(&store, "s", entries(&[("gone", "x")])).await,
+        0,
+        "tombstones hold"
+    );
+    assert!(
+        store.db.generate_id().unwrap() > handed_out,
+        "no id is handed out twice"
+    );
+}
+
 /// Checks the posting blocks and document frequencies of SCOPE against its entries.
-fn assert_index_consistent(store: &SledMemoryStore) {
+fn assert_index_consistent(store: &EmbeddedMemoryStore) {
     let mut expected = BTreeMap::<Vec<u8>, Vec<Posting>>::new();
     let scope = scope_key(SCOPE);
     store
         .merge_journal(&scope, journal::Merger::Background)
         .unwrap();
-    assert!(store.journal.is_empty());
+    assert!(store.journal.is_empty().unwrap());
     for kv in store.entries.scan_prefix(&scope) {
         let (key, value) = kv.unwrap();
         let seq = key_seq(&key, scope.as_bytes().len()).unwrap();
@@ -214,9 +293,9 @@ async fn edited_blocks_stay_consistent() {
 
 #[tokio::test]
 async fn converts_the_old_postings_layout() {
-    let db = sled::Config::new().temporary(true).open().unwrap();
+    let db = adk_common::kv::Db::temporary().unwrap();
     let store =
-        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+        EmbeddedMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
     generated_corpus(&store).await;
     let other = Scope {
         app_name: "app",
@@ -251,14 +330,18 @@ async fn converts_the_old_postings_layout() {
     drop(old);
 
     let store =
-        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
-    assert!(!db.tree_names().iter().any(|name| name == OLD_POSTINGS));
+        EmbeddedMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+    assert!(!db
+        .tree_names()
+        .unwrap()
+        .iter()
+        .any(|name| name == OLD_POSTINGS));
     assert_index_consistent(&store);
     assert!(assert_searches_exact(&store).await > 400);
     let hits = store.search(other, &query("user")).await.unwrap();
     assert_eq!(hits.len(), 1);
     // Converted once: opening again changes nothing.
-    let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
+    let store = EmbeddedMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
     assert_index_consistent(&store);
 }
 
@@ -348,10 +431,10 @@ async fn small_writes_append_blocks_and_merge_them() {
 #[tokio::test]
 async fn a_term_moves_between_its_df_value_and_blocks() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
+    let store = EmbeddedMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
     let term = scope_key(SCOPE).str("rare77");
     // (df, postings in the df value, blocks), once merged.
-    let form = |store: &SledMemoryStore| {
+    let form = |store: &EmbeddedMemoryStore| {
         store
             .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
             .unwrap();
@@ -400,7 +483,7 @@ async fn a_term_moves_between_its_df_value_and_blocks() {
     store.flush().await.unwrap();
     drop(store);
 
-    let store = SledMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
+    let store = EmbeddedMemoryStore::open(dir.path(), SyncMode::Sync, Analyzer::default()).unwrap();
     assert_index_consistent(&store);
     assert!(assert_searches_exact(&store).await > 50);
     // Every posting removed: no df value, no block.
@@ -423,14 +506,14 @@ async fn a_term_moves_between_its_df_value_and_blocks() {
 /// when opened; a term that changes moves into its df value if its postings are few.
 #[tokio::test]
 async fn reads_the_blocks_of_a_format_8_store() {
-    let db = sled::Config::new().temporary(true).open().unwrap();
+    let db = adk_common::kv::Db::temporary().unwrap();
     let store =
-        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+        EmbeddedMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
     generated_corpus(&store).await;
     store
         .merge_journal(&scope_key(SCOPE), journal::Merger::Background)
         .unwrap();
-    async fn results(store: &SledMemoryStore) -> Vec<Vec<(String, f64)>> {
+    async fn results(store: &EmbeddedMemoryStore) -> Vec<Vec<(String, f64)>> {
         let mut all = Vec::new();
         for text in ["rare1 rare2 rare3", "the mid5 rare12 rare150", "spread the"] {
             let hits = store.search(SCOPE, &query(text)).await.unwrap();
@@ -448,7 +531,7 @@ async fn reads_the_blocks_of_a_format_8_store() {
             store.df.insert(&key, &value[..20]).unwrap();
         }
     }
-    let inline = |store: &SledMemoryStore| {
+    let inline = |store: &EmbeddedMemoryStore| {
         let values = store.df.iter().values().map(|v| v.unwrap());
         values
             .filter(|v| postings::inline_block(v).unwrap().is_some())
@@ -456,11 +539,11 @@ async fn reads_the_blocks_of_a_format_8_store() {
     };
     assert_eq!(inline(&store), 0);
     let format = db.open_tree("format").unwrap();
-    format.insert("version", &8u32.to_be_bytes()).unwrap();
+    format.insert("version", 8u32.to_be_bytes()).unwrap();
     drop(store);
 
     let store =
-        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+        EmbeddedMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
     let version = format.get("version").unwrap().unwrap();
     assert_eq!(u32::from_be_bytes(version[..].try_into().unwrap()), 9);
     assert_eq!(inline(&store), 0);
@@ -487,9 +570,9 @@ async fn reads_the_blocks_of_a_format_8_store() {
 /// session still continue it after its last turn.
 #[tokio::test]
 async fn builds_the_turns_of_an_older_store() {
-    let db = sled::Config::new().temporary(true).open().unwrap();
+    let db = adk_common::kv::Db::temporary().unwrap();
     let store =
-        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+        EmbeddedMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
     replace(
         &store,
         "s",
@@ -504,7 +587,7 @@ async fn builds_the_turns_of_an_older_store() {
     db.open_tree("index").unwrap().remove("turns").unwrap();
     drop(store);
 
-    let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
+    let store = EmbeddedMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
     let rebuilt: Vec<_> = store.turns.iter().keys().map(|k| k.unwrap()).collect();
     assert_eq!(rebuilt, built);
     add(&store, "s", entries(&[("t", "they offered the job")])).await;
@@ -516,9 +599,9 @@ async fn builds_the_turns_of_an_older_store() {
 /// keep it in step after that (a rewrite drops the old values, a deletion its entry's).
 #[tokio::test]
 async fn builds_the_metadata_index_of_an_older_store() {
-    let db = sled::Config::new().temporary(true).open().unwrap();
+    let db = adk_common::kv::Db::temporary().unwrap();
     let store =
-        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+        EmbeddedMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
     let with = |id: &str, metadata: &str| Entry {
         custom_metadata: metadata.into(),
         ..entry(id, "some text")
@@ -539,7 +622,7 @@ async fn builds_the_metadata_index_of_an_older_store() {
     db.open_tree("index").unwrap().remove("metadata").unwrap();
     drop(store);
 
-    let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
+    let store = EmbeddedMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
     let rebuilt: Vec<_> = store.metadata.iter().keys().map(|k| k.unwrap()).collect();
     assert_eq!(rebuilt, built);
     memorize(&store, vec![with("a", r#"{"c": "blue"}"#)]).await;
@@ -553,7 +636,7 @@ async fn builds_the_metadata_index_of_an_older_store() {
     };
     let candidates = store.candidates(&scope_key(SCOPE), &blue).unwrap().unwrap();
     assert_eq!(candidates.len(), 1);
-    assert_eq!(store.metadata.len(), 1);
+    assert_eq!(store.metadata.len().unwrap(), 1);
 }
 
 /// A store of format 3, whose entries' kinds were read from their metadata, gets them stored
@@ -561,9 +644,9 @@ async fn builds_the_metadata_index_of_an_older_store() {
 /// finished jobs become prunable.
 #[tokio::test]
 async fn converts_the_kinds_of_a_format_3_store() {
-    let db = sled::Config::new().temporary(true).open().unwrap();
+    let db = adk_common::kv::Db::temporary().unwrap();
     let store =
-        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+        EmbeddedMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
     let expiries = contract::before_kinds(&store).await;
     // As format 3 left it: expiries in their tree only, no finished jobs keyed, nothing
     // saying the kinds were converted.
@@ -576,11 +659,11 @@ async fn converts_the_kinds_of_a_format_3_store() {
     drop(store);
 
     let store =
-        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+        EmbeddedMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
     contract::assert_kinds_converted(&store).await;
     // Converted once: opening again changes nothing.
     drop(store);
-    let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
+    let store = EmbeddedMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
     let (listed, _) = store
         .list(SCOPE, 100, "", &Filter::default())
         .await
@@ -606,7 +689,7 @@ async fn searches_read_the_changes_that_wait_for_a_merge() {
     memorize(&store, entries(&[("c", "third words words")])).await;
     memorize(&store, entries(&[("a", "rewritten words")])).await;
     delete(&store, memory_id("b")).await;
-    assert_eq!(store.journal.len(), 3);
+    assert_eq!(store.journal.len().unwrap(), 3);
     let third = scope.clone().str("third");
     assert!(store.df.get(&third).unwrap().is_none());
 
@@ -620,12 +703,16 @@ async fn searches_read_the_changes_that_wait_for_a_merge() {
     let ids: Vec<_> = waiting.0.iter().map(|(id, _)| id.as_str()).collect();
     assert_eq!(ids, ["c", "a"]);
     assert_eq!(waiting.1, [true, false, false, true]);
-    assert_eq!(store.journal.len(), 3, "a search merged the journal");
+    assert_eq!(
+        store.journal.len().unwrap(),
+        3,
+        "a search merged the journal"
+    );
 
     store
         .merge_journal(&scope, journal::Merger::Background)
         .unwrap();
-    assert!(store.journal.is_empty());
+    assert!(store.journal.is_empty().unwrap());
     assert_eq!(searched().await, waiting);
     assert_index_consistent(&store);
 }
@@ -637,15 +724,16 @@ async fn searches_read_the_changes_that_wait_for_a_merge() {
 #[allow(clippy::await_holding_lock)]
 #[tokio::test]
 async fn a_journal_left_behind_is_merged_by_the_next_store() {
-    let db = sled::Config::new().temporary(true).open().unwrap();
-    let first = SledMemoryStore::from_db(db.clone(), SyncMode::Sync, Analyzer::default()).unwrap();
+    let db = adk_common::kv::Db::temporary().unwrap();
+    let first =
+        EmbeddedMemoryStore::from_db(db.clone(), SyncMode::Sync, Analyzer::default()).unwrap();
     // Fewer changes than a backlog, at which a write would merge (and wait for this).
     let merging = first.merges.lock(&scope_key(SCOPE));
     generated_corpus(&first).await;
     delete(&first, memory_id("e3-7")).await;
-    assert!(!first.journal.is_empty());
+    assert!(!first.journal.is_empty().unwrap());
 
-    let store = SledMemoryStore::from_db(db, SyncMode::Sync, Analyzer::default()).unwrap();
+    let store = EmbeddedMemoryStore::from_db(db, SyncMode::Sync, Analyzer::default()).unwrap();
     assert!(assert_searches_exact(&store).await > 400);
     assert_index_consistent(&store);
     drop(merging);
@@ -668,7 +756,7 @@ async fn a_write_of_many_postings_is_indexed_after_the_waiting_ones() {
     )
     .await;
     memorize(&store, entries(&[("c", "gamma words")])).await;
-    assert_eq!(store.journal.len(), 2);
+    assert_eq!(store.journal.len().unwrap(), 2);
     let turns: Vec<_> = (0..2000)
         .map(|i| {
             let text = (0..40)
@@ -680,7 +768,7 @@ async fn a_write_of_many_postings_is_indexed_after_the_waiting_ones() {
         .collect();
     // Replacing the session removes a and b, whose postings are still in the journal.
     replace(&store, "s", turns).await;
-    assert!(store.journal.is_empty());
+    assert!(store.journal.is_empty().unwrap());
     assert_index_consistent(&store);
     assert_eq!(search(&store, "alpha beta gamma").await, ["c"]);
 }
@@ -699,7 +787,7 @@ async fn the_journal_stays_short() {
         held_at_most: 400,
         merge_bytes: 200,
     };
-    let store = SledMemoryStore {
+    let store = EmbeddedMemoryStore {
         thresholds: at,
         ..store
     };
@@ -755,10 +843,11 @@ async fn the_journal_stays_short() {
 /// its searches are exact with them, and its merge applies only those.
 #[tokio::test]
 async fn a_merge_cut_short_is_taken_up_where_it_stopped() {
-    let db = sled::Config::new().temporary(true).open().unwrap();
-    let store = SledMemoryStore::from_db(db.clone(), SyncMode::Sync, Analyzer::default()).unwrap();
+    let db = adk_common::kv::Db::temporary().unwrap();
+    let store =
+        EmbeddedMemoryStore::from_db(db.clone(), SyncMode::Sync, Analyzer::default()).unwrap();
     // Nothing merged but by the test.
-    let store = SledMemoryStore {
+    let store = EmbeddedMemoryStore {
         thresholds: journal::Thresholds {
             merge_after: usize::MAX,
             backlog: usize::MAX,
@@ -769,7 +858,7 @@ async fn a_merge_cut_short_is_taken_up_where_it_stopped() {
     };
     let scope = scope_key(SCOPE);
     generated_corpus(&store).await;
-    let copy = |tree: &sled::Tree| -> Vec<(sled::IVec, sled::IVec)> {
+    let copy = |tree: &adk_common::kv::Tree| -> Vec<(Vec<u8>, Vec<u8>)> {
         tree.iter().map(|kv| kv.unwrap()).collect()
     };
     let before = (copy(&store.journal), copy(&store.blocks), copy(&store.df));
@@ -808,7 +897,7 @@ async fn a_merge_cut_short_is_taken_up_where_it_stopped() {
     );
     let (held, _) = pending::Pending::load(&journal, &df).unwrap().len(&scope);
     assert!(0 < held && held < journalled, "{held} of {journalled}");
-    let store = SledMemoryStore::from_db(db, SyncMode::Sync, Analyzer::default()).unwrap();
+    let store = EmbeddedMemoryStore::from_db(db, SyncMode::Sync, Analyzer::default()).unwrap();
     assert!(assert_searches_exact(&store).await > 400);
     assert_index_consistent(&store);
     assert!(assert_searches_exact(&store).await > 400);
@@ -818,20 +907,20 @@ async fn a_merge_cut_short_is_taken_up_where_it_stopped() {
 /// timestamp when opened (see `contract::before_validity`), once.
 #[tokio::test]
 async fn gives_the_entries_of_a_format_6_store_their_validity() {
-    let db = sled::Config::new().temporary(true).open().unwrap();
+    let db = adk_common::kv::Db::temporary().unwrap();
     let store =
-        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+        EmbeddedMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
     contract::before_validity(&store).await;
     // As format 6 left it: nothing saying the entries were converted.
     db.open_tree("index").unwrap().remove("validity").unwrap();
     drop(store);
 
     let store =
-        SledMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
+        EmbeddedMemoryStore::from_db(db.clone(), SyncMode::Periodic, Analyzer::default()).unwrap();
     contract::assert_validity_converted(&store).await;
-    assert!(store.closed.is_empty());
+    assert!(store.closed.is_empty().unwrap());
     drop(store);
-    let store = SledMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
+    let store = EmbeddedMemoryStore::from_db(db, SyncMode::Periodic, Analyzer::default()).unwrap();
     contract::assert_validity_converted(&store).await;
 }
 
@@ -858,7 +947,7 @@ fn zipf_text(seed: u64, cdf: &[f64]) -> String {
 
 /// Keys per tree after loading `entries` entries spread over `users` users in batches of
 /// `batch`, all merged.
-async fn key_counts(entries: u64, users: u64, batch: u64) -> Vec<(&'static str, usize)> {
+async fn key_counts(entries: u64, users: u64, batch: u64) -> Vec<(&'static str, u64)> {
     let (_dir, store) = open().await;
     let mut cdf: Vec<f64> = (1..=20_000).map(|r| 1.0 / f64::from(r)).collect();
     let mut sum = 0.0;
@@ -904,17 +993,19 @@ async fn key_counts(entries: u64, users: u64, batch: u64) -> Vec<(&'static str, 
         ("expiries", &store.expiries),
         ("revisions", &store.revisions),
     ];
-    trees.map(|(name, tree)| (name, tree.len())).to_vec()
+    trees
+        .map(|(name, tree)| (name, tree.len().unwrap()))
+        .to_vec()
 }
 
 /// Prints the keys per tree of a spread load and of one user's (`cargo test -p memory-svc
-/// --lib key_counts -- --ignored --nocapture`): what the index costs in sled pages.
+/// --lib key_counts -- --ignored --nocapture`): what the index costs in keys.
 #[tokio::test]
 #[ignore = "a measurement: prints figures"]
 async fn measure_key_counts() {
     for (entries, users, batch) in [(30_000, 100, 100), (30_000, 1, 1_000)] {
         let counts = key_counts(entries, users, batch).await;
-        let total: usize = counts.iter().map(|(_, n)| n).sum();
+        let total: u64 = counts.iter().map(|(_, n)| n).sum();
         println!(
             "{entries} entries over {users} users: {total} keys, {:.2} per entry",
             total as f64 / entries as f64
