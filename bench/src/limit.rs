@@ -5,7 +5,9 @@
 //! spread over `users` users (AddEventsToMemory batches from concurrent clients; no second phase
 //! with `users` 0), searching after each. Fails when the server is killed (the kernel's OOM
 //! killer counts in the group's `oom_kill`) or when its peak RSS (`VmHWM`) passes
-//! `max_rss_percent` of the limit. Prints the ingestion rate, search p50 and RSS of each phase.
+//! `max_rss_percent` of the limit. Prints each phase's ingestion rate, bytes written per entry
+//! and RSS, and its search p50 by query class twice: right after the ingestion (the merges it
+//! left may still run) and, with other queries, once the server is idle.
 //! Without a cgroup the same load runs unconstrained, for comparison, and nothing is judged.
 
 use std::{
@@ -39,8 +41,8 @@ pub struct MemoryLimit {
     pub server_args: Vec<String>,
 }
 
-/// Searches timed after each phase.
-const SEARCHES: u64 = 200;
+/// Searches timed after each phase, and again once it settled.
+const SEARCHES: u64 = 300;
 
 pub async fn memory_limit(ctx: &Ctx, run: MemoryLimit) -> Result<()> {
     let group = run.cgroup.clone().map(Group);
@@ -69,6 +71,7 @@ pub async fn memory_limit(ctx: &Ctx, run: MemoryLimit) -> Result<()> {
     let mut first_entry = 0;
     let mut outcome = Ok(());
     for (label, users, entries, batch) in phases {
+        let written = server.bytes_written();
         let loaded = ingest(
             &server,
             &corpus,
@@ -83,16 +86,26 @@ pub async fn memory_limit(ctx: &Ctx, run: MemoryLimit) -> Result<()> {
         let (rss, hwm) = server.rss_kb();
         match loaded {
             Ok(rate) => {
-                let p50 = search_p50(&server, &corpus, label, users).await;
+                let per_entry =
+                    server.bytes_written().saturating_sub(written) as f64 / entries as f64;
                 println!(
-                    "  {label}: {entries} entries in {users} users at {rate:.0} entries/s; \
-                     search p50 {}; RSS {:.1} MB, peak {:.1} MB",
-                    match p50 {
-                        Ok(p50) => format!("{:.2} ms", p50.as_secs_f64() * 1e3),
-                        Err(e) => format!("failed: {e}"),
-                    },
+                    "  {label}: {entries} entries in {users} users at {rate:.0} entries/s, \
+                     {:.1} KB written per entry; RSS {:.1} MB, peak {:.1} MB",
+                    per_entry / 1e3,
                     rss as f64 / 1024.0,
                     hwm as f64 / 1024.0,
+                );
+                let after = search_p50s(&server, &corpus, label, users, 0).await;
+                println!(
+                    "  {label}: search p50 {} right after the ingestion",
+                    show(&after)
+                );
+                let waited = settle(&server).await;
+                let settled = search_p50s(&server, &corpus, label, users, SEARCHES).await;
+                println!(
+                    "  {label}: search p50 {} once the server was idle ({:.0} s later)",
+                    show(&settled),
+                    waited.as_secs_f64()
                 );
             }
             Err(e) => {
@@ -206,19 +219,69 @@ async fn ingest(
     Ok((range.end - range.start) as f64 / started.elapsed().as_secs_f64())
 }
 
-/// The median latency of [`SEARCHES`] searches of every query class, over the phase's users.
-async fn search_p50(server: &Server, corpus: &Corpus, label: &str, users: u64) -> Result<Duration> {
+/// The median latency of each query class ([`QueryClass::ALL`]) over [`SEARCHES`] searches
+/// of the phase's users, the classes taking turns; the queries are the corpus's from number
+/// `first` on (a second round asks others, so that it does not find their blocks cached).
+async fn search_p50s(
+    server: &Server,
+    corpus: &Corpus,
+    label: &str,
+    users: u64,
+    first: u64,
+) -> Result<Vec<Duration>> {
     let mut client = memory_clients(server, 1).remove(0);
-    let mut took = Vec::new();
-    for i in 0..SEARCHES {
-        let class = QueryClass::ALL[i as usize % QueryClass::ALL.len()];
-        let request = search_request(&user_of(label, i % users), corpus.query(class, i));
+    let mut took = vec![Vec::new(); QueryClass::ALL.len()];
+    for i in first..first + SEARCHES {
+        let class = (i % QueryClass::ALL.len() as u64) as usize;
+        let request = search_request(
+            &user_of(label, i % users),
+            corpus.query(QueryClass::ALL[class], i),
+        );
         let t = Instant::now();
         client.search_memory(request).await?;
-        took.push(t.elapsed());
+        took[class].push(t.elapsed());
     }
-    took.sort();
-    Ok(took[took.len() / 2])
+    Ok(took
+        .into_iter()
+        .map(|mut took| {
+            took.sort();
+            took[took.len() / 2]
+        })
+        .collect())
+}
+
+/// "rare / mixed / common" p50s in milliseconds, or why they failed.
+fn show(p50s: &Result<Vec<Duration>>) -> String {
+    match p50s {
+        Ok(p50s) => {
+            let ms: Vec<String> = (p50s.iter())
+                .map(|d| format!("{:.2}", d.as_secs_f64() * 1e3))
+                .collect();
+            format!("{} ms (rare / mixed / common)", ms.join(" / "))
+        }
+        Err(e) => format!("failed: {e}"),
+    }
+}
+
+/// The longest [`settle`] waits.
+const SETTLE_AT_MOST: Duration = Duration::from_secs(600);
+
+/// Waits until the server spends under 2 % of a core over a second (the merges an ingestion
+/// leaves behind are done), at most [`SETTLE_AT_MOST`]; returns how long it waited. A search
+/// right after an ingestion shares the machine with those merges; one after them shows what a
+/// store of this size serves.
+async fn settle(server: &Server) -> Duration {
+    let started = Instant::now();
+    let mut used = server.cpu_time();
+    while started.elapsed() < SETTLE_AT_MOST {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = server.cpu_time();
+        if now.saturating_sub(used) < Duration::from_millis(20) {
+            break;
+        }
+        used = now;
+    }
+    started.elapsed()
 }
 
 fn user_of(label: &str, i: u64) -> String {

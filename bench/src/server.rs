@@ -135,6 +135,34 @@ impl Server {
         rss_kb_of(self.pid)
     }
 
+    /// The bytes the server has passed to write(2) and its kin so far (`wchar` of /proc/PID/io:
+    /// whether or not they have reached the disk yet).
+    pub fn bytes_written(&self) -> u64 {
+        let io = std::fs::read_to_string(format!("/proc/{}/io", self.pid)).unwrap_or_default();
+        io.lines()
+            .find_map(|l| l.strip_prefix("wchar:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The CPU time the server has used so far (user and system, from /proc/PID/stat).
+    pub fn cpu_time(&self) -> Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
+        // After the command name, which may hold spaces: state is field 3, utime 14, stime 15.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map_or("", |(_, rest)| rest)
+            .split_whitespace()
+            .collect();
+        let ticks: u64 = [11, 12]
+            .iter()
+            .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+            .sum();
+        // SAFETY: sysconf has no preconditions.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        Duration::from_secs_f64(ticks as f64 / per_second as f64)
+    }
+
     /// SIGTERM (graceful: drain and flush), then kill after 30 s.
     pub async fn stop(mut self) {
         // SAFETY: plain kill(2) on our own child's pid.
