@@ -228,9 +228,12 @@ impl<'a> TermEdits<'a> {
         Ok(())
     }
 
-    /// The changed blocks and df values in batches of up to `terms` terms each.
+    /// The changed blocks and df values in batches of up to `terms` terms each, in term order:
+    /// a batch then changes neighbouring keys, so the tree pages a merge rewrites are written
+    /// about once each, not once by every batch whose terms fall in them.
     fn finish_by(self, store: &EmbeddedMemoryStore, terms: usize) -> Result<Vec<TermBatch>> {
         let mut edits: Vec<_> = self.edits.into_iter().collect();
+        edits.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
         let mut batches = Vec::with_capacity(edits.len().div_ceil(terms));
         for chunk in edits.chunks_mut(terms) {
             let mut batch = TermBatch::default();
