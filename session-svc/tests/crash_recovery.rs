@@ -14,7 +14,7 @@ use std::{
 
 use adk_proto::session::v1::{
     session_service_client::SessionServiceClient, AppendEventRequest, CreateSessionRequest, Event,
-    EventActions, GetSessionRequest, GetUserStateRequest,
+    EventActions, GetSessionRequest,
 };
 use adk_tests::{spawn_binary, ServerProcess};
 use serde_json::{json, Value};
@@ -98,16 +98,13 @@ type Ledgers = Arc<Vec<Mutex<Ledger>>>;
 
 /// Checks everything the store holds against what was acknowledged; returns, per writer, how
 /// many events are stored (the next writer index continues from there).
+///
+/// Each session is checked against its own `GetSession`, which reads its events and its state
+/// of every scope in one snapshot. Two calls may straddle a commit: on PostgreSQL the killed
+/// server's last transaction commits whenever the database executes the COMMIT it had already
+/// sent, which may be after the restart (a `GetUserState` read before the sessions once showed
+/// `last_w0` at 257 beside 258 stored events, atomic as both were).
 async fn verify(client: &mut SessionServiceClient<Channel>, ledgers: &Ledgers) -> Vec<usize> {
-    let user_state = client
-        .get_user_state(GetUserStateRequest {
-            app_name: "crash".into(),
-            user_id: "u".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let user_state: Value = serde_json::from_str(&user_state.state).unwrap();
     let mut stored_counts = Vec::new();
     for w in 0..WRITERS {
         let session = client
@@ -149,7 +146,7 @@ async fn verify(client: &mut SessionServiceClient<Channel>, ledgers: &Ledgers) -
                 "session state is the fold of stored events"
             );
             assert_eq!(state[format!("app:last_w{w}")], json!(stored));
-            assert_eq!(user_state[format!("last_w{w}")], json!(stored));
+            assert_eq!(state[format!("user:last_w{w}")], json!(stored));
         }
         stored_counts.push(stored);
     }
