@@ -3,10 +3,8 @@
 //! page, the Host and Origin checks it shares with `/mcp`, and the bound on live views per
 //! browser. (The page itself is tested in a real browser by `console_browser.rs`.)
 
-mod console_fixture;
-
+use crate::console_fixture::{Fixture, A_TOKEN, B_SECRET, OPS_TOKEN};
 use adk_tests::text_event;
-use console_fixture::{Fixture, A_TOKEN, B_SECRET, OPS_TOKEN};
 use reqwest::{header, Client, StatusCode};
 use serde_json::{json, Value};
 

@@ -8,20 +8,18 @@
 //! Needs `chromium` and `chromium-driver` (Debian packages); `.ci/run` installs them and runs
 //! this suite with `--ignored`.
 
-mod console_fixture;
-
 use std::{
     path::PathBuf,
     process::Stdio,
     time::{Duration, Instant},
 };
 
+use crate::console_fixture::{Fixture, Memories, A_TOKEN, B_SECRET, HOSTILE, OPS_TOKEN, SCRIPT};
 use adk_proto::{
     memory::v1::{ListMemoryRevisionsRequest, ListMemoryStreamsRequest, RevisionAction},
     session::v1::{AppendEventRequest, Event},
 };
 use adk_tests::{append_request, create_request, text_event};
-use console_fixture::{Fixture, Memories, A_TOKEN, B_SECRET, HOSTILE, OPS_TOKEN, SCRIPT};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
