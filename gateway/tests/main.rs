@@ -1,6 +1,6 @@
-//! The integration tests of the gateway binary's HTTP front door and web console, one module
-//! per suite: one binary, not one per file, which would build the servers' generic code and
-//! the gRPC stack again for each. `cargo test --test integration <suite>::` runs one suite.
+//! The integration suites of the gateway binary's HTTP front door and web console, one module per
+//! file. One binary, not one per file: each would build the servers' generic code and the gRPC
+//! stack again. `cargo test -p gateway --test integration <suite>::` runs one suite.
 
 mod console;
 mod console_browser;

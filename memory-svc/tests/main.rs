@@ -1,6 +1,6 @@
-//! The integration tests of memory-svc's binary, store and models, one module
-//! per suite: one binary, not one per file, which would build the servers' generic code and
-//! the gRPC stack again for each. `cargo test --test integration <suite>::` runs one suite.
+//! The integration suites of memory-svc's binary, store and models, one module per file. One
+//! binary, not one per file: each would build the servers' generic code and the gRPC stack again.
+//! `cargo test -p memory-svc --test integration <suite>::` runs one suite.
 
 mod backends;
 mod backup;

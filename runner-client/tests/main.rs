@@ -1,6 +1,6 @@
-//! The integration tests of the runner-client binary, one module
-//! per suite: one binary, not one per file, which would build the servers' generic code and
-//! the gRPC stack again for each. `cargo test --test integration <suite>::` runs one suite.
+//! The integration suites of the runner-client binary, one module per file. One binary, not one per
+//! file: each would build the servers' generic code and the gRPC stack again. `cargo test -p
+//! runner-client --test integration <suite>::` runs one suite.
 
 mod cli;
 mod completions;

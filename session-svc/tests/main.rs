@@ -1,6 +1,6 @@
-//! The integration tests of session-svc's binary and store, one module
-//! per suite: one binary, not one per file, which would build the servers' generic code and
-//! the gRPC stack again for each. `cargo test --test integration <suite>::` runs one suite.
+//! The integration suites of session-svc's binary and store, one module per file. One binary, not
+//! one per file: each would build the servers' generic code and the gRPC stack again. `cargo test
+//! -p session-svc --test integration <suite>::` runs one suite.
 
 mod crash_recovery;
 mod disk_full;

@@ -1,7 +1,6 @@
-//! The integration tests of the servers booted in-process on port 0 and driven over gRPC, one module per suite.
-//!
-//! One test binary, not one per file: each file would link the servers and the gRPC stack
-//! again. `cargo test --test integration <suite>::` runs one suite.
+//! The integration suites of the servers booted in-process on port 0 and driven over gRPC, one
+//! module per file. One binary, not one per file: each would build the servers' generic code and
+//! the gRPC stack again. `cargo test -p adk-tests --test integration <suite>::` runs one suite.
 
 mod authorization;
 mod flag_docs;
